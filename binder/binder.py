@@ -1,0 +1,54 @@
+"""The binder decides whether: commit in the store, then bind in the cluster.
+
+Commits go to the store in one Lua call per batch; each unit is accepted
+whole or not at all. A committed unit whose binding the cluster refuses is
+released again, so that no reservation outlives its pod.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cluster.adapter import Binding, ClusterAdapter
+from cluster.messages import Decision, UnitOutcome
+from cluster.objects import SchedulingSpec
+from cluster.store import NodeStore
+
+
+class Binder:
+    def __init__(self, store: NodeStore, cluster: ClusterAdapter) -> None:
+        self.store = store
+        self.cluster = cluster
+        self.commits = 0  # Lua commit calls
+        self.committed_units = 0
+
+    def process(
+        self, classes: Sequence[SchedulingSpec], decisions: Sequence[Decision]
+    ) -> list[UnitOutcome]:
+        """Commit and bind the placed units of one shard batch."""
+        if not decisions:
+            return []
+        _, outcomes = self.store.commit(classes, decisions)
+        self.commits += 1
+        bindings: list[Binding] = []
+        owners: list[UnitOutcome] = []
+        for decision, outcome in zip(decisions, outcomes, strict=True):
+            if outcome.committed:
+                self.committed_units += 1
+                for placement, node in zip(decision.placements, outcome.nodes, strict=True):
+                    bindings.append(Binding(placement.pod, node))
+                    owners.append(outcome)
+        errors = self.cluster.bind(bindings) if bindings else []
+        failed: dict[str, str] = {}
+        for owner, error in zip(owners, errors, strict=True):
+            if error is not None:
+                failed.setdefault(owner.unit, error)
+        if failed:
+            self.store.release(list(failed))
+        for outcome in outcomes:
+            if outcome.committed:
+                if outcome.unit in failed:
+                    outcome.status, outcome.detail = "bind-failed", failed[outcome.unit]
+                else:
+                    outcome.status = "bound"
+        return outcomes

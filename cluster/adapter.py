@@ -1,0 +1,25 @@
+"""What the roles need from a cluster, whether simulated or a real API server."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from cluster.errors import InvalidObject
+from cluster.objects import Pod
+
+
+@dataclass(slots=True)
+class Binding:
+    """One `pods/binding`: this pod goes on this node."""
+
+    pod: str
+    node: str
+
+
+class ClusterAdapter(Protocol):
+    def take_new_pods(self) -> tuple[list[Pod], list[tuple[str, InvalidObject]]]:
+        """New pods of our profiles since the last call; (pod key, error) for unparsable ones."""
+
+    def bind(self, bindings: list[Binding]) -> list[str | None]:
+        """Bind pods to nodes; one error (or None) per binding."""

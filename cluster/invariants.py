@@ -1,0 +1,77 @@
+"""The independent checker of DESIGN.md's invariants.
+
+It trusts none of the scheduler's bookkeeping: usage is recomputed from the
+pod manifests and the bindings the cluster recorded, then compared with
+every node's allocatable and with what the node store believes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from cluster import resources as res
+from cluster.objects import pod_from_manifest
+from cluster.simulator import SimulatedCluster
+from cluster.store import NodeStore
+
+
+def check_invariants(
+    cluster: SimulatedCluster,
+    reported_unschedulable: Iterable[str],
+    store: NodeStore | None = None,
+) -> list[str]:
+    """Every violation found, as a sentence; an empty list means all invariants hold."""
+    violations: list[str] = []
+
+    # Bound once: the API refuses a second binding, but count anyway.
+    for pod, times in Counter(b.pod for b in cluster.bind_log).items():
+        if times > 1:
+            violations.append(f"pod {pod} was bound {times} times")
+
+    # No over-commit: recompute each node's usage from the bound manifests.
+    usage: dict[str, dict[str, int]] = {name: {} for name in cluster.nodes}
+    for pod_key, node in cluster.bindings.items():
+        if node not in cluster.nodes:
+            violations.append(f"pod {pod_key} is bound to unknown node {node}")
+            continue
+        res.add(usage[node], dict(pod_from_manifest(cluster.pod_manifests[pod_key]).spec.requests))
+    for name, used in usage.items():
+        allocatable = cluster.nodes[name].allocatable
+        for resource, amount in used.items():
+            if not res.is_score_only(resource) and amount > allocatable.get(resource, 0):
+                violations.append(
+                    f"node {name} is over-committed on {resource}: "
+                    f"{amount} requested > {allocatable.get(resource, 0)} allocatable"
+                )
+
+    # Nothing lost: every pod of ours is bound or was reported unschedulable.
+    unschedulable = set(reported_unschedulable)
+    ours = [
+        key
+        for key, manifest in cluster.pod_manifests.items()
+        if ((manifest.get("spec") or {}).get("schedulerName") or "default-scheduler")
+        in cluster.scheduler_names
+    ]
+    for key in ours:
+        if key not in cluster.bindings and key not in unschedulable:
+            violations.append(f"pod {key} is neither bound nor reported unschedulable")
+        if key in cluster.bindings and key in unschedulable:
+            violations.append(f"pod {key} is bound but also reported unschedulable")
+
+    # The store agrees with the cluster: no leaked or missing reservation.
+    if store is not None:
+        committed = store.committed_pods()
+        for pod, node in committed.items():
+            if cluster.bindings.get(pod) != node:
+                violations.append(
+                    f"store holds pod {pod} on {node}, "
+                    f"cluster has it on {cluster.bindings.get(pod)}"
+                )
+        for pod in cluster.bindings.keys() - committed.keys():
+            violations.append(f"pod {pod} is bound but holds no reservation in the store")
+        for name, used in usage.items():
+            stored = {k: v for k, v in store.usage(name).items() if v}
+            if stored != {k: v for k, v in used.items() if v}:
+                violations.append(f"node {name}: store usage {stored} != recomputed {used}")
+    return violations

@@ -1,0 +1,59 @@
+"""A pod's life in optimist, as one state machine, written down in one place.
+
+Every pod that enters is, at any moment, in exactly one of these states
+(DESIGN.md invariant 4, "nothing lost"). The dispatcher owns the states up
+to BOUND and refuses any transition not listed here.
+
+    new pod ──► ACTIVE ──► IN_FLIGHT ──► AWAITING_COMMIT ──► BOUND
+                  ▲  ▲         │               │
+                  │  │         │ unschedulable │ conflict, bind failed
+                  │  │         ▼               │
+                  │  └───── BACKOFF ◄──────────┘ (conflict: straight to ACTIVE)
+                  │   backoff over, or an event that may have freed room
+    bad manifest ─┴─► REJECTED (reported unschedulable with its reason, never retried)
+
+- ACTIVE: in the active queue, ordered by priority, then arrival.
+- IN_FLIGHT: in a batch sent to a shard; the shard has not answered.
+- AWAITING_COMMIT: a shard placed it; the binder commits it in the store and
+  binds it in the cluster.
+- BACKOFF: the last attempt found no node (the reason is kept and reported),
+  or the attempt failed; retried when the backoff (1 s doubling to 10 s) is
+  over, or at once when an event may have freed room.
+- BOUND: committed in the store and bound in the cluster; the dispatcher
+  forgets it.
+- REJECTED: its manifest cannot be scheduled as written.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class PodState(Enum):
+    ACTIVE = "active"
+    IN_FLIGHT = "in-flight"
+    AWAITING_COMMIT = "awaiting-commit"
+    BACKOFF = "backoff"
+    BOUND = "bound"
+    REJECTED = "rejected"
+
+
+TRANSITIONS: dict[PodState, frozenset[PodState]] = {
+    PodState.ACTIVE: frozenset({PodState.IN_FLIGHT}),
+    PodState.IN_FLIGHT: frozenset({PodState.AWAITING_COMMIT, PodState.BACKOFF, PodState.ACTIVE}),
+    PodState.AWAITING_COMMIT: frozenset({PodState.BOUND, PodState.ACTIVE, PodState.BACKOFF}),
+    PodState.BACKOFF: frozenset({PodState.ACTIVE}),
+    PodState.BOUND: frozenset(),
+    PodState.REJECTED: frozenset(),
+}
+
+
+class IllegalTransition(RuntimeError):
+    pass
+
+
+def check_transition(unit: str, old: PodState, new: PodState) -> None:
+    if new not in TRANSITIONS[old]:
+        raise IllegalTransition(
+            f"unit {unit}: {old.value} -> {new.value} is not a legal transition"
+        )

@@ -1,0 +1,193 @@
+"""Every message that crosses a process boundary, with its msgpack form.
+
+Roles never import each other; they exchange these. A batch carries each
+equivalence class once and its pods refer to it by index, so the bytes on
+the wire grow with the number of distinct pod shapes, not with pod count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgpack
+
+from cluster.objects import SchedulingSpec
+
+
+class MalformedMessage(ValueError):
+    """A frame that is not a well-formed message; it is dropped, never applied."""
+
+
+def _pack(wire: list[Any]) -> bytes:
+    return msgpack.packb(wire, use_bin_type=True)
+
+
+def _unpack(data: bytes, what: str) -> list[Any]:
+    try:
+        wire = msgpack.unpackb(data, raw=False, strict_map_key=False)
+    except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as err:
+        raise MalformedMessage(f"{what}: {err}") from None
+    if not isinstance(wire, list):
+        raise MalformedMessage(f"{what}: expected a list, got {type(wire).__name__}")
+    return wire
+
+
+@dataclass(slots=True)
+class UnitRequest:
+    """One unit to place: its pods, each naming its class in the batch."""
+
+    key: str
+    pods: list[tuple[str, int]]  # (pod key, index into ShardBatch.classes)
+    min_member: int = 1
+
+
+@dataclass(slots=True)
+class ShardBatch:
+    """Dispatcher → shard: units to place, and which earlier batches are settled.
+
+    `resolved` lists this shard's earlier batches whose placements the binder
+    has committed or rejected; the shard stops assuming them once it has
+    synced the store past that point.
+    """
+
+    batch_id: int
+    classes: list[SchedulingSpec]
+    units: list[UnitRequest]
+    resolved: list[int] = field(default_factory=list)
+
+    def encode(self) -> bytes:
+        return _pack(
+            [
+                self.batch_id,
+                [c.to_wire() for c in self.classes],
+                [[u.key, [list(p) for p in u.pods], u.min_member] for u in self.units],
+                self.resolved,
+            ]
+        )
+
+    @classmethod
+    def decode(cls, data: bytes) -> ShardBatch:
+        try:
+            batch_id, classes, units, resolved = _unpack(data, "ShardBatch")
+            return cls(
+                batch_id=int(batch_id),
+                classes=[SchedulingSpec.from_wire(c) for c in classes],
+                units=[
+                    UnitRequest(k, [(str(p), int(c)) for p, c in pods], int(m))
+                    for k, pods, m in units
+                ],
+                resolved=[int(b) for b in resolved],
+            )
+        except (TypeError, ValueError) as err:
+            raise MalformedMessage(f"ShardBatch: {err}") from None
+
+
+@dataclass(slots=True)
+class PodPlacement:
+    """Where a shard puts one pod: ranked candidate nodes and the versions it saw."""
+
+    pod: str
+    cls: int
+    nodes: list[str]
+    versions: list[int]
+
+
+@dataclass(slots=True)
+class Decision:
+    """A shard's answer for one unit: placements for all its pods, or none and why."""
+
+    unit: str
+    placements: list[PodPlacement]
+    reasons: dict[str, int] = field(default_factory=dict)  # reason -> nodes that gave it
+    nodes: int = 0  # nodes the shard considered
+
+    @property
+    def placed(self) -> bool:
+        return bool(self.placements)
+
+    def summary(self) -> str:
+        """kube-scheduler's FailedScheduling wording: `0/5 nodes are available: ...`."""
+        parts = ", ".join(
+            f"{n} {r}" for r, n in sorted(self.reasons.items(), key=lambda x: (-x[1], x[0]))
+        )
+        return (
+            f"0/{self.nodes} nodes are available: {parts}."
+            if parts
+            else f"0/{self.nodes} nodes are available."
+        )
+
+
+@dataclass(slots=True)
+class ShardResult:
+    """Shard → binder and dispatcher: the decisions of one batch."""
+
+    shard: int
+    batch_id: int
+    store_version: int
+    decisions: list[Decision]
+    sync_s: float = 0.0
+    decide_s: float = 0.0
+
+    def encode(self) -> bytes:
+        return _pack(
+            [
+                self.shard,
+                self.batch_id,
+                self.store_version,
+                [
+                    [
+                        d.unit,
+                        [[p.pod, p.cls, p.nodes, p.versions] for p in d.placements],
+                        d.reasons,
+                        d.nodes,
+                    ]
+                    for d in self.decisions
+                ],
+                self.sync_s,
+                self.decide_s,
+            ]
+        )
+
+    @classmethod
+    def decode(cls, data: bytes) -> ShardResult:
+        try:
+            shard, batch_id, version, decisions, sync_s, decide_s = _unpack(data, "ShardResult")
+            return cls(
+                shard=int(shard),
+                batch_id=int(batch_id),
+                store_version=int(version),
+                decisions=[
+                    Decision(
+                        unit, [PodPlacement(*p) for p in placements], dict(reasons), int(nodes)
+                    )
+                    for unit, placements, reasons, nodes in decisions
+                ],
+                sync_s=float(sync_s),
+                decide_s=float(decide_s),
+            )
+        except (TypeError, ValueError) as err:
+            raise MalformedMessage(f"ShardResult: {err}") from None
+
+
+@dataclass(slots=True)
+class UnitOutcome:
+    """What became of a placed unit: the store's verdict, then the binder's.
+
+    status is one of
+      committed    the store accepted every pod (the binder then binds them)
+      bound        committed and bound in the cluster
+      conflict     some pod no longer fits the committed state; nothing applied
+      bind-failed  committed, but the cluster refused a binding; released again
+      duplicate    a pod or the unit was already committed; nothing applied
+      invalid      the store refused a malformed request; nothing applied
+    """
+
+    unit: str
+    status: str
+    nodes: list[str] = field(default_factory=list)  # the node of each pod, once committed
+    detail: str = ""
+
+    @property
+    def committed(self) -> bool:
+        return self.status == "committed"

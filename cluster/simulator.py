@@ -1,0 +1,126 @@
+"""A simulated cluster: nodes and pods made from Kubernetes-style templates.
+
+It stands where the API server stands: it holds the manifests, hands new
+pods of our profiles to the scheduler as a watch would, and records bindings,
+refusing a second binding of a pod as the API server does (409).
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cluster.adapter import Binding
+from cluster.errors import InvalidObject
+from cluster.objects import Node, Pod, node_from_manifest, pod_from_manifest
+
+# Kubernetes' generateName alphabet: no vowels, no look-alike characters.
+_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_SUFFIX_LENGTH = 5
+
+
+def load_template(path: str | Path) -> dict[str, Any]:
+    with open(path) as f:
+        doc = yaml.safe_load(f)
+    if not isinstance(doc, dict) or "kind" not in doc:
+        raise ValueError(f"{path}: not a Kubernetes object (no kind)")
+    return doc
+
+
+@dataclass
+class SimulatedCluster:
+    scheduler_names: frozenset[str] = frozenset({"default-scheduler"})
+    seed: int = 0
+    nodes: dict[str, Node] = field(default_factory=dict)
+    node_manifests: dict[str, dict[str, Any]] = field(default_factory=dict)
+    pod_manifests: dict[str, dict[str, Any]] = field(default_factory=dict)
+    bindings: dict[str, str] = field(default_factory=dict)
+    bind_log: list[Binding] = field(default_factory=list)
+    _new: list[str] = field(default_factory=list)
+    _names: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+
+    def _name(self, meta: Mapping[str, Any], namespace: str) -> str:
+        if meta.get("name"):
+            return str(meta["name"])
+        prefix = meta.get("generateName")
+        if not prefix:
+            raise ValueError("template has neither metadata.name nor metadata.generateName")
+        while True:
+            suffix = "".join(self._rng.choices(_SUFFIX_ALPHABET, k=_SUFFIX_LENGTH))
+            if f"{namespace}/{prefix}{suffix}" not in self._names:
+                return f"{prefix}{suffix}"
+
+    def create_nodes(self, template: Mapping[str, Any], count: int) -> list[Node]:
+        made = []
+        for _ in range(count):
+            manifest = copy.deepcopy(dict(template))
+            meta = manifest.setdefault("metadata", {})
+            meta["name"] = self._name(meta, "")
+            meta.pop("generateName", None)
+            node = node_from_manifest(manifest)
+            self._names.add(f"/{node.name}")
+            self.nodes[node.name] = node
+            self.node_manifests[node.name] = manifest
+            made.append(node)
+        return made
+
+    def create_pods(
+        self, template: Mapping[str, Any], count: int, namespace: str = "default"
+    ) -> list[str]:
+        """Create pods as the API server would; returns their keys (namespace/name)."""
+        keys = []
+        for _ in range(count):
+            manifest = copy.deepcopy(dict(template))
+            meta = manifest.setdefault("metadata", {})
+            meta["namespace"] = meta.get("namespace") or namespace
+            meta["name"] = self._name(meta, meta["namespace"])
+            meta.pop("generateName", None)
+            key = f"{meta['namespace']}/{meta['name']}"
+            self._names.add(key)
+            self.pod_manifests[key] = manifest
+            scheduler = (manifest.get("spec") or {}).get("schedulerName") or "default-scheduler"
+            if scheduler in self.scheduler_names:
+                self._new.append(key)
+            keys.append(key)
+        return keys
+
+    def take_new_pods(self) -> tuple[list[Pod], list[tuple[str, InvalidObject]]]:
+        """Pods of our profiles created since the last call, as a watch delivers them.
+
+        A manifest optimist cannot use comes back as an error naming its field;
+        it is reported, and the other pods go on.
+        """
+        pods: list[Pod] = []
+        errors: list[tuple[str, InvalidObject]] = []
+        for key in self._new:
+            try:
+                pods.append(pod_from_manifest(self.pod_manifests[key]))
+            except InvalidObject as err:
+                errors.append((key, err))
+        self._new.clear()
+        return pods, errors
+
+    def bind(self, bindings: list[Binding]) -> list[str | None]:
+        """The `pods/binding` subresource, for many pods: an error string per failed binding."""
+        errors: list[str | None] = []
+        for b in bindings:
+            if b.pod not in self.pod_manifests:
+                errors.append(f"pods {b.pod!r} not found")
+            elif b.pod in self.bindings:
+                errors.append(f"pod {b.pod} is already assigned to node {self.bindings[b.pod]}")
+            elif b.node not in self.nodes:
+                errors.append(f"node {b.node!r} not found")
+            else:
+                self.bindings[b.pod] = b.node
+                self.bind_log.append(b)
+                errors.append(None)
+        return errors

@@ -1,0 +1,31 @@
+-- What changed after version ARGV[2], for a reader that keeps the columns ARGV[3].
+-- Returns {msgpack [seq, names, flat, deleted], name, spec, name, spec, ...}:
+-- `flat` holds, per name, its version then its committed usage of each
+-- column; the name/spec pairs (specs are binary, so they travel outside the
+-- msgpack frame) are the nodes whose spec changed after ARGV[2].
+local since = tonumber(ARGV[2])
+local cols = cmsgpack.unpack(ARGV[3])
+local seq = tonumber(redis.call('GET', SEQ) or '0')
+local fields = {'v', 'specv'}
+for _, c in ipairs(cols) do fields[#fields + 1] = 'u:' .. c end
+local names, flat, deleted = {}, {}, {}
+local reply = {false}
+for _, name in ipairs(redis.call('ZRANGEBYSCORE', CHANGES, '(' .. since, '+inf')) do
+  local key = NODE .. name
+  local vals = redis.call('HMGET', key, unpack(fields))
+  if not vals[1] then
+    deleted[#deleted + 1] = name
+  else
+    names[#names + 1] = name
+    flat[#flat + 1] = tonumber(vals[1])
+    for j = 3, #fields do
+      flat[#flat + 1] = vals[j] and tonumber(vals[j]) or 0
+    end
+    if tonumber(vals[2]) > since then
+      reply[#reply + 1] = name
+      reply[#reply + 1] = redis.call('HGET', key, 'spec')
+    end
+  end
+end
+reply[1] = cmsgpack.pack({seq, names, flat, deleted})
+return reply

@@ -1,0 +1,154 @@
+-- Commit a batch of units, each all-or-nothing against the committed state.
+-- ARGV[2]: msgpack [classes, units]
+--   classes: list of [names, amounts] (a pod's requests; names starting with
+--            '~' are score-only accounting and never checked for fit)
+--   units:   list of [unit key, pods], pods a list of [pod key, class index
+--            (0-based), candidate nodes, best first]
+-- Every pod goes on its first candidate that still fits, counting the pods
+-- of the same unit placed before it; if one pod fits none, nothing of the
+-- unit is applied. Returns msgpack [seq, results], one result per unit:
+--   {'committed', nodes} | {'conflict', detail} | {'duplicate', detail} | {'invalid', detail}
+local req = cmsgpack.unpack(ARGV[2])
+local classes, units = req[1], req[2]
+if type(classes) ~= 'table' or type(units) ~= 'table' then
+  return redis.error_reply('commit: expected [classes, units]')
+end
+
+local valid_class = {}
+for i, c in ipairs(classes) do
+  local ok = type(c) == 'table' and type(c[1]) == 'table' and type(c[2]) == 'table' and #c[1] == #c[2]
+  if ok then
+    for j, name in ipairs(c[1]) do
+      ok = ok and is_name(name) and is_amount(c[2][j])
+    end
+  end
+  valid_class[i] = ok
+end
+
+local nodes = {} -- name -> {alloc, used} as read once, or false if absent
+local function load(name)
+  local n = nodes[name]
+  if n ~= nil then return n end
+  local flat = redis.call('HGETALL', NODE .. name)
+  if #flat == 0 then
+    nodes[name] = false
+    return false
+  end
+  n = {alloc = {}, used = {}}
+  for i = 1, #flat, 2 do
+    local kind = string.sub(flat[i], 1, 2)
+    if kind == 'a:' then
+      n.alloc[string.sub(flat[i], 3)] = tonumber(flat[i + 1])
+    elseif kind == 'u:' then
+      n.used[string.sub(flat[i], 3)] = tonumber(flat[i + 1])
+    end
+  end
+  nodes[name] = n
+  return n
+end
+
+-- The first checked resource the pod does not fit in, with what is free.
+local function shortfall(n, extra, cls)
+  local names, amounts = cls[1], cls[2]
+  for i, r in ipairs(names) do
+    local amount = amounts[i]
+    if amount > 0 and string.sub(r, 1, 1) ~= '~' then
+      local free = (n.alloc[r] or 0) - (n.used[r] or 0) - (extra[r] or 0)
+      if free < amount then return r, free, amount end
+    end
+  end
+  return nil
+end
+
+local function valid_pod(p)
+  return type(p) == 'table' and is_name(p[1]) and type(p[2]) == 'number'
+    and valid_class[p[2] + 1] and type(p[3]) == 'table' and #p[3] > 0
+end
+
+local seen = {}
+local dirty = {}
+local records = {}
+local results = {}
+for ui, unit in ipairs(units) do
+  local result = nil
+  if type(unit) ~= 'table' or not is_name(unit[1]) or type(unit[2]) ~= 'table' or #unit[2] == 0 then
+    result = {'invalid', 'malformed unit'}
+  elseif redis.call('HEXISTS', UNITS, unit[1]) == 1 then
+    result = {'duplicate', 'unit ' .. unit[1] .. ' is already committed'}
+  end
+  local extra = {} -- node -> resource -> amount placed by earlier pods of this unit
+  local chosen = {}
+  if not result then
+    for pi, p in ipairs(unit[2]) do
+      if not valid_pod(p) then
+        result = {'invalid', 'malformed pod in unit ' .. unit[1]}
+        break
+      end
+      local pod, cls = p[1], classes[p[2] + 1]
+      if seen[pod] or redis.call('HEXISTS', PODS, pod) == 1 then
+        result = {'duplicate', 'pod ' .. pod .. ' is already committed'}
+        break
+      end
+      local why = nil
+      for _, name in ipairs(p[3]) do
+        local n = is_name(name) and load(name)
+        if not n then
+          why = why or ('node ' .. tostring(name) .. ' does not exist')
+        else
+          extra[name] = extra[name] or {}
+          local r, free, amount = shortfall(n, extra[name], cls)
+          if not r then
+            chosen[#chosen + 1] = name
+            for i, rn in ipairs(cls[1]) do
+              extra[name][rn] = (extra[name][rn] or 0) + cls[2][i]
+            end
+            break
+          end
+          why = why or string.format('node %s: insufficient %s (free %s, requested %s)', name, r, int(free), int(amount))
+        end
+      end
+      if #chosen < pi then
+        result = {'conflict', 'pod ' .. pod .. ': ' .. why}
+        break
+      end
+    end
+  end
+  if not result then
+    for name, add in pairs(extra) do
+      local n = nodes[name]
+      for r, amount in pairs(add) do
+        n.used[r] = (n.used[r] or 0) + amount
+      end
+      dirty[name] = true
+    end
+    for i, p in ipairs(unit[2]) do
+      seen[p[1]] = true
+      local cls = classes[p[2] + 1]
+      records[#records + 1] = p[1]
+      records[#records + 1] = cmsgpack.pack({chosen[i], unit[1], cls[1], cls[2]})
+    end
+    local pods = {}
+    for i, p in ipairs(unit[2]) do pods[i] = p[1] end
+    redis.call('HSET', UNITS, unit[1], cmsgpack.pack(pods))
+    result = {'committed', chosen}
+  end
+  results[ui] = result
+end
+
+local seq = tonumber(redis.call('GET', SEQ) or '0')
+if next(dirty) then
+  for name, _ in pairs(dirty) do
+    local n = nodes[name]
+    local args = {}
+    for r, amount in pairs(n.used) do
+      args[#args + 1] = 'u:' .. r
+      args[#args + 1] = int(amount)
+    end
+    redis.call('HSET', NODE .. name, unpack(args))
+  end
+  for i = 1, #records, 1000 do
+    redis.call('HSET', PODS, unpack(records, i, math.min(i + 999, #records)))
+  end
+  seq = bump(dirty)
+end
+return cmsgpack.pack({seq, results})

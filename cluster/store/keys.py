@@ -1,0 +1,47 @@
+"""Every Redis key the node store uses, in one place.
+
+All keys share a prefix so that several stores (a test each, or several
+clusters) can live in one Redis server without touching each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    prefix: str = "optimist:"
+
+    @property
+    def seq(self) -> str:
+        """The global version: incremented once by every script that changes a node."""
+        return f"{self.prefix}seq"
+
+    @property
+    def changes(self) -> str:
+        """Sorted set: node name -> the version of its last change."""
+        return f"{self.prefix}changes"
+
+    @property
+    def pods(self) -> str:
+        """Hash: committed pod key -> msgpack [node, unit, resource names, amounts]."""
+        return f"{self.prefix}pods"
+
+    @property
+    def units(self) -> str:
+        """Hash: committed unit key -> msgpack list of its pod keys."""
+        return f"{self.prefix}units"
+
+    @property
+    def node_prefix(self) -> str:
+        """Hash per node: v, specv, spec (msgpack), a:<resource>, u:<resource>."""
+        return f"{self.prefix}node:"
+
+    def node(self, name: str) -> str:
+        return f"{self.node_prefix}{name}"
+
+    @property
+    def script_keys(self) -> list[str]:
+        """KEYS of every script, in this order."""
+        return [self.seq, self.changes, self.pods, self.units]

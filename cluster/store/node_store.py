@@ -1,0 +1,140 @@
+"""The node store: committed usage per node, versioned, changed only by Lua scripts.
+
+Readers ask "what changed since version V" and get only the nodes touched
+after V (a sorted set of node -> version of its last change), so a shard's
+sync costs what changed, not the size of the cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import msgpack
+import numpy as np
+import redis
+
+from cluster.messages import Decision, UnitOutcome
+from cluster.objects import Node, SchedulingSpec
+from cluster.store.keys import Keys
+from cluster.store.scripts import Scripts
+
+_PUT_CHUNK = 1000
+
+
+def _lua_frame(wire: object) -> bytes:
+    """msgpack for Redis' Lua cmsgpack, which reads no `bin` type: bytes go as raw strings."""
+    return msgpack.packb(wire, use_bin_type=False)
+
+
+@dataclass(slots=True)
+class Delta:
+    """The store's changes after some version, for the columns a reader keeps."""
+
+    version: int
+    names: list[str]
+    versions: np.ndarray  # int64 [len(names)]
+    usage: np.ndarray  # int64 [len(names), len(columns)]
+    specs: list[Node] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+
+
+class NodeStore:
+    def __init__(self, client: redis.Redis, keys: Keys | None = None) -> None:
+        self.client = client
+        self.keys = keys or Keys()
+        self._scripts = Scripts.register(client)
+        self._script_keys = self.keys.script_keys
+
+    def _run(self, script: str, *args: object) -> object:
+        return getattr(self._scripts, script)(
+            keys=self._script_keys, args=[self.keys.node_prefix, *args]
+        )
+
+    # --- nodes ----------------------------------------------------------------
+
+    def put_nodes(self, nodes: Iterable[Node]) -> int:
+        """Create or update nodes (spec and allocatable); returns the new version."""
+        version = self.version()
+        batch: list[list[object]] = []
+        for node in nodes:
+            batch.append([node.name, msgpack.packb(node.to_wire()), node.allocatable])
+            if len(batch) == _PUT_CHUNK:
+                version = int(self._run("put_nodes", _lua_frame(batch)))
+                batch = []
+        if batch:
+            version = int(self._run("put_nodes", _lua_frame(batch)))
+        return version
+
+    def remove_nodes(self, names: Sequence[str]) -> int:
+        return int(self._run("remove_nodes", _lua_frame(list(names))))
+
+    def version(self) -> int:
+        return int(self.client.get(self.keys.seq) or 0)
+
+    def changes_since(self, since: int, columns: Sequence[str]) -> Delta:
+        """Nodes changed after `since`: their versions, usage of `columns`, new specs."""
+        reply = self._run("changes_since", since, _lua_frame(list(columns)))
+        head, *specs = reply  # type: ignore[misc]
+        version, names, flat, deleted = msgpack.unpackb(head)
+        table = np.asarray(flat, dtype=np.int64).reshape(len(names), len(columns) + 1)
+        return Delta(
+            version=version,
+            names=names,
+            versions=table[:, 0],
+            usage=table[:, 1:],
+            specs=[Node.from_wire(msgpack.unpackb(blob)) for blob in specs[1::2]],
+            deleted=deleted,
+        )
+
+    # --- units ----------------------------------------------------------------
+
+    def commit(
+        self, classes: Sequence[SchedulingSpec], decisions: Sequence[Decision]
+    ) -> tuple[int, list[UnitOutcome]]:
+        """Commit placed units atomically, each all-or-nothing; returns (version, outcomes)."""
+        wire_classes = [[[n for n, _ in c.requests], [a for _, a in c.requests]] for c in classes]
+        wire_units = [[d.unit, [[p.pod, p.cls, p.nodes] for p in d.placements]] for d in decisions]
+        reply = self._run("commit", _lua_frame([wire_classes, wire_units]))
+        version, results = msgpack.unpackb(reply)  # type: ignore[arg-type]
+        outcomes = []
+        for decision, (status, detail) in zip(decisions, results, strict=True):
+            if status == "committed":
+                outcomes.append(UnitOutcome(decision.unit, status, nodes=list(detail)))
+            else:
+                outcomes.append(UnitOutcome(decision.unit, status, detail=str(detail)))
+        return int(version), outcomes
+
+    def release(self, units: Sequence[str]) -> tuple[int, int]:
+        """Give back the resources of committed units; returns (version, units released)."""
+        version, released = self._run("release", _lua_frame(list(units)))  # type: ignore[misc]
+        return int(version), int(released)
+
+    # --- reading the committed truth (checkers, reports) ------------------------
+
+    def usage(self, name: str) -> dict[str, int]:
+        raw = self.client.hgetall(self.keys.node(name))
+        return {k.decode()[2:]: int(v) for k, v in raw.items() if k.startswith(b"u:")}
+
+    def committed_pods(self) -> dict[str, str]:
+        """Committed pod key -> node."""
+        return {
+            pod.decode(): msgpack.unpackb(rec)[0]
+            for pod, rec in self.client.hgetall(self.keys.pods).items()
+        }
+
+    def clear(self) -> None:
+        """Delete every key under this store's prefix."""
+        for batch in _chunks(self.client.scan_iter(match=f"{self.keys.prefix}*", count=1000), 500):
+            self.client.delete(*batch)
+
+
+def _chunks(items: Iterable[bytes], size: int) -> Iterable[list[bytes]]:
+    chunk: list[bytes] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

@@ -1,0 +1,27 @@
+-- Create or replace nodes' specs; their committed usage is kept.
+-- ARGV[2]: msgpack list of [name, spec (msgpack bytes), {resource: allocatable}].
+local nodes = cmsgpack.unpack(ARGV[2])
+local dirty = {}
+for _, n in ipairs(nodes) do
+  local name, spec, alloc = n[1], n[2], n[3]
+  if not is_name(name) or type(spec) ~= 'string' or type(alloc) ~= 'table' then
+    return redis.error_reply('put_nodes: malformed node entry')
+  end
+  local key = NODE .. name
+  for _, f in ipairs(redis.call('HKEYS', key)) do
+    if string.sub(f, 1, 2) == 'a:' then redis.call('HDEL', key, f) end
+  end
+  for r, amount in pairs(alloc) do
+    if not is_name(r) or not is_amount(amount) then
+      return redis.error_reply('put_nodes: node ' .. name .. ': bad allocatable ' .. tostring(r))
+    end
+    redis.call('HSET', key, 'a:' .. r, int(amount))
+  end
+  redis.call('HSET', key, 'spec', spec)
+  dirty[name] = true
+end
+local seq = bump(dirty)
+for name, _ in pairs(dirty) do
+  redis.call('HSET', NODE .. name, 'specv', seq)
+end
+return seq

@@ -1,0 +1,33 @@
+"""The node store's Lua scripts, loaded from the `.lua` files beside this module.
+
+Each script is prepended with `common.lua` (key names, validation helpers,
+version bump), so the rules they share are written once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+
+import redis
+from redis.commands.core import Script
+
+_NAMES = ("put_nodes", "remove_nodes", "changes_since", "commit", "release")
+
+
+def _source(name: str) -> str:
+    return (resources.files(__package__) / f"{name}.lua").read_text()
+
+
+@dataclass(frozen=True, slots=True)
+class Scripts:
+    put_nodes: Script
+    remove_nodes: Script
+    changes_since: Script
+    commit: Script
+    release: Script
+
+    @classmethod
+    def register(cls, client: redis.Redis) -> Scripts:
+        common = _source("common")
+        return cls(**{n: client.register_script(common + "\n" + _source(n)) for n in _NAMES})

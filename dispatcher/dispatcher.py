@@ -1,0 +1,209 @@
+"""The dispatcher: owns every pod not yet bound, decides when and by whom a unit is tried.
+
+It never decides where a unit goes. It groups pods into units, keeps them in
+the queues, hands them to shards in batches, and moves each unit through
+the states of `cluster.lifecycle` as decisions and outcomes come back.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from cluster.lifecycle import PodState
+from cluster.messages import Decision, ShardBatch, ShardResult, UnitOutcome, UnitRequest
+from cluster.objects import Pod, SchedulingSpec
+from dispatcher.queue import Backoff, QueuedUnit, SchedulingQueue
+
+
+@dataclass(slots=True)
+class InFlightBatch:
+    shard: int
+    classes: list[SchedulingSpec]
+    units: list[str]
+
+
+@dataclass(slots=True)
+class DispatchStats:
+    attempts: int = 0  # unit attempts sent to shards
+    pod_attempts: int = 0
+    conflicts: int = 0
+    bind_failures: int = 0
+    bound_pods: int = 0
+    units_by_shard: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+    pods_by_shard: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+
+
+class Dispatcher:
+    def __init__(
+        self, backoff: Backoff | None = None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.queue = SchedulingQueue(backoff or Backoff())
+        self.clock = clock
+        self.units: dict[str, QueuedUnit] = {}
+        self.batches: dict[int, InFlightBatch] = {}
+        self.rejected: dict[str, str] = {}  # pod key -> why its manifest cannot be scheduled
+        self.stats = DispatchStats()
+        self._resolved: dict[int, list[int]] = defaultdict(list)
+        self._next_batch = 0
+        self._arrivals = 0
+        # Counts events that may have freed room (a conflict drops a shard's
+        # assumption, a failed bind releases a reservation, a node changes).
+        # A verdict "no node fits" made before the latest event may be stale.
+        self._releases = 0
+
+    # --- intake ----------------------------------------------------------------
+
+    def add(self, pod: Pod) -> None:
+        if pod.key in self.units:
+            return
+        self._arrivals += 1
+        unit = QueuedUnit(pod.key, [pod], pod.priority, self._arrivals)
+        self.units[unit.key] = unit
+        self.queue.push_active(unit)
+
+    def reject(self, pod_key: str, reason: str) -> None:
+        """A pod whose manifest cannot be scheduled: reported, never retried."""
+        self.rejected[pod_key] = reason
+
+    def cluster_changed(self) -> None:
+        """Nodes were added or changed: verdicts made before may no longer hold."""
+        self._releases += 1
+
+    # --- to shards ---------------------------------------------------------------
+
+    def next_batch(self, shard: int, max_pods: int) -> ShardBatch | None:
+        """Up to `max_pods` pods of the highest-priority active units, for one shard."""
+        self.queue.flush_expired(self.clock())
+        classes: dict[bytes, int] = {}
+        specs: list[SchedulingSpec] = []
+        units: list[UnitRequest] = []
+        pods = 0
+        while pods < max_pods:
+            unit = self.queue.pop_active()
+            if unit is None:
+                break
+            unit.move(PodState.IN_FLIGHT)
+            unit.sent_mark = self._releases
+            members = []
+            for pod in unit.pods:
+                digest = pod.spec.digest
+                index = classes.get(digest)
+                if index is None:
+                    index = classes[digest] = len(specs)
+                    specs.append(pod.spec)
+                members.append((pod.key, index))
+            units.append(UnitRequest(unit.key, members, len(unit.pods)))
+            pods += len(unit.pods)
+        resolved = self._resolved.pop(shard, [])
+        if not units and not resolved:
+            return None
+        self._next_batch += 1
+        batch = ShardBatch(self._next_batch, specs, units, resolved)
+        self.batches[batch.batch_id] = InFlightBatch(shard, specs, [u.key for u in units])
+        self.stats.attempts += len(units)
+        self.stats.pod_attempts += pods
+        return batch
+
+    # --- from shards and the binder ----------------------------------------------
+
+    def on_result(self, result: ShardResult) -> tuple[list[SchedulingSpec], list[Decision]]:
+        """Take a shard's decisions; returns the classes and the placed decisions for the binder."""
+        batch = self.batches[result.batch_id]
+        answered = set()
+        placed = []
+        for decision in result.decisions:
+            unit = self.units.get(decision.unit)
+            if (
+                unit is None
+                or unit.state is not PodState.IN_FLIGHT
+                or decision.unit not in batch.units
+            ):
+                continue  # not ours to act on: a late or forged answer
+            answered.add(decision.unit)
+            if decision.placed:
+                unit.move(PodState.AWAITING_COMMIT)
+                placed.append(decision)
+            else:
+                self._back_off(unit, decision.summary(), unit.sent_mark)
+        for key in batch.units:
+            unit = self.units.get(key)
+            if key not in answered and unit is not None and unit.state is PodState.IN_FLIGHT:
+                unit.move(PodState.ACTIVE)  # the shard dropped it: try again
+                self.queue.push_active(unit)
+        if not placed:
+            del self.batches[result.batch_id]  # the shard assumed nothing: nothing to resolve
+        return batch.classes, placed
+
+    def on_outcomes(self, batch_id: int, outcomes: list[UnitOutcome]) -> list[str]:
+        """Apply the binder's outcomes for a batch; returns the pod keys now bound."""
+        shard = self.batches[batch_id].shard
+        bound: list[str] = []
+        for outcome in outcomes:
+            unit = self.units.get(outcome.unit)
+            if unit is None or unit.state is not PodState.AWAITING_COMMIT:
+                continue
+            if outcome.status == "bound":
+                unit.move(PodState.BOUND)
+                del self.units[unit.key]
+                bound.extend(p.key for p in unit.pods)
+                self.stats.bound_pods += len(unit.pods)
+                self.stats.units_by_shard[shard] += 1
+                self.stats.pods_by_shard[shard] += len(unit.pods)
+            elif outcome.status in ("conflict", "bind-failed"):
+                if outcome.status == "conflict":
+                    self.stats.conflicts += 1
+                    unit.conflicts += 1
+                else:
+                    self.stats.bind_failures += 1
+                self._releases += 1
+                unit.move(PodState.ACTIVE)
+                self.queue.push_active(unit)
+            else:  # duplicate or invalid: the store refused the request itself
+                self._back_off(unit, f"{outcome.status}: {outcome.detail}", self._releases)
+        self._settle(batch_id)
+        return bound
+
+    def _back_off(self, unit: QueuedUnit, reason: str, verdict_mark: int) -> None:
+        unit.attempts += 1
+        unit.reason = reason
+        unit.verdict_mark = verdict_mark
+        unit.move(PodState.BACKOFF)
+        self.queue.push_backoff(unit, self.clock())
+
+    def _settle(self, batch_id: int) -> None:
+        batch = self.batches.pop(batch_id)
+        self._resolved[batch.shard].append(batch_id)
+
+    # --- progress ---------------------------------------------------------------
+
+    def requeue_stale(self) -> int:
+        """Retry at once every unit whose "no node fits" predates an event that freed room."""
+        stale = [u for u in self.queue.backoff_units.values() if u.verdict_mark < self._releases]
+        for unit in stale:
+            self.queue.release_from_backoff(unit)
+        return len(stale)
+
+    def has_stale(self) -> bool:
+        return any(u.verdict_mark < self._releases for u in self.queue.backoff_units.values())
+
+    def idle(self) -> bool:
+        """Nothing queued to send and nothing out with a shard or the binder."""
+        return self.queue.active_count == 0 and not self.batches
+
+    def settled(self) -> bool:
+        """Every pod is bound, rejected, or waits on a verdict that still holds."""
+        return self.idle() and not self.has_stale()
+
+    def unschedulable(self) -> dict[str, str]:
+        """Pod key -> reason, for every pod reported unschedulable and not since bound."""
+        out = dict(self.rejected)
+        for unit in self.queue.backoff_units.values():
+            for pod in unit.pods:
+                out[pod.key] = unit.reason
+        return out
+
+    def next_wakeup(self) -> float | None:
+        return self.queue.next_expiry()

@@ -1,0 +1,157 @@
+"""The runtime: starts Redis and Ray, places the shard actors, and runs the control loop.
+
+The control process hosts the dispatcher and the binder; shards are Ray
+actors. The loop keeps every shard's pipeline full (several batches in
+flight each, to hide the round trip), and as each answer arrives hands the
+placed units to the binder and the outcomes back to the dispatcher.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+
+import ray
+from ray.exceptions import RayError
+
+from binder.binder import Binder
+from cluster.adapter import ClusterAdapter
+from cluster.messages import MalformedMessage, ShardResult
+from cluster.redis_server import EmbeddedRedis, connect
+from cluster.store import Keys, NodeStore
+from dispatcher.dispatcher import Dispatcher
+from dispatcher.queue import Backoff
+from optimist.config import Settings
+from shards.actor import ShardActor
+
+log = logging.getLogger(__name__)
+
+_OBJECT_STORE_BYTES = 256 * 1024 * 1024  # batches are small; Ray's default takes 30% of RAM
+
+
+def init_ray(address: str | None) -> bool:
+    """Join `address`, or start a local Ray bound to loopback; True if we started it."""
+    if ray.is_initialized():
+        return False
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    if address:
+        ray.init(address=address, logging_level=logging.WARNING)
+    else:
+        ray.init(
+            _node_ip_address="127.0.0.1",
+            include_dashboard=False,
+            object_store_memory=_OBJECT_STORE_BYTES,
+            logging_level=logging.WARNING,
+        )
+    return True
+
+
+class Platform:
+    """Redis (private or given), Ray, and the shard actors, for as long as the context lasts."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._redis: EmbeddedRedis | None = None
+        self._own_ray = False
+        self.shards: list[ray.actor.ActorHandle] = []
+        self.shard_info: list[dict[str, object]] = []
+
+    def __enter__(self) -> Platform:
+        s = self.settings
+        if s.redis_url is None:
+            self._redis = EmbeddedRedis().start()
+        self.redis_url = s.redis_url or self._redis.url  # type: ignore[union-attr]
+        self.store = NodeStore(connect(self.redis_url), Keys(s.key_prefix))
+        self._own_ray = init_ray(s.ray_address)
+        self.shards = [
+            ShardActor.remote(i, self.redis_url, s.key_prefix, s.seed * 1000 + i)
+            for i in range(s.shards)
+        ]
+        self.shard_info = ray.get([shard.info.remote() for shard in self.shards])
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for shard in self.shards:
+            ray.kill(shard)
+        if self._own_ray:
+            ray.shutdown()
+        if self._redis is not None:
+            self._redis.stop()
+
+
+class SchedulingLoop:
+    """The control loop: ingest pods, feed the shards, commit and bind what they decide."""
+
+    def __init__(
+        self,
+        platform: Platform,
+        cluster: ClusterAdapter,
+        on_bound: Callable[[list[str]], None] = lambda pods: None,
+    ) -> None:
+        s = platform.settings
+        self.settings = s
+        self.shards = platform.shards
+        self.cluster = cluster
+        self.dispatcher = Dispatcher(Backoff(s.backoff_initial_s, s.backoff_max_s))
+        self.binder = Binder(platform.store, cluster)
+        self.on_bound = on_bound
+        self._inflight: dict[ray.ObjectRef, tuple[int, int]] = {}  # ref -> (shard, batch id)
+        self._per_shard = [0] * len(self.shards)
+        self.shard_failures = 0
+
+    def ingest(self) -> None:
+        pods, errors = self.cluster.take_new_pods()
+        for pod in pods:
+            self.dispatcher.add(pod)
+        for key, error in errors:
+            log.warning("pod %s cannot be scheduled: %s", key, error)
+            self.dispatcher.reject(key, str(error))
+
+    def feed(self) -> None:
+        """Top up every shard's pipeline with batches from the active queue."""
+        for shard, actor in enumerate(self.shards):
+            while self._per_shard[shard] < self.settings.inflight_per_shard:
+                batch = self.dispatcher.next_batch(shard, self.settings.batch_pods)
+                if batch is None:
+                    break
+                self._inflight[actor.schedule.remote(batch.encode())] = (shard, batch.batch_id)
+                self._per_shard[shard] += 1
+
+    def step(self, timeout_s: float) -> None:
+        """One turn: take in new pods, feed shards, complete whatever answers arrived."""
+        self.ingest()
+        self.feed()
+        if not self._inflight:
+            return
+        ready, _ = ray.wait(list(self._inflight), num_returns=1, timeout=timeout_s)
+        for ref in ready:
+            self._complete(ref)
+
+    def _complete(self, ref: ray.ObjectRef) -> None:
+        shard, batch_id = self._inflight.pop(ref)
+        self._per_shard[shard] -= 1
+        try:
+            result = ShardResult.decode(ray.get(ref))
+        except (RayError, MalformedMessage) as err:
+            # No decision came back: the batch's units go back to the queue.
+            log.error("shard %d failed on batch %d: %s", shard, batch_id, err)
+            self.shard_failures += 1
+            result = ShardResult(shard, batch_id, 0, [])
+        classes, placed = self.dispatcher.on_result(result)
+        if placed:
+            outcomes = self.binder.process(classes, placed)
+            self.on_bound(self.dispatcher.on_outcomes(batch_id, outcomes))
+
+    def run_until_settled(self, tick: Callable[[], None] = lambda: None) -> None:
+        """Schedule until every pod is bound or waits on a verdict that still holds."""
+        while True:
+            self.step(timeout_s=0.05)
+            tick()
+            if self._inflight or not self.dispatcher.idle():
+                continue
+            self.ingest()
+            if not self.dispatcher.idle():
+                continue
+            if not self.dispatcher.requeue_stale():
+                return

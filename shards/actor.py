@@ -1,0 +1,35 @@
+"""The shard as a Ray actor: a thin shell that decodes batches and encodes results."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import ray
+
+from cluster.messages import ShardBatch
+from cluster.redis_server import connect
+from cluster.store import Keys, NodeStore
+from shards.plugins import default_profile
+from shards.scheduler import ShardCore
+
+log = logging.getLogger(__name__)
+
+
+@ray.remote(num_cpus=0)
+class ShardActor:
+    def __init__(self, shard_id: int, redis_url: str, key_prefix: str, seed: int) -> None:
+        store = NodeStore(connect(redis_url), Keys(key_prefix))
+        self.core = ShardCore(shard_id, store, default_profile(), seed)
+
+    def info(self) -> dict[str, object]:
+        """Where this shard runs, for the report."""
+        return {
+            "id": self.core.shard_id,
+            "ray_node_id": ray.get_runtime_context().get_node_id(),
+            "pid": os.getpid(),
+        }
+
+    def schedule(self, frame: bytes) -> bytes:
+        """One batch in (msgpack), its decisions out (msgpack)."""
+        return self.core.handle(ShardBatch.decode(frame)).encode()

@@ -1,0 +1,161 @@
+"""A shard's columnar copy of the nodes, kept in step with the store by deltas.
+
+One row per node, one column per resource. Usage is held in two parts:
+`used`, the committed truth as last synced from the store, and `assumed`,
+this shard's own placements the binder has not yet settled. What a pod may
+use on a node is `alloc - used - assumed`, in exact int64.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from cluster import resources as res
+from cluster.objects import Node, Taint
+from cluster.store import Delta, NodeStore
+
+_FIRST_COLUMNS = (res.PODS, res.CPU, res.MEMORY, res.NONZERO_CPU, res.NONZERO_MEMORY)
+
+
+class NodeTable:
+    def __init__(self, capacity: int = 1024) -> None:
+        self.columns: list[str] = list(_FIRST_COLUMNS)
+        self.col: dict[str, int] = {c: i for i, c in enumerate(self.columns)}
+        self.names: list[str] = []
+        self.index: dict[str, int] = {}
+        self.specs: list[Node | None] = []
+        self.store_version = 0
+        self.spec_epoch = 0  # bumped whenever a node's labels, taints or flags change
+        cap, width = capacity, len(self.columns)
+        self.alive = np.zeros(cap, dtype=bool)
+        self.unschedulable = np.zeros(cap, dtype=bool)
+        self.version = np.zeros(cap, dtype=np.int64)
+        self.alloc = np.zeros((cap, width), dtype=np.int64)
+        self.used = np.zeros((cap, width), dtype=np.int64)
+        self.assumed = np.zeros((cap, width), dtype=np.int64)
+        self.changed_rows: list[int] = []  # rows whose usage changed since the last mark
+        self._labels: dict[str, tuple[int, np.ndarray, dict[str, int]]] = {}
+        self._taints: tuple[int, np.ndarray, list[tuple[Taint, ...]]] | None = None
+
+    @property
+    def size(self) -> int:
+        return len(self.names)
+
+    # --- shape ------------------------------------------------------------------
+
+    def ensure_columns(self, names: Iterable[str]) -> bool:
+        """Add a column for every resource not yet known; True if any was added."""
+        new = [n for n in names if n not in self.col]
+        if not new:
+            return False
+        for name in new:
+            self.col[name] = len(self.columns)
+            self.columns.append(name)
+        pad = ((0, 0), (0, len(new)))
+        self.alloc = np.pad(self.alloc, pad)
+        self.used = np.pad(self.used, pad)
+        self.assumed = np.pad(self.assumed, pad)
+        return True
+
+    def _grow(self, rows: int) -> None:
+        cap = len(self.alive)
+        if rows <= cap:
+            return
+        new_cap = max(rows, cap * 2)
+        extra = new_cap - cap
+        self.alive = np.concatenate([self.alive, np.zeros(extra, dtype=bool)])
+        self.unschedulable = np.concatenate([self.unschedulable, np.zeros(extra, dtype=bool)])
+        self.version = np.concatenate([self.version, np.zeros(extra, dtype=np.int64)])
+        pad = ((0, extra), (0, 0))
+        self.alloc = np.pad(self.alloc, pad)
+        self.used = np.pad(self.used, pad)
+        self.assumed = np.pad(self.assumed, pad)
+
+    def _row(self, name: str) -> int:
+        row = self.index.get(name)
+        if row is None:
+            row = len(self.names)
+            self._grow(row + 1)
+            self.names.append(name)
+            self.specs.append(None)
+            self.index[name] = row
+        return row
+
+    # --- sync -------------------------------------------------------------------
+
+    def sync(self, store: NodeStore) -> int:
+        """Apply the store's changes since the last sync; returns how many nodes changed."""
+        delta = store.changes_since(self.store_version, self.columns)
+        if self.ensure_columns(r for node in delta.specs for r in node.allocatable):
+            delta = store.changes_since(self.store_version, self.columns)
+        self.apply(delta)
+        return len(delta.names) + len(delta.deleted)
+
+    def apply(self, delta: Delta) -> None:
+        for node in delta.specs:
+            self._set_spec(node)
+        for name in delta.deleted:
+            row = self.index.get(name)
+            if row is not None:
+                self.alive[row] = False
+                self.specs[row] = None
+                self.used[row] = 0
+                self.spec_epoch += 1
+        if delta.names:
+            rows = np.fromiter(
+                (self.index[n] for n in delta.names), dtype=np.intp, count=len(delta.names)
+            )
+            self.used[rows] = delta.usage
+            self.version[rows] = delta.versions
+        self.store_version = max(self.store_version, delta.version)
+
+    def _set_spec(self, node: Node) -> None:
+        self.ensure_columns(node.allocatable)
+        row = self._row(node.name)
+        self.specs[row] = node
+        self.alive[row] = True
+        self.unschedulable[row] = node.unschedulable
+        self.alloc[row] = 0
+        for name, amount in node.allocatable.items():
+            self.alloc[row, self.col[name]] = amount
+        self.spec_epoch += 1
+
+    # --- this shard's own placements -----------------------------------------------
+
+    def assume(self, row: int, request: np.ndarray) -> None:
+        self.assumed[row, : len(request)] += request
+        self.changed_rows.append(row)
+
+    def forget(self, rows: Sequence[int], requests: Sequence[np.ndarray]) -> None:
+        for row, request in zip(rows, requests, strict=True):
+            self.assumed[row, : len(request)] -= request
+            self.changed_rows.append(row)
+
+    # --- derived columns, cached until a spec changes ------------------------------
+
+    def label_codes(self, key: str) -> tuple[np.ndarray, dict[str, int]]:
+        """Per row, a code for the value of label `key` (-1 where the node lacks it)."""
+        cached = self._labels.get(key)
+        if cached is not None and cached[0] == self.spec_epoch:
+            return cached[1], cached[2]
+        vocab: dict[str, int] = {}
+        codes = np.full(self.size, -1, dtype=np.int32)
+        for row, spec in enumerate(self.specs):
+            if spec is not None and key in spec.labels:
+                codes[row] = vocab.setdefault(spec.labels[key], len(vocab))
+        self._labels[key] = (self.spec_epoch, codes, vocab)
+        return codes, vocab
+
+    def taint_groups(self) -> tuple[np.ndarray, list[tuple[Taint, ...]]]:
+        """Per row, the index of its set of taints in a short list of distinct sets."""
+        if self._taints is not None and self._taints[0] == self.spec_epoch:
+            return self._taints[1], self._taints[2]
+        groups: dict[tuple[Taint, ...], int] = {(): 0}
+        codes = np.zeros(self.size, dtype=np.int32)
+        for row, spec in enumerate(self.specs):
+            if spec is not None and spec.taints:
+                codes[row] = groups.setdefault(spec.taints, len(groups))
+        self._taints = (self.spec_epoch, codes, list(groups))
+        return codes, list(groups)

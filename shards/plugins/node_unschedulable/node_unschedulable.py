@@ -1,0 +1,27 @@
+"""NodeUnschedulable: a cordoned node takes only pods that tolerate its cordon."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from cluster.objects import Taint
+from shards.framework import FilterPlugin, PodClass, Rows
+from shards.node_table import NodeTable
+
+# The taint a cordon stands for; a pod that tolerates it may still go there.
+UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
+REASON = "node(s) were unschedulable"
+
+
+class NodeUnschedulable(FilterPlugin):
+    name = "NodeUnschedulable"
+
+    def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
+        if any(t.tolerates(UNSCHEDULABLE_TAINT) for t in pod.spec.tolerations):
+            return np.ones(table.alive[rows].shape, dtype=bool)
+        return ~table.unschedulable[rows]
+
+    def reasons(self, pod: PodClass, table: NodeTable, rows: np.ndarray) -> Counter[str]:
+        return Counter({REASON: len(rows)})

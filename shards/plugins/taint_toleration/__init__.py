@@ -1,0 +1,3 @@
+from shards.plugins.taint_toleration.taint_toleration import TaintToleration
+
+__all__ = ["TaintToleration"]
