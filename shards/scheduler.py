@@ -134,9 +134,11 @@ class ShardCore:
                 state = states[cls] = ClassState(classes[cls], self.profile, self.table)
             row = state.best(self.rng)
             if row < 0:
+                # the reasons count the unit's own pods placed so far, then those are undone
+                reasons = dict(state.why())
                 self.table.forget(chosen, [classes[c].request for _, c in unit.pods[: len(chosen)]])
                 alive = int(self.table.alive[: self.table.size].sum())
-                return Decision(unit.key, [], dict(state.why()), alive)
+                return Decision(unit.key, [], reasons, alive)
             self.table.assume(row, classes[cls].request)
             chosen.append(row)
         names, versions = self.table.names, self.table.version

@@ -1,0 +1,144 @@
+"""The node store's Lua scripts, against a real Redis server."""
+
+import msgpack
+
+from cluster.messages import Decision, PodPlacement
+from cluster.objects import pod_from_manifest
+from shards.testing import node, pod_spec
+
+COLUMNS = ["pods", "cpu", "memory"]
+
+
+def spec(cpu="1", memory="1Gi"):
+    return pod_from_manifest(pod_spec({"cpu": cpu, "memory": memory})).spec
+
+
+def unit(key, *pods):
+    """A placed unit: pods as (pod key, class index, candidate nodes)."""
+    return Decision(
+        key, [PodPlacement(p, c, list(nodes), [0] * len(nodes)) for p, c, nodes in pods]
+    )
+
+
+def test_put_nodes_versions_and_changes_since(store):
+    v1 = store.put_nodes([node("a"), node("b")])
+    delta = store.changes_since(0, COLUMNS)
+    assert sorted(delta.names) == ["a", "b"]
+    assert {n.name for n in delta.specs} == {"a", "b"}
+    assert delta.version == v1
+    assert store.changes_since(v1, COLUMNS).names == []
+    v2 = store.put_nodes([node("b", cpu="8")])
+    delta = store.changes_since(v1, COLUMNS)
+    assert delta.names == ["b"] and delta.specs[0].allocatable["cpu"] == 8000
+    assert delta.versions.tolist() == [v2] and v2 > v1
+
+
+def test_commit_applies_and_reports_new_versions(store):
+    store.put_nodes([node("a", cpu="2")])
+    v0 = store.version()
+    version, [outcome] = store.commit([spec()], [unit("u", ("ns/p", 0, ["a"]))])
+    assert outcome.status == "committed" and outcome.nodes == ["a"]
+    assert version > v0
+    assert store.usage("a")["cpu"] == 1000 and store.usage("a")["pods"] == 1
+    delta = store.changes_since(v0, COLUMNS)
+    assert delta.names == ["a"] and delta.usage.tolist() == [[1, 1000, 2**30]]
+    assert delta.specs == []  # usage changed, the spec did not
+    assert store.committed_pods() == {"ns/p": "a"}
+
+
+def test_conflict_names_node_and_resource_and_applies_nothing(store):
+    store.put_nodes([node("a", cpu="1")])
+    _, [first, second] = store.commit(
+        [spec(cpu="600m")], [unit("u1", ("ns/p1", 0, ["a"])), unit("u2", ("ns/p2", 0, ["a"]))]
+    )
+    assert first.status == "committed"
+    assert second.status == "conflict"
+    assert "node a" in second.detail and "cpu" in second.detail and "free 400" in second.detail
+    assert store.usage("a")["cpu"] == 600
+    assert store.committed_pods() == {"ns/p1": "a"}
+
+
+def test_unit_is_all_or_nothing(store):
+    store.put_nodes([node("a", cpu="1"), node("b", cpu="1")])
+    # second pod does not fit on b after the first: nothing of the unit may stay on a
+    _, [outcome] = store.commit(
+        [spec(cpu="600m"), spec(cpu="2")],
+        [unit("gang", ("ns/p1", 0, ["a"]), ("ns/p2", 1, ["b"]))],
+    )
+    assert outcome.status == "conflict"
+    assert store.usage("a").get("cpu", 0) == 0
+    assert store.committed_pods() == {}
+
+
+def test_pods_of_one_unit_count_against_each_other(store):
+    store.put_nodes([node("a", cpu="1")])
+    _, [outcome] = store.commit(
+        [spec(cpu="600m")], [unit("gang", ("ns/p1", 0, ["a"]), ("ns/p2", 0, ["a"]))]
+    )
+    assert outcome.status == "conflict"
+    assert store.usage("a").get("cpu", 0) == 0
+
+
+def test_pod_count_is_checked(store):
+    store.put_nodes([node("a", pods="1")])
+    _, outcomes = store.commit(
+        [spec(cpu="1m", memory="1")],
+        [unit("u1", ("ns/p1", 0, ["a"])), unit("u2", ("ns/p2", 0, ["a"]))],
+    )
+    assert [o.status for o in outcomes] == ["committed", "conflict"]
+    assert "insufficient pods" in outcomes[1].detail
+
+
+def test_next_candidate_used_before_conflict(store):
+    store.put_nodes([node("a", cpu="1"), node("b", cpu="1")])
+    store.commit([spec(cpu="1")], [unit("u0", ("ns/p0", 0, ["a"]))])
+    _, [outcome] = store.commit([spec(cpu="1")], [unit("u1", ("ns/p1", 0, ["a", "b"]))])
+    assert outcome.status == "committed" and outcome.nodes == ["b"]
+
+
+def test_bound_once_duplicates_refused(store):
+    store.put_nodes([node("a")])
+    store.commit([spec()], [unit("u", ("ns/p", 0, ["a"]))])
+    _, [again] = store.commit([spec()], [unit("u", ("ns/p", 0, ["a"]))])
+    _, [other_unit] = store.commit([spec()], [unit("u2", ("ns/p", 0, ["a"]))])
+    assert again.status == "duplicate" and other_unit.status == "duplicate"
+    assert store.usage("a")["cpu"] == 1000
+
+
+def test_missing_node_is_a_conflict(store):
+    store.put_nodes([node("a")])
+    store.remove_nodes(["a"])
+    _, [outcome] = store.commit([spec()], [unit("u", ("ns/p", 0, ["a"]))])
+    assert outcome.status == "conflict" and "does not exist" in outcome.detail
+    assert store.changes_since(0, COLUMNS).deleted == ["a"]
+
+
+def test_release_gives_everything_back(store):
+    store.put_nodes([node("a", cpu="2")])
+    store.commit([spec()], [unit("u", ("ns/p1", 0, ["a"]), ("ns/p2", 0, ["a"]))])
+    assert store.usage("a")["cpu"] == 2000
+    version, released = store.release(["u", "never-committed"])
+    assert released == 1
+    assert all(v == 0 for v in store.usage("a").values())
+    assert store.committed_pods() == {}
+    assert store.changes_since(version - 1, COLUMNS).names == ["a"]
+
+
+def test_lua_validates_its_input(store):
+    store.put_nodes([node("a")])
+    keys = store.keys
+    forged = msgpack.packb(
+        [[[["cpu", "pods"], [-1000, 1]]], [["u", [["ns/p", 0, ["a"]]]], ["v", "not-a-list"]]],
+        use_bin_type=False,
+    )
+    raw = store._scripts.commit(keys=keys.script_keys, args=[keys.node_prefix, forged])
+    _, results = msgpack.unpackb(raw)
+    assert [r[0] for r in results] == ["invalid", "invalid"]
+    assert store.usage("a").get("cpu", 0) == 0
+
+
+def test_large_memory_amounts_stay_exact(store):
+    store.put_nodes([node("a", memory="2Ti")])
+    _, [o] = store.commit([spec(memory="1536Gi")], [unit("u", ("ns/p", 0, ["a"]))])
+    assert o.status == "committed"
+    assert store.usage("a")["memory"] == 1536 * 2**30

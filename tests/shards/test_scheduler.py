@@ -1,0 +1,104 @@
+"""A shard's cycle (ShardCore) against a real store, without Ray."""
+
+import itertools
+
+from cluster.messages import ShardBatch, UnitRequest
+from cluster.objects import pod_from_manifest
+from shards.plugins import default_profile
+from shards.scheduler import ShardCore
+from shards.testing import node, pod_spec
+
+_ids = itertools.count(1)
+
+
+def batch(specs, units, resolved=()):
+    """units: list of lists of class indices, one list per unit."""
+    return ShardBatch(
+        next(_ids),
+        specs,
+        [
+            UnitRequest(f"u{i}", [(f"ns/u{i}-{j}", c) for j, c in enumerate(u)], len(u))
+            for i, u in enumerate(units)
+        ],
+        list(resolved),
+    )
+
+
+def spec(cpu):
+    return pod_from_manifest(pod_spec({"cpu": cpu, "memory": "1Mi"})).spec
+
+
+def test_places_every_pod_and_spreads_by_least_allocated(store):
+    store.put_nodes([node(f"n{i}", cpu="1") for i in range(4)])
+    core = ShardCore(0, store, default_profile(), seed=1)
+    result = core.handle(batch([spec("500m")], [[0]] * 8))
+    nodes = [d.placements[0].nodes[0] for d in result.decisions]
+    assert all(d.placed for d in result.decisions)
+    assert sorted(nodes) == sorted([f"n{i}" for i in range(4)] * 2)  # two per node, spread
+    assert result.store_version == store.version()
+    assert all(d.placements[0].versions == [result.store_version] for d in result.decisions)
+
+
+def test_unit_is_placed_whole_or_not_at_all(store):
+    store.put_nodes([node("a", cpu="1"), node("b", cpu="1")])
+    core = ShardCore(0, store, default_profile(), seed=1)
+    result = core.handle(batch([spec("800m")], [[0, 0, 0]]))
+    [decision] = result.decisions
+    assert not decision.placed
+    assert decision.summary() == "0/2 nodes are available: 2 Insufficient cpu."
+    # nothing of the failed unit stays assumed: a two-pod unit still fits
+    assert core.handle(batch([spec("800m")], [[0, 0]])).decisions[0].placed
+
+
+def test_assumptions_last_until_resolved_then_committed_truth_takes_over(store):
+    store.put_nodes([node("a", cpu="1")])
+    core = ShardCore(0, store, default_profile(), seed=1)
+    first = batch([spec("600m")], [[0]])
+    placed = core.handle(first).decisions
+    assert placed[0].placed
+    assert not core.handle(batch([spec("600m")], [[0]])).decisions[0].placed  # assumed
+    store.commit(first.classes, placed)
+    # resolved: the shard forgets its assumption and sees the commit instead
+    assert (
+        not core.handle(batch([spec("600m")], [[0]], resolved=[first.batch_id])).decisions[0].placed
+    )
+    store.release([placed[0].unit])
+    assert core.handle(batch([spec("600m")], [[0]])).decisions[0].placed
+
+
+def test_sees_other_shards_commits_by_delta(store):
+    store.put_nodes([node("a", cpu="1"), node("b", cpu="1")])
+    core = ShardCore(0, store, default_profile(), seed=1)
+    core.handle(batch([], []))
+    other = ShardCore(1, store, default_profile(), seed=2)
+    b = batch([spec("1")], [[0]])
+    decisions = other.handle(b).decisions
+    store.commit(b.classes, decisions)
+    taken = decisions[0].placements[0].nodes[0]
+    result = core.handle(batch([spec("1")], [[0]]))
+    assert result.decisions[0].placements[0].nodes[0] != taken
+
+
+def test_same_seed_same_choices(store):
+    store.put_nodes([node(f"n{i}") for i in range(50)])
+
+    def choices(seed):
+        core = ShardCore(0, store, default_profile(), seed=seed)
+        return [
+            d.placements[0].nodes[0]
+            for d in core.handle(batch([spec("100m")], [[0]] * 20)).decisions
+        ]
+
+    assert choices(7) == choices(7)
+    assert choices(7) != choices(8)
+
+
+def test_new_extended_resource_column_appears_with_its_node(store):
+    store.put_nodes([node("cpu-only")])
+    core = ShardCore(0, store, default_profile(), seed=1)
+    gpu_pod = pod_from_manifest(pod_spec({"cpu": "1", "nvidia.com/gpu": "1"})).spec
+    assert not core.handle(batch([gpu_pod], [[0]])).decisions[0].placed
+    gpu_node = node("gpu")
+    gpu_node.allocatable["nvidia.com/gpu"] = 8
+    store.put_nodes([gpu_node])
+    assert core.handle(batch([gpu_pod], [[0]])).decisions[0].placements[0].nodes == ["gpu"]

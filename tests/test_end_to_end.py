@@ -1,0 +1,126 @@
+"""The whole way, on real Ray and a real Redis: dispatcher -> shards -> binder -> cluster.
+
+Every run ends with the independent invariant checker, and the tests
+recompute the essentials themselves as well.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter
+
+import pytest
+import yaml
+
+from benchmarks import template
+from cluster.invariants import check_invariants
+from cluster.objects import pod_from_manifest
+from optimist.bench import Workload, run_bench
+from optimist.config import Settings
+
+pytestmark = pytest.mark.usefixtures("ray_session")
+
+
+def write_template(tmp_path, name, doc):
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def node_template(tmp_path, cpu="4", memory="32Gi", pods="110"):
+    doc = yaml.safe_load(template("node-default.yaml").read_text())
+    doc["status"]["capacity"] = {"cpu": cpu, "memory": memory, "pods": pods}
+    return write_template(tmp_path, "node.yaml", doc)
+
+
+def pod_template(tmp_path, name="pod.yaml", **requests):
+    doc = yaml.safe_load(template("pod-default.yaml").read_text())
+    resources = doc["spec"]["containers"][0]["resources"]
+    resources["requests"].update(requests)
+    resources["limits"] = dict(resources["requests"])
+    return write_template(tmp_path, name, doc)
+
+
+def assert_no_overcommit(cluster):
+    """Recomputed here, apart from the checker: per node, requests within allocatable."""
+    used: dict[str, Counter] = {}
+    for pod_key, node in cluster.bindings.items():
+        requests = pod_from_manifest(cluster.pod_manifests[pod_key]).spec.requests
+        used.setdefault(node, Counter()).update(dict(requests))
+    for node, usage in used.items():
+        for resource in ("cpu", "memory", "pods"):
+            assert usage[resource] <= cluster.nodes[node].allocatable[resource], (node, resource)
+
+
+def test_two_thousand_pods_three_shards(tmp_path, redis_url, key_prefix):
+    settings = Settings(
+        shards=3, redis_url=redis_url, key_prefix=key_prefix, batch_pods=128, seed=3
+    )
+    run = run_bench(
+        settings,
+        Workload(200, 2000, template("node-default.yaml"), template("pod-default.yaml")),
+    )
+    r = run.report
+    assert r["invariant_violations"] == []
+    assert r["pods_scheduled"] == 2000 and r["pods_unschedulable"] == 0
+    assert len(run.cluster.bindings) == len(run.cluster.bind_log) == 2000
+    assert_no_overcommit(run.cluster)
+    assert sum(s["pods"] for s in r["shards"]) == 2000
+    assert all(s["pods"] > 0 for s in r["shards"])  # every shard did work
+    assert r["throughput_pods_per_s"]["average"] > 0
+
+
+def test_conflicts_happen_are_retried_and_nothing_breaks(tmp_path, redis_url, key_prefix):
+    # 12 nodes x 4 CPU hold exactly 480 pods of 100m: the shards race for the last room.
+    settings = Settings(shards=4, redis_url=redis_url, key_prefix=key_prefix, batch_pods=16, seed=5)
+    run = run_bench(
+        settings,
+        Workload(12, 480, node_template(tmp_path, cpu="4"), pod_template(tmp_path, cpu="100m")),
+    )
+    r = run.report
+    assert r["conflicts"] > 0, "four shards racing for an exactly full cluster should conflict"
+    assert r["attempts"] > 480  # conflicted pods were tried again
+    assert r["pods_scheduled"] == 480, r["unschedulable_reasons"]
+    assert r["invariant_violations"] == []
+    assert_no_overcommit(run.cluster)
+
+
+def test_unschedulable_pods_are_reported_with_reasons(tmp_path, redis_url, key_prefix):
+    settings = Settings(shards=2, redis_url=redis_url, key_prefix=key_prefix, seed=1)
+    run = run_bench(
+        settings,
+        Workload(5, 50, node_template(tmp_path, cpu="1"), pod_template(tmp_path, cpu="300m")),
+    )
+    r = run.report
+    assert r["pods_scheduled"] == 15  # 3 per node
+    assert r["pods_unschedulable"] == 35
+    assert r["unschedulable_reasons"] == {"0/5 nodes are available: 5 Insufficient cpu.": 35}
+    assert r["invariant_violations"] == []
+
+
+def test_bad_pods_are_reported_and_the_rest_is_scheduled(tmp_path, redis_url, key_prefix):
+    from cluster.simulator import SimulatedCluster, load_template
+    from optimist.runtime import Platform, SchedulingLoop
+
+    settings = Settings(shards=2, redis_url=redis_url, key_prefix=key_prefix)
+    cluster = SimulatedCluster(frozenset(settings.scheduler_names))
+    cluster.create_nodes(load_template(template("node-default.yaml")), 10)
+    good = load_template(template("pod-default.yaml"))
+    bad = copy.deepcopy(good)
+    bad["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "lots"
+    other = copy.deepcopy(good)
+    other["spec"]["schedulerName"] = "someone-else"
+    with Platform(settings) as platform:
+        platform.store.put_nodes(cluster.nodes.values())
+        loop = SchedulingLoop(platform, cluster)
+        cluster.create_pods(good, 40)
+        bad_keys = cluster.create_pods(bad, 3)
+        others = cluster.create_pods(other, 5)
+        loop.run_until_settled()
+        unschedulable = loop.dispatcher.unschedulable()
+        assert check_invariants(cluster, unschedulable, platform.store) == []
+    assert set(unschedulable) == set(bad_keys)
+    assert all("spec.containers[0].resources.requests.cpu" in unschedulable[k] for k in bad_keys)
+    assert all("'lots'" in unschedulable[k] for k in bad_keys)
+    assert len(cluster.bindings) == 40
+    assert not set(others) & set(cluster.bindings)  # another scheduler's pods are left alone
