@@ -85,13 +85,13 @@ class NodeTable:
 
     # --- sync -------------------------------------------------------------------
 
-    def sync(self, store: NodeStore) -> int:
-        """Apply the store's changes since the last sync; returns how many nodes changed."""
-        delta = store.changes_since(self.store_version, self.columns)
+    def sync(self, store: NodeStore, awaited: Sequence[str] = ()) -> Delta:
+        """Apply the store's changes since the last sync; returns them."""
+        delta = store.changes_since(self.store_version, self.columns, awaited)
         if self.ensure_columns(r for node in delta.specs for r in node.allocatable):
-            delta = store.changes_since(self.store_version, self.columns)
+            delta = store.changes_since(self.store_version, self.columns, awaited)
         self.apply(delta)
-        return len(delta.names) + len(delta.deleted)
+        return delta
 
     def apply(self, delta: Delta) -> None:
         for node in delta.specs:

@@ -73,16 +73,21 @@ class ShardCore:
         self.profile = profile
         self.table = NodeTable()
         self.rng = np.random.default_rng(seed)
-        # batch id -> (rows, requests) this shard assumed and the binder has not settled
-        self._assumed: dict[int, tuple[list[int], list[np.ndarray]]] = {}
+        # unit -> (rows, requests) this shard placed and assumes until it sees the
+        # unit committed in the store (then the store's usage holds it) or the
+        # dispatcher says its batch is settled (committed or refused)
+        self._assumed: dict[str, tuple[list[int], list[np.ndarray]]] = {}
+        self._batch_units: dict[int, list[str]] = {}
         self._classes: OrderedDict[bytes, PodClass] = OrderedDict()
 
     def handle(self, batch: ShardBatch) -> ShardResult:
         started = time.perf_counter()
         for batch_id in batch.resolved:
-            rows, requests = self._assumed.pop(batch_id, ([], []))
-            self.table.forget(rows, requests)
-        self.table.sync(self.store)
+            for unit in self._batch_units.pop(batch_id, []):
+                self._stop_assuming(unit)
+        delta = self.table.sync(self.store, list(self._assumed))
+        for unit in delta.committed:
+            self._stop_assuming(unit)
         synced = time.perf_counter()
         decisions = self._decide(batch)
         return ShardResult(
@@ -93,6 +98,10 @@ class ShardCore:
             sync_s=synced - started,
             decide_s=time.perf_counter() - synced,
         )
+
+    def _stop_assuming(self, unit: str) -> None:
+        rows, requests = self._assumed.pop(unit, ([], []))
+        self.table.forget(rows, requests)
 
     def _compile(self, spec: SchedulingSpec) -> PodClass:
         digest = spec.digest
@@ -109,18 +118,19 @@ class ShardCore:
         self.table.changed_rows.clear()
         classes = [self._compile(spec) for spec in batch.classes]
         states: dict[int, ClassState] = {}
-        rows: list[int] = []
-        requests: list[np.ndarray] = []
         decisions = []
+        placed = []
         for unit in batch.units:
             decision = self._place(unit, classes, states)
             if decision.placed:
-                for p in decision.placements:
-                    rows.append(self.table.index[p.nodes[0]])
-                    requests.append(classes[p.cls].request)
+                self._assumed[unit.key] = (
+                    [self.table.index[p.nodes[0]] for p in decision.placements],
+                    [classes[p.cls].request for p in decision.placements],
+                )
+                placed.append(unit.key)
             decisions.append(decision)
-        if rows:
-            self._assumed[batch.batch_id] = (rows, requests)
+        if placed:
+            self._batch_units[batch.batch_id] = placed
         return decisions
 
     def _place(

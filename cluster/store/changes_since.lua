@@ -1,10 +1,14 @@
--- What changed after version ARGV[2], for a reader that keeps the columns ARGV[3].
--- Returns {msgpack [seq, names, flat, deleted], name, spec, name, spec, ...}:
+-- What changed after version ARGV[2], for a reader that keeps the columns ARGV[3]
+-- and awaits the units ARGV[4] (its own placements not yet known to be settled).
+-- Returns {msgpack [seq, names, flat, deleted, committed], name, spec, ...}:
+-- `committed` lists the awaited units that are committed, in this same
+-- snapshot, so the reader can stop assuming them without counting them twice;
 -- `flat` holds, per name, its version then its committed usage of each
 -- column; the name/spec pairs (specs are binary, so they travel outside the
 -- msgpack frame) are the nodes whose spec changed after ARGV[2].
 local since = tonumber(ARGV[2])
 local cols = cmsgpack.unpack(ARGV[3])
+local awaited = cmsgpack.unpack(ARGV[4])
 local seq = tonumber(redis.call('GET', SEQ) or '0')
 local fields = {'v', 'specv'}
 for _, c in ipairs(cols) do fields[#fields + 1] = 'u:' .. c end
@@ -27,5 +31,9 @@ for _, name in ipairs(redis.call('ZRANGEBYSCORE', CHANGES, '(' .. since, '+inf')
     end
   end
 end
-reply[1] = cmsgpack.pack({seq, names, flat, deleted})
+local committed = {}
+for _, unit in ipairs(awaited) do
+  if redis.call('HEXISTS', UNITS, unit) == 1 then committed[#committed + 1] = unit end
+end
+reply[1] = cmsgpack.pack({seq, names, flat, deleted, committed})
 return reply

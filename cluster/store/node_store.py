@@ -37,6 +37,7 @@ class Delta:
     usage: np.ndarray  # int64 [len(names), len(columns)]
     specs: list[Node] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
+    committed: list[str] = field(default_factory=list)  # awaited units found committed
 
 
 class NodeStore:
@@ -72,11 +73,16 @@ class NodeStore:
     def version(self) -> int:
         return int(self.client.get(self.keys.seq) or 0)
 
-    def changes_since(self, since: int, columns: Sequence[str]) -> Delta:
-        """Nodes changed after `since`: their versions, usage of `columns`, new specs."""
-        reply = self._run("changes_since", since, _lua_frame(list(columns)))
+    def changes_since(
+        self, since: int, columns: Sequence[str], awaited: Sequence[str] = ()
+    ) -> Delta:
+        """Nodes changed after `since` (versions, usage of `columns`, new specs), and
+        which of the `awaited` units are committed, all in one snapshot."""
+        reply = self._run(
+            "changes_since", since, _lua_frame(list(columns)), _lua_frame(list(awaited))
+        )
         head, *specs = reply  # type: ignore[misc]
-        version, names, flat, deleted = msgpack.unpackb(head)
+        version, names, flat, deleted, committed = msgpack.unpackb(head)
         table = np.asarray(flat, dtype=np.int64).reshape(len(names), len(columns) + 1)
         return Delta(
             version=version,
@@ -85,6 +91,7 @@ class NodeStore:
             usage=table[:, 1:],
             specs=[Node.from_wire(msgpack.unpackb(blob)) for blob in specs[1::2]],
             deleted=deleted,
+            committed=committed,
         )
 
     # --- units ----------------------------------------------------------------

@@ -102,3 +102,14 @@ def test_new_extended_resource_column_appears_with_its_node(store):
     gpu_node.allocatable["nvidia.com/gpu"] = 8
     store.put_nodes([gpu_node])
     assert core.handle(batch([gpu_pod], [[0]])).decisions[0].placements[0].nodes == ["gpu"]
+
+
+def test_a_committed_unit_is_not_counted_twice(store):
+    # The shard syncs the commit before the dispatcher says the batch is settled:
+    # the unit must count once (in the store's usage), not also as an assumption.
+    store.put_nodes([node("a", cpu="1")])
+    core = ShardCore(0, store, default_profile(), seed=1)
+    first = batch([spec("400m")], [[0]])
+    placed = core.handle(first).decisions
+    store.commit(first.classes, placed)
+    assert core.handle(batch([spec("600m")], [[0]])).decisions[0].placed
