@@ -1,0 +1,88 @@
+"""Micro-benchmark of the node store alone: batched commits, and delta syncs.
+
+    .venv/bin/python -m benchmarks.store_micro [--nodes 5000] [--batch 256]
+
+Measures on a private Redis: pods committed per second with one Lua call
+per batch, and the cost of `changes_since` as a function of how many nodes
+changed, which is what a shard pays before every batch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from benchmarks import template
+from cluster.messages import Decision, PodPlacement
+from cluster.objects import pod_from_manifest
+from cluster.redis_server import EmbeddedRedis, connect
+from cluster.simulator import SimulatedCluster, load_template
+from cluster.store import NodeStore
+
+COLUMNS = ["pods", "cpu", "memory", "~cpu", "~memory"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--batches", type=int, default=40)
+    args = parser.parse_args()
+    cluster = SimulatedCluster()
+    nodes = cluster.create_nodes(load_template(template("node-default.yaml")), args.nodes)
+    spec = pod_from_manifest(
+        load_template(template("pod-default.yaml")) | {"metadata": {"name": "x"}}
+    ).spec
+    with EmbeddedRedis() as server:
+        store = NodeStore(connect(server.url))
+        started = time.perf_counter()
+        store.put_nodes(nodes)
+        print(f"put_nodes: {args.nodes} nodes in {time.perf_counter() - started:.3f} s")
+        timings = []
+        for b in range(args.batches):
+            decisions = [
+                Decision(
+                    f"u{b}-{i}",
+                    [
+                        PodPlacement(
+                            f"ns/p{b}-{i}", 0, [nodes[(b * args.batch + i) % len(nodes)].name], [0]
+                        )
+                    ],
+                )
+                for i in range(args.batch)
+            ]
+            t = time.perf_counter()
+            store.commit([spec], decisions)
+            timings.append(time.perf_counter() - t)
+        per_batch = statistics.median(timings)
+        print(
+            f"commit: batch {args.batch}: median {per_batch * 1e3:.2f} ms = {args.batch / per_batch:,.0f} pods/s"
+        )
+        for changed in (0, 100, 1000, args.nodes):
+            version = store.version()
+            decisions = [
+                Decision(
+                    f"s{changed}-{i}", [PodPlacement(f"ns/s{changed}-{i}", 0, [nodes[i].name], [0])]
+                )
+                for i in range(changed)
+            ]
+            if decisions:
+                store.commit([spec], decisions)
+            runs = []
+            for _ in range(5):
+                t = time.perf_counter()
+                store.changes_since(version, COLUMNS, [])
+                runs.append(time.perf_counter() - t)
+            print(
+                f"changes_since: {changed:>5} nodes changed: median {statistics.median(runs) * 1e3:.2f} ms"
+            )
+        t = time.perf_counter()
+        store.changes_since(0, COLUMNS, [])
+        print(
+            f"changes_since(0), full first sync of {args.nodes} nodes: {(time.perf_counter() - t) * 1e3:.1f} ms"
+        )
+
+
+if __name__ == "__main__":
+    main()
