@@ -56,9 +56,8 @@ def main() -> None:
             store.commit([spec], decisions)
             timings.append(time.perf_counter() - t)
         per_batch = statistics.median(timings)
-        print(
-            f"commit: batch {args.batch}: median {per_batch * 1e3:.2f} ms = {args.batch / per_batch:,.0f} pods/s"
-        )
+        rate = args.batch / per_batch
+        print(f"commit: batch {args.batch}: median {per_batch * 1e3:.2f} ms = {rate:,.0f} pods/s")
         for changed in (0, 100, 1000, args.nodes):
             version = store.version()
             decisions = [
@@ -74,14 +73,12 @@ def main() -> None:
                 t = time.perf_counter()
                 store.changes_since(version, COLUMNS, [])
                 runs.append(time.perf_counter() - t)
-            print(
-                f"changes_since: {changed:>5} nodes changed: median {statistics.median(runs) * 1e3:.2f} ms"
-            )
+            median_ms = statistics.median(runs) * 1e3
+            print(f"changes_since: {changed:>5} nodes changed: median {median_ms:.2f} ms")
         t = time.perf_counter()
         store.changes_since(0, COLUMNS, [])
-        print(
-            f"changes_since(0), full first sync of {args.nodes} nodes: {(time.perf_counter() - t) * 1e3:.1f} ms"
-        )
+        full_ms = (time.perf_counter() - t) * 1e3
+        print(f"changes_since(0), full first sync of {args.nodes} nodes: {full_ms:.1f} ms")
 
 
 if __name__ == "__main__":
