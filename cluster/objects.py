@@ -98,6 +98,7 @@ class SchedulingSpec:
     """
 
     requests: tuple[tuple[str, int], ...]  # sorted, with `pods` and score-only amounts
+    profile: str = "default-scheduler"  # the schedulerName: each profile has its own plugins
     node_selector: tuple[tuple[str, str], ...] = ()
     required_terms: tuple[NodeSelectorTerm, ...] | None = None  # None: no requirement
     tolerations: tuple[Toleration, ...] = ()
@@ -114,6 +115,7 @@ class SchedulingSpec:
             ]
         return [
             [list(p) for p in self.requests],
+            self.profile,
             [list(p) for p in self.node_selector],
             terms,
             [[t.key, t.operator, t.value, t.effect] for t in self.tolerations],
@@ -121,13 +123,14 @@ class SchedulingSpec:
 
     @classmethod
     def from_wire(cls, wire: list[Any]) -> SchedulingSpec:
-        requests, selector, terms, tolerations = wire
+        requests, profile, selector, terms, tolerations = wire
 
         def reqs(items: list[Any]) -> tuple[Requirement, ...]:
             return tuple(Requirement(k, op, tuple(v)) for k, op, v in items)
 
         return cls(
             requests=tuple((str(n), int(a)) for n, a in requests),
+            profile=str(profile),
             node_selector=tuple((str(k), str(v)) for k, v in selector),
             required_terms=None
             if terms is None
@@ -145,7 +148,6 @@ class Pod:
     namespace: str
     name: str
     uid: str
-    scheduler_name: str
     priority: int
     spec: SchedulingSpec
     node_name: str = ""  # set when the manifest is already bound
@@ -154,6 +156,10 @@ class Pod:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def scheduler_name(self) -> str:
+        return self.spec.profile
 
 
 @dataclass(slots=True)
@@ -351,10 +357,10 @@ def pod_from_manifest(raw: Mapping[str, Any]) -> Pod:
         namespace=namespace,
         name=name,
         uid=str(meta.get("uid") or f"{namespace}/{name}"),
-        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
         priority=priority,
         spec=SchedulingSpec(
             requests=tuple(sorted((k, v) for k, v in requests.items() if v or k == res.PODS)),
+            profile=str(spec.get("schedulerName") or "default-scheduler"),
             node_selector=tuple(
                 sorted(_str_map(obj, "spec.nodeSelector", spec.get("nodeSelector")).items())
             ),

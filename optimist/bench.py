@@ -42,7 +42,7 @@ class BenchRun:
 
 
 def run_bench(settings: Settings, workload: Workload, *, show_progress: bool = False) -> BenchRun:
-    cluster = SimulatedCluster(frozenset(settings.scheduler_names), seed=settings.seed)
+    cluster = SimulatedCluster(settings.scheduler_names, seed=settings.seed)
     cluster.create_nodes(load_template(workload.node_template), workload.nodes)
     pod_template = load_template(workload.pod_template)
     bound_at: list[float] = []

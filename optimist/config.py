@@ -5,7 +5,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from cluster.profile_config import ProfileConfig
 from cluster.redis_server import redact
+
+# What optimist runs today of kube-scheduler's default profile.
+DEFAULT_PROFILE = ProfileConfig(
+    "default-scheduler",
+    filters=("NodeUnschedulable", "NodeAffinity", "TaintToleration", "NodeResourcesFit"),
+    scorers=(("NodeResourcesFit", 1),),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -14,7 +22,7 @@ class Settings:
     redis_url: str | None = None  # None: start a private Redis on a unix socket
     ray_address: str | None = None  # None: start Ray locally, bound to loopback
     key_prefix: str = "optimist:"
-    scheduler_names: tuple[str, ...] = ("default-scheduler",)
+    profiles: tuple[ProfileConfig, ...] = (DEFAULT_PROFILE,)
     batch_pods: int = 256  # pods per Ray call to a shard
     inflight_per_shard: int = 2  # batches a shard may hold at once, to hide round trips
     backoff_initial_s: float = 1.0
@@ -31,10 +39,14 @@ class Settings:
                 f"initial {self.backoff_initial_s}, max {self.backoff_max_s}"
             )
 
+    @property
+    def scheduler_names(self) -> frozenset[str]:
+        return frozenset(p.scheduler_name for p in self.profiles)
+
     def public(self) -> dict[str, Any]:
         """The settings as a report shows them: no secret in them."""
         out = asdict(self)
-        out["scheduler_names"] = list(self.scheduler_names)
+        out["profiles"] = [p.to_wire() for p in self.profiles]
         if self.redis_url:
             out["redis_url"] = redact(self.redis_url)
         return out

@@ -64,8 +64,9 @@ class Platform:
         self.redis_url = s.redis_url or self._redis.url  # type: ignore[union-attr]
         self.store = NodeStore(connect(self.redis_url), Keys(s.key_prefix))
         self._own_ray = init_ray(s.ray_address)
+        profiles = [p.to_wire() for p in s.profiles]
         self.shards = [
-            ShardActor.remote(i, self.redis_url, s.key_prefix, s.seed * 1000 + i)
+            ShardActor.remote(i, self.redis_url, s.key_prefix, profiles, s.seed * 1000 + i)
             for i in range(s.shards)
         ]
         self.shard_info = ray.get([shard.info.remote() for shard in self.shards])

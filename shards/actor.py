@@ -8,9 +8,10 @@ import os
 import ray
 
 from cluster.messages import ShardBatch
+from cluster.profile_config import ProfileConfig
 from cluster.redis_server import connect
 from cluster.store import Keys, NodeStore
-from shards.plugins import default_profile
+from shards.plugins import build_profile
 from shards.scheduler import ShardCore
 
 log = logging.getLogger(__name__)
@@ -18,9 +19,12 @@ log = logging.getLogger(__name__)
 
 @ray.remote(num_cpus=0)
 class ShardActor:
-    def __init__(self, shard_id: int, redis_url: str, key_prefix: str, seed: int) -> None:
+    def __init__(
+        self, shard_id: int, redis_url: str, key_prefix: str, profiles: list[list], seed: int
+    ) -> None:
         store = NodeStore(connect(redis_url), Keys(key_prefix))
-        self.core = ShardCore(shard_id, store, default_profile(), seed)
+        built = [build_profile(ProfileConfig.from_wire(p)) for p in profiles]
+        self.core = ShardCore(shard_id, store, built, seed)
 
     def info(self) -> dict[str, object]:
         """Where this shard runs, for the report."""

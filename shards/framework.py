@@ -62,14 +62,34 @@ class FilterPlugin(ABC):
 
 
 class ScorePlugin(ABC):
-    """Score: how good each of the given rows is for the pod, 0..MAX_NODE_SCORE."""
+    """Score: how good each of the given rows is for the pod.
+
+    `score` gives raw int64 scores; `normalize` (NormalizeScore) maps the raw
+    scores of the feasible nodes to 0..MAX_NODE_SCORE. A plugin that
+    normalizes sets `normalizes`, so the shard knows a change on one node can
+    move every node's final score.
+    """
 
     name: ClassVar[str]
     dynamic: ClassVar[bool] = True
+    normalizes: ClassVar[bool] = False
 
     @abstractmethod
     def score(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
         """An int64 per row."""
+
+    def normalize(self, pod: PodClass, scores: np.ndarray) -> np.ndarray:
+        """Scores of the feasible nodes, normalized; identity unless overridden."""
+        return scores
+
+
+def default_normalize(scores: np.ndarray, *, reverse: bool) -> np.ndarray:
+    """Upstream's `DefaultNormalizeScore`: scale to 0..100 by the maximum, optionally reversed."""
+    top = int(scores.max()) if len(scores) else 0
+    if top == 0:
+        return np.full_like(scores, MAX_NODE_SCORE) if reverse else scores
+    scaled = MAX_NODE_SCORE * scores // top
+    return MAX_NODE_SCORE - scaled if reverse else scaled
 
 
 @dataclass(slots=True)
@@ -79,6 +99,7 @@ class Profile:
     name: str
     filters: list[FilterPlugin]
     scorers: list[tuple[ScorePlugin, int]]
+    percentage_of_nodes_to_score: int | None = None  # None: upstream's adaptive rule
 
     def feasible(self, pod: PodClass, table: NodeTable, rows: Rows, *, dynamic: bool) -> np.ndarray:
         """The AND of the filters that are (dynamic=True) or are not (False) usage-dependent."""
@@ -88,14 +109,23 @@ class Profile:
                 mask &= plugin.filter(pod, table, rows)
         return mask
 
-    def score(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
-        total = None
-        for plugin, weight in self.scorers:
-            part = plugin.score(pod, table, rows) * weight
-            total = part if total is None else total + part
-        if total is None:
-            return np.zeros(table.alive[rows].shape, dtype=np.int64)
-        return total
+    def raw_scores(self, pod: PodClass, table: NodeTable, rows: Rows) -> list[np.ndarray]:
+        """Each scorer's raw scores for the rows, in the order of `scorers`."""
+        return [plugin.score(pod, table, rows) for plugin, _ in self.scorers]
+
+    def weighted(
+        self, pod: PodClass, raws: list[np.ndarray], feasible: np.ndarray
+    ) -> list[np.ndarray]:
+        """Each scorer's part of the final score: normalized over the feasible rows, weighted."""
+        parts = []
+        for (plugin, weight), raw in zip(self.scorers, raws, strict=True):
+            if plugin.normalizes:
+                part = np.zeros_like(raw)
+                part[feasible] = plugin.normalize(pod, raw[feasible])
+                parts.append(part * weight)
+            else:
+                parts.append(raw * weight)
+        return parts
 
     def explain(self, pod: PodClass, table: NodeTable) -> Counter[str]:
         """Per reason, how many nodes the first failing filter rejected, as upstream counts."""
@@ -109,3 +139,12 @@ class Profile:
                 reasons.update(plugin.reasons(pod, table, remaining[~ok]))
             remaining = remaining[ok]
         return reasons
+
+
+def final_scores(parts: list[np.ndarray], feasible: np.ndarray) -> np.ndarray:
+    """The sum of the parts; infeasible rows get -1, below any real score."""
+    total = np.zeros(feasible.shape, dtype=np.int64)
+    for part in parts:
+        total += part
+    total[~feasible] = -1
+    return total

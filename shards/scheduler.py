@@ -15,46 +15,121 @@ import numpy as np
 from cluster.messages import Decision, PodPlacement, ShardBatch, ShardResult, UnitRequest
 from cluster.objects import SchedulingSpec
 from cluster.store import NodeStore
-from shards.framework import PodClass, Profile
+from shards.framework import PodClass, Profile, final_scores
 from shards.node_table import NodeTable
 
 _CLASS_CACHE = 4096
 
 
-class ClassState:
-    """One equivalence class's scores over the nodes, during one batch (-1: infeasible)."""
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE = 5
 
-    __slots__ = ("_why", "mark", "pod", "profile", "scores", "static", "table")
+
+def nodes_to_find(percentage: int | None, total: int) -> int:
+    """Upstream's `numFeasibleNodesToFind`: how many feasible nodes are enough."""
+    if total < MIN_FEASIBLE_NODES_TO_FIND:
+        return total
+    if not percentage:
+        percentage = max(50 - total // 125, MIN_FEASIBLE_NODES_PERCENTAGE)
+    return max(total * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+def pick(scores: np.ndarray, rng: np.random.Generator) -> int:
+    """Index of the top score, ties broken uniformly at random; -1 if nothing is feasible."""
+    if not len(scores):
+        return -1
+    top = scores.max()
+    if top < 0:
+        return -1
+    ties = np.flatnonzero(scores == top)
+    return int(ties[rng.integers(len(ties))]) if len(ties) > 1 else int(ties[0])
+
+
+class ClassState:
+    """One equivalence class's view of the nodes during one batch.
+
+    Feasibility and raw scores are computed once over all nodes; after the
+    shard places a pod, only the rows that changed are judged again. Final
+    scores are recombined in full only when a normalizing scorer could see a
+    different set of feasible nodes or different raw values.
+    """
+
+    __slots__ = (
+        "_why",
+        "feasible",
+        "mark",
+        "parts",
+        "pod",
+        "profile",
+        "raws",
+        "scores",
+        "static",
+        "table",
+    )
 
     def __init__(self, pod: PodClass, profile: Profile, table: NodeTable) -> None:
         self.pod, self.profile, self.table = pod, profile, table
         every = slice(0, table.size)
         self.static = profile.feasible(pod, table, every, dynamic=False)
-        self.scores = self._evaluate(every, self.static)
+        self.feasible = self.static & profile.feasible(pod, table, every, dynamic=True)
+        self.raws = profile.raw_scores(pod, table, every)
+        self.parts = profile.weighted(pod, self.raws, self.feasible)
+        self.scores = final_scores(self.parts, self.feasible)
         self.mark = len(table.changed_rows)
         self._why: tuple[int, Counter[str]] | None = None
 
-    def _evaluate(self, rows: np.ndarray | slice, static: np.ndarray) -> np.ndarray:
-        ok = static & self.profile.feasible(self.pod, self.table, rows, dynamic=True)
-        return np.where(ok, self.profile.score(self.pod, self.table, rows), -1)
-
     def _catch_up(self) -> None:
         log = self.table.changed_rows
-        if len(log) > self.mark:
-            rows = np.unique(np.asarray(log[self.mark :], dtype=np.intp))
-            self.scores[rows] = self._evaluate(rows, self.static[rows])
-            self.mark = len(log)
+        if len(log) == self.mark:
+            return
+        rows = np.unique(np.asarray(log[self.mark :], dtype=np.intp))
+        self.mark = len(log)
+        feasible = self.static[rows] & self.profile.feasible(
+            self.pod, self.table, rows, dynamic=True
+        )
+        reshaped = not np.array_equal(feasible, self.feasible[rows])
+        self.feasible[rows] = feasible
+        scorers = self.profile.scorers
+        for (plugin, _), raw in zip(scorers, self.raws, strict=True):
+            if plugin.dynamic:
+                raw[rows] = plugin.score(self.pod, self.table, rows)
+        if any(p.normalizes and (p.dynamic or reshaped) for p, _ in scorers):
+            # a normalized score may have moved on every node
+            self.parts = self.profile.weighted(self.pod, self.raws, self.feasible)
+            self.scores = final_scores(self.parts, self.feasible)
+            return
+        for (plugin, weight), raw, part in zip(scorers, self.raws, self.parts, strict=True):
+            if not plugin.normalizes:
+                part[rows] = raw[rows] * weight
+        self.scores[rows] = final_scores([part[rows] for part in self.parts], feasible)
 
-    def best(self, rng: np.random.Generator) -> int:
-        """The highest-scoring feasible row, ties broken uniformly at random; -1 if none."""
+    def best(self, rng: np.random.Generator, start: int) -> tuple[int, int]:
+        """The best feasible row among those kube-scheduler would have scored; -1 if none.
+
+        With percentageOfNodesToScore below 100, upstream stops filtering once
+        enough feasible nodes are found, searching round-robin from where the
+        last pod stopped, and scores (and normalizes over) only those. Returns
+        the row and how many nodes the search went through from `start`.
+        """
         self._catch_up()
-        if not len(self.scores):
-            return -1
-        top = self.scores.max()
-        if top < 0:
-            return -1
-        ties = np.flatnonzero(self.scores == top)
-        return int(ties[rng.integers(len(ties))]) if len(ties) > 1 else int(ties[0])
+        n = len(self.scores)
+        wanted = nodes_to_find(self.profile.percentage_of_nodes_to_score, n)
+        if wanted >= n:
+            return pick(self.scores, rng), n
+        order = (start + np.arange(n)) % n
+        found = np.cumsum(self.feasible[order])
+        if found[-1] <= wanted:
+            return pick(self.scores, rng), n
+        processed = int(np.searchsorted(found, wanted)) + 1
+        window = order[:processed]
+        if any(plugin.normalizes for plugin, _ in self.profile.scorers):
+            feasible = self.feasible[window]
+            parts = self.profile.weighted(self.pod, [raw[window] for raw in self.raws], feasible)
+            scores = final_scores(parts, feasible)
+        else:
+            scores = self.scores[window]
+        i = pick(scores, rng)
+        return (int(window[i]) if i >= 0 else -1), processed
 
     def why(self) -> Counter[str]:
         """Why no node fits, computed once until the table changes again."""
@@ -67,10 +142,11 @@ class ClassState:
 class ShardCore:
     """Everything a shard does, without Ray: the actor is a thin shell around this."""
 
-    def __init__(self, shard_id: int, store: NodeStore, profile: Profile, seed: int) -> None:
+    def __init__(self, shard_id: int, store: NodeStore, profiles: list[Profile], seed: int) -> None:
         self.shard_id = shard_id
         self.store = store
-        self.profile = profile
+        self.profiles = {p.name: p for p in profiles}
+        self._next_start = 0  # where the next search for feasible nodes begins
         self.table = NodeTable()
         self.rng = np.random.default_rng(seed)
         # unit -> (rows, requests) this shard placed and assumes until it sees the
@@ -141,8 +217,13 @@ class ShardCore:
         for _, cls in unit.pods:
             state = states.get(cls)
             if state is None:
-                state = states[cls] = ClassState(classes[cls], self.profile, self.table)
-            row = state.best(self.rng)
+                profile = self.profiles.get(classes[cls].spec.profile)
+                if profile is None:
+                    why = {f"profile {classes[cls].spec.profile!r} is not configured": 1}
+                    return Decision(unit.key, [], why, self.table.size)
+                state = states[cls] = ClassState(classes[cls], profile, self.table)
+            row, searched = state.best(self.rng, self._next_start)
+            self._next_start = (self._next_start + searched) % max(self.table.size, 1)
             if row < 0:
                 # the reasons count the unit's own pods placed so far, then those are undone
                 reasons = dict(state.why())

@@ -8,9 +8,11 @@ from typing import Any
 import numpy as np
 
 from cluster.objects import Node, node_from_manifest, pod_from_manifest
+from cluster.profile_config import ProfileConfig
 from cluster.store import Delta
-from shards.framework import PodClass
+from shards.framework import PodClass, Profile
 from shards.node_table import NodeTable
+from shards.plugins import build_profile
 
 
 def node(name: str, cpu: str = "4", memory: str = "32Gi", pods: str = "110", **spec: Any) -> Node:
@@ -53,3 +55,15 @@ def compile_pod(manifest: Mapping[str, Any], table: NodeTable) -> PodClass:
 
 def every(table: NodeTable) -> slice:
     return slice(0, table.size)
+
+
+def default_profile(percentage: int | None = 100) -> Profile:
+    """The node-local filters and LeastAllocated, scoring every node unless told otherwise."""
+    return build_profile(
+        ProfileConfig(
+            "default-scheduler",
+            filters=("NodeUnschedulable", "NodeAffinity", "TaintToleration", "NodeResourcesFit"),
+            scorers=(("NodeResourcesFit", 1),),
+            percentage_of_nodes_to_score=percentage,
+        )
+    )

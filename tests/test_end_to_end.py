@@ -103,7 +103,7 @@ def test_bad_pods_are_reported_and_the_rest_is_scheduled(tmp_path, redis_url, ke
     from optimist.runtime import Platform, SchedulingLoop
 
     settings = Settings(shards=2, redis_url=redis_url, key_prefix=key_prefix)
-    cluster = SimulatedCluster(frozenset(settings.scheduler_names))
+    cluster = SimulatedCluster(settings.scheduler_names)
     cluster.create_nodes(load_template(template("node-default.yaml")), 10)
     good = load_template(template("pod-default.yaml"))
     bad = copy.deepcopy(good)

@@ -4,9 +4,8 @@ import itertools
 
 from cluster.messages import ShardBatch, UnitRequest
 from cluster.objects import pod_from_manifest
-from shards.plugins import default_profile
 from shards.scheduler import ShardCore
-from shards.testing import node, pod_spec
+from shards.testing import default_profile, node, pod_spec
 
 _ids = itertools.count(1)
 
@@ -30,7 +29,7 @@ def spec(cpu):
 
 def test_places_every_pod_and_spreads_by_least_allocated(store):
     store.put_nodes([node(f"n{i}", cpu="1") for i in range(4)])
-    core = ShardCore(0, store, default_profile(), seed=1)
+    core = ShardCore(0, store, [default_profile()], seed=1)
     result = core.handle(batch([spec("500m")], [[0]] * 8))
     nodes = [d.placements[0].nodes[0] for d in result.decisions]
     assert all(d.placed for d in result.decisions)
@@ -41,7 +40,7 @@ def test_places_every_pod_and_spreads_by_least_allocated(store):
 
 def test_unit_is_placed_whole_or_not_at_all(store):
     store.put_nodes([node("a", cpu="1"), node("b", cpu="1")])
-    core = ShardCore(0, store, default_profile(), seed=1)
+    core = ShardCore(0, store, [default_profile()], seed=1)
     result = core.handle(batch([spec("800m")], [[0, 0, 0]]))
     [decision] = result.decisions
     assert not decision.placed
@@ -52,7 +51,7 @@ def test_unit_is_placed_whole_or_not_at_all(store):
 
 def test_assumptions_last_until_resolved_then_committed_truth_takes_over(store):
     store.put_nodes([node("a", cpu="1")])
-    core = ShardCore(0, store, default_profile(), seed=1)
+    core = ShardCore(0, store, [default_profile()], seed=1)
     first = batch([spec("600m")], [[0]])
     placed = core.handle(first).decisions
     assert placed[0].placed
@@ -68,9 +67,9 @@ def test_assumptions_last_until_resolved_then_committed_truth_takes_over(store):
 
 def test_sees_other_shards_commits_by_delta(store):
     store.put_nodes([node("a", cpu="1"), node("b", cpu="1")])
-    core = ShardCore(0, store, default_profile(), seed=1)
+    core = ShardCore(0, store, [default_profile()], seed=1)
     core.handle(batch([], []))
-    other = ShardCore(1, store, default_profile(), seed=2)
+    other = ShardCore(1, store, [default_profile()], seed=2)
     b = batch([spec("1")], [[0]])
     decisions = other.handle(b).decisions
     store.commit(b.classes, decisions)
@@ -83,7 +82,7 @@ def test_same_seed_same_choices(store):
     store.put_nodes([node(f"n{i}") for i in range(50)])
 
     def choices(seed):
-        core = ShardCore(0, store, default_profile(), seed=seed)
+        core = ShardCore(0, store, [default_profile()], seed=seed)
         return [
             d.placements[0].nodes[0]
             for d in core.handle(batch([spec("100m")], [[0]] * 20)).decisions
@@ -95,7 +94,7 @@ def test_same_seed_same_choices(store):
 
 def test_new_extended_resource_column_appears_with_its_node(store):
     store.put_nodes([node("cpu-only")])
-    core = ShardCore(0, store, default_profile(), seed=1)
+    core = ShardCore(0, store, [default_profile()], seed=1)
     gpu_pod = pod_from_manifest(pod_spec({"cpu": "1", "nvidia.com/gpu": "1"})).spec
     assert not core.handle(batch([gpu_pod], [[0]])).decisions[0].placed
     gpu_node = node("gpu")
@@ -108,7 +107,7 @@ def test_a_committed_unit_is_not_counted_twice(store):
     # The shard syncs the commit before the dispatcher says the batch is settled:
     # the unit must count once (in the store's usage), not also as an assumption.
     store.put_nodes([node("a", cpu="1")])
-    core = ShardCore(0, store, default_profile(), seed=1)
+    core = ShardCore(0, store, [default_profile()], seed=1)
     first = batch([spec("400m")], [[0]])
     placed = core.handle(first).decisions
     store.commit(first.classes, placed)

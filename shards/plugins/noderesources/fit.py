@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -11,6 +11,7 @@ from cluster import resources as res
 from shards.framework import FilterPlugin, PodClass, Rows, ScorePlugin
 from shards.node_table import NodeTable
 from shards.plugins.noderesources.least_allocated import LeastAllocated
+from shards.plugins.noderesources.resource_allocation import DEFAULT_RESOURCES, ResourceWeight
 
 
 class ScoringStrategy(Protocol):
@@ -32,6 +33,22 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin):
 
     def __init__(self, strategy: ScoringStrategy | None = None) -> None:
         self.strategy = strategy or LeastAllocated()
+
+    @classmethod
+    def from_args(cls, args: dict[str, Any]) -> NodeResourcesFit:
+        """From NodeResourcesFitArgs (validated where the configuration was read)."""
+        strategy = args.get("scoringStrategy") or {}
+        resources = (
+            tuple(
+                ResourceWeight(r["name"], int(r.get("weight", 1)))
+                for r in strategy.get("resources") or ()
+            )
+            or DEFAULT_RESOURCES
+        )
+        kind = strategy.get("type", "LeastAllocated")
+        if kind != "LeastAllocated":
+            raise ValueError(f"NodeResourcesFit: scoring strategy {kind!r} is not available yet")
+        return cls(LeastAllocated(resources))
 
     def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
         return (_free(pod, table, rows) >= pod.request[pod.checked]).all(axis=1)

@@ -1,0 +1,52 @@
+"""The in-tree plugins by name, and how a shard builds a profile from its configuration.
+
+A plugin that serves several extension points (NodeResourcesFit filters and
+scores) is built once per profile, with its args, and used at each point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from cluster.profile_config import ProfileConfig
+from shards.framework import FilterPlugin, Profile, ScorePlugin
+from shards.plugins.node_affinity import NodeAffinity
+from shards.plugins.node_unschedulable import NodeUnschedulable
+from shards.plugins.noderesources import NodeResourcesFit
+from shards.plugins.taint_toleration import TaintToleration
+
+Plugin = FilterPlugin | ScorePlugin
+Factory = Callable[[dict[str, Any]], Plugin]
+
+REGISTRY: dict[str, Factory] = {
+    "NodeUnschedulable": lambda args: NodeUnschedulable(),
+    "NodeAffinity": lambda args: NodeAffinity(),
+    "TaintToleration": lambda args: TaintToleration(),
+    "NodeResourcesFit": NodeResourcesFit.from_args,
+}
+
+
+def filter_plugins() -> frozenset[str]:
+    """Names of the plugins that implement Filter."""
+    return frozenset(n for n, f in REGISTRY.items() if isinstance(f({}), FilterPlugin))
+
+
+def score_plugins() -> frozenset[str]:
+    """Names of the plugins that implement Score."""
+    return frozenset(n for n, f in REGISTRY.items() if isinstance(f({}), ScorePlugin))
+
+
+def build_profile(config: ProfileConfig) -> Profile:
+    """The profile's plugin objects, one per name, each built with its args."""
+    names = list(dict.fromkeys([*config.filters, *(n for n, _ in config.scorers)]))
+    unknown = [n for n in names if n not in REGISTRY]
+    if unknown:
+        raise ValueError(f"profile {config.scheduler_name}: unknown plugins {unknown}")
+    plugins = {n: REGISTRY[n](config.args.get(n, {})) for n in names}
+    return Profile(
+        name=config.scheduler_name,
+        filters=[plugins[n] for n in config.filters],  # type: ignore[misc]
+        scorers=[(plugins[n], w) for n, w in config.scorers],  # type: ignore[misc]
+        percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
+    )
