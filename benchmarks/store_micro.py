@@ -14,8 +14,8 @@ import statistics
 import time
 
 from benchmarks import template
+from cluster.manifests import pod_from_manifest
 from cluster.messages import Decision, PodPlacement
-from cluster.objects import pod_from_manifest
 from cluster.redis_server import EmbeddedRedis, connect
 from cluster.simulator import SimulatedCluster, load_template
 from cluster.store import NodeStore

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from cluster import resources as res
-from cluster.objects import pod_from_manifest
+from cluster.manifests import pod_from_manifest
 from cluster.simulator import SimulatedCluster
 from cluster.store import NodeStore
 

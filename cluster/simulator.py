@@ -18,7 +18,8 @@ import yaml
 
 from cluster.adapter import Binding
 from cluster.errors import InvalidObject
-from cluster.objects import Node, Pod, node_from_manifest, pod_from_manifest
+from cluster.manifests import node_from_manifest, pod_from_manifest
+from cluster.objects import Node, Pod
 
 # Kubernetes' generateName alphabet: no vowels, no look-alike characters.
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"

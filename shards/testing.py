@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from cluster.objects import Node, node_from_manifest, pod_from_manifest
+from cluster.manifests import node_from_manifest, pod_from_manifest
+from cluster.objects import Node
 from cluster.profile_config import ProfileConfig
 from cluster.store import Delta
 from shards.framework import PodClass, Profile

@@ -14,7 +14,7 @@ import yaml
 
 from benchmarks import template
 from cluster.invariants import check_invariants
-from cluster.objects import pod_from_manifest
+from cluster.manifests import pod_from_manifest
 from optimist.bench import Workload, run_bench
 from optimist.config import Settings
 

@@ -2,8 +2,8 @@
 
 import msgpack
 
+from cluster.manifests import pod_from_manifest
 from cluster.messages import Decision, PodPlacement
-from cluster.objects import pod_from_manifest
 from shards.testing import node, pod_spec
 
 COLUMNS = ["pods", "cpu", "memory"]

@@ -1,8 +1,8 @@
 import pytest
 
 from cluster.lifecycle import IllegalTransition, PodState
+from cluster.manifests import pod_from_manifest
 from cluster.messages import Decision, PodPlacement, ShardResult, UnitOutcome
-from cluster.objects import pod_from_manifest
 from dispatcher.dispatcher import Dispatcher
 from dispatcher.queue import Backoff
 from shards.testing import pod_spec

@@ -2,8 +2,8 @@
 
 import itertools
 
+from cluster.manifests import pod_from_manifest
 from cluster.messages import ShardBatch, UnitRequest
-from cluster.objects import pod_from_manifest
 from shards.scheduler import ShardCore
 from shards.testing import default_profile, node, pod_spec
 

@@ -11,7 +11,7 @@ from collections import Counter
 
 import numpy as np
 
-from cluster.objects import NodeSelectorTerm, Requirement
+from cluster.selectors import NodeSelectorTerm, Requirement
 from shards.framework import FilterPlugin, PodClass, Rows
 from shards.node_table import NodeTable
 

@@ -1,0 +1,443 @@
+"""Kubernetes manifests (dicts) into the object model, with errors that name the field.
+
+A manifest optimist cannot use is rejected with `InvalidObject`, naming the
+object, the field path and the value; only that object is rejected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from cluster import resources as res
+from cluster.errors import InvalidObject
+from cluster.objects import (
+    ContainerImage,
+    HostPort,
+    Node,
+    Pod,
+    PodAffinityTerm,
+    SchedulingSpec,
+    Taint,
+    Toleration,
+    TopologySpreadConstraint,
+    WeightedPodAffinityTerm,
+)
+from cluster.selectors import (
+    LABEL_SELECTOR_OPERATORS,
+    NODE_SELECTOR_OPERATORS,
+    LabelSelector,
+    NodeSelectorTerm,
+    Requirement,
+)
+
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+PROTOCOLS = ("TCP", "UDP", "SCTP")
+WHEN_UNSATISFIABLE = ("DoNotSchedule", "ScheduleAnyway")
+INCLUSION_POLICIES = ("Honor", "Ignore")
+
+
+def _map(obj: str, path: str, raw: object) -> Mapping[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise InvalidObject(obj, path, raw, "must be a map")
+    return raw
+
+
+def _list(obj: str, path: str, raw: object) -> list[Any]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise InvalidObject(obj, path, raw, "must be a list")
+    return raw
+
+
+def _str_map(obj: str, path: str, raw: object) -> dict[str, str]:
+    out = {}
+    for key, value in _map(obj, path, raw).items():
+        if not isinstance(value, str):
+            raise InvalidObject(obj, f"{path}.{key}", value, "must be a string")
+        out[str(key)] = value
+    return out
+
+
+def _strings(obj: str, path: str, raw: object) -> tuple[str, ...]:
+    items = _list(obj, path, raw)
+    for i, item in enumerate(items):
+        if not isinstance(item, str):
+            raise InvalidObject(obj, f"{path}[{i}]", item, "must be a string")
+    return tuple(items)
+
+
+def _int(obj: str, path: str, raw: object, *, low: int, high: int | None = None) -> int:
+    if not isinstance(raw, int) or isinstance(raw, bool) or raw < low or (high and raw > high):
+        bounds = f"{low}..{high}" if high else f">= {low}"
+        raise InvalidObject(obj, path, raw, f"must be an integer {bounds}")
+    return raw
+
+
+def _requirement(
+    obj: str, path: str, raw: object, allowed: tuple[str, ...], *, fields: bool = False
+) -> Requirement:
+    raw = _map(obj, path, raw)
+    key = raw.get("key")
+    op = raw.get("operator")
+    values = _strings(obj, f"{path}.values", raw.get("values"))
+    if not isinstance(key, str) or not key:
+        raise InvalidObject(obj, f"{path}.key", key, "must be a non-empty string")
+    if op not in allowed:
+        raise InvalidObject(obj, f"{path}.operator", op, f"must be one of {', '.join(allowed)}")
+    if fields and key != "metadata.name":
+        raise InvalidObject(obj, f"{path}.key", key, "matchFields supports only metadata.name")
+    if op in ("In", "NotIn") and not values:
+        raise InvalidObject(obj, f"{path}.values", values, f"{op} needs at least one value")
+    if op in ("Exists", "DoesNotExist") and values:
+        raise InvalidObject(obj, f"{path}.values", values, f"{op} takes no values")
+    if op in ("Gt", "Lt"):
+        if len(values) != 1:
+            raise InvalidObject(obj, f"{path}.values", values, f"{op} needs exactly one value")
+        try:
+            int(values[0])
+        except (TypeError, ValueError):
+            raise InvalidObject(obj, f"{path}.values[0]", values[0], "must be an integer") from None
+    return Requirement(key, op, tuple(str(v) for v in values))
+
+
+def _term(obj: str, path: str, raw: object) -> NodeSelectorTerm:
+    raw = _map(obj, path, raw)
+    exprs = _list(obj, f"{path}.matchExpressions", raw.get("matchExpressions"))
+    flds = _list(obj, f"{path}.matchFields", raw.get("matchFields"))
+    return NodeSelectorTerm(
+        tuple(
+            _requirement(obj, f"{path}.matchExpressions[{i}]", e, NODE_SELECTOR_OPERATORS)
+            for i, e in enumerate(exprs)
+        ),
+        tuple(
+            _requirement(obj, f"{path}.matchFields[{i}]", f, ("In", "NotIn"), fields=True)
+            for i, f in enumerate(flds)
+        ),
+    )
+
+
+def _label_selector(obj: str, path: str, raw: object) -> LabelSelector | None:
+    if raw is None:
+        return None
+    raw = _map(obj, path, raw)
+    labels = _str_map(obj, f"{path}.matchLabels", raw.get("matchLabels"))
+    exprs = _list(obj, f"{path}.matchExpressions", raw.get("matchExpressions"))
+    return LabelSelector(
+        tuple(sorted(labels.items())),
+        tuple(
+            _requirement(obj, f"{path}.matchExpressions[{i}]", e, LABEL_SELECTOR_OPERATORS)
+            for i, e in enumerate(exprs)
+        ),
+    )
+
+
+def _preferred_terms(obj: str, spec: Mapping[str, Any]) -> tuple[tuple[int, NodeSelectorTerm], ...]:
+    base = "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+    node_affinity = _map(obj, "spec.affinity", spec.get("affinity")).get("nodeAffinity") or {}
+    out = []
+    for i, raw in enumerate(
+        _list(
+            obj,
+            base,
+            _map(obj, "spec.affinity.nodeAffinity", node_affinity).get(
+                "preferredDuringSchedulingIgnoredDuringExecution"
+            ),
+        )
+    ):
+        raw = _map(obj, f"{base}[{i}]", raw)
+        weight = _int(obj, f"{base}[{i}].weight", raw.get("weight"), low=1, high=100)
+        out.append((weight, _term(obj, f"{base}[{i}].preference", raw.get("preference"))))
+    return tuple(out)
+
+
+def _pod_affinity_term(obj: str, path: str, raw: object) -> PodAffinityTerm:
+    raw = _map(obj, path, raw)
+    key = raw.get("topologyKey")
+    if not isinstance(key, str) or not key:
+        raise InvalidObject(obj, f"{path}.topologyKey", key, "must be a non-empty string")
+    return PodAffinityTerm(
+        topology_key=key,
+        label_selector=_label_selector(obj, f"{path}.labelSelector", raw.get("labelSelector")),
+        namespaces=_strings(obj, f"{path}.namespaces", raw.get("namespaces")),
+        namespace_selector=_label_selector(
+            obj, f"{path}.namespaceSelector", raw.get("namespaceSelector")
+        ),
+        match_label_keys=_strings(obj, f"{path}.matchLabelKeys", raw.get("matchLabelKeys")),
+        mismatch_label_keys=_strings(
+            obj, f"{path}.mismatchLabelKeys", raw.get("mismatchLabelKeys")
+        ),
+    )
+
+
+def _pod_affinity(
+    obj: str, spec: Mapping[str, Any], kind: str
+) -> tuple[tuple[PodAffinityTerm, ...], tuple[WeightedPodAffinityTerm, ...]]:
+    """The required and preferred terms of `podAffinity` or `podAntiAffinity`."""
+    base = f"spec.affinity.{kind}"
+    affinity = _map(obj, base, _map(obj, "spec.affinity", spec.get("affinity")).get(kind))
+    req_path = f"{base}.requiredDuringSchedulingIgnoredDuringExecution"
+    pref_path = f"{base}.preferredDuringSchedulingIgnoredDuringExecution"
+    required = tuple(
+        _pod_affinity_term(obj, f"{req_path}[{i}]", t)
+        for i, t in enumerate(
+            _list(obj, req_path, affinity.get("requiredDuringSchedulingIgnoredDuringExecution"))
+        )
+    )
+    preferred = []
+    for i, raw in enumerate(
+        _list(obj, pref_path, affinity.get("preferredDuringSchedulingIgnoredDuringExecution"))
+    ):
+        raw = _map(obj, f"{pref_path}[{i}]", raw)
+        weight = _int(obj, f"{pref_path}[{i}].weight", raw.get("weight"), low=1, high=100)
+        term = _pod_affinity_term(
+            obj, f"{pref_path}[{i}].podAffinityTerm", raw.get("podAffinityTerm")
+        )
+        preferred.append(WeightedPodAffinityTerm(weight, term))
+    return required, tuple(preferred)
+
+
+def _spread_constraint(obj: str, path: str, raw: object) -> TopologySpreadConstraint:
+    raw = _map(obj, path, raw)
+    key = raw.get("topologyKey")
+    if not isinstance(key, str) or not key:
+        raise InvalidObject(obj, f"{path}.topologyKey", key, "must be a non-empty string")
+    when = raw.get("whenUnsatisfiable")
+    if when not in WHEN_UNSATISFIABLE:
+        raise InvalidObject(
+            obj,
+            f"{path}.whenUnsatisfiable",
+            when,
+            f"must be one of {', '.join(WHEN_UNSATISFIABLE)}",
+        )
+    min_domains = raw.get("minDomains")
+    if min_domains is not None:
+        min_domains = _int(obj, f"{path}.minDomains", min_domains, low=1)
+        if when != "DoNotSchedule":
+            raise InvalidObject(
+                obj, f"{path}.minDomains", min_domains, "needs whenUnsatisfiable DoNotSchedule"
+            )
+    policies = {}
+    for name in ("nodeAffinityPolicy", "nodeTaintsPolicy"):
+        value = raw.get(name)
+        if value is not None and value not in INCLUSION_POLICIES:
+            raise InvalidObject(obj, f"{path}.{name}", value, "must be Honor or Ignore")
+        policies[name] = value
+    return TopologySpreadConstraint(
+        max_skew=_int(obj, f"{path}.maxSkew", raw.get("maxSkew"), low=1),
+        topology_key=key,
+        when_unsatisfiable=when,
+        label_selector=_label_selector(obj, f"{path}.labelSelector", raw.get("labelSelector")),
+        min_domains=min_domains,
+        node_affinity_policy=policies["nodeAffinityPolicy"] or "Honor",
+        node_taints_policy=policies["nodeTaintsPolicy"] or "Ignore",
+        match_label_keys=_strings(obj, f"{path}.matchLabelKeys", raw.get("matchLabelKeys")),
+    )
+
+
+def _host_ports(obj: str, containers: list[Any]) -> tuple[HostPort, ...]:
+    ports = []
+    for i, container in enumerate(containers):
+        path = f"spec.containers[{i}].ports"
+        for j, raw in enumerate(
+            _list(obj, path, _map(obj, f"spec.containers[{i}]", container).get("ports"))
+        ):
+            raw = _map(obj, f"{path}[{j}]", raw)
+            if not raw.get("hostPort"):
+                continue
+            port = _int(obj, f"{path}[{j}].hostPort", raw["hostPort"], low=1, high=65535)
+            protocol = raw.get("protocol") or "TCP"
+            if protocol not in PROTOCOLS:
+                raise InvalidObject(
+                    obj, f"{path}[{j}].protocol", protocol, f"must be one of {', '.join(PROTOCOLS)}"
+                )
+            host_ip = raw.get("hostIP") or ""
+            if not isinstance(host_ip, str):
+                raise InvalidObject(obj, f"{path}[{j}].hostIP", host_ip, "must be a string")
+            ports.append(HostPort(protocol, host_ip, port))
+    return tuple(ports)
+
+
+def _images(obj: str, spec: Mapping[str, Any]) -> tuple[str, ...]:
+    images = []
+    for kind in ("initContainers", "containers"):
+        for i, container in enumerate(_list(obj, f"spec.{kind}", spec.get(kind))):
+            image = _map(obj, f"spec.{kind}[{i}]", container).get("image")
+            if image is not None and not isinstance(image, str):
+                raise InvalidObject(obj, f"spec.{kind}[{i}].image", image, "must be a string")
+            if image:
+                images.append(image)
+    return tuple(images)
+
+
+def _required_terms(obj: str, spec: Mapping[str, Any]) -> tuple[NodeSelectorTerm, ...] | None:
+    base = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    affinity = _map(obj, "spec.affinity", spec.get("affinity"))
+    node_affinity = _map(obj, "spec.affinity.nodeAffinity", affinity.get("nodeAffinity"))
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required is None:
+        return None
+    required = _map(obj, base, required)
+    terms = _list(obj, f"{base}.nodeSelectorTerms", required.get("nodeSelectorTerms"))
+    if not terms:
+        raise InvalidObject(obj, f"{base}.nodeSelectorTerms", terms, "needs at least one term")
+    return tuple(_term(obj, f"{base}.nodeSelectorTerms[{i}]", t) for i, t in enumerate(terms))
+
+
+def _toleration(obj: str, path: str, raw: object) -> Toleration:
+    raw = _map(obj, path, raw)
+    key = raw.get("key") or ""
+    op = raw.get("operator") or "Equal"
+    value = raw.get("value") or ""
+    effect = raw.get("effect") or ""
+    if op not in ("Equal", "Exists"):
+        raise InvalidObject(obj, f"{path}.operator", op, "must be Equal or Exists")
+    if op == "Exists" and value:
+        raise InvalidObject(obj, f"{path}.value", value, "must be empty when operator is Exists")
+    if op == "Equal" and not key:
+        raise InvalidObject(obj, f"{path}.key", key, "an empty key needs operator Exists")
+    if effect and effect not in TAINT_EFFECTS:
+        raise InvalidObject(
+            obj, f"{path}.effect", effect, f"must be one of {', '.join(TAINT_EFFECTS)}"
+        )
+    return Toleration(str(key), op, str(value), effect)
+
+
+def _container_requests(obj: str, path: str, raw: object) -> res.Resources:
+    """Requests, defaulted from limits where only limits are set, as the API server does."""
+    resources = _map(obj, f"{path}.resources", _map(obj, path, raw).get("resources"))
+    requests = res.parse_resource_list(obj, f"{path}.resources.requests", resources.get("requests"))
+    limits = res.parse_resource_list(obj, f"{path}.resources.limits", resources.get("limits"))
+    for name, amount in limits.items():
+        requests.setdefault(name, amount)
+    return requests
+
+
+def _metadata(raw: Mapping[str, Any], kind: str) -> tuple[str, str, Mapping[str, Any]]:
+    meta = raw.get("metadata")
+    if not isinstance(meta, Mapping):
+        raise InvalidObject(kind, "metadata", meta, "must be a map")
+    name = meta.get("name")
+    namespace = meta.get("namespace") or "default"
+    obj = f"{kind} {namespace}/{name}" if kind == "Pod" else f"{kind} {name}"
+    if not isinstance(name, str) or not name:
+        raise InvalidObject(obj, "metadata.name", name, "must be a non-empty string")
+    return name, str(namespace), meta
+
+
+def pod_from_manifest(raw: Mapping[str, Any]) -> Pod:
+    """Parse a Pod manifest; raises `InvalidObject` naming the bad field."""
+    name, namespace, meta = _metadata(raw, "Pod")
+    obj = f"Pod {namespace}/{name}"
+    spec = _map(obj, "spec", raw.get("spec"))
+    containers = _list(obj, "spec.containers", spec.get("containers"))
+    if not containers:
+        raise InvalidObject(obj, "spec.containers", containers, "needs at least one container")
+    regular = [
+        _container_requests(obj, f"spec.containers[{i}]", c) for i, c in enumerate(containers)
+    ]
+    inits = [
+        (
+            _container_requests(obj, f"spec.initContainers[{i}]", c),
+            _map(obj, f"spec.initContainers[{i}]", c).get("restartPolicy") == "Always",
+        )
+        for i, c in enumerate(_list(obj, "spec.initContainers", spec.get("initContainers")))
+    ]
+    overhead = res.parse_resource_list(obj, "spec.overhead", spec.get("overhead"))
+    requests = res.pod_requests(regular, inits, overhead)
+    nonzero = res.pod_requests(
+        [res.with_nonzero_defaults(r) for r in regular],
+        [(res.with_nonzero_defaults(r), sidecar) for r, sidecar in inits],
+        {
+            res.NONZERO_CPU: overhead.get(res.CPU, 0),
+            res.NONZERO_MEMORY: overhead.get(res.MEMORY, 0),
+        },
+    )
+    requests[res.PODS] = 1
+    requests.update(nonzero)
+    tolerations = _list(obj, "spec.tolerations", spec.get("tolerations"))
+    priority = spec.get("priority", 0)
+    if not isinstance(priority, int) or isinstance(priority, bool):
+        raise InvalidObject(obj, "spec.priority", priority, "must be an integer")
+    node_name = spec.get("nodeName") or ""
+    if not isinstance(node_name, str):
+        raise InvalidObject(obj, "spec.nodeName", node_name, "must be a string")
+    affinity_required, affinity_preferred = _pod_affinity(obj, spec, "podAffinity")
+    anti_required, anti_preferred = _pod_affinity(obj, spec, "podAntiAffinity")
+    spread_path = "spec.topologySpreadConstraints"
+    return Pod(
+        namespace=namespace,
+        name=name,
+        uid=str(meta.get("uid") or f"{namespace}/{name}"),
+        priority=priority,
+        spec=SchedulingSpec(
+            requests=tuple(sorted((k, v) for k, v in requests.items() if v or k == res.PODS)),
+            profile=str(spec.get("schedulerName") or "default-scheduler"),
+            namespace=namespace,
+            labels=tuple(sorted(_str_map(obj, "metadata.labels", meta.get("labels")).items())),
+            node_name=node_name,
+            node_selector=tuple(
+                sorted(_str_map(obj, "spec.nodeSelector", spec.get("nodeSelector")).items())
+            ),
+            required_terms=_required_terms(obj, spec),
+            preferred_terms=_preferred_terms(obj, spec),
+            tolerations=tuple(
+                _toleration(obj, f"spec.tolerations[{i}]", t) for i, t in enumerate(tolerations)
+            ),
+            host_ports=_host_ports(obj, containers),
+            images=_images(obj, spec),
+            topology_spread=tuple(
+                _spread_constraint(obj, f"{spread_path}[{i}]", c)
+                for i, c in enumerate(_list(obj, spread_path, spec.get(spread_path[5:])))
+            ),
+            affinity_required=affinity_required,
+            affinity_preferred=affinity_preferred,
+            anti_affinity_required=anti_required,
+            anti_affinity_preferred=anti_preferred,
+        ),
+        node_name=node_name,
+    )
+
+
+def node_from_manifest(raw: Mapping[str, Any]) -> Node:
+    """Parse a Node manifest; allocatable falls back to capacity, as the API server defaults it."""
+    name, _, meta = _metadata(raw, "Node")
+    obj = f"Node {name}"
+    spec = _map(obj, "spec", raw.get("spec"))
+    status = _map(obj, "status", raw.get("status"))
+    field_name = (
+        "status.allocatable" if status.get("allocatable") is not None else "status.capacity"
+    )
+    allocatable = res.parse_resource_list(obj, field_name, status.get(field_name.split(".")[1]))
+    taints = []
+    for i, t in enumerate(_list(obj, "spec.taints", spec.get("taints"))):
+        t = _map(obj, f"spec.taints[{i}]", t)
+        key, effect = t.get("key"), t.get("effect")
+        if not isinstance(key, str) or not key:
+            raise InvalidObject(obj, f"spec.taints[{i}].key", key, "must be a non-empty string")
+        if effect not in TAINT_EFFECTS:
+            raise InvalidObject(
+                obj,
+                f"spec.taints[{i}].effect",
+                effect,
+                f"must be one of {', '.join(TAINT_EFFECTS)}",
+            )
+        taints.append(Taint(key, str(t.get("value") or ""), effect))
+    images = []
+    for i, image in enumerate(_list(obj, "status.images", status.get("images"))):
+        image = _map(obj, f"status.images[{i}]", image)
+        size = _int(obj, f"status.images[{i}].sizeBytes", image.get("sizeBytes", 0), low=0)
+        images.append(
+            ContainerImage(_strings(obj, f"status.images[{i}].names", image.get("names")), size)
+        )
+    return Node(
+        name=name,
+        allocatable=allocatable,
+        labels=_str_map(obj, "metadata.labels", meta.get("labels")),
+        taints=tuple(taints),
+        unschedulable=bool(spec.get("unschedulable", False)),
+        images=tuple(images),
+    )
