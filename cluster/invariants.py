@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from cluster import resources as res
 from cluster.manifests import pod_from_manifest
+from cluster.objects import ANY_IP, HostPort
 from cluster.simulator import SimulatedCluster
 from cluster.store import NodeStore
 
@@ -31,11 +32,21 @@ def check_invariants(
 
     # No over-commit: recompute each node's usage from the bound manifests.
     usage: dict[str, dict[str, int]] = {name: {} for name in cluster.nodes}
+    ports: dict[str, list[tuple[str, HostPort]]] = {name: [] for name in cluster.nodes}
     for pod_key, node in cluster.bindings.items():
         if node not in cluster.nodes:
             violations.append(f"pod {pod_key} is bound to unknown node {node}")
             continue
-        res.add(usage[node], dict(pod_from_manifest(cluster.pod_manifests[pod_key]).spec.requests))
+        spec = pod_from_manifest(cluster.pod_manifests[pod_key]).spec
+        res.add(usage[node], dict(spec.requests))
+        for port in spec.host_ports:
+            for other_pod, other in ports[node]:
+                if _ports_clash(port, other):
+                    violations.append(
+                        f"node {node}: pods {other_pod} and {pod_key} both hold host port "
+                        f"{port.protocol}/{port.port}"
+                    )
+            ports[node].append((pod_key, port))
     for name, used in usage.items():
         allocatable = cluster.nodes[name].allocatable
         for resource, amount in used.items():
@@ -75,3 +86,8 @@ def check_invariants(
             if stored != {k: v for k, v in used.items() if v}:
                 violations.append(f"node {name}: store usage {stored} != recomputed {used}")
     return violations
+
+
+def _ports_clash(a: HostPort, b: HostPort) -> bool:
+    same_ip = a.bind_ip == b.bind_ip or ANY_IP in (a.bind_ip, b.bind_ip)
+    return a.protocol == b.protocol and a.port == b.port and same_ip

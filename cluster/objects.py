@@ -43,11 +43,18 @@ class Toleration:
         return self.value == taint.value
 
 
+ANY_IP = "0.0.0.0"
+
+
 @dataclass(frozen=True, slots=True)
 class HostPort:
     protocol: str  # TCP, UDP or SCTP
     host_ip: str  # "" and "0.0.0.0" mean every address
     port: int
+
+    @property
+    def bind_ip(self) -> str:
+        return self.host_ip or ANY_IP
 
 
 @dataclass(frozen=True, slots=True)

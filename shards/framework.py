@@ -17,7 +17,7 @@ import numpy as np
 
 from cluster import resources as res
 from cluster.objects import SchedulingSpec
-from shards.node_table import NodeTable
+from shards.node_table import NodeTable, Ports
 
 Rows = np.ndarray | slice
 MAX_NODE_SCORE = 100
@@ -30,6 +30,7 @@ class PodClass:
     spec: SchedulingSpec
     request: np.ndarray  # int64 [columns]
     checked: np.ndarray  # columns the pod requests and the filter must check
+    ports: Ports  # host ports as (protocol, bind ip, port)
 
     @classmethod
     def compile(cls, spec: SchedulingSpec, table: NodeTable) -> PodClass:
@@ -41,7 +42,8 @@ class PodClass:
             [table.col[n] for n, a in spec.requests if a > 0 and not res.is_score_only(n)],
             dtype=np.intp,
         )
-        return cls(spec, request, checked)
+        ports = tuple((p.protocol, p.bind_ip, p.port) for p in spec.host_ports)
+        return cls(spec, request, checked, ports)
 
 
 class FilterPlugin(ABC):

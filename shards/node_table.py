@@ -8,6 +8,7 @@ use on a node is `alloc - used - assumed`, in exact int64.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -16,6 +17,8 @@ from cluster import resources as res
 from cluster.objects import Node, Taint
 from cluster.store import Delta, NodeStore
 
+HostPortKey = tuple[str, str, int]  # (protocol, bind ip, port)
+Ports = tuple[HostPortKey, ...]
 _FIRST_COLUMNS = (res.PODS, res.CPU, res.MEMORY, res.NONZERO_CPU, res.NONZERO_MEMORY)
 
 
@@ -36,6 +39,9 @@ class NodeTable:
         self.used = np.zeros((cap, width), dtype=np.int64)
         self.assumed = np.zeros((cap, width), dtype=np.int64)
         self.changed_rows: list[int] = []  # rows whose usage changed since the last mark
+        # host ports in use, only for the few nodes that have any
+        self.ports: dict[int, Counter[HostPortKey]] = {}
+        self.assumed_ports: dict[int, Counter[HostPortKey]] = {}
         self._labels: dict[str, tuple[int, np.ndarray, dict[str, int]]] = {}
         self._taints: tuple[int, np.ndarray, list[tuple[Taint, ...]]] | None = None
 
@@ -109,6 +115,13 @@ class NodeTable:
             )
             self.used[rows] = delta.usage
             self.version[rows] = delta.versions
+            if self.ports:
+                for row in rows.tolist():
+                    self.ports.pop(row, None)
+        for name, entries in delta.ports.items():
+            self.ports[self.index[name]] = Counter(
+                {(protocol, ip, port): pods for protocol, port, ip, pods in entries}
+            )
         self.store_version = max(self.store_version, delta.version)
 
     def _set_spec(self, node: Node) -> None:
@@ -124,14 +137,26 @@ class NodeTable:
 
     # --- this shard's own placements -----------------------------------------------
 
-    def assume(self, row: int, request: np.ndarray) -> None:
+    def assume(self, row: int, request: np.ndarray, ports: Ports = ()) -> None:
+        """Count one of this shard's own placements until the store holds it."""
         self.assumed[row, : len(request)] += request
+        if ports:
+            self.assumed_ports.setdefault(row, Counter()).update(ports)
         self.changed_rows.append(row)
 
-    def forget(self, rows: Sequence[int], requests: Sequence[np.ndarray]) -> None:
-        for row, request in zip(rows, requests, strict=True):
-            self.assumed[row, : len(request)] -= request
-            self.changed_rows.append(row)
+    def forget(self, row: int, request: np.ndarray, ports: Ports = ()) -> None:
+        """Undo `assume` for one pod."""
+        self.assumed[row, : len(request)] -= request
+        if ports:
+            held = self.assumed_ports[row]
+            held.subtract(ports)
+            if not +held:
+                del self.assumed_ports[row]
+        self.changed_rows.append(row)
+
+    def host_ports(self, row: int) -> Counter[HostPortKey]:
+        """Host ports in use on a node: committed and assumed."""
+        return self.ports.get(row, Counter()) + self.assumed_ports.get(row, Counter())
 
     # --- derived columns, cached until a spec changes ------------------------------
 

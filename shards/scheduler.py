@@ -149,10 +149,10 @@ class ShardCore:
         self._next_start = 0  # where the next search for feasible nodes begins
         self.table = NodeTable()
         self.rng = np.random.default_rng(seed)
-        # unit -> (rows, requests) this shard placed and assumes until it sees the
-        # unit committed in the store (then the store's usage holds it) or the
-        # dispatcher says its batch is settled (committed or refused)
-        self._assumed: dict[str, tuple[list[int], list[np.ndarray]]] = {}
+        # unit -> (row, pod class) of each pod this shard placed and assumes
+        # until it sees the unit committed in the store (then the store's usage
+        # holds it) or the dispatcher says its batch is settled
+        self._assumed: dict[str, list[tuple[int, PodClass]]] = {}
         self._batch_units: dict[int, list[str]] = {}
         self._classes: OrderedDict[bytes, PodClass] = OrderedDict()
 
@@ -176,8 +176,8 @@ class ShardCore:
         )
 
     def _stop_assuming(self, unit: str) -> None:
-        rows, requests = self._assumed.pop(unit, ([], []))
-        self.table.forget(rows, requests)
+        for row, pod in self._assumed.pop(unit, []):
+            self.table.forget(row, pod.request, pod.ports)
 
     def _compile(self, spec: SchedulingSpec) -> PodClass:
         digest = spec.digest
@@ -197,12 +197,9 @@ class ShardCore:
         decisions = []
         placed = []
         for unit in batch.units:
-            decision = self._place(unit, classes, states)
-            if decision.placed:
-                self._assumed[unit.key] = (
-                    [self.table.index[p.nodes[0]] for p in decision.placements],
-                    [classes[p.cls].request for p in decision.placements],
-                )
+            decision, assumed = self._place(unit, classes, states)
+            if assumed:
+                self._assumed[unit.key] = assumed
                 placed.append(unit.key)
             decisions.append(decision)
         if placed:
@@ -211,32 +208,32 @@ class ShardCore:
 
     def _place(
         self, unit: UnitRequest, classes: list[PodClass], states: dict[int, ClassState]
-    ) -> Decision:
-        """All pods of the unit placed in the table, or none and the reasons."""
-        chosen: list[int] = []
+    ) -> tuple[Decision, list[tuple[int, PodClass]]]:
+        """All pods of the unit placed (and assumed) in the table, or none and the reasons."""
+        chosen: list[tuple[int, PodClass]] = []
         for _, cls in unit.pods:
             state = states.get(cls)
             if state is None:
                 profile = self.profiles.get(classes[cls].spec.profile)
                 if profile is None:
                     why = {f"profile {classes[cls].spec.profile!r} is not configured": 1}
-                    return Decision(unit.key, [], why, self.table.size)
+                    return Decision(unit.key, [], why, self.table.size), []
                 state = states[cls] = ClassState(classes[cls], profile, self.table)
             row, searched = state.best(self.rng, self._next_start)
             self._next_start = (self._next_start + searched) % max(self.table.size, 1)
             if row < 0:
                 # the reasons count the unit's own pods placed so far, then those are undone
                 reasons = dict(state.why())
-                self.table.forget(chosen, [classes[c].request for _, c in unit.pods[: len(chosen)]])
+                for placed_row, pod in chosen:
+                    self.table.forget(placed_row, pod.request, pod.ports)
                 alive = int(self.table.alive[: self.table.size].sum())
-                return Decision(unit.key, [], reasons, alive)
-            self.table.assume(row, classes[cls].request)
-            chosen.append(row)
+                return Decision(unit.key, [], reasons, alive), []
+            pod = classes[cls]
+            self.table.assume(row, pod.request, pod.ports)
+            chosen.append((row, pod))
         names, versions = self.table.names, self.table.version
-        return Decision(
-            unit.key,
-            [
-                PodPlacement(pod, cls, [names[row]], [int(versions[row])])
-                for (pod, cls), row in zip(unit.pods, chosen, strict=True)
-            ],
-        )
+        placements = [
+            PodPlacement(key, cls, [names[row]], [int(versions[row])])
+            for (key, cls), (row, _) in zip(unit.pods, chosen, strict=True)
+        ]
+        return Decision(unit.key, placements), chosen

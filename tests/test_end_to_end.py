@@ -7,6 +7,7 @@ recompute the essentials themselves as well.
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from collections import Counter
 
 import pytest
@@ -124,3 +125,26 @@ def test_bad_pods_are_reported_and_the_rest_is_scheduled(tmp_path, redis_url, ke
     assert all("'lots'" in unschedulable[k] for k in bad_keys)
     assert len(cluster.bindings) == 40
     assert not set(others) & set(cluster.bindings)  # another scheduler's pods are left alone
+
+
+def test_host_ports_across_shards_are_never_doubled(tmp_path, redis_url, key_prefix):
+    # Eight nodes, twelve pods that each want host port 8080 from four shards: the shards
+    # do not see each other's choices, so the binder's re-check is what keeps one per node.
+    doc = yaml.safe_load(template("pod-default.yaml").read_text())
+    doc["spec"]["containers"][0]["ports"] = [{"containerPort": 8080, "hostPort": 8080}]
+    pods = write_template(tmp_path, "hostport.yaml", doc)
+    settings = Settings(shards=4, redis_url=redis_url, key_prefix=key_prefix, batch_pods=1, seed=2)
+    settings = replace(
+        settings,
+        profiles=(
+            replace(settings.profiles[0], filters=(*settings.profiles[0].filters, "NodePorts")),
+        ),
+    )
+    run = run_bench(settings, Workload(8, 12, template("node-default.yaml"), pods))
+    r = run.report
+    assert r["invariant_violations"] == []
+    assert r["pods_scheduled"] == 8
+    assert sorted(Counter(run.cluster.bindings.values()).values()) == [1] * 8
+    assert r["unschedulable_reasons"] == {
+        "0/8 nodes are available: 8 node(s) didn't have free ports for the requested pod ports.": 4
+    }

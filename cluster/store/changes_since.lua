@@ -1,6 +1,8 @@
 -- What changed after version ARGV[2], for a reader that keeps the columns ARGV[3]
 -- and awaits the units ARGV[4] (its own placements not yet known to be settled).
--- Returns {msgpack [seq, names, flat, deleted, committed], name, spec, ...}:
+-- Returns {msgpack [seq, names, flat, deleted, committed, ports], name, spec, ...}:
+-- `ports` lists, for changed nodes with host ports in use, [name, [[protocol,
+-- port, ip, pods], ...]];
 -- `committed` lists the awaited units that are committed, in this same
 -- snapshot, so the reader can stop assuming them without counting them twice;
 -- `flat` holds, per name, its version then its committed usage of each
@@ -10,9 +12,9 @@ local since = tonumber(ARGV[2])
 local cols = cmsgpack.unpack(ARGV[3])
 local awaited = cmsgpack.unpack(ARGV[4])
 local seq = tonumber(redis.call('GET', SEQ) or '0')
-local fields = {'v', 'specv'}
+local fields = {'v', 'specv', 'hp'}
 for _, c in ipairs(cols) do fields[#fields + 1] = 'u:' .. c end
-local names, flat, deleted = {}, {}, {}
+local names, flat, deleted, ports = {}, {}, {}, {}
 local reply = {false}
 for _, name in ipairs(redis.call('ZRANGEBYSCORE', CHANGES, '(' .. since, '+inf')) do
   local key = NODE .. name
@@ -22,8 +24,18 @@ for _, name in ipairs(redis.call('ZRANGEBYSCORE', CHANGES, '(' .. since, '+inf')
   else
     names[#names + 1] = name
     flat[#flat + 1] = tonumber(vals[1])
-    for j = 3, #fields do
+    for j = 4, #fields do
       flat[#flat + 1] = vals[j] and tonumber(vals[j]) or 0
+    end
+    if vals[3] then
+      local entries = {}
+      for key, ips in pairs(cmsgpack.unpack(vals[3])) do
+        local sep = string.find(key, ':', 1, true)
+        for ip, pods in pairs(ips) do
+          entries[#entries + 1] = {string.sub(key, 1, sep - 1), tonumber(string.sub(key, sep + 1)), ip, pods}
+        end
+      end
+      ports[#ports + 1] = {name, entries}
     end
     if tonumber(vals[2]) > since then
       reply[#reply + 1] = name
@@ -35,5 +47,5 @@ local committed = {}
 for _, unit in ipairs(awaited) do
   if redis.call('HEXISTS', UNITS, unit) == 1 then committed[#committed + 1] = unit end
 end
-reply[1] = cmsgpack.pack({seq, names, flat, deleted, committed})
+reply[1] = cmsgpack.pack({seq, names, flat, deleted, committed, ports})
 return reply

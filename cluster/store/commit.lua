@@ -1,7 +1,8 @@
 -- Commit a batch of units, each all-or-nothing against the committed state.
 -- ARGV[2]: msgpack [classes, units]
---   classes: list of [names, amounts] (a pod's requests; names starting with
---            '~' are score-only accounting and never checked for fit)
+--   classes: list of [names, amounts, host ports] (a pod's requests; names
+--            starting with '~' are score-only accounting and never checked
+--            for fit; host ports as [protocol, ip, port], ip 0.0.0.0 for any)
 --   units:   list of [unit key, pods], pods a list of [pod key, class index
 --            (0-based), candidate nodes, best first]
 -- Every pod goes on its first candidate that still fits, counting the pods
@@ -16,10 +17,14 @@ end
 
 local valid_class = {}
 for i, c in ipairs(classes) do
-  local ok = type(c) == 'table' and type(c[1]) == 'table' and type(c[2]) == 'table' and #c[1] == #c[2]
+  local ok = type(c) == 'table' and type(c[1]) == 'table' and type(c[2]) == 'table'
+    and #c[1] == #c[2] and type(c[3]) == 'table'
   if ok then
     for j, name in ipairs(c[1]) do
       ok = ok and is_name(name) and is_amount(c[2][j])
+    end
+    for _, p in ipairs(c[3]) do
+      ok = ok and is_port(p)
     end
   end
   valid_class[i] = ok
@@ -34,13 +39,15 @@ local function load(name)
     nodes[name] = false
     return false
   end
-  n = {alloc = {}, used = {}}
+  n = {alloc = {}, used = {}, ports = {}}
   for i = 1, #flat, 2 do
     local kind = string.sub(flat[i], 1, 2)
     if kind == 'a:' then
       n.alloc[string.sub(flat[i], 3)] = tonumber(flat[i + 1])
     elseif kind == 'u:' then
       n.used[string.sub(flat[i], 3)] = tonumber(flat[i + 1])
+    elseif kind == 'hp' then
+      n.ports = cmsgpack.unpack(flat[i + 1])
     end
   end
   nodes[name] = n
@@ -67,6 +74,7 @@ end
 
 local seen = {}
 local dirty = {}
+local ports_dirty = {}
 local records = {}
 local results = {}
 for ui, unit in ipairs(units) do
@@ -77,6 +85,7 @@ for ui, unit in ipairs(units) do
     result = {'duplicate', 'unit ' .. unit[1] .. ' is already committed'}
   end
   local extra = {} -- node -> resource -> amount placed by earlier pods of this unit
+  local extra_ports = {} -- node -> host ports taken by earlier pods of this unit
   local chosen = {}
   if not result then
     for pi, p in ipairs(unit[2]) do
@@ -96,15 +105,22 @@ for ui, unit in ipairs(units) do
           why = why or ('node ' .. tostring(name) .. ' does not exist')
         else
           extra[name] = extra[name] or {}
+          extra_ports[name] = extra_ports[name] or {}
           local r, free, amount = shortfall(n, extra[name], cls)
-          if not r then
+          local clash = not r and (port_clash(n.ports, cls[3]) or port_clash(extra_ports[name], cls[3]))
+          if not r and not clash then
             chosen[#chosen + 1] = name
             for i, rn in ipairs(cls[1]) do
               extra[name][rn] = (extra[name][rn] or 0) + cls[2][i]
             end
+            count_ports(extra_ports[name], cls[3], 1)
             break
           end
-          why = why or string.format('node %s: insufficient %s (free %s, requested %s)', name, r, int(free), int(amount))
+          if r then
+            why = why or string.format('node %s: insufficient %s (free %s, requested %s)', name, r, int(free), int(amount))
+          else
+            why = why or string.format('node %s: host port %s/%s:%d is in use', name, clash[1], clash[2], clash[3])
+          end
         end
       end
       if #chosen < pi then
@@ -124,8 +140,12 @@ for ui, unit in ipairs(units) do
     for i, p in ipairs(unit[2]) do
       seen[p[1]] = true
       local cls = classes[p[2] + 1]
+      if #cls[3] > 0 then
+        count_ports(nodes[chosen[i]].ports, cls[3], 1)
+        ports_dirty[chosen[i]] = true
+      end
       records[#records + 1] = p[1]
-      records[#records + 1] = cmsgpack.pack({chosen[i], unit[1], cls[1], cls[2]})
+      records[#records + 1] = cmsgpack.pack({chosen[i], unit[1], cls[1], cls[2], cls[3]})
     end
     local pods = {}
     for i, p in ipairs(unit[2]) do pods[i] = p[1] end
@@ -145,6 +165,7 @@ if next(dirty) then
       args[#args + 1] = int(amount)
     end
     redis.call('HSET', NODE .. name, unpack(args))
+    if ports_dirty[name] then write_ports(NODE .. name, n.ports) end
   end
   for i = 1, #records, 1000 do
     redis.call('HSET', PODS, unpack(records, i, math.min(i + 999, #records)))

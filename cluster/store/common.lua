@@ -17,6 +17,51 @@ local function is_name(x)
   return type(x) == 'string' and #x > 0 and #x <= 512
 end
 
+-- Host ports in use on a node: field 'hp' holds msgpack {"TCP:8080": {ip: pods}}.
+-- A port bound on 0.0.0.0 takes that protocol and port on every address.
+local ANY_IP = '0.0.0.0'
+
+local function is_port(p)
+  return type(p) == 'table' and is_name(p[1]) and type(p[2]) == 'string'
+    and type(p[3]) == 'number' and p[3] >= 1 and p[3] <= 65535 and p[3] == math.floor(p[3])
+end
+
+-- The first of `ports` ({protocol, ip, port}) that clashes with `used`, or nil.
+local function port_clash(used, ports)
+  for _, p in ipairs(ports) do
+    local ips = used[p[1] .. ':' .. p[3]]
+    if ips then
+      if p[2] == ANY_IP then
+        for _, pods in pairs(ips) do
+          if pods > 0 then return p end
+        end
+      elseif (ips[p[2]] or 0) > 0 or (ips[ANY_IP] or 0) > 0 then
+        return p
+      end
+    end
+  end
+  return nil
+end
+
+-- Add (sign 1) or remove (sign -1) ports from a node's map, dropping empty entries.
+local function count_ports(used, ports, sign)
+  for _, p in ipairs(ports) do
+    local key = p[1] .. ':' .. p[3]
+    local ips = used[key] or {}
+    ips[p[2]] = (ips[p[2]] or 0) + sign
+    if ips[p[2]] <= 0 then ips[p[2]] = nil end
+    used[key] = next(ips) and ips or nil
+  end
+end
+
+local function write_ports(key, used)
+  if next(used) then
+    redis.call('HSET', key, 'hp', cmsgpack.pack(used))
+  else
+    redis.call('HDEL', key, 'hp')
+  end
+end
+
 -- Record that the given nodes changed at a new global version.
 local function bump(dirty)
   local seq = redis.call('INCR', SEQ)

@@ -38,6 +38,8 @@ class Delta:
     specs: list[Node] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     committed: list[str] = field(default_factory=list)  # awaited units found committed
+    # changed nodes with host ports in use -> [(protocol, port, ip, pods)]
+    ports: dict[str, list[tuple[str, int, str, int]]] = field(default_factory=dict)
 
 
 class NodeStore:
@@ -82,7 +84,7 @@ class NodeStore:
             "changes_since", since, _lua_frame(list(columns)), _lua_frame(list(awaited))
         )
         head, *specs = reply  # type: ignore[misc]
-        version, names, flat, deleted, committed = msgpack.unpackb(head)
+        version, names, flat, deleted, committed, ports = msgpack.unpackb(head)
         table = np.asarray(flat, dtype=np.int64).reshape(len(names), len(columns) + 1)
         return Delta(
             version=version,
@@ -92,6 +94,7 @@ class NodeStore:
             specs=[Node.from_wire(msgpack.unpackb(blob)) for blob in specs[1::2]],
             deleted=deleted,
             committed=committed,
+            ports={name: [tuple(e) for e in entries] for name, entries in ports},
         )
 
     # --- units ----------------------------------------------------------------
@@ -100,7 +103,14 @@ class NodeStore:
         self, classes: Sequence[SchedulingSpec], decisions: Sequence[Decision]
     ) -> tuple[int, list[UnitOutcome]]:
         """Commit placed units atomically, each all-or-nothing; returns (version, outcomes)."""
-        wire_classes = [[[n for n, _ in c.requests], [a for _, a in c.requests]] for c in classes]
+        wire_classes = [
+            [
+                [n for n, _ in c.requests],
+                [a for _, a in c.requests],
+                [[p.protocol, p.bind_ip, p.port] for p in c.host_ports],
+            ]
+            for c in classes
+        ]
         wire_units = [[d.unit, [[p.pod, p.cls, p.nodes] for p in d.placements]] for d in decisions]
         reply = self._run("commit", _lua_frame([wire_classes, wire_units]))
         version, results = msgpack.unpackb(reply)  # type: ignore[arg-type]

@@ -9,11 +9,17 @@ for _, unit in ipairs(cmsgpack.unpack(ARGV[2])) do
       local rec = redis.call('HGET', PODS, pod)
       if rec then
         local r = cmsgpack.unpack(rec)
-        local node, names, amounts = r[1], r[3], r[4]
+        local node, names, amounts, ports = r[1], r[3], r[4], r[5]
         local key = NODE .. node
         if redis.call('EXISTS', key) == 1 then
           for i, name in ipairs(names) do
             redis.call('HINCRBY', key, 'u:' .. name, int(-amounts[i]))
+          end
+          if #ports > 0 then
+            local blob = redis.call('HGET', key, 'hp')
+            local used = blob and cmsgpack.unpack(blob) or {}
+            count_ports(used, ports, -1)
+            write_ports(key, used)
           end
         end
         dirty[node] = true

@@ -12,6 +12,7 @@ from typing import Any
 from cluster.profile_config import ProfileConfig
 from shards.framework import FilterPlugin, Profile, ScorePlugin
 from shards.plugins.node_affinity import NodeAffinity
+from shards.plugins.node_ports import NodePorts
 from shards.plugins.node_unschedulable import NodeUnschedulable
 from shards.plugins.noderesources import NodeResourcesFit
 from shards.plugins.taint_toleration import TaintToleration
@@ -22,6 +23,7 @@ Factory = Callable[[dict[str, Any]], Plugin]
 REGISTRY: dict[str, Factory] = {
     "NodeUnschedulable": lambda args: NodeUnschedulable(),
     "NodeAffinity": lambda args: NodeAffinity(),
+    "NodePorts": lambda args: NodePorts(),
     "TaintToleration": lambda args: TaintToleration(),
     "NodeResourcesFit": NodeResourcesFit.from_args,
 }

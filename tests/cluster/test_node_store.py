@@ -142,3 +142,51 @@ def test_large_memory_amounts_stay_exact(store):
     _, [o] = store.commit([spec(memory="1536Gi")], [unit("u", ("ns/p", 0, ["a"]))])
     assert o.status == "committed"
     assert store.usage("a")["memory"] == 1536 * 2**30
+
+
+def port_spec(*ports):
+    """A small pod with host ports given as (protocol, hostIP, port)."""
+    container = {
+        "name": "c",
+        "resources": {"requests": {"cpu": "10m"}},
+        "ports": [
+            {"containerPort": p, "hostPort": p, "protocol": proto, "hostIP": ip}
+            for proto, ip, p in ports
+        ],
+    }
+    return pod_from_manifest({"metadata": {"name": "p"}, "spec": {"containers": [container]}}).spec
+
+
+def test_host_ports_are_rechecked_at_commit(store):
+    store.put_nodes([node("a")])
+    classes = [
+        port_spec(("TCP", "", 8080)),  # any address
+        port_spec(("TCP", "10.0.0.1", 9090)),
+        port_spec(("TCP", "10.0.0.2", 9090)),  # another address: fine
+        port_spec(("UDP", "", 8080)),  # another protocol: fine
+        port_spec(("TCP", "10.0.0.3", 8080)),  # clashes with 0.0.0.0:8080
+        port_spec(("TCP", "", 9090)),  # clashes with 10.0.0.1:9090
+    ]
+    _, outcomes = store.commit(classes, [unit(f"u{i}", (f"ns/p{i}", i, ["a"])) for i in range(6)])
+    assert [o.status for o in outcomes] == ["committed"] * 4 + ["conflict"] * 2
+    assert "host port TCP/10.0.0.3:8080 is in use" in outcomes[4].detail
+    delta = store.changes_since(0, COLUMNS)
+    assert sorted(delta.ports["a"]) == [
+        ("TCP", 8080, "0.0.0.0", 1),
+        ("TCP", 9090, "10.0.0.1", 1),
+        ("TCP", 9090, "10.0.0.2", 1),
+        ("UDP", 8080, "0.0.0.0", 1),
+    ]
+    version, _ = store.release(["u0"])
+    _, [again] = store.commit([classes[4]], [unit("u4b", ("ns/p4b", 0, ["a"]))])
+    assert again.status == "committed"
+    assert ("TCP", 8080, "0.0.0.0", 1) not in store.changes_since(version - 1, COLUMNS).ports["a"]
+
+
+def test_pods_of_one_unit_clash_on_ports_too(store):
+    store.put_nodes([node("a"), node("b")])
+    spec = port_spec(("TCP", "", 80))
+    _, [same_node] = store.commit([spec], [unit("g1", ("ns/p1", 0, ["a"]), ("ns/p2", 0, ["a"]))])
+    assert same_node.status == "conflict"
+    _, [spread] = store.commit([spec], [unit("g2", ("ns/p1", 0, ["a"]), ("ns/p2", 0, ["a", "b"]))])
+    assert spread.status == "committed" and spread.nodes == ["a", "b"]

@@ -22,7 +22,7 @@ def test_assumed_usage_counts_like_committed():
     assert fit.filter(pod, table, every(table)).tolist() == [True]
     table.assume(0, pod.request)
     assert fit.filter(pod, table, every(table)).tolist() == [False]
-    table.forget([0], [pod.request])
+    table.forget(0, pod.request)
     assert fit.filter(pod, table, every(table)).tolist() == [True]
 
 

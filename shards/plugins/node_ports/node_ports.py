@@ -1,0 +1,53 @@
+"""NodePorts: a pod's host ports must be free on the node.
+
+A port is taken per protocol and address; one bound on 0.0.0.0 takes every
+address. Only nodes that have host ports in use are looked at, so a pod
+with host ports costs in proportion to those nodes, not to the cluster.
+
+Rule across shards (DESIGN.md invariant 5): re-checked by the binder. The
+commit script keeps each node's host ports in the store and refuses a pod
+whose ports clash, with the same rule as here.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+import numpy as np
+
+from cluster.objects import ANY_IP
+from shards.framework import FilterPlugin, PodClass, Rows
+from shards.node_table import HostPortKey, NodeTable
+
+REASON = "node(s) didn't have free ports for the requested pod ports"
+
+
+def clashes(in_use: Counter[HostPortKey], wanted: Iterable[HostPortKey]) -> bool:
+    """Upstream's HostPortInfo.CheckConflict, over (protocol, ip, port) counts."""
+    for protocol, ip, port in wanted:
+        for (used_protocol, used_ip, used_port), pods in in_use.items():
+            if pods <= 0 or used_protocol != protocol or used_port != port:
+                continue
+            if ip == ANY_IP or used_ip in (ANY_IP, ip):
+                return True
+    return False
+
+
+class NodePorts(FilterPlugin):
+    name = "NodePorts"
+    dynamic = True
+
+    def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
+        ids = np.arange(table.size)[rows]
+        if not pod.ports:
+            return np.ones(ids.shape, dtype=bool)
+        busy = [
+            row
+            for row in table.ports.keys() | table.assumed_ports.keys()
+            if clashes(table.host_ports(row), pod.ports)
+        ]
+        return ~np.isin(ids, busy)
+
+    def reasons(self, pod: PodClass, table: NodeTable, rows: np.ndarray) -> Counter[str]:
+        return Counter({REASON: len(rows)})
