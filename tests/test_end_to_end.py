@@ -7,8 +7,8 @@ recompute the essentials themselves as well.
 from __future__ import annotations
 
 import copy
-from dataclasses import replace
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 import yaml
