@@ -86,6 +86,33 @@ class TopologySpreadConstraint:
 
 
 @dataclass(frozen=True, slots=True)
+class Peer:
+    """What other pods' inter-pod affinity and topology spreading see of a placed pod.
+
+    Pods with the same peer are counted together per node, in the store and
+    in the shards, so these plugins cost per distinct kind of pod, not per pod.
+    """
+
+    namespace: str
+    labels: tuple[tuple[str, str], ...]
+    affinity_required: tuple[PodAffinityTerm, ...] = ()
+    affinity_preferred: tuple[WeightedPodAffinityTerm, ...] = ()
+    anti_affinity_required: tuple[PodAffinityTerm, ...] = ()
+    anti_affinity_preferred: tuple[WeightedPodAffinityTerm, ...] = ()
+
+    def to_wire(self) -> list[Any]:
+        return to_wire(self)  # type: ignore[no-any-return]
+
+    @classmethod
+    def from_wire(cls, wire: list[Any]) -> Peer:
+        return from_wire(cls, wire)
+
+    @property
+    def id(self) -> str:
+        return hashlib.blake2b(msgpack.packb(self.to_wire()), digest_size=12).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
 class SchedulingSpec:
     """Everything about a pod that decides where it may go and how nodes score."""
 
@@ -116,6 +143,17 @@ class SchedulingSpec:
     @property
     def digest(self) -> bytes:
         return hashlib.blake2b(msgpack.packb(self.to_wire()), digest_size=16).digest()
+
+    @property
+    def peer(self) -> Peer:
+        return Peer(
+            self.namespace,
+            self.labels,
+            self.affinity_required,
+            self.affinity_preferred,
+            self.anti_affinity_required,
+            self.anti_affinity_preferred,
+        )
 
 
 @dataclass(slots=True)

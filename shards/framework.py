@@ -31,6 +31,7 @@ class PodClass:
     request: np.ndarray  # int64 [columns]
     checked: np.ndarray  # columns the pod requests and the filter must check
     ports: Ports  # host ports as (protocol, bind ip, port)
+    peer: int  # the table's column counting pods like this one
 
     @classmethod
     def compile(cls, spec: SchedulingSpec, table: NodeTable) -> PodClass:
@@ -43,7 +44,8 @@ class PodClass:
             dtype=np.intp,
         )
         ports = tuple((p.protocol, p.bind_ip, p.port) for p in spec.host_ports)
-        return cls(spec, request, checked, ports)
+        peer = spec.peer
+        return cls(spec, request, checked, ports, table.peer_column(peer.id, peer))
 
 
 class FilterPlugin(ABC):

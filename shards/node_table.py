@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from cluster import resources as res
-from cluster.objects import Node, Taint
+from cluster.objects import Node, Peer, Taint
 from cluster.store import Delta, NodeStore
 
 HostPortKey = tuple[str, str, int]  # (protocol, bind ip, port)
@@ -42,6 +42,11 @@ class NodeTable:
         # host ports in use, only for the few nodes that have any
         self.ports: dict[int, Counter[HostPortKey]] = {}
         self.assumed_ports: dict[int, Counter[HostPortKey]] = {}
+        # pods per node by peer (a column per distinct kind of pod), committed and assumed
+        self.peers: list[Peer] = []
+        self.peer_col: dict[str, int] = {}
+        self.peer_pods = np.zeros((cap, 0), dtype=np.int32)
+        self.assumed_peer_pods = np.zeros((cap, 0), dtype=np.int32)
         self._labels: dict[str, tuple[int, np.ndarray, dict[str, int]]] = {}
         self._taints: tuple[int, np.ndarray, list[tuple[Taint, ...]]] | None = None
 
@@ -78,6 +83,8 @@ class NodeTable:
         self.alloc = np.pad(self.alloc, pad)
         self.used = np.pad(self.used, pad)
         self.assumed = np.pad(self.assumed, pad)
+        self.peer_pods = np.pad(self.peer_pods, pad)
+        self.assumed_peer_pods = np.pad(self.assumed_peer_pods, pad)
 
     def _row(self, name: str) -> int:
         row = self.index.get(name)
@@ -96,8 +103,22 @@ class NodeTable:
         delta = store.changes_since(self.store_version, self.columns, awaited)
         if self.ensure_columns(r for node in delta.specs for r in node.allocatable):
             delta = store.changes_since(self.store_version, self.columns, awaited)
+        unknown = {i for entries in delta.peers.values() for i, _ in entries} - self.peer_col.keys()
+        for peer_id, peer in store.peers(sorted(unknown)).items():
+            self.peer_column(peer_id, peer)
         self.apply(delta)
         return delta
+
+    def peer_column(self, peer_id: str, peer: Peer) -> int:
+        """The column counting pods of this peer, added on first sight."""
+        col = self.peer_col.get(peer_id)
+        if col is None:
+            col = self.peer_col[peer_id] = len(self.peers)
+            self.peers.append(peer)
+            pad = ((0, 0), (0, 1))
+            self.peer_pods = np.pad(self.peer_pods, pad)
+            self.assumed_peer_pods = np.pad(self.assumed_peer_pods, pad)
+        return col
 
     def apply(self, delta: Delta) -> None:
         for node in delta.specs:
@@ -108,6 +129,7 @@ class NodeTable:
                 self.alive[row] = False
                 self.specs[row] = None
                 self.used[row] = 0
+                self.peer_pods[row] = 0
                 self.spec_epoch += 1
         if delta.names:
             rows = np.fromiter(
@@ -118,6 +140,11 @@ class NodeTable:
             if self.ports:
                 for row in rows.tolist():
                     self.ports.pop(row, None)
+            self.peer_pods[rows] = 0
+        for name, entries in delta.peers.items():
+            row = self.index[name]
+            for peer_id, pods in entries:
+                self.peer_pods[row, self.peer_col[peer_id]] = pods
         for name, entries in delta.ports.items():
             self.ports[self.index[name]] = Counter(
                 {(protocol, ip, port): pods for protocol, port, ip, pods in entries}
@@ -137,14 +164,16 @@ class NodeTable:
 
     # --- this shard's own placements -----------------------------------------------
 
-    def assume(self, row: int, request: np.ndarray, ports: Ports = ()) -> None:
+    def assume(self, row: int, request: np.ndarray, ports: Ports = (), peer: int = -1) -> None:
         """Count one of this shard's own placements until the store holds it."""
         self.assumed[row, : len(request)] += request
         if ports:
             self.assumed_ports.setdefault(row, Counter()).update(ports)
+        if peer >= 0:
+            self.assumed_peer_pods[row, peer] += 1
         self.changed_rows.append(row)
 
-    def forget(self, row: int, request: np.ndarray, ports: Ports = ()) -> None:
+    def forget(self, row: int, request: np.ndarray, ports: Ports = (), peer: int = -1) -> None:
         """Undo `assume` for one pod."""
         self.assumed[row, : len(request)] -= request
         if ports:
@@ -152,7 +181,16 @@ class NodeTable:
             held.subtract(ports)
             if not +held:
                 del self.assumed_ports[row]
+        if peer >= 0:
+            self.assumed_peer_pods[row, peer] -= 1
         self.changed_rows.append(row)
+
+    def pods_of(self, peers: np.ndarray, rows: slice | np.ndarray) -> np.ndarray:
+        """Per row, how many pods of the selected peer columns it holds (committed and assumed)."""
+        if not peers.any():
+            return np.zeros(self.alive[rows].shape, dtype=np.int64)
+        both = self.peer_pods[rows][:, peers] + self.assumed_peer_pods[rows][:, peers]
+        return both.sum(axis=1, dtype=np.int64)
 
     def host_ports(self, row: int) -> Counter[HostPortKey]:
         """Host ports in use on a node: committed and assumed."""

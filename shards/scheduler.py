@@ -177,7 +177,7 @@ class ShardCore:
 
     def _stop_assuming(self, unit: str) -> None:
         for row, pod in self._assumed.pop(unit, []):
-            self.table.forget(row, pod.request, pod.ports)
+            self.table.forget(row, pod.request, pod.ports, pod.peer)
 
     def _compile(self, spec: SchedulingSpec) -> PodClass:
         digest = spec.digest
@@ -225,11 +225,11 @@ class ShardCore:
                 # the reasons count the unit's own pods placed so far, then those are undone
                 reasons = dict(state.why())
                 for placed_row, pod in chosen:
-                    self.table.forget(placed_row, pod.request, pod.ports)
+                    self.table.forget(placed_row, pod.request, pod.ports, pod.peer)
                 alive = int(self.table.alive[: self.table.size].sum())
                 return Decision(unit.key, [], reasons, alive), []
             pod = classes[cls]
-            self.table.assume(row, pod.request, pod.ports)
+            self.table.assume(row, pod.request, pod.ports, pod.peer)
             chosen.append((row, pod))
         names, versions = self.table.names, self.table.version
         placements = [

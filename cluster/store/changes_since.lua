@@ -1,8 +1,9 @@
 -- What changed after version ARGV[2], for a reader that keeps the columns ARGV[3]
 -- and awaits the units ARGV[4] (its own placements not yet known to be settled).
--- Returns {msgpack [seq, names, flat, deleted, committed, ports], name, spec, ...}:
+-- Returns {msgpack [seq, names, flat, deleted, committed, ports, peers], name, spec, ...}:
 -- `ports` lists, for changed nodes with host ports in use, [name, [[protocol,
--- port, ip, pods], ...]];
+-- port, ip, pods], ...]]; `peers`, for changed nodes with pods, [name, [[peer
+-- id, pods], ...]];
 -- `committed` lists the awaited units that are committed, in this same
 -- snapshot, so the reader can stop assuming them without counting them twice;
 -- `flat` holds, per name, its version then its committed usage of each
@@ -12,9 +13,9 @@ local since = tonumber(ARGV[2])
 local cols = cmsgpack.unpack(ARGV[3])
 local awaited = cmsgpack.unpack(ARGV[4])
 local seq = tonumber(redis.call('GET', SEQ) or '0')
-local fields = {'v', 'specv', 'hp'}
+local fields = {'v', 'specv', 'hp', 'pp'}
 for _, c in ipairs(cols) do fields[#fields + 1] = 'u:' .. c end
-local names, flat, deleted, ports = {}, {}, {}, {}
+local names, flat, deleted, ports, peers = {}, {}, {}, {}, {}
 local reply = {false}
 for _, name in ipairs(redis.call('ZRANGEBYSCORE', CHANGES, '(' .. since, '+inf')) do
   local key = NODE .. name
@@ -24,7 +25,7 @@ for _, name in ipairs(redis.call('ZRANGEBYSCORE', CHANGES, '(' .. since, '+inf')
   else
     names[#names + 1] = name
     flat[#flat + 1] = tonumber(vals[1])
-    for j = 4, #fields do
+    for j = 5, #fields do
       flat[#flat + 1] = vals[j] and tonumber(vals[j]) or 0
     end
     if vals[3] then
@@ -37,6 +38,13 @@ for _, name in ipairs(redis.call('ZRANGEBYSCORE', CHANGES, '(' .. since, '+inf')
       end
       ports[#ports + 1] = {name, entries}
     end
+    if vals[4] then
+      local entries = {}
+      for id, pods in pairs(cmsgpack.unpack(vals[4])) do
+        entries[#entries + 1] = {id, pods}
+      end
+      peers[#peers + 1] = {name, entries}
+    end
     if tonumber(vals[2]) > since then
       reply[#reply + 1] = name
       reply[#reply + 1] = redis.call('HGET', key, 'spec')
@@ -47,5 +55,5 @@ local committed = {}
 for _, unit in ipairs(awaited) do
   if redis.call('HEXISTS', UNITS, unit) == 1 then committed[#committed + 1] = unit end
 end
-reply[1] = cmsgpack.pack({seq, names, flat, deleted, committed, ports})
+reply[1] = cmsgpack.pack({seq, names, flat, deleted, committed, ports, peers})
 return reply

@@ -1,8 +1,10 @@
 -- Commit a batch of units, each all-or-nothing against the committed state.
 -- ARGV[2]: msgpack [classes, units]
---   classes: list of [names, amounts, host ports] (a pod's requests; names
---            starting with '~' are score-only accounting and never checked
---            for fit; host ports as [protocol, ip, port], ip 0.0.0.0 for any)
+--   classes: list of [names, amounts, host ports, peer id, peer] (a pod's
+--            requests; names starting with '~' are score-only accounting and
+--            never checked for fit; host ports as [protocol, ip, port], ip
+--            0.0.0.0 for any; the peer is what other pods' affinity and
+--            spreading see of the pod, stored once under its id)
 --   units:   list of [unit key, pods], pods a list of [pod key, class index
 --            (0-based), candidate nodes, best first]
 -- Every pod goes on its first candidate that still fits, counting the pods
@@ -18,7 +20,7 @@ end
 local valid_class = {}
 for i, c in ipairs(classes) do
   local ok = type(c) == 'table' and type(c[1]) == 'table' and type(c[2]) == 'table'
-    and #c[1] == #c[2] and type(c[3]) == 'table'
+    and #c[1] == #c[2] and type(c[3]) == 'table' and is_name(c[4]) and type(c[5]) == 'string'
   if ok then
     for j, name in ipairs(c[1]) do
       ok = ok and is_name(name) and is_amount(c[2][j])
@@ -39,7 +41,7 @@ local function load(name)
     nodes[name] = false
     return false
   end
-  n = {alloc = {}, used = {}, ports = {}}
+  n = {alloc = {}, used = {}, ports = {}, peers = {}}
   for i = 1, #flat, 2 do
     local kind = string.sub(flat[i], 1, 2)
     if kind == 'a:' then
@@ -48,6 +50,8 @@ local function load(name)
       n.used[string.sub(flat[i], 3)] = tonumber(flat[i + 1])
     elseif kind == 'hp' then
       n.ports = cmsgpack.unpack(flat[i + 1])
+    elseif kind == 'pp' then
+      n.peers = cmsgpack.unpack(flat[i + 1])
     end
   end
   nodes[name] = n
@@ -75,6 +79,7 @@ end
 local seen = {}
 local dirty = {}
 local ports_dirty = {}
+local new_peers = {}
 local records = {}
 local results = {}
 for ui, unit in ipairs(units) do
@@ -144,8 +149,10 @@ for ui, unit in ipairs(units) do
         count_ports(nodes[chosen[i]].ports, cls[3], 1)
         ports_dirty[chosen[i]] = true
       end
+      count_peer(nodes[chosen[i]].peers, cls[4], 1)
+      new_peers[cls[4]] = cls[5]
       records[#records + 1] = p[1]
-      records[#records + 1] = cmsgpack.pack({chosen[i], unit[1], cls[1], cls[2], cls[3]})
+      records[#records + 1] = cmsgpack.pack({chosen[i], unit[1], cls[1], cls[2], cls[3], cls[4]})
     end
     local pods = {}
     for i, p in ipairs(unit[2]) do pods[i] = p[1] end
@@ -165,10 +172,14 @@ if next(dirty) then
       args[#args + 1] = int(amount)
     end
     redis.call('HSET', NODE .. name, unpack(args))
-    if ports_dirty[name] then write_ports(NODE .. name, n.ports) end
+    if ports_dirty[name] then write_map(NODE .. name, 'hp', n.ports) end
+    write_map(NODE .. name, 'pp', n.peers)
   end
   for i = 1, #records, 1000 do
     redis.call('HSET', PODS, unpack(records, i, math.min(i + 999, #records)))
+  end
+  for id, peer in pairs(new_peers) do
+    redis.call('HSETNX', PEERS, id, peer)
   end
   seq = bump(dirty)
 end

@@ -1,6 +1,6 @@
 -- Shared by every node-store script (prepended when the script is loaded).
--- KEYS: seq, changes, pods, units.  ARGV[1]: the node key prefix.
-local SEQ, CHANGES, PODS, UNITS = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+-- KEYS: seq, changes, pods, units, peers.  ARGV[1]: the node key prefix.
+local SEQ, CHANGES, PODS, UNITS, PEERS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local NODE = ARGV[1]
 local MAX_AMOUNT = 9007199254740992 -- 2^53: beyond it a Lua number is not exact
 
@@ -54,12 +54,20 @@ local function count_ports(used, ports, sign)
   end
 end
 
-local function write_ports(key, used)
-  if next(used) then
-    redis.call('HSET', key, 'hp', cmsgpack.pack(used))
+-- A node's counted maps ('hp' host ports, 'pp' peers) are written whole, or
+-- dropped when empty.
+local function write_map(key, field, map)
+  if next(map) then
+    redis.call('HSET', key, field, cmsgpack.pack(map))
   else
-    redis.call('HDEL', key, 'hp')
+    redis.call('HDEL', key, field)
   end
+end
+
+-- Pods on a node by peer id (who they are, for other pods' affinity and spreading).
+local function count_peer(peers, id, sign)
+  peers[id] = (peers[id] or 0) + sign
+  if peers[id] <= 0 then peers[id] = nil end
 end
 
 -- Record that the given nodes changed at a new global version.

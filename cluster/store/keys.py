@@ -34,8 +34,14 @@ class Keys:
         return f"{self.prefix}units"
 
     @property
+    def peers(self) -> str:
+        """Hash: peer id -> msgpack Peer (what other pods' affinity and spreading see of a pod)."""
+        return f"{self.prefix}peers"
+
+    @property
     def node_prefix(self) -> str:
-        """Hash per node: v, specv, spec (msgpack), a:<resource>, u:<resource>."""
+        """Hash per node: v, specv, spec (msgpack), a:<resource>, u:<resource>,
+        hp (host ports in use), pp (peer id -> pods committed there)."""
         return f"{self.prefix}node:"
 
     def node(self, name: str) -> str:
@@ -44,4 +50,4 @@ class Keys:
     @property
     def script_keys(self) -> list[str]:
         """KEYS of every script, in this order."""
-        return [self.seq, self.changes, self.pods, self.units]
+        return [self.seq, self.changes, self.pods, self.units, self.peers]

@@ -15,7 +15,7 @@ import numpy as np
 import redis
 
 from cluster.messages import Decision, UnitOutcome
-from cluster.objects import Node, SchedulingSpec
+from cluster.objects import Node, Peer, SchedulingSpec
 from cluster.store.keys import Keys
 from cluster.store.scripts import Scripts
 
@@ -40,6 +40,8 @@ class Delta:
     committed: list[str] = field(default_factory=list)  # awaited units found committed
     # changed nodes with host ports in use -> [(protocol, port, ip, pods)]
     ports: dict[str, list[tuple[str, int, str, int]]] = field(default_factory=dict)
+    # changed nodes with pods -> [(peer id, pods)]
+    peers: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
 
 
 class NodeStore:
@@ -84,7 +86,7 @@ class NodeStore:
             "changes_since", since, _lua_frame(list(columns)), _lua_frame(list(awaited))
         )
         head, *specs = reply  # type: ignore[misc]
-        version, names, flat, deleted, committed, ports = msgpack.unpackb(head)
+        version, names, flat, deleted, committed, ports, peers = msgpack.unpackb(head)
         table = np.asarray(flat, dtype=np.int64).reshape(len(names), len(columns) + 1)
         return Delta(
             version=version,
@@ -95,7 +97,13 @@ class NodeStore:
             deleted=deleted,
             committed=committed,
             ports={name: [tuple(e) for e in entries] for name, entries in ports},
+            peers={name: [tuple(e) for e in entries] for name, entries in peers},
         )
+
+    def peers(self, ids: Sequence[str]) -> dict[str, Peer]:
+        """The peers stored under these ids (committed pods' affinity-relevant facts)."""
+        blobs = self.client.hmget(self.keys.peers, list(ids)) if ids else []
+        return {i: Peer.from_wire(msgpack.unpackb(b)) for i, b in zip(ids, blobs, strict=True) if b}
 
     # --- units ----------------------------------------------------------------
 
@@ -108,6 +116,8 @@ class NodeStore:
                 [n for n, _ in c.requests],
                 [a for _, a in c.requests],
                 [[p.protocol, p.bind_ip, p.port] for p in c.host_ports],
+                c.peer.id,
+                msgpack.packb(c.peer.to_wire()),
             ]
             for c in classes
         ]

@@ -9,7 +9,7 @@ for _, unit in ipairs(cmsgpack.unpack(ARGV[2])) do
       local rec = redis.call('HGET', PODS, pod)
       if rec then
         local r = cmsgpack.unpack(rec)
-        local node, names, amounts, ports = r[1], r[3], r[4], r[5]
+        local node, names, amounts, ports, peer = r[1], r[3], r[4], r[5], r[6]
         local key = NODE .. node
         if redis.call('EXISTS', key) == 1 then
           for i, name in ipairs(names) do
@@ -19,8 +19,12 @@ for _, unit in ipairs(cmsgpack.unpack(ARGV[2])) do
             local blob = redis.call('HGET', key, 'hp')
             local used = blob and cmsgpack.unpack(blob) or {}
             count_ports(used, ports, -1)
-            write_ports(key, used)
+            write_map(key, 'hp', used)
           end
+          local blob = redis.call('HGET', key, 'pp')
+          local peers = blob and cmsgpack.unpack(blob) or {}
+          count_peer(peers, peer, -1)
+          write_map(key, 'pp', peers)
         end
         dirty[node] = true
         redis.call('HDEL', PODS, pod)

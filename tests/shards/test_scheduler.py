@@ -2,6 +2,8 @@
 
 import itertools
 
+import numpy as np
+
 from cluster.manifests import pod_from_manifest
 from cluster.messages import ShardBatch, UnitRequest
 from shards.scheduler import ShardCore
@@ -112,3 +114,31 @@ def test_a_committed_unit_is_not_counted_twice(store):
     placed = core.handle(first).decisions
     store.commit(first.classes, placed)
     assert core.handle(batch([spec("600m")], [[0]])).decisions[0].placed
+
+
+def test_shards_see_other_shards_pods_by_peer(store):
+    # topology spreading and inter-pod affinity count pods by kind on every node
+    store.put_nodes([node("a", cpu="1"), node("b", cpu="1")])
+    web = pod_from_manifest(
+        {
+            "metadata": {"name": "w", "namespace": "shop", "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "400m"}}}]},
+        }
+    ).spec
+    placer, watcher = (ShardCore(i, store, [default_profile()], seed=i) for i in (1, 2))
+    b = batch([web], [[0], [0]])
+    decisions = placer.handle(b).decisions
+    store.commit(b.classes, decisions)
+    watcher.handle(batch([], []))
+    table = watcher.table
+    col = table.peer_col[web.peer.id]
+    assert table.peers[col].labels == (("app", "web"),) and table.peers[col].namespace == "shop"
+    nodes = [d.placements[0].nodes[0] for d in decisions]
+    expected = [nodes.count(name) for name in table.names]
+    assert (
+        table.pods_of(np.array([c == col for c in range(len(table.peers))]), slice(0, 2)).tolist()
+        == expected
+    )
+    store.release([decisions[0].unit])
+    watcher.handle(batch([], []))
+    assert int(table.peer_pods[:, col].sum()) == 1
