@@ -64,6 +64,11 @@ class FilterPlugin(ABC):
     def reasons(self, pod: PodClass, table: NodeTable, rows: np.ndarray) -> Counter[str]:
         """Why this plugin rejects the given rows, as kube-scheduler words it."""
 
+    def spans_nodes(self, pod: PodClass, table: NodeTable) -> bool:
+        """True when placing a pod on one node can change the answer on others
+        (pods counted per topology domain): the shard then judges every node again."""
+        return False
+
 
 class ScorePlugin(ABC):
     """Score: how good each of the given rows is for the pod.
@@ -85,6 +90,10 @@ class ScorePlugin(ABC):
     def normalize(self, pod: PodClass, scores: np.ndarray) -> np.ndarray:
         """Scores of the feasible nodes, normalized; identity unless overridden."""
         return scores
+
+    def spans_nodes(self, pod: PodClass, table: NodeTable) -> bool:
+        """As `FilterPlugin.spans_nodes`."""
+        return False
 
 
 def default_normalize(scores: np.ndarray, *, reverse: bool) -> np.ndarray:
@@ -130,6 +139,11 @@ class Profile:
             else:
                 parts.append(raw * weight)
         return parts
+
+    def spans_nodes(self, pod: PodClass, table: NodeTable) -> bool:
+        """Whether a placement anywhere can change this pod's answers on other nodes."""
+        plugins = [*self.filters, *(plugin for plugin, _ in self.scorers)]
+        return any(plugin.spans_nodes(pod, table) for plugin in plugins)
 
     def explain(self, pod: PodClass, table: NodeTable) -> Counter[str]:
         """Per reason, how many nodes the first failing filter rejected, as upstream counts."""

@@ -69,18 +69,26 @@ class ClassState:
 
     def __init__(self, pod: PodClass, profile: Profile, table: NodeTable) -> None:
         self.pod, self.profile, self.table = pod, profile, table
-        every = slice(0, table.size)
-        self.static = profile.feasible(pod, table, every, dynamic=False)
-        self.feasible = self.static & profile.feasible(pod, table, every, dynamic=True)
-        self.raws = profile.raw_scores(pod, table, every)
-        self.parts = profile.weighted(pod, self.raws, self.feasible)
-        self.scores = final_scores(self.parts, self.feasible)
-        self.mark = len(table.changed_rows)
+        self.static = profile.feasible(pod, table, slice(0, table.size), dynamic=False)
+        self._judge_all()
         self._why: tuple[int, Counter[str]] | None = None
+
+    def _judge_all(self) -> None:
+        every = slice(0, self.table.size)
+        self.feasible = self.static & self.profile.feasible(
+            self.pod, self.table, every, dynamic=True
+        )
+        self.raws = self.profile.raw_scores(self.pod, self.table, every)
+        self.parts = self.profile.weighted(self.pod, self.raws, self.feasible)
+        self.scores = final_scores(self.parts, self.feasible)
+        self.mark = len(self.table.changed_rows)
 
     def _catch_up(self) -> None:
         log = self.table.changed_rows
         if len(log) == self.mark:
+            return
+        if self.profile.spans_nodes(self.pod, self.table):
+            self._judge_all()  # counts per topology domain moved: every node may answer anew
             return
         rows = np.unique(np.asarray(log[self.mark :], dtype=np.intp))
         self.mark = len(log)
