@@ -9,16 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from binder.crosspod_guard import CrossPodGuard
 from cluster.adapter import Binding, ClusterAdapter
 from cluster.messages import Decision, UnitOutcome
 from cluster.objects import SchedulingSpec
+from cluster.profile_config import ProfileConfig
 from cluster.store import NodeStore
 
 
 class Binder:
-    def __init__(self, store: NodeStore, cluster: ClusterAdapter) -> None:
+    def __init__(
+        self, store: NodeStore, cluster: ClusterAdapter, profiles: Sequence[ProfileConfig]
+    ) -> None:
         self.store = store
         self.cluster = cluster
+        self.guard = CrossPodGuard(store, profiles)
         self.commits = 0  # Lua commit calls
         self.committed_units = 0
 
@@ -26,18 +31,20 @@ class Binder:
         self, classes: Sequence[SchedulingSpec], decisions: Sequence[Decision]
     ) -> list[UnitOutcome]:
         """Commit and bind the placed units of one shard batch."""
-        if not decisions:
-            return []
-        _, outcomes = self.store.commit(classes, decisions)
+        admitted, refused = self.guard.screen(classes, decisions)
+        if not admitted:
+            return refused
+        _, outcomes = self.store.commit(classes, admitted)
         self.commits += 1
         bindings: list[Binding] = []
         owners: list[UnitOutcome] = []
-        for decision, outcome in zip(decisions, outcomes, strict=True):
+        for decision, outcome in zip(admitted, outcomes, strict=True):
             if outcome.committed:
                 self.committed_units += 1
                 for placement, node in zip(decision.placements, outcome.nodes, strict=True):
                     bindings.append(Binding(placement.pod, node))
                     owners.append(outcome)
+                    self.guard.note_committed(classes[placement.cls])
         errors = self.cluster.bind(bindings) if bindings else []
         failed: dict[str, str] = {}
         for owner, error in zip(owners, errors, strict=True):
@@ -51,4 +58,4 @@ class Binder:
                     outcome.status, outcome.detail = "bind-failed", failed[outcome.unit]
                 else:
                     outcome.status = "bound"
-        return outcomes
+        return outcomes + refused

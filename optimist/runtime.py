@@ -95,7 +95,7 @@ class SchedulingLoop:
         self.shards = platform.shards
         self.cluster = cluster
         self.dispatcher = Dispatcher(Backoff(s.backoff_initial_s, s.backoff_max_s))
-        self.binder = Binder(platform.store, cluster)
+        self.binder = Binder(platform.store, cluster, s.profiles)
         self.on_bound = on_bound
         self._inflight: dict[ray.ObjectRef, tuple[int, int]] = {}  # ref -> (shard, batch id)
         self._per_shard = [0] * len(self.shards)

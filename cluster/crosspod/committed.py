@@ -1,0 +1,37 @@
+"""The committed pods and nodes, kept in step with the store by deltas, for exact re-checks."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from cluster.crosspod.view import StaticView
+from cluster.objects import Peer
+from cluster.store import NodeStore
+
+
+class CommittedView(StaticView):
+    """A StaticView of the store's committed truth: node specs and pods by peer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.version = 0
+        self._peers: dict[str, Peer] = {}
+
+    def sync(self, store: NodeStore) -> None:
+        delta = store.changes_since(self.version, [])
+        unknown = {i for entries in delta.peers.values() for i, _ in entries} - self._peers.keys()
+        self._peers.update(store.peers(sorted(unknown)))
+        for node in delta.specs:
+            self.nodes[node.name] = node
+        for name in delta.deleted:
+            self.nodes.pop(name, None)
+            self.pods.pop(name, None)
+        for name in delta.names:
+            self.pods.pop(name, None)
+        for name, entries in delta.peers.items():
+            self.pods[name] = Counter({self._peers[i]: pods for i, pods in entries})
+        self.version = delta.version
+
+    def has_required_anti_affinity(self) -> bool:
+        """Whether some pod ever committed keeps others away: then every pod needs a re-check."""
+        return any(peer.anti_affinity_required for peer in self._peers.values())
