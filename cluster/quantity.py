@@ -7,6 +7,7 @@ round: a request is never rounded down into a node that cannot hold it.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -73,12 +74,26 @@ def quantity_field(obj: str, field: str, text: object, *, milli: bool, whole: bo
     `obj` and `field` name where the value came from, so that a bad manifest
     can be fixed from the error message alone.
     """
+    amount = _amount(text, milli, whole) if isinstance(text, str) else _convert(text, milli, whole)
+    if isinstance(amount, str):
+        raise InvalidObject(obj, field, text, amount)
+    return amount
+
+
+@functools.lru_cache(maxsize=4096)
+def _amount(text: str, milli: bool, whole: bool) -> int | str:
+    """Pods repeat the same few quantity strings: parse each once."""
+    return _convert(text, milli, whole)
+
+
+def _convert(text: object, milli: bool, whole: bool) -> int | str:
+    """The integer amount, or what is wrong with the quantity."""
     try:
         value = parse_quantity(text)  # type: ignore[arg-type]
     except ValueError as err:
-        raise InvalidObject(obj, field, text, str(err)) from None
+        return str(err)
     if value < 0:
-        raise InvalidObject(obj, field, text, "must not be negative")
+        return "must not be negative"
     if whole and value.denominator != 1:
-        raise InvalidObject(obj, field, text, "must be a whole number")
+        return "must be a whole number"
     return to_int(value, milli=milli)

@@ -77,7 +77,7 @@ class Dispatcher:
     def next_batch(self, shard: int, max_pods: int) -> ShardBatch | None:
         """Up to `max_pods` pods of the highest-priority active units, for one shard."""
         self.queue.flush_expired(self.clock())
-        classes: dict[bytes, int] = {}
+        classes: dict[SchedulingSpec, int] = {}  # equal specs share a class
         specs: list[SchedulingSpec] = []
         units: list[UnitRequest] = []
         pods = 0
@@ -89,10 +89,9 @@ class Dispatcher:
             unit.sent_mark = self._releases
             members = []
             for pod in unit.pods:
-                digest = pod.spec.digest
-                index = classes.get(digest)
+                index = classes.get(pod.spec)
                 if index is None:
-                    index = classes[digest] = len(specs)
+                    index = classes[pod.spec] = len(specs)
                     specs.append(pod.spec)
                 members.append((pod.key, index))
             units.append(UnitRequest(unit.key, members, len(unit.pods)))
