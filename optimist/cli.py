@@ -14,9 +14,17 @@ from rich.table import Table
 from benchmarks import template
 from optimist.bench import Workload, run_bench, write_placements
 from optimist.config import Settings
+from optimist.configuration import (
+    HANDLED_OUTSIDE_SHARDS,
+    ConfigError,
+    Configuration,
+    default_configuration,
+    load_file,
+)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 console = Console()
+log = logging.getLogger("optimist")
 
 
 @app.callback()
@@ -30,15 +38,29 @@ def main(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> N
 
 @app.command()
 def bench(
-    shards: Annotated[int, typer.Option(min=1, help="scheduler shards (Ray actors)")] = 2,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            dir_okay=False,
+            help="KubeSchedulerConfiguration file, with an optional OptimistConfiguration "
+            "document; the flags below override the latter",
+        ),
+    ] = None,
+    shards: Annotated[
+        int | None, typer.Option(min=1, help="scheduler shards (Ray actors) [default: 2]")
+    ] = None,
     nodes: Annotated[int, typer.Option(min=1, help="simulated nodes")] = 5000,
     pods: Annotated[int, typer.Option(min=0, help="pods created in the measured phase")] = 10000,
-    seed: Annotated[int, typer.Option(help="seed for names, tie-breaks and order")] = 0,
+    seed: Annotated[
+        int | None, typer.Option(help="seed for names, tie-breaks and order [default: 0]")
+    ] = None,
     redis_url: Annotated[
         str | None, typer.Option(help="redis://, rediss:// or unix:// (default: a private Redis)")
     ] = None,
     ray_address: Annotated[str | None, typer.Option(help="join this Ray cluster")] = None,
-    batch_pods: Annotated[int, typer.Option(min=1, help="pods per batch sent to a shard")] = 256,
+    batch_pods: Annotated[
+        int | None, typer.Option(min=1, help="pods per batch sent to a shard [default: 256]")
+    ] = None,
     node_template: Annotated[Path | None, typer.Option(exists=True, dir_okay=False)] = None,
     pod_template: Annotated[Path | None, typer.Option(exists=True, dir_okay=False)] = None,
     placements: Annotated[
@@ -48,13 +70,18 @@ def bench(
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
 ) -> None:
     """Schedule a simulated cluster and report pods/s; exits 1 if any pod was lost."""
-    settings = Settings(
+    configuration = _load_or_exit(config) if config else default_configuration()
+    settings = Settings.from_configuration(
+        configuration,
         shards=shards,
         redis_url=redis_url,
         ray_address=ray_address,
         batch_pods=batch_pods,
         seed=seed,
     )
+    if config:
+        for plugin in configuration.inactive:
+            log.warning("inactive plugin: %s", plugin)
     workload = Workload(
         nodes=nodes,
         pods=pods,
@@ -70,6 +97,40 @@ def bench(
     for violation in run.report["invariant_violations"]:
         console.print(f"[red]invariant violated:[/red] {violation}")
     raise typer.Exit(0 if run.ok else 1)
+
+
+@app.command("check-config")
+def check_config(
+    file: Annotated[Path, typer.Argument(dir_okay=False, help="the configuration file")],
+) -> None:
+    """Validate a configuration file and show what optimist runs of it; exits 2 if it is bad."""
+    configuration = _load_or_exit(file)
+    for profile, expanded in zip(configuration.profiles, configuration.expanded, strict=True):
+        pct = profile.percentage_of_nodes_to_score
+        typer.echo(f"profile {profile.scheduler_name}")
+        typer.echo(f"  percentageOfNodesToScore: {pct if pct is not None else 'adaptive'}")
+        typer.echo(f"  filters: {', '.join(profile.filters) or '(none)'}")
+        scorers = ", ".join(f"{name} (weight {weight})" for name, weight in profile.scorers)
+        typer.echo(f"  scorers: {scorers or '(none)'}")
+        for name, (point, how) in HANDLED_OUTSIDE_SHARDS.items():
+            if name in expanded.points[point]:
+                typer.echo(f"  {point}: {name} ({how})")
+    if configuration.inactive:
+        typer.echo("inactive plugins (enabled in the file, not run by optimist):")
+        for plugin in configuration.inactive:
+            typer.echo(f"  {plugin}")
+    settings = Settings.from_configuration(configuration).public()
+    settings.pop("profiles")
+    typer.echo("optimist: " + ", ".join(f"{k}={v}" for k, v in settings.items()))
+
+
+def _load_or_exit(path: Path) -> Configuration:
+    """The loaded file, or exit 2 with the problem, as a usage error does."""
+    try:
+        return load_file(path)
+    except (ConfigError, OSError, UnicodeDecodeError) as e:
+        typer.echo(f"error: {path}: {e}", err=True)
+        raise typer.Exit(2) from e
 
 
 def summary_table(r: dict[str, Any]) -> Table:

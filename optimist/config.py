@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from cluster.profile_config import ProfileConfig
 from cluster.redis_server import redact
+from optimist.configuration import Configuration, default_configuration
 
-# What optimist runs today of kube-scheduler's default profile.
-DEFAULT_PROFILE = ProfileConfig(
-    "default-scheduler",
-    filters=("NodeUnschedulable", "NodeAffinity", "TaintToleration", "NodeResourcesFit"),
-    scorers=(("NodeResourcesFit", 1),),
-)
+# What optimist runs of kube-scheduler v1.30's default profile: its active plugins.
+DEFAULT_PROFILE = default_configuration().profiles[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +25,8 @@ class Settings:
     backoff_initial_s: float = 1.0
     backoff_max_s: float = 10.0
     seed: int = 0
+    metrics_address: str = "127.0.0.1:10259"  # carried from the file; not served yet
+    node_partitions: bool = False  # carried from the file; not used yet
 
     def __post_init__(self) -> None:
         for name in ("shards", "batch_pods", "inflight_per_shard"):
@@ -38,6 +37,47 @@ class Settings:
                 "backoff must satisfy 0 < initial <= max, got "
                 f"initial {self.backoff_initial_s}, max {self.backoff_max_s}"
             )
+
+    @classmethod
+    def from_configuration(
+        cls,
+        configuration: Configuration,
+        *,
+        shards: int | None = None,
+        redis_url: str | None = None,
+        ray_address: str | None = None,
+        batch_pods: int | None = None,
+        inflight_per_shard: int | None = None,
+        seed: int | None = None,
+        key_prefix: str | None = None,
+    ) -> Settings:
+        """Settings from a loaded file; an argument that is not None (a flag) wins over the file.
+
+        What neither gives keeps the default above, so a file without an
+        OptimistConfiguration document changes only the profiles and backoff.
+        """
+        flags = {
+            "shards": shards,
+            "redis_url": redis_url,
+            "ray_address": ray_address,
+            "batch_pods": batch_pods,
+            "inflight_per_shard": inflight_per_shard,
+            "seed": seed,
+            "key_prefix": key_prefix,
+        }
+        given = configuration.optimist  # its fields are named as the fields here
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name in flags and flags[f.name] is not None:
+                values[f.name] = flags[f.name]
+            elif getattr(given, f.name, None) is not None:
+                values[f.name] = getattr(given, f.name)
+        return cls(
+            **values,
+            profiles=configuration.profiles,
+            backoff_initial_s=float(configuration.pod_initial_backoff_seconds),
+            backoff_max_s=float(configuration.pod_max_backoff_seconds),
+        )
 
     @property
     def scheduler_names(self) -> frozenset[str]:
