@@ -11,10 +11,12 @@ from typing import Any
 
 from cluster.profile_config import ProfileConfig
 from shards.framework import FilterPlugin, Profile, ScorePlugin
+from shards.plugins.image_locality import ImageLocality
 from shards.plugins.node_affinity import NodeAffinity
+from shards.plugins.node_name import NodeName
 from shards.plugins.node_ports import NodePorts
 from shards.plugins.node_unschedulable import NodeUnschedulable
-from shards.plugins.noderesources import NodeResourcesFit
+from shards.plugins.noderesources import NodeResourcesBalancedAllocation, NodeResourcesFit
 from shards.plugins.taint_toleration import TaintToleration
 
 Plugin = FilterPlugin | ScorePlugin
@@ -22,10 +24,13 @@ Factory = Callable[[dict[str, Any]], Plugin]
 
 REGISTRY: dict[str, Factory] = {
     "NodeUnschedulable": lambda args: NodeUnschedulable(),
-    "NodeAffinity": lambda args: NodeAffinity(),
-    "NodePorts": lambda args: NodePorts(),
+    "NodeName": lambda args: NodeName(),
     "TaintToleration": lambda args: TaintToleration(),
+    "NodeAffinity": NodeAffinity.from_args,
+    "NodePorts": lambda args: NodePorts(),
     "NodeResourcesFit": NodeResourcesFit.from_args,
+    "NodeResourcesBalancedAllocation": NodeResourcesBalancedAllocation.from_args,
+    "ImageLocality": lambda args: ImageLocality(),
 }
 
 

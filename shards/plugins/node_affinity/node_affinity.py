@@ -1,4 +1,9 @@
-"""NodeAffinity (filter): the pod's nodeSelector AND its required node affinity.
+"""NodeAffinity: the pod's nodeSelector AND its required node affinity (filter), and the
+weights of the preferred terms a node matches (score, normalized by the maximum).
+
+The plugin's args may add affinity every pod gets (NodeAffinityArgs
+addedAffinity): its required terms are ANDed into the filter, with their
+own reason, and its preferred terms add to the score.
 
 A requirement is judged once per distinct label value, not once per node:
 the label's values are coded per row, and the per-value answers (with one
@@ -8,14 +13,19 @@ extra slot for "label absent", which code -1 picks) are gathered by code.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
 from cluster.selectors import NodeSelectorTerm, Requirement
-from shards.framework import FilterPlugin, PodClass, Rows
+from shards.framework import FilterPlugin, PodClass, Rows, ScorePlugin, default_normalize
 from shards.node_table import NodeTable
 
 REASON = "node(s) didn't match Pod's node affinity/selector"
+ENFORCED_REASON = "node(s) didn't match scheduler-enforced node affinity"
+
+Preferences = tuple[tuple[int, NodeSelectorTerm], ...]
 
 
 def _label_requirement(req: Requirement, table: NodeTable, rows: Rows) -> np.ndarray:
@@ -26,8 +36,11 @@ def _label_requirement(req: Requirement, table: NodeTable, rows: Rows) -> np.nda
 
 
 def _field_requirement(req: Requirement, table: NodeTable, rows: Rows) -> np.ndarray:
-    wanted = np.array([table.index[n] for n in req.values if n in table.index], dtype=np.intp)
-    inside = np.isin(np.arange(table.size)[rows], wanted)
+    ids = np.arange(table.size)[rows]
+    if len(req.values) != 1:
+        # upstream cannot make a field selector of it: the term matches no node
+        return np.zeros(ids.shape, dtype=bool)
+    inside = ids == table.index.get(req.values[0], -1)
     return inside if req.operator == "In" else ~inside
 
 
@@ -42,19 +55,83 @@ def _term(term: NodeSelectorTerm, table: NodeTable, rows: Rows) -> np.ndarray:
     return mask
 
 
-class NodeAffinity(FilterPlugin):
+def _any_term(terms: Iterable[NodeSelectorTerm], table: NodeTable, rows: Rows) -> np.ndarray:
+    """Terms are ORed; no term matches no node."""
+    mask = np.zeros(table.alive[rows].shape, dtype=bool)
+    for term in terms:
+        mask |= _term(term, table, rows)
+    return mask
+
+
+def _preference(preferences: Preferences, table: NodeTable, rows: Rows) -> np.ndarray:
+    """The sum of the weights of the preferred terms each row matches."""
+    total = np.zeros(table.alive[rows].shape, dtype=np.int64)
+    for weight, term in preferences:
+        total += weight * _term(term, table, rows)
+    return total
+
+
+def _requirements(raw: Iterable[Mapping[str, Any]] | None) -> tuple[Requirement, ...]:
+    return tuple(
+        Requirement(r["key"], r["operator"], tuple(r.get("values") or ())) for r in raw or ()
+    )
+
+
+def term_from_args(raw: Mapping[str, Any]) -> NodeSelectorTerm:
+    """A NodeSelectorTerm from its configuration form (already validated)."""
+    return NodeSelectorTerm(
+        _requirements(raw.get("matchExpressions")), _requirements(raw.get("matchFields"))
+    )
+
+
+class NodeAffinity(FilterPlugin, ScorePlugin):
     name = "NodeAffinity"
+    dynamic = False  # labels and names are specs
+    normalizes = True
+
+    def __init__(
+        self,
+        added_required: tuple[NodeSelectorTerm, ...] | None = None,
+        added_preferred: Preferences = (),
+    ) -> None:
+        self.added_required = added_required  # None: the args add no requirement
+        self.added_preferred = added_preferred
+
+    @classmethod
+    def from_args(cls, args: dict[str, Any]) -> NodeAffinity:
+        """From NodeAffinityArgs (validated where the configuration was read)."""
+        added = args.get("addedAffinity") or {}
+        required = added.get("requiredDuringSchedulingIgnoredDuringExecution")
+        preferred = added.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
+        return cls(
+            None
+            if required is None
+            else tuple(term_from_args(t) for t in required.get("nodeSelectorTerms") or ()),
+            tuple((int(p["weight"]), term_from_args(p.get("preference") or {})) for p in preferred),
+        )
+
+    def _enforced(self, table: NodeTable, rows: Rows) -> np.ndarray:
+        if self.added_required is None:
+            return np.ones(table.alive[rows].shape, dtype=bool)
+        return _any_term(self.added_required, table, rows)
 
     def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
-        mask = np.ones(table.alive[rows].shape, dtype=bool)
+        mask = self._enforced(table, rows)
         for key, value in pod.spec.node_selector:
             mask &= _label_requirement(Requirement(key, "In", (value,)), table, rows)
         if pod.spec.required_terms is not None:
-            any_term = np.zeros_like(mask)
-            for term in pod.spec.required_terms:
-                any_term |= _term(term, table, rows)
-            mask &= any_term
+            mask &= _any_term(pod.spec.required_terms, table, rows)
         return mask
 
     def reasons(self, pod: PodClass, table: NodeTable, rows: np.ndarray) -> Counter[str]:
-        return Counter({REASON: len(rows)})
+        """Upstream checks the added affinity first and names it apart."""
+        enforced = self._enforced(table, rows)
+        return +Counter({ENFORCED_REASON: int((~enforced).sum()), REASON: int(enforced.sum())})
+
+    def score(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
+        return _preference(self.added_preferred, table, rows) + _preference(
+            pod.spec.preferred_terms, table, rows
+        )
+
+    def normalize(self, pod: PodClass, scores: np.ndarray) -> np.ndarray:
+        return default_normalize(scores, reverse=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 import numpy as np
@@ -11,16 +12,26 @@ from cluster import resources as res
 from shards.framework import FilterPlugin, PodClass, Rows, ScorePlugin
 from shards.node_table import NodeTable
 from shards.plugins.noderesources.least_allocated import LeastAllocated
-from shards.plugins.noderesources.resource_allocation import DEFAULT_RESOURCES, ResourceWeight
+from shards.plugins.noderesources.most_allocated import MostAllocated
+from shards.plugins.noderesources.requested_to_capacity_ratio import (
+    RequestedToCapacityRatio,
+    shape_from_args,
+)
+from shards.plugins.noderesources.resource_allocation import ResourceWeight, resources_from_args
 
 
 class ScoringStrategy(Protocol):
     def score(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray: ...
 
 
-def _free(pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
-    cols = pod.checked
-    return (table.alloc[rows][:, cols] - table.used[rows][:, cols]) - table.assumed[rows][:, cols]
+# scoringStrategy.type -> how to build it from its resources and the strategy's args
+STRATEGIES: dict[str, Callable[[tuple[ResourceWeight, ...], dict[str, Any]], ScoringStrategy]] = {
+    "LeastAllocated": lambda resources, _: LeastAllocated(resources),
+    "MostAllocated": lambda resources, _: MostAllocated(resources),
+    "RequestedToCapacityRatio": lambda resources, strategy: RequestedToCapacityRatio(
+        resources, shape_from_args((strategy.get("requestedToCapacityRatio") or {}).get("shape"))
+    ),
+}
 
 
 def _reason(resource: str) -> str:
@@ -31,34 +42,61 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin):
     name = "NodeResourcesFit"
     dynamic = True
 
-    def __init__(self, strategy: ScoringStrategy | None = None) -> None:
+    def __init__(
+        self,
+        strategy: ScoringStrategy | None = None,
+        ignored: Iterable[str] = (),
+        ignored_groups: Iterable[str] = (),
+    ) -> None:
         self.strategy = strategy or LeastAllocated()
+        self.ignored = frozenset(ignored)
+        self.ignored_groups = frozenset(ignored_groups)
 
     @classmethod
     def from_args(cls, args: dict[str, Any]) -> NodeResourcesFit:
         """From NodeResourcesFitArgs (validated where the configuration was read)."""
         strategy = args.get("scoringStrategy") or {}
-        resources = (
-            tuple(
-                ResourceWeight(r["name"], int(r.get("weight", 1)))
-                for r in strategy.get("resources") or ()
-            )
-            or DEFAULT_RESOURCES
+        kind = strategy.get("type") or "LeastAllocated"
+        if kind not in STRATEGIES:
+            raise ValueError(f"NodeResourcesFit: unknown scoring strategy {kind!r}")
+        resources = resources_from_args(strategy.get("resources"))
+        return cls(
+            STRATEGIES[kind](resources, strategy),
+            args.get("ignoredResources") or (),
+            args.get("ignoredResourceGroups") or (),
         )
-        kind = strategy.get("type", "LeastAllocated")
-        if kind != "LeastAllocated":
-            raise ValueError(f"NodeResourcesFit: scoring strategy {kind!r} is not available yet")
-        return cls(LeastAllocated(resources))
+
+    def _checked(self, pod: PodClass, table: NodeTable) -> np.ndarray:
+        """The pod's checked columns less the extended resources the args tell us to ignore."""
+        if not (self.ignored or self.ignored_groups):
+            return pod.checked
+        return np.array(
+            [
+                c
+                for c in pod.checked
+                if not (
+                    res.is_extended(name := table.columns[c])
+                    and (name in self.ignored or name.split("/", 1)[0] in self.ignored_groups)
+                )
+            ],
+            dtype=np.intp,
+        )
+
+    def _short(self, pod: PodClass, table: NodeTable, rows: Rows) -> tuple[np.ndarray, np.ndarray]:
+        """The checked columns, and per row and column whether the node has too little left."""
+        cols = self._checked(pod, table)
+        free = table.alloc[rows][:, cols] - table.used[rows][:, cols] - table.assumed[rows][:, cols]
+        return cols, free < pod.request[cols]
 
     def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
-        return (_free(pod, table, rows) >= pod.request[pod.checked]).all(axis=1)
+        return ~self._short(pod, table, rows)[1].any(axis=1)
 
     def reasons(self, pod: PodClass, table: NodeTable, rows: np.ndarray) -> Counter[str]:
-        short = _free(pod, table, rows) < pod.request[pod.checked]
+        cols, short = self._short(pod, table, rows)
         return Counter(
             {
                 _reason(table.columns[c]): int(n)
-                for c, n in zip(pod.checked, short.sum(axis=0), strict=True)
+                for c, n in zip(cols, short.sum(axis=0), strict=True)
                 if n
             }
         )

@@ -21,8 +21,9 @@ class LeastAllocated:
     resources: tuple[ResourceWeight, ...] = DEFAULT_RESOURCES
 
     def score(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
+        """Per resource (capacity - requested) x 100 / capacity, 0 when over; weighted mean."""
         requested, capacity = requested_and_capacity(pod, table, rows, self.resources)
-        fits = (capacity > 0) & (requested <= capacity)
-        safe = np.where(capacity > 0, capacity, 1)
-        per_resource = np.where(fits, (capacity - requested) * MAX_NODE_SCORE // safe, 0)
-        return weighted_mean(per_resource, self.resources)
+        counted = capacity > 0
+        room = np.where(requested <= capacity, capacity - requested, 0)
+        per_resource = room * MAX_NODE_SCORE // np.where(counted, capacity, 1)
+        return weighted_mean(per_resource, counted, self.resources)

@@ -1,13 +1,19 @@
-"""What every NodeResourcesFit scoring strategy shares: requested and capacity per resource.
+"""What the resource scorers share: the requested and allocatable amounts they judge.
 
-Requested counts what is committed and assumed on the node plus the pod
-itself; for CPU and memory it uses the non-zero amounts (a container that
-asks for nothing counts as 100m / 200Mi), as upstream's scorers do.
+Upstream's `resourceAllocationScorer` decides per node and resource what is
+requested (what is on the node plus the pod) and what is allocatable; a
+resource it leaves out gets allocatable 0, and every scorer skips those.
+Requested counts what is committed and assumed on the node plus the pod;
+for CPU and memory the NodeResourcesFit strategies use the non-zero amounts
+(a container that asks for nothing counts as 100m / 200Mi), while
+BalancedAllocation uses the actual requests.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -15,7 +21,7 @@ from cluster import resources as res
 from shards.framework import PodClass, Rows
 from shards.node_table import NodeTable
 
-_SCORE_COLUMN = {res.CPU: res.NONZERO_CPU, res.MEMORY: res.NONZERO_MEMORY}
+_NONZERO_COLUMN = {res.CPU: res.NONZERO_CPU, res.MEMORY: res.NONZERO_MEMORY}
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,28 +33,73 @@ class ResourceWeight:
 DEFAULT_RESOURCES = (ResourceWeight(res.CPU), ResourceWeight(res.MEMORY))
 
 
+def resources_from_args(raw: Iterable[Mapping[str, Any]] | None) -> tuple[ResourceWeight, ...]:
+    """ResourceSpec items as upstream defaults them: none means cpu and memory, weight 0 means 1."""
+    resources = tuple(ResourceWeight(r["name"], int(r.get("weight") or 1)) for r in raw or ())
+    return resources or DEFAULT_RESOURCES
+
+
+def is_scalar(name: str) -> bool:
+    """Upstream's IsScalarResourceName: extended, hugepages, prefixed native, attachable volumes."""
+    return (
+        res.is_extended(name)
+        or "kubernetes.io/" in name
+        or name.startswith(("hugepages-", "attachable-volumes-"))
+    )
+
+
+def _usage_column(name: str, use_requested: bool) -> str | None:
+    """The column upstream reads this resource's request from; None if it never scores it."""
+    if name in _NONZERO_COLUMN:
+        return name if use_requested else _NONZERO_COLUMN[name]
+    if name == res.EPHEMERAL_STORAGE or is_scalar(name):
+        return name
+    return None
+
+
 def requested_and_capacity(
-    pod: PodClass, table: NodeTable, rows: Rows, resources: tuple[ResourceWeight, ...]
+    pod: PodClass,
+    table: NodeTable,
+    rows: Rows,
+    resources: tuple[ResourceWeight, ...],
+    *,
+    use_requested: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Two int64 arrays [rows, resources]: requested with the pod, and allocatable."""
-    table.ensure_columns(
-        [_SCORE_COLUMN.get(r.name, r.name) for r in resources] + [r.name for r in resources]
-    )
-    used_cols = [table.col[_SCORE_COLUMN.get(r.name, r.name)] for r in resources]
-    cap_cols = [table.col[r.name] for r in resources]
-    # The pod was laid out before any column added just now; it asks for none of those.
-    request = np.array(
-        [pod.request[c] if c < len(pod.request) else 0 for c in used_cols], dtype=np.int64
-    )
-    requested = table.used[rows][:, used_cols] + table.assumed[rows][:, used_cols] + request
-    capacity = table.alloc[rows][:, cap_cols]
+    """Two int64 arrays [rows, resources]: requested with the pod, and allocatable.
+
+    Both are 0 where upstream leaves the resource out: a scalar resource the
+    pod does not ask for, a resource the node does not have, or one upstream
+    never scores (such as `pods`).
+    """
+    count = len(table.alive[rows])
+    requested = np.zeros((count, len(resources)), dtype=np.int64)
+    capacity = np.zeros_like(requested)
+    for i, resource in enumerate(resources):
+        source = _usage_column(resource.name, use_requested)
+        if source not in table.col or resource.name not in table.col:
+            continue  # no node has it: allocatable is 0 everywhere
+        used = table.col[source]
+        # A column added after the pod was laid out is one the pod does not ask for.
+        asked = int(pod.request[used]) if used < len(pod.request) else 0
+        if asked == 0 and is_scalar(resource.name):
+            continue
+        capacity[:, i] = table.alloc[rows, table.col[resource.name]]
+        requested[:, i] = table.used[rows, used] + table.assumed[rows, used] + asked
+    requested[capacity == 0] = 0
     return requested, capacity
 
 
-def weighted_mean(scores: np.ndarray, resources: tuple[ResourceWeight, ...]) -> np.ndarray:
-    """Sum of score x weight over resources, divided by the weights, in integers as upstream."""
-    weights = np.array([r.weight for r in resources], dtype=np.int64)
-    total = int(weights.sum())
-    if total == 0:
-        return np.zeros(scores.shape[0], dtype=np.int64)
-    return (scores * weights).sum(axis=1) // total
+def weighted_sums(
+    scores: np.ndarray, counted: np.ndarray, resources: tuple[ResourceWeight, ...]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the sum of score x weight and the sum of weights, over the counted resources."""
+    weights = np.where(counted, np.array([r.weight for r in resources], dtype=np.int64), 0)
+    return (scores * weights).sum(axis=1), weights.sum(axis=1)
+
+
+def weighted_mean(
+    scores: np.ndarray, counted: np.ndarray, resources: tuple[ResourceWeight, ...]
+) -> np.ndarray:
+    """The integer weighted mean over the counted resources; 0 where none counts, as upstream."""
+    total, weights = weighted_sums(scores, counted, resources)
+    return np.where(weights > 0, total // np.maximum(weights, 1), 0)

@@ -1,4 +1,5 @@
 from shards.plugins.noderesources import LeastAllocated
+from shards.plugins.noderesources.resource_allocation import ResourceWeight
 from shards.testing import compile_pod, every, node, pod_spec, table_of
 
 
@@ -36,3 +37,20 @@ def test_over_capacity_scores_zero_for_that_resource():
     # memory asked as an explicit 0 stays 0 (only a missing request is defaulted)
     pod = compile_pod(pod_spec({"cpu": "100m", "memory": "0"}), table)
     assert LeastAllocated().score(pod, table, every(table)).tolist() == [(0 + 100) // 2]
+
+
+def test_resources_a_node_lacks_or_upstream_never_scores_are_left_out():
+    gpu = node("gpu", cpu="4", memory="8Gi")
+    gpu.allocatable["example.com/gpu"] = 2
+    table = table_of([gpu, node("plain", cpu="4", memory="8Gi")])
+    resources = (
+        ResourceWeight("cpu"),
+        ResourceWeight("memory"),
+        ResourceWeight("example.com/gpu", 5),
+        ResourceWeight("pods", 5),
+    )
+    asks_gpu = compile_pod(pod_spec({"cpu": "2", "memory": "2Gi", "example.com/gpu": "1"}), table)
+    # gpu: (50 + 75 + 5 x 50) / 7; plain has no gpu: (50 + 75) / 2
+    assert LeastAllocated(resources).score(asks_gpu, table, every(table)).tolist() == [53, 62]
+    no_gpu = compile_pod(pod_spec({"cpu": "2", "memory": "2Gi"}), table)
+    assert LeastAllocated(resources).score(no_gpu, table, every(table)).tolist() == [62, 62]

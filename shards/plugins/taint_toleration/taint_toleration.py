@@ -1,4 +1,5 @@
-"""TaintToleration: NoSchedule and NoExecute taints keep out pods that do not tolerate them.
+"""TaintToleration: NoSchedule and NoExecute taints keep out pods that do not tolerate them;
+PreferNoSchedule taints the pod does not tolerate make a node less preferred.
 
 Nodes are grouped by their set of taints; a pod is judged once per distinct
 set, and the answer is spread to the rows with one gather.
@@ -11,10 +12,11 @@ from collections import Counter
 import numpy as np
 
 from cluster.objects import Taint, Toleration
-from shards.framework import FilterPlugin, PodClass, Rows
+from shards.framework import FilterPlugin, PodClass, Rows, ScorePlugin, default_normalize
 from shards.node_table import NodeTable
 
 FILTERED_EFFECTS = ("NoSchedule", "NoExecute")
+PREFER_NO_SCHEDULE = "PreferNoSchedule"
 
 
 def first_untolerated(
@@ -26,8 +28,24 @@ def first_untolerated(
     return None
 
 
-class TaintToleration(FilterPlugin):
+def intolerable_preferences(taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...]) -> int:
+    """Upstream's countIntolerableTaintsPreferNoSchedule: PreferNoSchedule taints not tolerated.
+
+    Only tolerations with no effect or PreferNoSchedule take part, as upstream
+    selects them in PreScore.
+    """
+    soft = [t for t in tolerations if t.effect in ("", PREFER_NO_SCHEDULE)]
+    return sum(
+        1
+        for taint in taints
+        if taint.effect == PREFER_NO_SCHEDULE and not any(t.tolerates(taint) for t in soft)
+    )
+
+
+class TaintToleration(FilterPlugin, ScorePlugin):
     name = "TaintToleration"
+    dynamic = False  # taints and tolerations are specs
+    normalizes = True
 
     def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
         codes, groups = table.taint_groups()
@@ -46,3 +64,15 @@ class TaintToleration(FilterPlugin):
                     count
                 )
         return reasons
+
+    def score(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
+        """How many PreferNoSchedule taints of the node the pod does not tolerate."""
+        codes, groups = table.taint_groups()
+        counts = np.array(
+            [intolerable_preferences(g, pod.spec.tolerations) for g in groups], dtype=np.int64
+        )
+        return counts[codes[rows]]
+
+    def normalize(self, pod: PodClass, scores: np.ndarray) -> np.ndarray:
+        """Fewer intolerable taints is better: scaled by the maximum and reversed."""
+        return default_normalize(scores, reverse=True)

@@ -1,0 +1,25 @@
+"""NodeName: a pod that names its node (spec.nodeName) fits only that node."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from shards.framework import FilterPlugin, PodClass, Rows
+from shards.node_table import NodeTable
+
+REASON = "node(s) didn't match the requested node name"
+
+
+class NodeName(FilterPlugin):
+    name = "NodeName"
+
+    def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
+        ids = np.arange(table.size)[rows]
+        if not pod.spec.node_name:
+            return np.ones(ids.shape, dtype=bool)
+        return ids == table.index.get(pod.spec.node_name, -1)
+
+    def reasons(self, pod: PodClass, table: NodeTable, rows: np.ndarray) -> Counter[str]:
+        return Counter({REASON: len(rows)})
