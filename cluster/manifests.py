@@ -29,6 +29,7 @@ from cluster.selectors import (
     LabelSelector,
     NodeSelectorTerm,
     Requirement,
+    parse_int64,
 )
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -97,10 +98,8 @@ def _requirement(
     if op in ("Gt", "Lt"):
         if len(values) != 1:
             raise InvalidObject(obj, f"{path}.values", values, f"{op} needs exactly one value")
-        try:
-            int(values[0])
-        except (TypeError, ValueError):
-            raise InvalidObject(obj, f"{path}.values[0]", values[0], "must be an integer") from None
+        if parse_int64(values[0]) is None:
+            raise InvalidObject(obj, f"{path}.values[0]", values[0], "must be an integer")
     return Requirement(key, op, tuple(str(v) for v in values))
 
 

@@ -6,6 +6,7 @@ namespaces) knows In, NotIn, Exists and DoesNotExist.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -29,14 +30,22 @@ class Requirement:
             return present
         if self.operator == "DoesNotExist":
             return not present
-        if not present:
-            return False
-        try:
-            have = int(labels[self.key])
-        except ValueError:
+        have = parse_int64(labels[self.key]) if present else None
+        if have is None:
             return False
         bound = int(self.values[0])
         return have > bound if self.operator == "Gt" else have < bound
+
+
+_INT64 = re.compile(r"[+-]?[0-9]+")
+
+
+def parse_int64(text: str) -> int | None:
+    """A label value as Go's strconv.ParseInt reads it: plain digits within int64, else None."""
+    if not _INT64.fullmatch(text):
+        return None
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else None
 
 
 @dataclass(frozen=True, slots=True)
