@@ -1,0 +1,71 @@
+"""Reading kube-scheduler's own configuration file, so optimist runs the profiles a cluster has.
+
+The file is a standard KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1),
+read unchanged, optionally followed by a second YAML document of kind
+OptimistConfiguration (optimist.io/v1alpha1) with optimist's own settings.
+The loader behaves as kube-scheduler v1.30 does: the same defaults, the
+same merging of a profile's plugins into the default multiPoint set and the
+same expansion to extension points, the same validation rules, and strict
+decoding (a field that is unknown, of the wrong type or given twice is an
+error). Every error names the path in the file and the value found there.
+
+Of the plugins a profile ends up with, the shards run the Filter and Score
+plugins in optimist's registry; the queue sort belongs to the dispatcher and
+the bind to the binder. Every other enabled plugin is reported as inactive,
+with the reason, rather than dropped in silence.
+
+One concept per module, as kube-scheduler's pkg/scheduler/apis/config:
+types (the documents' identity and the results), fields (typed readers and
+ConfigError), plugins (plugin sets, active or not), args (each plugin's
+args), profiles, component (the carried standard fields and extenders),
+options (the OptimistConfiguration document) and loader (which ties them).
+"""
+
+from optimist.configuration.args import ARGS
+from optimist.configuration.fields import MISSING, ConfigError
+from optimist.configuration.loader import default_configuration, load_file, parse_configuration
+from optimist.configuration.plugins import (
+    DEFAULT_MULTI_POINT,
+    HANDLED_OUTSIDE_SHARDS,
+    POINTS,
+    REASON_MISSING,
+    REASON_QUEUE,
+    REASON_VOLUME,
+    UPSTREAM_PLUGINS,
+)
+from optimist.configuration.types import (
+    API_VERSION,
+    DEFAULT_SCHEDULER_NAME,
+    KIND,
+    OPTIMIST_API_VERSION,
+    OPTIMIST_KIND,
+    Configuration,
+    ExpandedProfile,
+    InactivePlugin,
+    OptimistOptions,
+)
+
+__all__ = [
+    "API_VERSION",
+    "ARGS",
+    "DEFAULT_MULTI_POINT",
+    "DEFAULT_SCHEDULER_NAME",
+    "HANDLED_OUTSIDE_SHARDS",
+    "KIND",
+    "MISSING",
+    "OPTIMIST_API_VERSION",
+    "OPTIMIST_KIND",
+    "POINTS",
+    "REASON_MISSING",
+    "REASON_QUEUE",
+    "REASON_VOLUME",
+    "UPSTREAM_PLUGINS",
+    "ConfigError",
+    "Configuration",
+    "ExpandedProfile",
+    "InactivePlugin",
+    "OptimistOptions",
+    "default_configuration",
+    "load_file",
+    "parse_configuration",
+]

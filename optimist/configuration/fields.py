@@ -1,0 +1,198 @@
+"""Reading typed values from the parsed YAML; every error names its path in the file.
+
+Each reader takes the value and its path, and returns the value checked, or
+raises ConfigError naming the path and the value found there, so a bad file
+points at its own line rather than at a Python exception.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Iterable
+from typing import Any
+
+_INT32 = (-(2**31), 2**31 - 1)
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+class _Missing:
+    """Marks a value the file does not give, so an error can say so."""
+
+    def __repr__(self) -> str:
+        return "(not set)"
+
+
+MISSING: Any = _Missing()
+
+
+class ConfigError(ValueError):
+    """A problem in a configuration file, named by its path in the file and the value there."""
+
+    def __init__(self, path: str, value: Any, problem: str) -> None:
+        self.path = path
+        self.value = value
+        self.problem = problem
+        super().__init__(f"{path or '(document)'}: {_show(value)}: {problem}")
+
+
+def _show(value: Any, limit: int = 120) -> str:
+    """The value as the file would spell it (JSON), cut short if long."""
+    if value is MISSING:
+        return "(not set)"
+    try:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _child(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _mapping(value: Any, path: str, allowed: Collection[str]) -> dict[str, Any]:
+    """A mapping whose fields are all in `allowed`; null reads as empty, as in Go."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(path, value, "must be a mapping")
+    for key, item in value.items():
+        if not isinstance(key, str):
+            raise ConfigError(path, key, "field names must be strings")
+        if key not in allowed:
+            known = ", ".join(sorted(allowed))
+            raise ConfigError(_child(path, key), item, f"unknown field (known here: {known})")
+    return value
+
+
+def _list(value: Any, path: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ConfigError(path, value, "must be a list")
+    return value
+
+
+def _int(
+    value: Any,
+    path: str,
+    *,
+    bits: tuple[int, int] = _INT32,
+    lo: int | None = None,
+    hi: int | None = None,
+) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(path, value, "must be an integer")
+    if not bits[0] <= value <= bits[1]:
+        raise ConfigError(path, value, f"does not fit in {64 if bits is _INT64 else 32} bits")
+    if lo is not None and hi is not None and not lo <= value <= hi:
+        raise ConfigError(path, value, f"not in valid range [{lo}, {hi}]")
+    if lo is not None and value < lo:
+        raise ConfigError(path, value, f"must be at least {lo}")
+    if hi is not None and value > hi:
+        raise ConfigError(path, value, f"must be at most {hi}")
+    return value
+
+
+def _number(value: Any, path: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(path, value, "must be a number")
+    return float(value)
+
+
+def _str(value: Any, path: str, *, empty: bool = True) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(path, value, "must be a string")
+    if not empty and not value:
+        raise ConfigError(path, value, "must not be empty")
+    return value
+
+
+def _bool(value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(path, value, "must be true or false")
+    return value
+
+
+def _one_of(value: Any, path: str, choices: Iterable[str]) -> str:
+    options = list(choices)
+    if not isinstance(value, str) or value not in options:
+        raise ConfigError(path, value, f"must be one of {', '.join(options)}")
+    return value
+
+
+_DURATION = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)")
+_UNIT_SECONDS = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "μs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+}
+
+
+def _duration(value: Any, path: str) -> float:
+    """A Go duration ("15s", "1m30s", "250ms"), in seconds."""
+    text = _str(value, path)
+    sign, body = (-1.0, text[1:]) if text[:1] == "-" else (1.0, text.lstrip("+"))
+    if body == "0":
+        return 0.0
+    if not body or _DURATION.sub("", body):
+        raise ConfigError(path, value, 'must be a duration such as "15s", "1m30s" or "250ms"')
+    return sign * sum(float(n) * _UNIT_SECONDS[u] for n, u in _DURATION.findall(body))
+
+
+_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def _qualified_name_problem(text: str) -> str | None:
+    """Why `text` is not a qualified name ("prefix/name" or "name"), or None if it is."""
+    prefix, _, name = text.rpartition("/")
+    if "/" in text and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+        return "prefix must be a DNS subdomain such as example.com"
+    if not name or len(name) > 63 or not _NAME.match(name):
+        return (
+            "must be a qualified name: up to 63 letters, digits, '-', '_' or '.', "
+            "with an optional DNS prefix and '/'"
+        )
+    return None
+
+
+def _qualified_name(value: Any, path: str) -> str:
+    text = _str(value, path)
+    problem = _qualified_name_problem(text)
+    if problem:
+        raise ConfigError(path, value, problem)
+    return text
+
+
+def _label_value(value: Any, path: str) -> str:
+    text = _str(value, path)
+    if text and (len(text) > 63 or not _NAME.match(text)):
+        raise ConfigError(
+            path, value, "must be a label value: up to 63 letters, digits, '-', '_' or '.'"
+        )
+    return text
+
+
+def _plain(value: Any, path: str, depth: int = 0) -> Any:
+    """A copy of data the loader cannot check further, which must still travel as JSON would."""
+    if depth > 32:
+        raise ConfigError(path, MISSING, "nested too deeply")
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list):
+        return [_plain(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise ConfigError(path, k, "field names must be strings")
+            out[k] = _plain(v, _child(path, k), depth + 1)
+        return out
+    raise ConfigError(path, repr(value), "must be plain data (strings, numbers, lists, mappings)")

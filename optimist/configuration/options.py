@@ -1,0 +1,65 @@
+"""The OptimistConfiguration document: optimist's own settings, beside kube-scheduler's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from optimist.configuration.fields import _INT64, ConfigError, _bool, _int, _mapping, _str
+from optimist.configuration.types import _TYPE_META, OptimistOptions
+
+_OPTIMIST_FIELDS = {
+    "shards",
+    "redisURL",
+    "rayAddress",
+    "batchPods",
+    "inflightPerShard",
+    "seed",
+    "keyPrefix",
+    "metricsAddress",
+    "nodePartitions",
+}
+
+
+def _optimist_options(doc: dict[str, Any]) -> OptimistOptions:
+    m = _mapping(doc, "", _OPTIMIST_FIELDS | _TYPE_META)
+
+    def get(key: str, read: Callable[[Any, str], Any]) -> Any:
+        return None if m.get(key) is None else read(m[key], key)
+
+    return OptimistOptions(
+        shards=get("shards", lambda v, p: _int(v, p, lo=1)),
+        redis_url=get("redisURL", _redis_url),
+        ray_address=get("rayAddress", lambda v, p: _str(v, p, empty=False)),
+        batch_pods=get("batchPods", lambda v, p: _int(v, p, lo=1)),
+        inflight_per_shard=get("inflightPerShard", lambda v, p: _int(v, p, lo=1)),
+        seed=get("seed", lambda v, p: _int(v, p, bits=_INT64, lo=0)),
+        key_prefix=get("keyPrefix", lambda v, p: _str(v, p, empty=False)),
+        metrics_address=get("metricsAddress", _host_port),
+        node_partitions=get("nodePartitions", _bool),
+    )
+
+
+def _redis_url(value: Any, path: str) -> str:
+    url = _str(value, path)
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        raise ConfigError(path, value, "must start with redis://, rediss:// or unix://")
+    return url
+
+
+def _host_port(value: Any, path: str) -> str:
+    text = _str(value, path)
+    host, colon, port = text.rpartition(":")
+    bracketed = host.startswith("[") and host.endswith("]")
+    if (
+        not colon
+        or not host
+        or (":" in host and not bracketed)
+        or not port.isascii()
+        or not port.isdigit()
+        or int(port) > 65535
+    ):
+        raise ConfigError(
+            path, value, 'must be host:port, such as "127.0.0.1:10259" or "[::1]:10259"'
+        )
+    return text
