@@ -24,16 +24,7 @@ options (the OptimistConfiguration document) and loader (which ties them).
 from optimist.configuration.args import ARGS
 from optimist.configuration.fields import MISSING, ConfigError
 from optimist.configuration.loader import default_configuration, load_file, parse_configuration
-from optimist.configuration.plugins import (
-    DEFAULT_MULTI_POINT,
-    HANDLED_OUTSIDE_SHARDS,
-    POINTS,
-    REASON_MISSING,
-    REASON_QUEUE,
-    REASON_VOLUME,
-    UPSTREAM_PLUGINS,
-)
-from optimist.configuration.types import (
+from optimist.configuration.model import (
     API_VERSION,
     DEFAULT_SCHEDULER_NAME,
     KIND,
@@ -43,6 +34,15 @@ from optimist.configuration.types import (
     ExpandedProfile,
     InactivePlugin,
     OptimistOptions,
+)
+from optimist.configuration.plugins import (
+    DEFAULT_MULTI_POINT,
+    HANDLED_OUTSIDE_SHARDS,
+    POINTS,
+    REASON_MISSING,
+    REASON_QUEUE,
+    REASON_VOLUME,
+    UPSTREAM_PLUGINS,
 )
 
 __all__ = [

@@ -9,10 +9,7 @@ import yaml
 
 from optimist.configuration.component import _component, _extenders
 from optimist.configuration.fields import _INT32, _INT64, MISSING, ConfigError, _int, _mapping
-from optimist.configuration.options import _optimist_options
-from optimist.configuration.plugins import _active, _inactive, _Known
-from optimist.configuration.profiles import _percentage, _profiles
-from optimist.configuration.types import (
+from optimist.configuration.model import (
     _TYPE_META,
     API_VERSION,
     KIND,
@@ -21,6 +18,9 @@ from optimist.configuration.types import (
     Configuration,
     OptimistOptions,
 )
+from optimist.configuration.options import _optimist_options
+from optimist.configuration.plugins import _active, _inactive, _Known
+from optimist.configuration.profiles import _percentage, _profiles
 from shards.plugins import registry as shard_registry
 
 

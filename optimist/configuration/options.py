@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from optimist.configuration.fields import _INT64, ConfigError, _bool, _int, _mapping, _str
-from optimist.configuration.types import _TYPE_META, OptimistOptions
+from optimist.configuration.model import _TYPE_META, OptimistOptions
 
 _OPTIMIST_FIELDS = {
     "shards",

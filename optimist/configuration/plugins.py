@@ -14,7 +14,7 @@ from typing import Any
 
 from cluster.profile_config import ProfileConfig
 from optimist.configuration.fields import MISSING, ConfigError, _int, _list, _mapping, _str
-from optimist.configuration.types import ExpandedProfile, InactivePlugin
+from optimist.configuration.model import ExpandedProfile, InactivePlugin
 
 # The extension points as the file names them, in the order v1's Plugins lists them.
 POINTS = (

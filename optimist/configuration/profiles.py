@@ -18,6 +18,7 @@ from optimist.configuration.fields import (
     _show,
     _str,
 )
+from optimist.configuration.model import API_VERSION, DEFAULT_SCHEDULER_NAME, ExpandedProfile
 from optimist.configuration.plugins import (
     DEFAULT_MULTI_POINT,
     POINTS,
@@ -29,7 +30,6 @@ from optimist.configuration.plugins import (
     _plugin_set,
     _Set,
 )
-from optimist.configuration.types import API_VERSION, DEFAULT_SCHEDULER_NAME, ExpandedProfile
 
 
 def _profiles(value: Any, known: _Known) -> tuple[list[ExpandedProfile], list[int | None]]:
