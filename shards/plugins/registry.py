@@ -17,6 +17,7 @@ from shards.plugins.node_name import NodeName
 from shards.plugins.node_ports import NodePorts
 from shards.plugins.node_unschedulable import NodeUnschedulable
 from shards.plugins.noderesources import NodeResourcesBalancedAllocation, NodeResourcesFit
+from shards.plugins.pod_topology_spread import PodTopologySpread
 from shards.plugins.taint_toleration import TaintToleration
 
 Plugin = FilterPlugin | ScorePlugin
@@ -29,6 +30,7 @@ REGISTRY: dict[str, Factory] = {
     "NodeAffinity": NodeAffinity.from_args,
     "NodePorts": lambda args: NodePorts(),
     "NodeResourcesFit": NodeResourcesFit.from_args,
+    "PodTopologySpread": PodTopologySpread.from_args,
     "NodeResourcesBalancedAllocation": NodeResourcesBalancedAllocation.from_args,
     "ImageLocality": lambda args: ImageLocality(),
 }
