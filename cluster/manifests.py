@@ -91,6 +91,8 @@ def _requirement(
         raise InvalidObject(obj, f"{path}.operator", op, f"must be one of {', '.join(allowed)}")
     if fields and key != "metadata.name":
         raise InvalidObject(obj, f"{path}.key", key, "matchFields supports only metadata.name")
+    if fields and len(values) != 1:
+        raise InvalidObject(obj, f"{path}.values", values, "matchFields takes exactly one value")
     if op in ("In", "NotIn") and not values:
         raise InvalidObject(obj, f"{path}.values", values, f"{op} needs at least one value")
     if op in ("Exists", "DoesNotExist") and values:

@@ -187,10 +187,13 @@ class NodeTable:
 
     def pods_of(self, peers: np.ndarray, rows: slice | np.ndarray) -> np.ndarray:
         """Per row, how many pods of the selected peer columns it holds (committed and assumed)."""
-        if not peers.any():
+        cols = np.flatnonzero(peers)
+        if not len(cols):
             return np.zeros(self.alive[rows].shape, dtype=np.int64)
-        both = self.peer_pods[rows][:, peers] + self.assumed_peer_pods[rows][:, peers]
-        return both.sum(axis=1, dtype=np.int64)
+        # pick the few selected columns before the rows: never copy every peer column
+        committed = self.peer_pods[:, cols][rows]
+        assumed = self.assumed_peer_pods[:, cols][rows]
+        return committed.sum(axis=1, dtype=np.int64) + assumed.sum(axis=1, dtype=np.int64)
 
     def host_ports(self, row: int) -> Counter[HostPortKey]:
         """Host ports in use on a node: committed and assumed."""
