@@ -98,11 +98,14 @@ class ClassState:
         reshaped = not np.array_equal(feasible, self.feasible[rows])
         self.feasible[rows] = feasible
         scorers = self.profile.scorers
+        renormalize = reshaped
         for (plugin, _), raw in zip(scorers, self.raws, strict=True):
             if plugin.dynamic:
-                raw[rows] = plugin.score(self.pod, self.table, rows)
-        if any(p.normalizes and (p.dynamic or reshaped) for p, _ in scorers):
-            # a normalized score may have moved on every node
+                fresh = plugin.score(self.pod, self.table, rows)
+                renormalize |= plugin.normalizes and not np.array_equal(fresh, raw[rows])
+                raw[rows] = fresh
+        if renormalize:
+            # the feasible set or a normalized plugin's raw score moved: every node may rank anew
             self.parts = self.profile.weighted(self.pod, self.raws, self.feasible)
             self.scores = final_scores(self.parts, self.feasible)
             return
