@@ -12,6 +12,7 @@ from typing import Any
 from cluster.profile_config import ProfileConfig
 from shards.framework import FilterPlugin, Profile, ScorePlugin
 from shards.plugins.image_locality import ImageLocality
+from shards.plugins.inter_pod_affinity import InterPodAffinity
 from shards.plugins.node_affinity import NodeAffinity
 from shards.plugins.node_name import NodeName
 from shards.plugins.node_ports import NodePorts
@@ -33,6 +34,7 @@ REGISTRY: dict[str, Factory] = {
     "PodTopologySpread": PodTopologySpread.from_args,
     "NodeResourcesBalancedAllocation": NodeResourcesBalancedAllocation.from_args,
     "ImageLocality": lambda args: ImageLocality(),
+    "InterPodAffinity": InterPodAffinity.from_args,
 }
 
 

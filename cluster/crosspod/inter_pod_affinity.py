@@ -1,0 +1,305 @@
+"""InterPodAffinity judged one node at a time, with kube-scheduler v1.30's semantics.
+
+This is the exact rule: the binder re-checks placements with `filter_node`
+against the committed pods, and the shard's vectorized plugin is tested
+against `filter_node` and `score_nodes`. Pods are seen by peer (one kind of
+pod, counted per node), so every rule reads "a pod of this peer" where
+upstream reads "this pod".
+
+A term is made concrete for the pod that carries it (`AffinityTerm.of`):
+matchLabelKeys and mismatchLabelKeys are merged into its selector, as the
+API server does when the pod is created, and its namespaces are resolved
+(none listed and no selector: the pod's own namespace).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from cluster.crosspod.view import ClusterView
+from cluster.objects import Peer, PodAffinityTerm, SchedulingSpec, WeightedPodAffinityTerm
+from cluster.selectors import LabelSelector, Requirement
+
+AFFINITY_REASON = "node(s) didn't match pod affinity rules"
+ANTI_AFFINITY_REASON = "node(s) didn't match pod anti-affinity rules"
+EXISTING_ANTI_AFFINITY_REASON = "node(s) didn't satisfy existing pods anti-affinity rules"
+DEFAULT_HARD_POD_AFFINITY_WEIGHT = 1
+MAX_NODE_SCORE = 100
+
+NamespaceLabels = Callable[[str], Mapping[str, str]]
+
+
+def _merged_selector(term: PodAffinityTerm, labels: Mapping[str, str]) -> LabelSelector | None:
+    """The selector with the owner's values of matchLabelKeys (In) and mismatchLabelKeys
+    (NotIn) added; keys the owner lacks are skipped, and a nil selector stays nil."""
+    selector = term.label_selector
+    if selector is None:
+        return None
+    added = tuple(
+        Requirement(key, operator, (labels[key],))
+        for keys, operator in ((term.match_label_keys, "In"), (term.mismatch_label_keys, "NotIn"))
+        for key in keys
+        if key in labels
+    )
+    if not added:
+        return selector
+    return LabelSelector(selector.match_labels, selector.match_expressions + added)
+
+
+@dataclass(frozen=True, slots=True)
+class AffinityTerm:
+    """A pod affinity term as its owner means it: upstream's `framework.AffinityTerm`."""
+
+    topology_key: str
+    selector: LabelSelector | None  # None selects no pod
+    namespaces: frozenset[str]
+    namespace_selector: LabelSelector | None  # None selects no namespace; empty selects all
+
+    @classmethod
+    def of(cls, term: PodAffinityTerm, namespace: str, labels: Mapping[str, str]) -> AffinityTerm:
+        listed = term.namespaces
+        if not listed and term.namespace_selector is None:
+            listed = (namespace,)
+        return cls(
+            term.topology_key,
+            _merged_selector(term, labels),
+            frozenset(listed),
+            term.namespace_selector,
+        )
+
+    def selects(
+        self, namespace: str, labels: Mapping[str, str], namespace_labels: NamespaceLabels
+    ) -> bool:
+        """Whether a pod in `namespace` with `labels` is one the term is about."""
+        if self.selector is None:
+            return False
+        if namespace not in self.namespaces and (
+            self.namespace_selector is None
+            or not self.namespace_selector.matches(namespace_labels(namespace))
+        ):
+            return False
+        return self.selector.matches(labels)
+
+
+Weighted = tuple[tuple[int, AffinityTerm], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PodTerms:
+    """What inter-pod affinity reads of a pod (incoming, or a peer): who it is, its terms."""
+
+    namespace: str
+    labels: Mapping[str, str]
+    affinity_required: tuple[AffinityTerm, ...]
+    anti_affinity_required: tuple[AffinityTerm, ...]
+    affinity_preferred: Weighted
+    anti_affinity_preferred: Weighted
+
+    def selected_by(self, term: AffinityTerm, namespace_labels: NamespaceLabels) -> bool:
+        return term.selects(self.namespace, self.labels, namespace_labels)
+
+    def selected_by_all(
+        self, terms: Sequence[AffinityTerm], namespace_labels: NamespaceLabels
+    ) -> bool:
+        """Upstream's `podMatchesAllAffinityTerms`: false when there are no terms."""
+        return bool(terms) and all(self.selected_by(t, namespace_labels) for t in terms)
+
+    @property
+    def has_terms(self) -> bool:
+        return bool(
+            self.affinity_required
+            or self.anti_affinity_required
+            or self.affinity_preferred
+            or self.anti_affinity_preferred
+        )
+
+
+@lru_cache(maxsize=8192)
+def terms_of(peer: Peer) -> PodTerms:
+    """A pod's terms made concrete, once per distinct kind of pod (`SchedulingSpec.peer`)."""
+    labels = dict(peer.labels)
+
+    def required(terms: Iterable[PodAffinityTerm]) -> tuple[AffinityTerm, ...]:
+        return tuple(AffinityTerm.of(t, peer.namespace, labels) for t in terms)
+
+    def preferred(terms: Iterable[WeightedPodAffinityTerm]) -> Weighted:
+        return tuple((w.weight, AffinityTerm.of(w.term, peer.namespace, labels)) for w in terms)
+
+    return PodTerms(
+        peer.namespace,
+        labels,
+        required(peer.affinity_required),
+        required(peer.anti_affinity_required),
+        preferred(peer.affinity_preferred),
+        preferred(peer.anti_affinity_preferred),
+    )
+
+
+def keeps_away(existing: PodTerms, pod: PodTerms, namespace_labels: NamespaceLabels) -> set[str]:
+    """Topology keys of the existing pod's required anti-affinity terms that select the pod."""
+    return {
+        t.topology_key
+        for t in existing.anti_affinity_required
+        if pod.selected_by(t, namespace_labels)
+    }
+
+
+def score_weights(
+    pod: PodTerms,
+    existing: PodTerms,
+    hard_pod_affinity_weight: int,
+    namespace_labels: NamespaceLabels,
+) -> Iterator[tuple[str, int]]:
+    """(topology key, signed weight) for each term relating one existing pod to the pod:
+    the pod's preferred affinity (+) and anti-affinity (-) selecting the existing pod,
+    and the existing pod's required affinity (+hardPodAffinityWeight), preferred
+    affinity (+) and anti-affinity (-) selecting the pod. Upstream's `processExistingPod`."""
+    for weight, term in pod.affinity_preferred:
+        if existing.selected_by(term, namespace_labels):
+            yield term.topology_key, weight
+    for weight, term in pod.anti_affinity_preferred:
+        if existing.selected_by(term, namespace_labels):
+            yield term.topology_key, -weight
+    if hard_pod_affinity_weight > 0:
+        for term in existing.affinity_required:
+            if pod.selected_by(term, namespace_labels):
+                yield term.topology_key, hard_pod_affinity_weight
+    for weight, term in existing.affinity_preferred:
+        if pod.selected_by(term, namespace_labels):
+            yield term.topology_key, weight
+    for weight, term in existing.anti_affinity_preferred:
+        if pod.selected_by(term, namespace_labels):
+            yield term.topology_key, -weight
+
+
+def _in_domain(labels: Mapping[str, str], node: Mapping[str, str], key: str) -> bool:
+    return key in labels and key in node and labels[key] == node[key]
+
+
+@dataclass(frozen=True, slots=True)
+class _Bearing:
+    """How one kind of placed pod bears on the incoming pod's filter."""
+
+    matches_affinity: bool  # selected by all the pod's required affinity terms
+    barred: frozenset[str]  # topology keys of the pod's anti-affinity terms selecting it
+    keeps_away: frozenset[str]  # topology keys of its anti-affinity terms selecting the pod
+
+
+def _bearing(pod: PodTerms, other: PodTerms, namespace_labels: NamespaceLabels) -> _Bearing | None:
+    """None when the kind of pod has no bearing at all: most kinds, in most clusters."""
+    bearing = _Bearing(
+        other.selected_by_all(pod.affinity_required, namespace_labels),
+        frozenset(
+            t.topology_key
+            for t in pod.anti_affinity_required
+            if other.selected_by(t, namespace_labels)
+        ),
+        frozenset(keeps_away(other, pod, namespace_labels)),
+    )
+    return bearing if bearing.matches_affinity or bearing.barred or bearing.keeps_away else None
+
+
+def filter_node(spec: SchedulingSpec, node_name: str, view: ClusterView) -> str | None:
+    """Why the pod cannot go to the node, as upstream words it; None when it can.
+
+    Upstream's three checks, in its order, from one pass over the placed pods:
+    affinity (every term has, in the node's domain, a pod matching all terms;
+    or, for the first of a group, no such pod on any node with one of the keys
+    and the pod matching its own terms; the node must have every key), the
+    pod's anti-affinity (no selected pod in the node's domain for the term's
+    key), and the placed pods' anti-affinity (none of them selects the pod from
+    within the node's domain for its term's key).
+    """
+    pod = terms_of(spec.peer)
+    node = view.node(node_name).labels
+    ns = view.namespace_labels
+    affinity = pod.affinity_required
+    found = [False] * len(affinity)
+    anywhere = barred = kept_away = False
+    # by identity: a view shares its peer objects between nodes
+    bearings: dict[int, _Bearing | None] = {}
+    for name in view.node_names():
+        present = view.peers_on(name)
+        if not present:
+            continue
+        labels = view.node(name).labels
+        for peer, pods in present.items():
+            key = id(peer)
+            if key not in bearings:
+                bearings[key] = _bearing(pod, terms_of(peer), ns)
+            bearing = bearings[key]
+            if bearing is None or pods <= 0:
+                continue
+            if bearing.matches_affinity and any(t.topology_key in labels for t in affinity):
+                anywhere = True
+                for i, term in enumerate(affinity):
+                    found[i] = found[i] or _in_domain(labels, node, term.topology_key)
+            if bearing.barred and not barred:
+                barred = any(_in_domain(labels, node, k) for k in bearing.barred)
+            if bearing.keeps_away and not kept_away:
+                kept_away = any(_in_domain(labels, node, k) for k in bearing.keeps_away)
+    if affinity and not (
+        all(t.topology_key in node for t in affinity)
+        and (all(found) or (not anywhere and pod.selected_by_all(affinity, ns)))
+    ):
+        return AFFINITY_REASON
+    if barred:
+        return ANTI_AFFINITY_REASON
+    if kept_away:
+        return EXISTING_ANTI_AFFINITY_REASON
+    return None
+
+
+def normalize(scores: Sequence[int]) -> list[int]:
+    """Upstream's NormalizeScore: min..max to 0..100 in float64, truncated; all 0 if flat."""
+    if not scores:
+        return []
+    low, spread = min(scores), max(scores) - min(scores)
+    if spread <= 0:
+        return [0] * len(scores)
+    return [int(float(MAX_NODE_SCORE) * (float(s - low) / float(spread))) for s in scores]
+
+
+def score_nodes(
+    spec: SchedulingSpec,
+    nodes: Sequence[str],
+    view: ClusterView,
+    hard_pod_affinity_weight: int = DEFAULT_HARD_POD_AFFINITY_WEIGHT,
+    *,
+    ignore_preferred_terms_of_existing_pods: bool = False,
+) -> dict[str, int]:
+    """Normalized scores of the (feasible) nodes: PreScore over every node's pods, Score
+    summing the weights of each node's domains, NormalizeScore over `nodes`."""
+    pod = terms_of(spec.peer)
+    if ignore_preferred_terms_of_existing_pods and not (
+        pod.affinity_preferred or pod.anti_affinity_preferred
+    ):
+        return dict.fromkeys(nodes, 0)  # upstream skips the plugin
+    by_domain: defaultdict[str, defaultdict[str, int]] = defaultdict(lambda: defaultdict(int))
+    weights: dict[int, list[tuple[str, int]]] = {}  # by identity, as in filter_node
+    for name in view.node_names():
+        present = view.peers_on(name)
+        if not present:
+            continue
+        labels = view.node(name).labels
+        for peer, pods in present.items():
+            if pods <= 0:
+                continue
+            relation = weights.get(id(peer))
+            if relation is None:
+                relation = weights[id(peer)] = list(
+                    score_weights(
+                        pod, terms_of(peer), hard_pod_affinity_weight, view.namespace_labels
+                    )
+                )
+            for key, weight in relation:
+                if key in labels:
+                    by_domain[key][labels[key]] += weight * pods
+    raw = []
+    for name in nodes:
+        labels = view.node(name).labels
+        raw.append(sum(v.get(labels[k], 0) for k, v in by_domain.items() if k in labels))
+    return dict(zip(nodes, normalize(raw), strict=True))
