@@ -13,17 +13,23 @@ such constraints must all go through one of them.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from cluster.crosspod.committed import CommittedView
+from cluster.crosspod.inter_pod_affinity import filter_node, keeps_away, terms_of
+from cluster.crosspod.topology_spread import spread_filter
 from cluster.crosspod.view import ClusterView
 from cluster.messages import Decision, UnitOutcome
-from cluster.objects import SchedulingSpec
+from cluster.objects import Peer, SchedulingSpec
 from cluster.profile_config import ProfileConfig
 from cluster.store import NodeStore
 
 # plugin name -> (args -> the per-node rule: spec, node, view -> reason or None)
 Rule = Callable[[SchedulingSpec, str, ClusterView], str | None]
-RULES: dict[str, Callable[[dict], Rule]] = {}
+RULES: dict[str, Callable[[dict[str, Any]], Rule]] = {
+    "PodTopologySpread": lambda args: spread_filter,
+    "InterPodAffinity": lambda args: filter_node,
+}
 
 
 def _constrained(spec: SchedulingSpec) -> bool:
@@ -42,7 +48,8 @@ class CrossPodGuard:
             p.scheduler_name: [RULES[n](p.args.get(n, {})) for n in p.filters if n in RULES]
             for p in profiles
         }
-        self._keeps_away = False  # some committed pod has required anti-affinity
+        self._keeping_away: list[Peer] = []  # committed peers with required anti-affinity
+        self._selected: dict[SchedulingSpec, bool] = {}  # spec -> selected by one of those
         self.refused = 0
 
     def screen(
@@ -52,7 +59,7 @@ class CrossPodGuard:
         if not any(self._needs_check(classes[p.cls]) for d in decisions for p in d.placements):
             return list(decisions), []
         self.view.sync(self.store)
-        self._keeps_away = self.view.has_required_anti_affinity()
+        self._keep_away(self.view.keeping_away())
         admitted: list[Decision] = []
         refused: list[UnitOutcome] = []
         added: list[tuple[str, SchedulingSpec]] = []
@@ -69,12 +76,28 @@ class CrossPodGuard:
         return admitted, refused
 
     def note_committed(self, spec: SchedulingSpec) -> None:
-        """A committed pod that keeps others away makes every later pod worth a re-check."""
-        if spec.anti_affinity_required:
-            self._keeps_away = True
+        """A committed pod that keeps others away makes the pods it selects worth a re-check."""
+        if spec.anti_affinity_required and spec.peer not in self._keeping_away:
+            self._keep_away([*self._keeping_away, spec.peer])
+
+    def _keep_away(self, peers: list[Peer]) -> None:
+        if len(peers) != len(self._keeping_away):
+            self._selected.clear()
+        self._keeping_away = peers
 
     def _needs_check(self, spec: SchedulingSpec) -> bool:
-        return bool(self.rules.get(spec.profile)) and (self._keeps_away or _constrained(spec))
+        if not self.rules.get(spec.profile):
+            return False
+        if _constrained(spec):
+            return True
+        selected = self._selected.get(spec)
+        if selected is None:
+            pod = terms_of(spec.peer)
+            selected = self._selected[spec] = any(
+                keeps_away(terms_of(peer), pod, self.view.namespace_labels)
+                for peer in self._keeping_away
+            )
+        return selected
 
     def _place(
         self, classes: Sequence[SchedulingSpec], decision: Decision

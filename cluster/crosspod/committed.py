@@ -32,6 +32,6 @@ class CommittedView(StaticView):
             self.pods[name] = Counter({self._peers[i]: pods for i, pods in entries})
         self.version = delta.version
 
-    def has_required_anti_affinity(self) -> bool:
-        """Whether some pod ever committed keeps others away: then every pod needs a re-check."""
-        return any(peer.anti_affinity_required for peer in self._peers.values())
+    def keeping_away(self) -> list[Peer]:
+        """Peers ever committed with required anti-affinity: pods they select need a re-check."""
+        return [peer for peer in self._peers.values() if peer.anti_affinity_required]

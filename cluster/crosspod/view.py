@@ -44,7 +44,7 @@ class StaticView:
         return self.nodes[name]
 
     def peers_on(self, name: str) -> Mapping[Peer, int]:
-        return self.pods.get(name, Counter())
+        return self.pods.get(name) or {}
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
         return self.namespaces.get(namespace) or default_namespace_labels(namespace)

@@ -35,7 +35,7 @@ def test_view_follows_commits_and_releases(store):
     view.sync(store)
     assert view.peers_on("a") == {web.peer: 2}
     assert view.peers_on("b") == {db.peer: 1}
-    assert view.has_required_anti_affinity()
+    assert view.keeping_away() == [db.peer]
     store.release(["u1"])
     view.sync(store)
     assert view.peers_on("a") == {}
