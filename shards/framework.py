@@ -87,8 +87,14 @@ class ScorePlugin(ABC):
     def score(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
         """An int64 per row."""
 
-    def normalize(self, pod: PodClass, scores: np.ndarray) -> np.ndarray:
-        """Scores of the feasible nodes, normalized; identity unless overridden."""
+    def normalize(
+        self, pod: PodClass, table: NodeTable, rows: np.ndarray, scores: np.ndarray
+    ) -> np.ndarray:
+        """The raw scores of the feasible rows `rows`, normalized; identity unless overridden.
+
+        Like upstream's PreScore, it sees which nodes are feasible: a score
+        that depends on them (topology spreading's domains) is finished here.
+        """
         return scores
 
     def spans_nodes(self, pod: PodClass, table: NodeTable) -> bool:
@@ -127,14 +133,22 @@ class Profile:
         return [plugin.score(pod, table, rows) for plugin, _ in self.scorers]
 
     def weighted(
-        self, pod: PodClass, raws: list[np.ndarray], feasible: np.ndarray
+        self,
+        pod: PodClass,
+        table: NodeTable,
+        rows: np.ndarray,
+        raws: list[np.ndarray],
+        feasible: np.ndarray,
     ) -> list[np.ndarray]:
-        """Each scorer's part of the final score: normalized over the feasible rows, weighted."""
+        """Each scorer's part of the final score: normalized over the feasible rows, weighted.
+
+        `raws` and `feasible` are aligned with `rows`, the table rows they are for.
+        """
         parts = []
         for (plugin, weight), raw in zip(self.scorers, raws, strict=True):
             if plugin.normalizes:
                 part = np.zeros_like(raw)
-                part[feasible] = plugin.normalize(pod, raw[feasible])
+                part[feasible] = plugin.normalize(pod, table, rows[feasible], raw[feasible])
                 parts.append(part * weight)
             else:
                 parts.append(raw * weight)

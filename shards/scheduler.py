@@ -79,7 +79,9 @@ class ClassState:
             self.pod, self.table, every, dynamic=True
         )
         self.raws = self.profile.raw_scores(self.pod, self.table, every)
-        self.parts = self.profile.weighted(self.pod, self.raws, self.feasible)
+        self.parts = self.profile.weighted(
+            self.pod, self.table, np.arange(self.table.size), self.raws, self.feasible
+        )
         self.scores = final_scores(self.parts, self.feasible)
         self.mark = len(self.table.changed_rows)
 
@@ -106,7 +108,9 @@ class ClassState:
                 raw[rows] = fresh
         if renormalize:
             # the feasible set or a normalized plugin's raw score moved: every node may rank anew
-            self.parts = self.profile.weighted(self.pod, self.raws, self.feasible)
+            self.parts = self.profile.weighted(
+                self.pod, self.table, np.arange(self.table.size), self.raws, self.feasible
+            )
             self.scores = final_scores(self.parts, self.feasible)
             return
         for (plugin, weight), raw, part in zip(scorers, self.raws, self.parts, strict=True):
@@ -135,7 +139,9 @@ class ClassState:
         window = order[:processed]
         if any(plugin.normalizes for plugin, _ in self.profile.scorers):
             feasible = self.feasible[window]
-            parts = self.profile.weighted(self.pod, [raw[window] for raw in self.raws], feasible)
+            parts = self.profile.weighted(
+                self.pod, self.table, window, [raw[window] for raw in self.raws], feasible
+            )
             scores = final_scores(parts, feasible)
         else:
             scores = self.scores[window]

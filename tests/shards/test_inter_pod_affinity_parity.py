@@ -234,7 +234,7 @@ def agree(plugin: InterPodAffinity, s: Scenario, table: NodeTable, view: StaticV
     assert (plugin.score(pod, table, every(table))[rows] == raw).all()
     for subset in (mask, np.ones(len(rows), dtype=bool)):
         chosen = [n for n, ok in zip(names, subset.tolist(), strict=True) if ok]
-        got = plugin.normalize(pod, raw[subset]).tolist()
+        got = plugin.normalize(pod, table, rows[subset], raw[subset]).tolist()
         assert dict(zip(chosen, got, strict=True)) == score_nodes(
             s.pod, chosen, view, s.hard, ignore_preferred_terms_of_existing_pods=s.ignore
         )

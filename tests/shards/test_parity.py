@@ -385,7 +385,11 @@ def test_every_plugin_matches_its_reference(scenario: Scenario) -> None:
         if not plugin.dynamic:
             assert np.array_equal(plugin.score(bare_pod, bare, every(bare)), raw), name
         kept = [w for w, ok in zip(want, feasible, strict=True) if ok]
-        normalized = plugin.normalize(pod, raw[feasible]) if plugin.normalizes else raw[feasible]
+        normalized = (
+            plugin.normalize(pod, table, np.flatnonzero(feasible), raw[feasible])
+            if plugin.normalizes
+            else raw[feasible]
+        )
         assert normalized.tolist() == (ref.normalize(kept) if ref.normalize else kept), name
 
 

@@ -192,5 +192,5 @@ def test_plugin_agrees_with_the_per_node_rule(world, data):
     feasible = [n for n in names if data.draw(st.booleans())] or names
     rows = np.array([table.index[n] for n in feasible], dtype=np.intp)
     raw = plugin.score(pod, table, every(table))
-    got = dict(zip(feasible, plugin.normalize(pod, raw[rows]).tolist(), strict=True))
+    got = dict(zip(feasible, plugin.normalize(pod, table, rows, raw[rows]).tolist(), strict=True))
     assert got == spread_scores(spec, feasible, view)

@@ -249,7 +249,9 @@ class InterPodAffinity(FilterPlugin, ScorePlugin):
                 total += domains[codes[rows]]
         return total
 
-    def normalize(self, pod: PodClass, scores: np.ndarray) -> np.ndarray:
+    def normalize(
+        self, pod: PodClass, table: NodeTable, rows: np.ndarray, scores: np.ndarray
+    ) -> np.ndarray:
         """Upstream's min..max scaling in float64, truncated; all 0 when the scores are flat."""
         if not len(scores):
             return scores

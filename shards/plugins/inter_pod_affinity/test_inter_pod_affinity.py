@@ -122,7 +122,13 @@ class Cluster:
         plugin = plugin or InterPodAffinity()
         pod = PodClass.compile(spec, self.table)
         raw = plugin.score(pod, self.table, every(self.table))
-        scores = dict(zip(self.table.names, plugin.normalize(pod, raw).tolist(), strict=True))
+        scores = dict(
+            zip(
+                self.table.names,
+                plugin.normalize(pod, self.table, np.arange(self.table.size), raw).tolist(),
+                strict=True,
+            )
+        )
         assert scores == score_nodes(spec, self.table.names, self.view, **args)
         return scores
 

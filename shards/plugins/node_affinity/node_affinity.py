@@ -133,5 +133,7 @@ class NodeAffinity(FilterPlugin, ScorePlugin):
             pod.spec.preferred_terms, table, rows
         )
 
-    def normalize(self, pod: PodClass, scores: np.ndarray) -> np.ndarray:
+    def normalize(
+        self, pod: PodClass, table: NodeTable, rows: np.ndarray, scores: np.ndarray
+    ) -> np.ndarray:
         return default_normalize(scores, reverse=False)

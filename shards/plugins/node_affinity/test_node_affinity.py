@@ -107,7 +107,7 @@ def test_preferred_weights_add_up_and_normalize_by_the_maximum():
     raw = plugin.score(pod, table, every(table))
     assert raw.tolist() == [10, 40, 50, 50]
     # normalized over the feasible nodes only
-    assert plugin.normalize(pod, raw[:3]).tolist() == [20, 80, 100]
+    assert plugin.normalize(pod, table, np.arange(3), raw[:3]).tolist() == [20, 80, 100]
 
 
 def test_no_preference_scores_zero_everywhere():
@@ -116,7 +116,7 @@ def test_no_preference_scores_zero_everywhere():
     plugin = NodeAffinity()
     scores = plugin.score(pod, table, every(table))
     assert scores.tolist() == [0, 0, 0]
-    assert plugin.normalize(pod, scores).tolist() == [0, 0, 0]
+    assert plugin.normalize(pod, table, np.arange(table.size), scores).tolist() == [0, 0, 0]
 
 
 ADDED = {

@@ -11,11 +11,10 @@ constraints costs one attribute test.
 
 Scoring depends on the feasible set (upstream's PreScore sees only the nodes
 that passed the filters: their number of domains weighs each constraint, and
-those lacking a topology key are ignored), which the framework gives only to
-`normalize`, as the raw scores of the feasible rows. So `score` returns each
-row's index as its raw score and keeps what it counted for the class;
-`normalize` reads the feasible rows from those indices and computes upstream's
-Score and NormalizeScore over exactly them.
+those lacking a topology key are ignored). The framework names the feasible
+rows only to `normalize`, so `score` leaves the raw scores at zero and
+`normalize` counts and computes upstream's Score and NormalizeScore over
+exactly those rows.
 
 Default constraints (PodTopologySpreadArgs) take effect upstream only for pods
 without constraints of their own, with a selector built from the pod's
@@ -26,7 +25,7 @@ pod that no Service or controller selects, no default constraint applies.
 
 from __future__ import annotations
 
-from collections import Counter, OrderedDict
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,15 +52,13 @@ from shards.plugins.taint_toleration.taint_toleration import first_untolerated
 _PASSES, _SKEWED, _MISSING_LABEL = 0, 1, 2
 _REASONS = {_SKEWED: REASON, _MISSING_LABEL: REASON_MISSING_LABEL}
 _POD_AFFINITY = NodeAffinity()  # the pod's own nodeSelector and required terms, nothing added
-_REMEMBERED = 256  # classes whose counts are kept between score and normalize
 _MASKS = 4096  # (namespace, selector) pairs whose peer masks are kept
 
 
 @dataclass(slots=True)
 class _Counted:
-    """What `score` counted for one class, for `normalize` to finish over the feasible rows."""
+    """What a class's spreading counts, for `normalize` to score over the feasible rows."""
 
-    pod: PodClass  # held so that id(pod), the key, stays this pod's
     constraints: tuple[Spread, ...]
     codes: list[np.ndarray]  # per constraint, each row's domain code (-1: no such label)
     scorable: np.ndarray  # rows with every topology key; the others are ignored
@@ -137,7 +134,6 @@ class PodTopologySpread(FilterPlugin, ScorePlugin):
         self.defaulting_type = defaulting_type
         self.default_constraints = default_constraints  # kept, never applied: see the module
         self._masks = _PeerMasks()
-        self._counted: OrderedDict[int, _Counted] = OrderedDict()
 
     @classmethod
     def from_args(cls, args: dict[str, Any]) -> PodTopologySpread:
@@ -202,9 +198,11 @@ class PodTopologySpread(FilterPlugin, ScorePlugin):
     # --- score --------------------------------------------------------------------
 
     def score(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
-        """Each row's index: `normalize` computes the scores once it knows the feasible rows."""
-        if not any(c.when_unsatisfiable == SCHEDULE_ANYWAY for c in pod.spec.topology_spread):
-            return np.zeros(table.alive[rows].shape, dtype=np.int64)
+        """Nothing yet: the score depends on which nodes are feasible, so `normalize` makes it."""
+        return np.zeros(table.alive[rows].shape, dtype=np.int64)
+
+    def _count(self, pod: PodClass, table: NodeTable) -> _Counted:
+        """Per ScheduleAnyway constraint, the matching pods per domain (or node, for hostname)."""
         constraints = spreads(pod.spec, SCHEDULE_ANYWAY)
         every = slice(0, table.size)
         coded = [table.label_codes(c.topology_key) for c in constraints]
@@ -221,22 +219,16 @@ class PodTopologySpread(FilterPlugin, ScorePlugin):
                 continue
             counted = scorable if admitted is None else scorable & admitted
             counts.append(_with_absent(_per_domain(code[counted], pods[counted], len(vocab))))
-        codes = [code for code, _ in coded]
-        self._counted[id(pod)] = _Counted(pod, constraints, codes, scorable, counts)
-        self._counted.move_to_end(id(pod))
-        if len(self._counted) > _REMEMBERED:
-            self._counted.popitem(last=False)
-        return np.arange(table.size, dtype=np.int64)[rows]
+        return _Counted(constraints, [code for code, _ in coded], scorable, counts)
 
-    def normalize(self, pod: PodClass, scores: np.ndarray) -> np.ndarray:
-        """Upstream's PreScore, Score and NormalizeScore over the feasible rows in `scores`."""
+    def normalize(
+        self, pod: PodClass, table: NodeTable, rows: np.ndarray, scores: np.ndarray
+    ) -> np.ndarray:
+        """Upstream's PreScore, Score and NormalizeScore over the feasible `rows`."""
         out = np.zeros_like(scores)
         if not any(c.when_unsatisfiable == SCHEDULE_ANYWAY for c in pod.spec.topology_spread):
             return out  # upstream skips the plugin for this pod
-        counted = self._counted.get(id(pod))
-        if counted is None:
-            raise LookupError(f"{self.name}: normalize before score for this pod class")
-        rows = scores.astype(np.intp)
+        counted = self._count(pod, table)
         scored = counted.scorable[rows]
         if not scored.any():
             return out

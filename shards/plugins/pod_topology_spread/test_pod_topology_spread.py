@@ -82,7 +82,7 @@ def scores(table, view, pod, names=None):
     names = table.names if names is None else names
     rows = np.array([table.index[n] for n in names], dtype=np.intp)
     raw = plugin.score(pod, table, every(table))
-    got = dict(zip(names, plugin.normalize(pod, raw[rows]).tolist(), strict=True))
+    got = dict(zip(names, plugin.normalize(pod, table, rows, raw[rows]).tolist(), strict=True))
     assert got == spread_scores(pod.spec, names, view)
     return got
 

@@ -73,6 +73,8 @@ class TaintToleration(FilterPlugin, ScorePlugin):
         )
         return counts[codes[rows]]
 
-    def normalize(self, pod: PodClass, scores: np.ndarray) -> np.ndarray:
+    def normalize(
+        self, pod: PodClass, table: NodeTable, rows: np.ndarray, scores: np.ndarray
+    ) -> np.ndarray:
         """Fewer intolerable taints is better: scaled by the maximum and reversed."""
         return default_normalize(scores, reverse=True)

@@ -115,5 +115,5 @@ def test_score_counts_untolerated_prefer_no_schedule_taints(tolerations, raw, no
     plugin = TaintToleration()
     scores = plugin.score(pod, table, every(table))
     assert scores.tolist() == raw
-    assert plugin.normalize(pod, scores).tolist() == normalized
+    assert plugin.normalize(pod, table, np.arange(table.size), scores).tolist() == normalized
     assert plugin.score(pod, table, np.array([2])).tolist() == raw[2:]
