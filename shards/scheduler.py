@@ -55,6 +55,7 @@ class ClassState:
     """
 
     __slots__ = (
+        "_spanned",
         "_why",
         "feasible",
         "mark",
@@ -70,6 +71,7 @@ class ClassState:
     def __init__(self, pod: PodClass, profile: Profile, table: NodeTable) -> None:
         self.pod, self.profile, self.table = pod, profile, table
         self.static = profile.feasible(pod, table, slice(0, table.size), dynamic=False)
+        self._spanned = profile.spans_nodes(pod, table)
         self._judge_all()
         self._why: tuple[int, Counter[str]] | None = None
 
@@ -89,8 +91,11 @@ class ClassState:
         log = self.table.changed_rows
         if len(log) == self.mark:
             return
-        if self.profile.spans_nodes(self.pod, self.table):
-            self._judge_all()  # counts per topology domain moved: every node may answer anew
+        spans = self.profile.spans_nodes(self.pod, self.table)
+        if spans or self._spanned:
+            # counts per topology domain moved (or did until this change): judge every node
+            self._spanned = spans
+            self._judge_all()
             return
         rows = np.unique(np.asarray(log[self.mark :], dtype=np.intp))
         self.mark = len(log)
