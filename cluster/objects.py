@@ -8,14 +8,10 @@ equivalence class that a shard judges once.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
-from typing import Any
-
-import msgpack
 
 from cluster.selectors import LabelSelector, NodeSelectorTerm
-from cluster.wire import from_wire, to_wire
+from cluster.wire import Wire
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +82,7 @@ class TopologySpreadConstraint:
 
 
 @dataclass(frozen=True, slots=True)
-class Peer:
+class Peer(Wire):
     """What other pods' inter-pod affinity and topology spreading see of a placed pod.
 
     Pods with the same peer are counted together per node, in the store and
@@ -100,20 +96,13 @@ class Peer:
     anti_affinity_required: tuple[PodAffinityTerm, ...] = ()
     anti_affinity_preferred: tuple[WeightedPodAffinityTerm, ...] = ()
 
-    def to_wire(self) -> list[Any]:
-        return to_wire(self)  # type: ignore[no-any-return]
-
-    @classmethod
-    def from_wire(cls, wire: list[Any]) -> Peer:
-        return from_wire(cls, wire)
-
     @property
     def id(self) -> str:
-        return hashlib.blake2b(msgpack.packb(self.to_wire()), digest_size=12).hexdigest()
+        return self.wire_digest(12).hex()
 
 
 @dataclass(frozen=True, slots=True)
-class SchedulingSpec:
+class SchedulingSpec(Wire):
     """Everything about a pod that decides where it may go and how nodes score."""
 
     requests: tuple[tuple[str, int], ...]  # sorted, with `pods` and score-only amounts
@@ -133,16 +122,9 @@ class SchedulingSpec:
     anti_affinity_required: tuple[PodAffinityTerm, ...] = ()
     anti_affinity_preferred: tuple[WeightedPodAffinityTerm, ...] = ()
 
-    def to_wire(self) -> list[Any]:
-        return to_wire(self)  # type: ignore[no-any-return]
-
-    @classmethod
-    def from_wire(cls, wire: list[Any]) -> SchedulingSpec:
-        return from_wire(cls, wire)
-
     @property
     def digest(self) -> bytes:
-        return hashlib.blake2b(msgpack.packb(self.to_wire()), digest_size=16).digest()
+        return self.wire_digest(16)
 
     @property
     def peer(self) -> Peer:
@@ -181,17 +163,10 @@ class ContainerImage:
 
 
 @dataclass(slots=True)
-class Node:
+class Node(Wire):
     name: str
     allocatable: dict[str, int]
     labels: dict[str, str] = field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
     unschedulable: bool = False
     images: tuple[ContainerImage, ...] = ()
-
-    def to_wire(self) -> list[Any]:
-        return to_wire(self)  # type: ignore[no-any-return]
-
-    @classmethod
-    def from_wire(cls, wire: list[Any]) -> Node:
-        return from_wire(cls, wire)

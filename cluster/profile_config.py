@@ -10,32 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from cluster.wire import Wire
+
 
 @dataclass(frozen=True, slots=True)
-class ProfileConfig:
+class ProfileConfig(Wire):
     scheduler_name: str
     filters: tuple[str, ...]  # Filter plugins, in the order they run
     scorers: tuple[tuple[str, int], ...]  # Score plugins with their weights
     args: dict[str, dict[str, Any]] = field(default_factory=dict)  # pluginConfig, by plugin
     # None: upstream's adaptive rule; 100: score every feasible node
     percentage_of_nodes_to_score: int | None = None
-
-    def to_wire(self) -> list[Any]:
-        return [
-            self.scheduler_name,
-            list(self.filters),
-            [list(s) for s in self.scorers],
-            self.args,
-            self.percentage_of_nodes_to_score,
-        ]
-
-    @classmethod
-    def from_wire(cls, wire: list[Any]) -> ProfileConfig:
-        name, filters, scorers, args, percentage = wire
-        return cls(
-            scheduler_name=name,
-            filters=tuple(filters),
-            scorers=tuple((n, int(w)) for n, w in scorers),
-            args=dict(args),
-            percentage_of_nodes_to_score=percentage,
-        )

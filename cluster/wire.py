@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import types
 import typing
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
+
+import msgpack
 
 T = TypeVar("T")
 _SCALARS = (int, str, bool, float, bytes)
@@ -74,3 +77,20 @@ def _decode(tp: Any, data: Any) -> Any:
             raise TypeError(f"expected {tp.__name__}, got {data!r:.80}")
         return data
     raise TypeError(f"cannot decode type {tp!r}")
+
+
+class Wire:
+    """For dataclasses that travel: `to_wire`, `from_wire` and a digest of the wire form."""
+
+    __slots__ = ()
+
+    def to_wire(self) -> list[Any]:
+        return to_wire(self)  # type: ignore[no-any-return]
+
+    @classmethod
+    def from_wire(cls, wire: list[Any]) -> Self:
+        return from_wire(cls, wire)
+
+    def wire_digest(self, size: int) -> bytes:
+        """A stable name for the value: equal values, equal digests, in every process."""
+        return hashlib.blake2b(msgpack.packb(self.to_wire()), digest_size=size).digest()
