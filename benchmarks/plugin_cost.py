@@ -5,7 +5,7 @@
 For each kind of pod, two figures: the first pod of an equivalence class
 (every plugin over every node) and each further pod of the class (the shard
 places it and judges again only what changed). The profile is every
-registered plugin with kube-scheduler's default weights, scoring all nodes.
+plugin optimist runs of kube-scheduler's default profile, scoring all nodes.
 """
 
 from __future__ import annotations
@@ -13,35 +13,25 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from cluster.manifests import pod_from_manifest
-from cluster.profile_config import ProfileConfig
+from optimist.config import DEFAULT_PROFILE
 from shards.framework import PodClass, Profile
 from shards.plugins import build_profile
-from shards.plugins.registry import filter_plugins, score_plugins
 from shards.scheduler import ClassState
 from shards.testing import node, table_of
 
-FILTER_ORDER = (
-    "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts",
-    "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity",
-)  # fmt: skip
-SCORE_WEIGHTS = {
-    "TaintToleration": 3, "NodeAffinity": 2, "PodTopologySpread": 2, "InterPodAffinity": 2,
-    "NodeResourcesFit": 1, "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1,
-}  # fmt: skip
 ZONES = 10
 EXISTING_KINDS = 20
 
 
 def profile() -> Profile:
-    """Every registered plugin, in upstream's order and with its default weight."""
-    filters = tuple(n for n in FILTER_ORDER if n in filter_plugins())
-    scorers = tuple((n, w) for n, w in SCORE_WEIGHTS.items() if n in score_plugins())
-    return build_profile(ProfileConfig("bench", filters, scorers, percentage_of_nodes_to_score=100))
+    """kube-scheduler's default profile as optimist runs it, scoring every node."""
+    return build_profile(replace(DEFAULT_PROFILE, percentage_of_nodes_to_score=100))
 
 
 def pod(name: str, **spec: Any) -> dict[str, Any]:
