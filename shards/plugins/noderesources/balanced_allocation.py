@@ -30,6 +30,9 @@ def balanced_score(requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
         requested.astype(np.float64) / np.where(counted, capacity, 1).astype(np.float64), 1.0
     )
     fractions = np.where(counted, fractions, 0.0)
+    if fractions.shape[1] == 2:  # the default (cpu, memory): |a - b| / 2, or 0 if one is left out
+        std = np.where(counted.all(axis=1), np.abs((fractions[:, 0] - fractions[:, 1]) / 2), 0.0)
+        return np.trunc((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
     n = counted.sum(axis=1)
     total = np.zeros(len(n))
     for column in fractions.T:  # summed left to right, as upstream's loop

@@ -11,6 +11,7 @@ BalancedAllocation uses the actual requests.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -71,22 +72,51 @@ def requested_and_capacity(
     pod does not ask for, a resource the node does not have, or one upstream
     never scores (such as `pods`).
     """
+    scored, cap_cols, used_cols, asked = _layout(
+        pod.spec.requests, tuple(table.columns), resources, use_requested
+    )
     count = len(table.alive[rows])
     requested = np.zeros((count, len(resources)), dtype=np.int64)
     capacity = np.zeros_like(requested)
-    for i, resource in enumerate(resources):
-        source = _usage_column(resource.name, use_requested)
-        if source not in table.col or resource.name not in table.col:
-            continue  # no node has it: allocatable is 0 everywhere
-        used = table.col[source]
-        # A column added after the pod was laid out is one the pod does not ask for.
-        asked = int(pod.request[used]) if used < len(pod.request) else 0
-        if asked == 0 and is_scalar(resource.name):
-            continue
-        capacity[:, i] = table.alloc[rows, table.col[resource.name]]
-        requested[:, i] = table.used[rows, used] + table.assumed[rows, used] + asked
+    if len(scored):
+        capacity[:, scored] = table.alloc[rows][:, cap_cols]
+        used = table.used[rows][:, used_cols] + table.assumed[rows][:, used_cols]
+        requested[:, scored] = used + asked
     requested[capacity == 0] = 0
     return requested, capacity
+
+
+@functools.lru_cache(maxsize=4096)
+def _layout(
+    requests: tuple[tuple[str, int], ...],
+    columns: tuple[str, ...],
+    resources: tuple[ResourceWeight, ...],
+    use_requested: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Which resources a class is scored on, and where: worked out once per class and layout.
+
+    Returns the scored resources' positions, their allocatable and usage
+    columns, and the pod's own request of each.
+    """
+    col = {name: i for i, name in enumerate(columns)}
+    asks = dict(requests)
+    scored, cap_cols, used_cols, asked = [], [], [], []
+    for i, resource in enumerate(resources):
+        source = _usage_column(resource.name, use_requested)
+        if source not in col or resource.name not in col:
+            continue  # no node has it: allocatable is 0 everywhere
+        if asks.get(source, 0) == 0 and is_scalar(resource.name):
+            continue
+        scored.append(i)
+        cap_cols.append(col[resource.name])
+        used_cols.append(col[source])
+        asked.append(asks.get(source, 0))
+    return (
+        np.array(scored, dtype=np.intp),
+        np.array(cap_cols, dtype=np.intp),
+        np.array(used_cols, dtype=np.intp),
+        np.array(asked, dtype=np.int64),
+    )
 
 
 def weighted_sums(
