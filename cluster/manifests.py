@@ -400,6 +400,7 @@ def pod_from_manifest(raw: Mapping[str, Any]) -> Pod:
             anti_affinity_preferred=anti_preferred,
         ),
         node_name=node_name,
+        manifest=raw,
     )
 
 

@@ -40,6 +40,8 @@ class UnitRequest:
     key: str
     pods: list[tuple[str, int]]  # (pod key, index into ShardBatch.classes)
     min_member: int = 1
+    # the pods' manifests, sent only when scheduler extenders need whole pods
+    manifests: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -61,7 +63,7 @@ class ShardBatch:
             [
                 self.batch_id,
                 [c.to_wire() for c in self.classes],
-                [[u.key, [list(p) for p in u.pods], u.min_member] for u in self.units],
+                [[u.key, [list(p) for p in u.pods], u.min_member, u.manifests] for u in self.units],
                 self.resolved,
             ]
         )
@@ -74,8 +76,8 @@ class ShardBatch:
                 batch_id=int(batch_id),
                 classes=[SchedulingSpec.from_wire(c) for c in classes],
                 units=[
-                    UnitRequest(k, [(str(p), int(c)) for p, c in pods], int(m))
-                    for k, pods, m in units
+                    UnitRequest(k, [(str(p), int(c)) for p, c in pods], int(m), list(manifests))
+                    for k, pods, m, manifests in units
                 ],
                 resolved=[int(b) for b in resolved],
             )
@@ -128,6 +130,7 @@ class ShardResult:
     decisions: list[Decision]
     sync_s: float = 0.0
     decide_s: float = 0.0
+    extender_errors: int = 0  # calls to extenders that failed and were skipped (ignorable)
 
     def encode(self) -> bytes:
         return _pack(
@@ -146,13 +149,16 @@ class ShardResult:
                 ],
                 self.sync_s,
                 self.decide_s,
+                self.extender_errors,
             ]
         )
 
     @classmethod
     def decode(cls, data: bytes) -> ShardResult:
         try:
-            shard, batch_id, version, decisions, sync_s, decide_s = _unpack(data, "ShardResult")
+            shard, batch_id, version, decisions, sync_s, decide_s, errors = _unpack(
+                data, "ShardResult"
+            )
             return cls(
                 shard=int(shard),
                 batch_id=int(batch_id),
@@ -165,6 +171,7 @@ class ShardResult:
                 ],
                 sync_s=float(sync_s),
                 decide_s=float(decide_s),
+                extender_errors=int(errors),
             )
         except (TypeError, ValueError) as err:
             raise MalformedMessage(f"ShardResult: {err}") from None

@@ -8,7 +8,9 @@ equivalence class that a shard judges once.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from cluster.selectors import LabelSelector, NodeSelectorTerm
 from cluster.wire import Wire
@@ -146,6 +148,7 @@ class Pod:
     priority: int
     spec: SchedulingSpec
     node_name: str = ""  # set when the manifest is already bound
+    manifest: Mapping[str, Any] | None = None  # the source object, for scheduler extenders
 
     @property
     def key(self) -> str:

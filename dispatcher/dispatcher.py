@@ -32,14 +32,20 @@ class DispatchStats:
     conflicts: int = 0
     bind_failures: int = 0
     bound_pods: int = 0
+    extender_errors: int = 0  # ignorable extenders' failed calls, skipped by the shards
     units_by_shard: dict[int, int] = field(default_factory=lambda: defaultdict(int))
     pods_by_shard: dict[int, int] = field(default_factory=lambda: defaultdict(int))
 
 
 class Dispatcher:
     def __init__(
-        self, backoff: Backoff | None = None, clock: Callable[[], float] = time.monotonic
+        self,
+        backoff: Backoff | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        send_manifests: bool = False,
     ) -> None:
+        self.send_manifests = send_manifests  # scheduler extenders need whole pods
         self.queue = SchedulingQueue(backoff or Backoff())
         self.clock = clock
         self.units: dict[str, QueuedUnit] = {}
@@ -94,7 +100,8 @@ class Dispatcher:
                     index = classes[pod.spec] = len(specs)
                     specs.append(pod.spec)
                 members.append((pod.key, index))
-            units.append(UnitRequest(unit.key, members, len(unit.pods)))
+            manifests = [dict(p.manifest or {}) for p in unit.pods] if self.send_manifests else []
+            units.append(UnitRequest(unit.key, members, len(unit.pods), manifests))
             pods += len(unit.pods)
         resolved = self._resolved.pop(shard, [])
         if not units and not resolved:
@@ -111,6 +118,7 @@ class Dispatcher:
     def on_result(self, result: ShardResult) -> tuple[list[SchedulingSpec], list[Decision]]:
         """Take a shard's decisions; returns the classes and the placed decisions for the binder."""
         batch = self.batches[result.batch_id]
+        self.stats.extender_errors += result.extender_errors
         answered = set()
         placed = []
         for decision in result.decisions:

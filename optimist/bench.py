@@ -93,6 +93,8 @@ def run_bench(settings: Settings, workload: Workload, *, show_progress: bool = F
             "attempts_per_pod": stats.pod_attempts / workload.pods if workload.pods else 0.0,
             "bind_failures": stats.bind_failures,
             "shard_failures": loop.shard_failures,
+            "extender_errors": stats.extender_errors,
+            "cross_pod_refusals": loop.binder.guard.refused,
             "store_commits": loop.binder.commits,
             "duration_s": end - start,
             "throughput_pods_per_s": report.throughput(bound_at, start, end),

@@ -25,6 +25,7 @@ class Settings:
     backoff_initial_s: float = 1.0
     backoff_max_s: float = 10.0
     seed: int = 0
+    extenders: tuple[dict[str, Any], ...] = ()  # HTTP scheduler extenders, as in the file
     metrics_address: str = "127.0.0.1:10259"  # carried from the file; not served yet
     node_partitions: bool = False  # carried from the file; not used yet
 
@@ -75,6 +76,7 @@ class Settings:
         return cls(
             **values,
             profiles=configuration.profiles,
+            extenders=configuration.extenders,
             backoff_initial_s=float(configuration.pod_initial_backoff_seconds),
             backoff_max_s=float(configuration.pod_max_backoff_seconds),
         )
@@ -89,4 +91,17 @@ class Settings:
         out["profiles"] = [p.to_wire() for p in self.profiles]
         if self.redis_url:
             out["redis_url"] = redact(self.redis_url)
+        out["extenders"] = [_without_keys(e) for e in self.extenders]
         return out
+
+
+_SECRET_TLS_FIELDS = ("keyData", "keyFile", "certData", "caData")
+
+
+def _without_keys(extender: dict[str, Any]) -> dict[str, Any]:
+    """An extender's settings with its TLS key and certificate material left out."""
+    tls = {
+        k: ("***" if k in _SECRET_TLS_FIELDS else v)
+        for k, v in (extender.get("tlsConfig") or {}).items()
+    }
+    return {**extender, "tlsConfig": tls} if tls else dict(extender)

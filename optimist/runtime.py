@@ -66,7 +66,9 @@ class Platform:
         self._own_ray = init_ray(s.ray_address)
         profiles = [p.to_wire() for p in s.profiles]
         self.shards = [
-            ShardActor.remote(i, self.redis_url, s.key_prefix, profiles, s.seed * 1000 + i)
+            ShardActor.remote(
+                i, self.redis_url, s.key_prefix, profiles, list(s.extenders), s.seed * 1000 + i
+            )
             for i in range(s.shards)
         ]
         self.shard_info = ray.get([shard.info.remote() for shard in self.shards])
@@ -94,7 +96,9 @@ class SchedulingLoop:
         self.settings = s
         self.shards = platform.shards
         self.cluster = cluster
-        self.dispatcher = Dispatcher(Backoff(s.backoff_initial_s, s.backoff_max_s))
+        self.dispatcher = Dispatcher(
+            Backoff(s.backoff_initial_s, s.backoff_max_s), send_manifests=bool(s.extenders)
+        )
         self.binder = Binder(platform.store, cluster, s.profiles)
         self.on_bound = on_bound
         self._inflight: dict[ray.ObjectRef, tuple[int, int]] = {}  # ref -> (shard, batch id)

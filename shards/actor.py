@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import Any
 
 import ray
 
@@ -11,6 +12,7 @@ from cluster.messages import ShardBatch
 from cluster.profile_config import ProfileConfig
 from cluster.redis_server import connect
 from cluster.store import Keys, NodeStore
+from shards.extender import HTTPExtender
 from shards.plugins import build_profile
 from shards.scheduler import ShardCore
 
@@ -20,11 +22,18 @@ log = logging.getLogger(__name__)
 @ray.remote(num_cpus=0)
 class ShardActor:
     def __init__(
-        self, shard_id: int, redis_url: str, key_prefix: str, profiles: list[list], seed: int
+        self,
+        shard_id: int,
+        redis_url: str,
+        key_prefix: str,
+        profiles: list[list[Any]],
+        extenders: list[dict[str, Any]],
+        seed: int,
     ) -> None:
         store = NodeStore(connect(redis_url), Keys(key_prefix))
         built = [build_profile(ProfileConfig.from_wire(p)) for p in profiles]
-        self.core = ShardCore(shard_id, store, built, seed)
+        consulted = [HTTPExtender.from_config(e) for e in extenders]
+        self.core = ShardCore(shard_id, store, built, seed, consulted)
 
     def info(self) -> dict[str, object]:
         """Where this shard runs, for the report."""

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import time
 from collections import Counter, OrderedDict
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from cluster.messages import Decision, PodPlacement, ShardBatch, ShardResult, UnitRequest
 from cluster.objects import SchedulingSpec
 from cluster.store import NodeStore
+from shards.extender import ExtenderError, HTTPExtender
 from shards.framework import PodClass, Profile, final_scores
 from shards.node_table import NodeTable
 
@@ -153,6 +156,11 @@ class ClassState:
         i = pick(scores, rng)
         return (int(window[i]) if i >= 0 else -1), processed
 
+    def feasible_rows(self) -> np.ndarray:
+        """Every node the plugins let this pod onto, now."""
+        self._catch_up()
+        return np.flatnonzero(self.feasible)
+
     def why(self) -> Counter[str]:
         """Why no node fits, computed once until the table changes again."""
         mark = len(self.table.changed_rows)
@@ -164,10 +172,19 @@ class ClassState:
 class ShardCore:
     """Everything a shard does, without Ray: the actor is a thin shell around this."""
 
-    def __init__(self, shard_id: int, store: NodeStore, profiles: list[Profile], seed: int) -> None:
+    def __init__(
+        self,
+        shard_id: int,
+        store: NodeStore,
+        profiles: list[Profile],
+        seed: int,
+        extenders: Sequence[HTTPExtender] = (),
+    ) -> None:
         self.shard_id = shard_id
         self.store = store
         self.profiles = {p.name: p for p in profiles}
+        self.extenders = list(extenders)
+        self._extender_errors = 0  # since the last result
         self._next_start = 0  # where the next search for feasible nodes begins
         self.table = NodeTable()
         self.rng = np.random.default_rng(seed)
@@ -188,6 +205,7 @@ class ShardCore:
             self._stop_assuming(unit)
         synced = time.perf_counter()
         decisions = self._decide(batch)
+        errors, self._extender_errors = self._extender_errors, 0
         return ShardResult(
             shard=self.shard_id,
             batch_id=batch.batch_id,
@@ -195,6 +213,7 @@ class ShardCore:
             decisions=decisions,
             sync_s=synced - started,
             decide_s=time.perf_counter() - synced,
+            extender_errors=errors,
         )
 
     def _stop_assuming(self, unit: str) -> None:
@@ -233,7 +252,7 @@ class ShardCore:
     ) -> tuple[Decision, list[tuple[int, PodClass]]]:
         """All pods of the unit placed (and assumed) in the table, or none and the reasons."""
         chosen: list[tuple[int, PodClass]] = []
-        for _, cls in unit.pods:
+        for i, (_, cls) in enumerate(unit.pods):
             state = states.get(cls)
             if state is None:
                 profile = self.profiles.get(classes[cls].spec.profile)
@@ -241,11 +260,17 @@ class ShardCore:
                     why = {f"profile {classes[cls].spec.profile!r} is not configured": 1}
                     return Decision(unit.key, [], why, self.table.size), []
                 state = states[cls] = ClassState(classes[cls], profile, self.table)
-            row, searched = state.best(self.rng, self._next_start)
-            self._next_start = (self._next_start + searched) % max(self.table.size, 1)
+            manifest = unit.manifests[i] if unit.manifests else None
+            consulted = [e for e in self.extenders if manifest and e.interested(manifest)]
+            if manifest and consulted:
+                row, reasons = self._consult(state, manifest, consulted)
+            else:
+                row, searched = state.best(self.rng, self._next_start)
+                self._next_start = (self._next_start + searched) % max(self.table.size, 1)
+                reasons = {}
             if row < 0:
                 # the reasons count the unit's own pods placed so far, then those are undone
-                reasons = dict(state.why())
+                reasons = reasons or dict(state.why())
                 for placed_row, pod in chosen:
                     self.table.forget(placed_row, pod.request, pod.ports, pod.peer)
                 alive = int(self.table.alive[: self.table.size].sum())
@@ -259,3 +284,45 @@ class ShardCore:
             for (key, cls), (row, _) in zip(unit.pods, chosen, strict=True)
         ]
         return Decision(unit.key, placements), chosen
+
+    def _consult(
+        self, state: ClassState, manifest: dict[str, Any], extenders: list[HTTPExtender]
+    ) -> tuple[int, dict[str, int]]:
+        """Upstream's extender steps for one pod: filter after the plugins, then add scores.
+
+        Extenders see every feasible node. A failed filter call fails the
+        attempt unless the extender is ignorable; a failed prioritize call is
+        skipped, as upstream does. Both skips are counted in the result.
+        """
+        specs = (self.table.specs[row] for row in state.feasible_rows())
+        nodes = [spec for spec in specs if spec is not None]
+        failed: Counter[str] = Counter()
+        for extender in extenders:
+            if not extender.has_filter or not nodes:
+                continue
+            try:
+                answer = extender.filter(manifest, nodes)
+            except ExtenderError as err:
+                if not extender.ignorable:
+                    return -1, {f"extender {extender.name} failed: {err}": len(nodes)}
+                self._extender_errors += 1
+                continue
+            failed.update(answer.failed.values())
+            failed.update(answer.unresolvable.values())
+            kept = set(answer.passed)
+            nodes = [n for n in nodes if n.name in kept]
+        if not nodes:
+            return -1, dict(failed) or dict(state.why())
+        rows = np.array([self.table.index[n.name] for n in nodes], dtype=np.intp)
+        scores = state.scores[rows].copy()
+        for extender in extenders:
+            if not extender.has_prioritize:
+                continue
+            try:
+                raw = extender.prioritize(manifest, nodes)
+            except ExtenderError:
+                self._extender_errors += 1
+                continue
+            extra = extender.weighted_scores(raw)
+            scores += np.array([extra.get(n.name, 0) for n in nodes], dtype=np.int64)
+        return int(rows[pick(scores, self.rng)]), {}

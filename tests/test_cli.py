@@ -65,3 +65,12 @@ def test_redis_password_never_reaches_the_report():
     public = Settings(redis_url="redis://:s3cret@127.0.0.1:6399/0").public()
     assert "s3cret" not in json.dumps(public)
     assert public["redis_url"] == "redis://:***@127.0.0.1:6399/0"
+
+
+def test_extender_keys_never_reach_the_report():
+    from optimist.config import Settings
+
+    tls = {"keyData": "c2VjcmV0LWtleQ==", "caData": "Y2E=", "insecure": False}
+    public = Settings(extenders=({"urlPrefix": "https://x", "tlsConfig": tls},)).public()
+    assert "c2VjcmV0LWtleQ==" not in json.dumps(public)
+    assert public["extenders"][0]["tlsConfig"]["insecure"] is False
