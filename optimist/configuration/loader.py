@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from cluster.profile_config import ProfileConfig
 from optimist.configuration.component import _component, _extenders
 from optimist.configuration.fields import _INT32, _INT64, MISSING, ConfigError, _int, _mapping
 from optimist.configuration.model import (
@@ -154,7 +156,9 @@ def _kube_scheduler(doc: dict[str, Any], options: OptimistOptions) -> Configurat
     extenders = _extenders(m.get("extenders"))
     return Configuration(
         profiles=tuple(
-            _active(p, known, pct if pct is not None else percentage)
+            _leave_to_extenders(
+                _active(p, known, pct if pct is not None else percentage), extenders
+            )
             for p, pct in zip(expanded, percentages, strict=True)
         ),
         expanded=tuple(expanded),
@@ -173,3 +177,22 @@ def _optional_int(
     m: dict[str, Any], key: str, default: int, *, bits: tuple[int, int] = _INT32
 ) -> int:
     return default if m.get(key) is None else _int(m[key], key, bits=bits)
+
+
+def _leave_to_extenders(
+    profile: ProfileConfig, extenders: tuple[dict[str, Any], ...]
+) -> ProfileConfig:
+    """Resources an extender manages with ignoredByScheduler are not NodeResourcesFit's to check.
+
+    As upstream, they replace NodeResourcesFit's ignoredResources in every profile.
+    """
+    ignored = [
+        r["name"]
+        for e in extenders
+        for r in e.get("managedResources") or ()
+        if r.get("ignoredByScheduler")
+    ]
+    if not ignored or "NodeResourcesFit" not in profile.args:
+        return profile
+    fit = {**profile.args["NodeResourcesFit"], "ignoredResources": ignored}
+    return replace(profile, args={**profile.args, "NodeResourcesFit": fit})

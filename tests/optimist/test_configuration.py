@@ -182,9 +182,14 @@ def test_full_example_file():
                 {"name": "memory", "weight": 1},
                 {"name": "nvidia.com/gpu", "weight": 10},
             ],
-        }
+        },
+        # the extender's managed resource that the scheduler is told to ignore
+        "ignoredResources": ["example.com/foo"],
     }
-    assert a.args["NodeResourcesFit"] == UPSTREAM_ARGS["NodeResourcesFit"]
+    assert a.args["NodeResourcesFit"] == {
+        **UPSTREAM_ARGS["NodeResourcesFit"],
+        "ignoredResources": ["example.com/foo"],
+    }
     # The global percentage unless the profile sets its own.
     assert (a.percentage_of_nodes_to_score, b.percentage_of_nodes_to_score) == (40, 100)
 
@@ -870,3 +875,20 @@ def test_the_readme_example_is_a_valid_file():
     assert [p.scheduler_name for p in c.profiles] == ["default-scheduler", "packer"]
     assert c.expanded[1].args["NodeResourcesFit"]["scoringStrategy"]["type"] == "MostAllocated"
     assert (c.optimist.shards, c.optimist.batch_pods) == (4, 128)
+
+
+def test_extender_managed_resources_ignored_by_scheduler_leave_fit():
+    config = parse_configuration(
+        """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+extenders:
+  - urlPrefix: http://127.0.0.1:8888
+    filterVerb: filter
+    managedResources:
+      - {name: example.com/fpga, ignoredByScheduler: true}
+      - {name: example.com/dongle}
+"""
+    )
+    fit = config.profiles[0].args["NodeResourcesFit"]
+    assert fit["ignoredResources"] == ["example.com/fpga"]
