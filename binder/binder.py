@@ -25,7 +25,6 @@ class Binder:
         self.cluster = cluster
         self.guard = CrossPodGuard(store, profiles)
         self.commits = 0  # Lua commit calls
-        self.committed_units = 0
 
     def process(
         self, classes: Sequence[SchedulingSpec], decisions: Sequence[Decision]
@@ -40,7 +39,6 @@ class Binder:
         owners: list[UnitOutcome] = []
         for decision, outcome in zip(admitted, outcomes, strict=True):
             if outcome.committed:
-                self.committed_units += 1
                 for placement, node in zip(decision.placements, outcome.nodes, strict=True):
                     bindings.append(Binding(placement.pod, node))
                     owners.append(outcome)

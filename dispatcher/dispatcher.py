@@ -56,7 +56,7 @@ class Dispatcher:
         self._next_batch = 0
         self._arrivals = 0
         # Counts events that may have freed room (a conflict drops a shard's
-        # assumption, a failed bind releases a reservation, a node changes).
+        # assumption, a failed bind releases a reservation).
         # A verdict "no node fits" made before the latest event may be stale.
         self._releases = 0
 
@@ -73,10 +73,6 @@ class Dispatcher:
     def reject(self, pod_key: str, reason: str) -> None:
         """A pod whose manifest cannot be scheduled: reported, never retried."""
         self.rejected[pod_key] = reason
-
-    def cluster_changed(self) -> None:
-        """Nodes were added or changed: verdicts made before may no longer hold."""
-        self._releases += 1
 
     # --- to shards ---------------------------------------------------------------
 
@@ -211,6 +207,3 @@ class Dispatcher:
             for pod in unit.pods:
                 out[pod.key] = unit.reason
         return out
-
-    def next_wakeup(self) -> float | None:
-        return self.queue.next_expiry()

@@ -84,11 +84,3 @@ class SchedulingQueue:
                 self.release_from_backoff(unit)
                 moved += 1
         return moved
-
-    def next_expiry(self) -> float | None:
-        while self._backoff:
-            until, _, generation, unit = self._backoff[0]
-            if generation == unit.generation and unit.state is PodState.BACKOFF:
-                return until
-            heapq.heappop(self._backoff)
-        return None
