@@ -20,9 +20,9 @@ import numpy as np
 
 from cluster.manifests import pod_from_manifest
 from optimist.config import DEFAULT_PROFILE
+from shards.class_state import ClassState
 from shards.framework import PodClass, Profile
 from shards.plugins import build_profile
-from shards.scheduler import ClassState
 from shards.testing import node, table_of
 
 ZONES = 10

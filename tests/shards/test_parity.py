@@ -24,10 +24,10 @@ from hypothesis import strategies as st
 from cluster.manifests import pod_from_manifest
 from cluster.objects import ContainerImage, Node, SchedulingSpec, Taint
 from cluster.profile_config import ProfileConfig
+from shards.class_state import ClassState
 from shards.framework import FilterPlugin, PodClass, ScorePlugin
 from shards.node_table import NodeTable
 from shards.plugins import REGISTRY, build_profile
-from shards.scheduler import ClassState
 from shards.testing import every, table_of
 from tests.reference import REFERENCES, Cluster, profile_scores
 

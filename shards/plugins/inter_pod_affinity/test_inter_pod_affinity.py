@@ -12,10 +12,10 @@ from cluster.crosspod.view import StaticView
 from cluster.manifests import pod_from_manifest
 from cluster.objects import Node, SchedulingSpec
 from cluster.profile_config import ProfileConfig
+from shards.class_state import ClassState
 from shards.framework import PodClass
 from shards.plugins import REGISTRY, build_profile
 from shards.plugins.inter_pod_affinity import InterPodAffinity
-from shards.scheduler import ClassState
 from shards.testing import every, node, pod_spec, table_of
 
 HOST = "kubernetes.io/hostname"

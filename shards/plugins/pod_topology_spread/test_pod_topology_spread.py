@@ -17,9 +17,9 @@ from cluster.crosspod.topology_spread import (
 from cluster.crosspod.view import StaticView
 from cluster.objects import Peer
 from cluster.profile_config import ProfileConfig
+from shards.class_state import ClassState
 from shards.plugins import build_profile
 from shards.plugins.pod_topology_spread import PodTopologySpread
-from shards.scheduler import ClassState
 from shards.testing import compile_pod, every, node, pod_spec, table_of
 
 HOST = "kubernetes.io/hostname"

@@ -1,0 +1,159 @@
+"""An equivalence class's view of the nodes while a shard places a batch.
+
+Feasibility and scores are computed once over every node, then kept up to
+date row by row as the shard places pods, and read through upstream's
+percentageOfNodesToScore window when one is configured.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from shards.framework import PodClass, Profile, final_scores
+from shards.node_table import NodeTable
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE = 5
+
+
+def nodes_to_find(percentage: int | None, total: int) -> int:
+    """Upstream's `numFeasibleNodesToFind`: how many feasible nodes are enough."""
+    if total < MIN_FEASIBLE_NODES_TO_FIND:
+        return total
+    if not percentage:
+        percentage = max(50 - total // 125, MIN_FEASIBLE_NODES_PERCENTAGE)
+    return max(total * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+def pick(scores: np.ndarray, rng: np.random.Generator) -> int:
+    """Index of the top score, ties broken uniformly at random; -1 if nothing is feasible."""
+    if not len(scores):
+        return -1
+    top = scores.max()
+    if top < 0:
+        return -1
+    ties = np.flatnonzero(scores == top)
+    return int(ties[rng.integers(len(ties))]) if len(ties) > 1 else int(ties[0])
+
+
+class ClassState:
+    """One equivalence class's view of the nodes during one batch.
+
+    Feasibility and raw scores are computed once over all nodes; after the
+    shard places a pod, only the rows that changed are judged again. Final
+    scores are recombined in full only when a normalizing scorer could see a
+    different set of feasible nodes or different raw values.
+    """
+
+    __slots__ = (
+        "_spanned",
+        "_why",
+        "feasible",
+        "mark",
+        "parts",
+        "pod",
+        "profile",
+        "raws",
+        "scores",
+        "static",
+        "table",
+    )
+
+    def __init__(self, pod: PodClass, profile: Profile, table: NodeTable) -> None:
+        self.pod, self.profile, self.table = pod, profile, table
+        self.static = profile.feasible(pod, table, slice(0, table.size), dynamic=False)
+        self._spanned = profile.spans_nodes(pod, table)
+        self._judge_all()
+        self._why: tuple[int, Counter[str]] | None = None
+
+    def _judge_all(self) -> None:
+        every = slice(0, self.table.size)
+        self.feasible = self.static & self.profile.feasible(
+            self.pod, self.table, every, dynamic=True
+        )
+        self.raws = self.profile.raw_scores(self.pod, self.table, every)
+        self.parts = self.profile.weighted(
+            self.pod, self.table, np.arange(self.table.size), self.raws, self.feasible
+        )
+        self.scores = final_scores(self.parts, self.feasible)
+        self.mark = len(self.table.changed_rows)
+
+    def _catch_up(self) -> None:
+        log = self.table.changed_rows
+        if len(log) == self.mark:
+            return
+        spans = self.profile.spans_nodes(self.pod, self.table)
+        if spans or self._spanned:
+            # counts per topology domain moved (or did until this change): judge every node
+            self._spanned = spans
+            self._judge_all()
+            return
+        rows = np.unique(np.asarray(log[self.mark :], dtype=np.intp))
+        self.mark = len(log)
+        feasible = self.static[rows] & self.profile.feasible(
+            self.pod, self.table, rows, dynamic=True
+        )
+        reshaped = not np.array_equal(feasible, self.feasible[rows])
+        self.feasible[rows] = feasible
+        scorers = self.profile.scorers
+        renormalize = reshaped
+        for (plugin, _), raw in zip(scorers, self.raws, strict=True):
+            if plugin.dynamic:
+                fresh = plugin.score(self.pod, self.table, rows)
+                renormalize |= plugin.normalizes and not np.array_equal(fresh, raw[rows])
+                raw[rows] = fresh
+        if renormalize:
+            # the feasible set or a normalized plugin's raw score moved: every node may rank anew
+            self.parts = self.profile.weighted(
+                self.pod, self.table, np.arange(self.table.size), self.raws, self.feasible
+            )
+            self.scores = final_scores(self.parts, self.feasible)
+            return
+        for (plugin, weight), raw, part in zip(scorers, self.raws, self.parts, strict=True):
+            if not plugin.normalizes:
+                part[rows] = raw[rows] * weight
+        self.scores[rows] = final_scores([part[rows] for part in self.parts], feasible)
+
+    def best(self, rng: np.random.Generator, start: int) -> tuple[int, int]:
+        """The best feasible row among those kube-scheduler would have scored; -1 if none.
+
+        With percentageOfNodesToScore below 100, upstream stops filtering once
+        enough feasible nodes are found, searching round-robin from where the
+        last pod stopped, and scores (and normalizes over) only those. Returns
+        the row and how many nodes the search went through from `start`.
+        """
+        self._catch_up()
+        n = len(self.scores)
+        wanted = nodes_to_find(self.profile.percentage_of_nodes_to_score, n)
+        if wanted >= n:
+            return pick(self.scores, rng), n
+        order = (start + np.arange(n)) % n
+        found = np.cumsum(self.feasible[order])
+        if found[-1] <= wanted:
+            return pick(self.scores, rng), n
+        processed = int(np.searchsorted(found, wanted)) + 1
+        window = order[:processed]
+        if any(plugin.normalizes for plugin, _ in self.profile.scorers):
+            feasible = self.feasible[window]
+            parts = self.profile.weighted(
+                self.pod, self.table, window, [raw[window] for raw in self.raws], feasible
+            )
+            scores = final_scores(parts, feasible)
+        else:
+            scores = self.scores[window]
+        i = pick(scores, rng)
+        return (int(window[i]) if i >= 0 else -1), processed
+
+    def feasible_rows(self) -> np.ndarray:
+        """Every node the plugins let this pod onto, now."""
+        self._catch_up()
+        return np.flatnonzero(self.feasible)
+
+    def why(self) -> Counter[str]:
+        """Why no node fits, computed once until the table changes again."""
+        mark = len(self.table.changed_rows)
+        if self._why is None or self._why[0] != mark:
+            self._why = (mark, self.profile.explain(self.pod, self.table))
+        return self._why[1]
