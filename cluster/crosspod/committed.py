@@ -25,11 +25,10 @@ class CommittedView(StaticView):
             self.nodes[node.name] = node
         for name in delta.deleted:
             self.nodes.pop(name, None)
-            self.pods.pop(name, None)
+            self.set_pods(name, Counter())
         for name in delta.names:
-            self.pods.pop(name, None)
-        for name, entries in delta.peers.items():
-            self.pods[name] = Counter({self._peers[i]: pods for i, pods in entries})
+            entries = delta.peers.get(name, [])
+            self.set_pods(name, Counter({self._peers[i]: pods for i, pods in entries}))
         self.version = delta.version
 
     def keeping_away(self) -> list[Peer]:

@@ -219,20 +219,15 @@ def filter_node(spec: SchedulingSpec, node_name: str, view: ClusterView) -> str 
     affinity = pod.affinity_required
     found = [False] * len(affinity)
     anywhere = barred = kept_away = False
-    # by identity: a view shares its peer objects between nodes
-    bearings: dict[int, _Bearing | None] = {}
-    for name in view.node_names():
-        present = view.peers_on(name)
-        if not present:
+    # by peer, so that kinds of pods that do not concern this one cost nothing per node
+    for peer, holders in view.placed().items():
+        bearing = _bearing(pod, terms_of(peer), ns)
+        if bearing is None:
             continue
-        labels = view.node(name).labels
-        for peer, pods in present.items():
-            key = id(peer)
-            if key not in bearings:
-                bearings[key] = _bearing(pod, terms_of(peer), ns)
-            bearing = bearings[key]
-            if bearing is None or pods <= 0:
+        for name, pods in holders.items():
+            if pods <= 0:
                 continue
+            labels = view.node(name).labels
             if bearing.matches_affinity and any(t.topology_key in labels for t in affinity):
                 anywhere = True
                 for i, term in enumerate(affinity):

@@ -25,6 +25,9 @@ class ClusterView(Protocol):
     def peers_on(self, name: str) -> Mapping[Peer, int]:
         """The pods on a node, counted by peer."""
 
+    def placed(self) -> Mapping[Peer, Mapping[str, int]]:
+        """Where the pods are, by peer: peer -> node -> pods (only nodes holding some)."""
+
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
         """Labels of a namespace, for namespaceSelector (empty until namespaces are watched)."""
 
@@ -36,6 +39,7 @@ class StaticView:
     nodes: dict[str, Node] = field(default_factory=dict)
     pods: dict[str, Counter[Peer]] = field(default_factory=dict)
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
+    holders: dict[Peer, dict[str, int]] = field(default_factory=dict)  # `pods`, by peer
 
     def node_names(self) -> Iterable[str]:
         return self.nodes.keys()
@@ -49,8 +53,30 @@ class StaticView:
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
         return self.namespaces.get(namespace) or default_namespace_labels(namespace)
 
+    def placed(self) -> Mapping[Peer, Mapping[str, int]]:
+        return self.holders
+
     def add(self, name: str, peer: Peer, pods: int = 1) -> None:
         counts = self.pods.setdefault(name, Counter())
         counts[peer] += pods
+        self._hold(name, peer, counts[peer])
         if counts[peer] <= 0:
             del counts[peer]
+
+    def set_pods(self, name: str, counts: Counter[Peer]) -> None:
+        """Replace what a node holds (a fresh count from the store)."""
+        for peer in self.pods.pop(name, Counter()):
+            self._hold(name, peer, 0)
+        if counts:
+            self.pods[name] = counts
+            for peer, pods in counts.items():
+                self._hold(name, peer, pods)
+
+    def _hold(self, name: str, peer: Peer, pods: int) -> None:
+        nodes = self.holders.setdefault(peer, {})
+        if pods > 0:
+            nodes[name] = pods
+        else:
+            nodes.pop(name, None)
+            if not nodes:
+                del self.holders[peer]
