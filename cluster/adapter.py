@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from cluster.errors import InvalidObject
-from cluster.objects import Pod
+from cluster.objects import Pod, PodGroup
 
 
 @dataclass(slots=True)
@@ -20,6 +20,9 @@ class Binding:
 class ClusterAdapter(Protocol):
     def take_new_pods(self) -> tuple[list[Pod], list[tuple[str, InvalidObject]]]:
         """New pods of our profiles since the last call; (pod key, error) for unparsable ones."""
+
+    def take_new_groups(self) -> list[PodGroup]:
+        """PodGroups (gangs) seen since the last call."""
 
     def bind(self, bindings: list[Binding]) -> list[str | None]:
         """Bind pods to nodes; one error (or None) per binding."""

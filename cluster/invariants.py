@@ -33,12 +33,16 @@ def check_invariants(
     # No over-commit: recompute each node's usage from the bound manifests.
     usage: dict[str, dict[str, int]] = {name: {} for name in cluster.nodes}
     ports: dict[str, list[tuple[str, HostPort]]] = {name: [] for name in cluster.nodes}
+    members: Counter[str] = Counter()  # bound pods per PodGroup
     for pod_key, node in cluster.bindings.items():
         if node not in cluster.nodes:
             violations.append(f"pod {pod_key} is bound to unknown node {node}")
             continue
-        spec = pod_from_manifest(cluster.pod_manifests[pod_key]).spec
+        pod = pod_from_manifest(cluster.pod_manifests[pod_key])
+        spec = pod.spec
         res.add(usage[node], dict(spec.requests))
+        if pod.group:
+            members[pod.group] += 1
         for port in spec.host_ports:
             for other_pod, other in ports[node]:
                 if _ports_clash(port, other):
@@ -55,6 +59,14 @@ def check_invariants(
                     f"node {name} is over-committed on {resource}: "
                     f"{amount} requested > {allocatable.get(resource, 0)} allocatable"
                 )
+
+    # Gangs are whole: a PodGroup has no pod bound, or at least minMember.
+    for key, group in cluster.pod_groups.items():
+        if 0 < members[key] < group.min_member:
+            violations.append(
+                f"PodGroup {key} has {members[key]} pods bound, "
+                f"fewer than minMember {group.min_member}"
+            )
 
     # Nothing lost: every pod of ours is bound or was reported unschedulable.
     unschedulable = set(reported_unschedulable)

@@ -12,11 +12,14 @@ from typing import Any
 from cluster import resources as res
 from cluster.errors import InvalidObject
 from cluster.objects import (
+    DEFAULT_SCHEDULE_TIMEOUT_S,
+    POD_GROUP_LABEL,
     ContainerImage,
     HostPort,
     Node,
     Pod,
     PodAffinityTerm,
+    PodGroup,
     SchedulingSpec,
     Taint,
     Toleration,
@@ -323,7 +326,7 @@ def _metadata(raw: Mapping[str, Any], kind: str) -> tuple[str, str, Mapping[str,
         raise InvalidObject(kind, "metadata", meta, "must be a map")
     name = meta.get("name")
     namespace = meta.get("namespace") or "default"
-    obj = f"{kind} {namespace}/{name}" if kind == "Pod" else f"{kind} {name}"
+    obj = f"{kind} {name}" if kind == "Node" else f"{kind} {namespace}/{name}"
     if not isinstance(name, str) or not name:
         raise InvalidObject(obj, "metadata.name", name, "must be a non-empty string")
     return name, str(namespace), meta
@@ -366,6 +369,7 @@ def pod_from_manifest(raw: Mapping[str, Any]) -> Pod:
     node_name = spec.get("nodeName") or ""
     if not isinstance(node_name, str):
         raise InvalidObject(obj, "spec.nodeName", node_name, "must be a string")
+    labels = _str_map(obj, "metadata.labels", meta.get("labels"))
     affinity_required, affinity_preferred = _pod_affinity(obj, spec, "podAffinity")
     anti_required, anti_preferred = _pod_affinity(obj, spec, "podAntiAffinity")
     spread_path = "spec.topologySpreadConstraints"
@@ -378,7 +382,7 @@ def pod_from_manifest(raw: Mapping[str, Any]) -> Pod:
             requests=tuple(sorted((k, v) for k, v in requests.items() if v or k == res.PODS)),
             profile=str(spec.get("schedulerName") or "default-scheduler"),
             namespace=namespace,
-            labels=tuple(sorted(_str_map(obj, "metadata.labels", meta.get("labels")).items())),
+            labels=tuple(sorted(labels.items())),
             node_name=node_name,
             node_selector=tuple(
                 sorted(_str_map(obj, "spec.nodeSelector", spec.get("nodeSelector")).items())
@@ -401,6 +405,23 @@ def pod_from_manifest(raw: Mapping[str, Any]) -> Pod:
         ),
         node_name=node_name,
         manifest=raw,
+        group=f"{namespace}/{labels[POD_GROUP_LABEL]}" if labels.get(POD_GROUP_LABEL) else "",
+    )
+
+
+def podgroup_from_manifest(raw: Mapping[str, Any]) -> PodGroup:
+    """Parse a scheduling.x-k8s.io/v1alpha1 PodGroup (spec.minResources is not used yet)."""
+    name, namespace, _ = _metadata(raw, "PodGroup")
+    obj = f"PodGroup {namespace}/{name}"
+    spec = _map(obj, "spec", raw.get("spec"))
+    timeout = spec.get("scheduleTimeoutSeconds")
+    return PodGroup(
+        namespace=namespace,
+        name=name,
+        min_member=_int(obj, "spec.minMember", spec.get("minMember"), low=1),
+        schedule_timeout_s=DEFAULT_SCHEDULE_TIMEOUT_S
+        if timeout is None
+        else _int(obj, "spec.scheduleTimeoutSeconds", timeout, low=1),
     )
 
 

@@ -149,6 +149,7 @@ class Pod:
     spec: SchedulingSpec
     node_name: str = ""  # set when the manifest is already bound
     manifest: Mapping[str, Any] | None = None  # the source object, for scheduler extenders
+    group: str = ""  # the key of its PodGroup (namespace/name), when it belongs to a gang
 
     @property
     def key(self) -> str:
@@ -173,3 +174,21 @@ class Node(Wire):
     taints: tuple[Taint, ...] = ()
     unschedulable: bool = False
     images: tuple[ContainerImage, ...] = ()
+
+
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+DEFAULT_SCHEDULE_TIMEOUT_S = 300
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroup:
+    """A gang (the coscheduling plugin's PodGroup): at least `min_member` pods start together."""
+
+    namespace: str
+    name: str
+    min_member: int
+    schedule_timeout_s: int = DEFAULT_SCHEDULE_TIMEOUT_S
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"

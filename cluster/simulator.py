@@ -18,8 +18,8 @@ import yaml
 
 from cluster.adapter import Binding
 from cluster.errors import InvalidObject
-from cluster.manifests import node_from_manifest, pod_from_manifest
-from cluster.objects import Node, Pod
+from cluster.manifests import node_from_manifest, pod_from_manifest, podgroup_from_manifest
+from cluster.objects import Node, Pod, PodGroup
 
 # Kubernetes' generateName alphabet: no vowels, no look-alike characters.
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -43,7 +43,9 @@ class SimulatedCluster:
     pod_manifests: dict[str, dict[str, Any]] = field(default_factory=dict)
     bindings: dict[str, str] = field(default_factory=dict)
     bind_log: list[Binding] = field(default_factory=list)
+    pod_groups: dict[str, PodGroup] = field(default_factory=dict)
     _new: list[str] = field(default_factory=list)
+    _new_groups: list[PodGroup] = field(default_factory=list)
     _names: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
@@ -93,6 +95,18 @@ class SimulatedCluster:
                 self._new.append(key)
             keys.append(key)
         return keys
+
+    def create_pod_group(self, manifest: Mapping[str, Any]) -> PodGroup:
+        """A PodGroup (gang), as the coscheduling CRD defines it."""
+        group = podgroup_from_manifest(manifest)
+        self.pod_groups[group.key] = group
+        self._new_groups.append(group)
+        return group
+
+    def take_new_groups(self) -> list[PodGroup]:
+        """PodGroups created since the last call."""
+        groups, self._new_groups = self._new_groups, []
+        return groups
 
     def take_new_pods(self) -> tuple[list[Pod], list[tuple[str, InvalidObject]]]:
         """Pods of our profiles created since the last call, as a watch delivers them.

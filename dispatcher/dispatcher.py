@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 from cluster.lifecycle import PodState
 from cluster.messages import Decision, ShardBatch, ShardResult, UnitOutcome, UnitRequest
-from cluster.objects import Pod, SchedulingSpec
+from cluster.objects import Pod, PodGroup, SchedulingSpec
+from dispatcher.gangs import Gangs
 from dispatcher.queue import Backoff, QueuedUnit, SchedulingQueue
 
 
@@ -46,6 +47,7 @@ class Dispatcher:
         send_manifests: bool = False,
     ) -> None:
         self.send_manifests = send_manifests  # scheduler extenders need whole pods
+        self.gangs = Gangs()
         self.queue = SchedulingQueue(backoff or Backoff())
         self.clock = clock
         self.units: dict[str, QueuedUnit] = {}
@@ -63,10 +65,22 @@ class Dispatcher:
     # --- intake ----------------------------------------------------------------
 
     def add(self, pod: Pod) -> None:
-        if pod.key in self.units:
-            return
+        if pod.group:
+            for pods in self.gangs.offer(pod):
+                self._enqueue(pods, pod.group)
+        elif pod.key not in self.units:
+            self._enqueue([pod])
+
+    def add_group(self, group: PodGroup) -> None:
+        for pods in self.gangs.add_group(group):
+            self._enqueue(pods, group.key)
+
+    def _enqueue(self, pods: list[Pod], group: str = "") -> None:
+        """A unit for these pods: a gang (all of a PodGroup's pods at hand) or one pod."""
         self._arrivals += 1
-        unit = QueuedUnit(pod.key, [pod], pod.priority, self._arrivals)
+        key = f"{group}#{self._arrivals}" if group and len(pods) > 1 else pods[0].key
+        priority = max(p.priority for p in pods)
+        unit = QueuedUnit(key, pods, priority, self._arrivals, group=group, since=self.clock())
         self.units[unit.key] = unit
         self.queue.push_active(unit)
 
@@ -151,6 +165,9 @@ class Dispatcher:
             if outcome.status == "bound":
                 unit.move(PodState.BOUND)
                 del self.units[unit.key]
+                if unit.group and len(unit.pods) > 1:
+                    for pods in self.gangs.gang_bound(unit.group):
+                        self._enqueue(pods)
                 bound.extend(p.key for p in unit.pods)
                 self.stats.bound_pods += len(unit.pods)
                 self.stats.units_by_shard[shard] += 1
@@ -171,6 +188,11 @@ class Dispatcher:
 
     def _back_off(self, unit: QueuedUnit, reason: str, verdict_mark: int) -> None:
         unit.attempts += 1
+        group = self.gangs.groups.get(unit.group)
+        if group and len(unit.pods) > 1 and self.clock() - unit.since > group.schedule_timeout_s:
+            reason = (
+                f"PodGroup {group.key} not scheduled within {group.schedule_timeout_s}s: {reason}"
+            )
         unit.reason = reason
         unit.verdict_mark = verdict_mark
         unit.move(PodState.BACKOFF)
@@ -203,6 +225,7 @@ class Dispatcher:
     def unschedulable(self) -> dict[str, str]:
         """Pod key -> reason, for every pod reported unschedulable and not since bound."""
         out = dict(self.rejected)
+        out.update(self.gangs.waiting_reasons())
         for unit in self.queue.backoff_units.values():
             for pod in unit.pods:
                 out[pod.key] = unit.reason

@@ -37,6 +37,8 @@ class QueuedUnit:
     verdict_mark: int = -1  # the dispatcher's release count when that attempt was sent
     sent_mark: int = 0
     generation: int = 0
+    group: str = ""  # the PodGroup, for a gang
+    since: float = 0.0  # when the unit became complete (a gang's timeout counts from here)
 
     def move(self, new: PodState) -> None:
         check_transition(self.key, self.state, new)

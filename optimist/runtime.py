@@ -106,6 +106,8 @@ class SchedulingLoop:
         self.shard_failures = 0
 
     def ingest(self) -> None:
+        for group in self.cluster.take_new_groups():
+            self.dispatcher.add_group(group)
         pods, errors = self.cluster.take_new_pods()
         for pod in pods:
             self.dispatcher.add(pod)

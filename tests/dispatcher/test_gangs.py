@@ -1,0 +1,79 @@
+from cluster.manifests import pod_from_manifest
+from cluster.messages import Decision, PodPlacement, ShardResult, UnitOutcome
+from cluster.objects import POD_GROUP_LABEL, PodGroup
+from dispatcher.dispatcher import Dispatcher
+from dispatcher.queue import Backoff
+
+
+class Clock:
+    now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def member(name, group="train"):
+    return pod_from_manifest(
+        {
+            "metadata": {"name": name, "labels": {POD_GROUP_LABEL: group}},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+        }
+    )
+
+
+def test_gang_waits_for_min_member_then_goes_whole():
+    d = Dispatcher()
+    d.add_group(PodGroup("default", "train", min_member=3))
+    d.add(member("a"))
+    d.add(member("b"))
+    assert d.next_batch(0, 10) is None  # two of three: nothing is tried, nothing held
+    assert d.unschedulable() == dict.fromkeys(
+        ["default/a", "default/b"], "waiting for PodGroup default/train: 2 of 3 pods exist"
+    )
+    d.add(member("c"))
+    batch = d.next_batch(0, 10)
+    [unit] = batch.units
+    assert [p for p, _ in unit.pods] == ["default/a", "default/b", "default/c"]
+    assert unit.min_member == 3
+    assert d.unschedulable() == {}
+
+
+def test_group_arriving_after_its_pods_completes_the_gang():
+    d = Dispatcher()
+    for name in "ab":
+        d.add(member(name))
+    assert "does not exist" in d.unschedulable()["default/a"]
+    d.add_group(PodGroup("default", "train", min_member=2))
+    assert len(d.next_batch(0, 10).units) == 1
+
+
+def test_later_pods_of_a_running_gang_go_one_by_one():
+    d = Dispatcher()
+    d.add_group(PodGroup("default", "train", min_member=2))
+    d.add(member("a"))
+    d.add(member("b"))
+    batch = d.next_batch(0, 10)
+    d.add(member("late"))  # arrives while the gang is tried: it waits
+    assert d.next_batch(1, 10) is None
+    [unit] = batch.units
+    placed = [Decision(unit.key, [PodPlacement(p, c, ["n"], [1]) for p, c in unit.pods])]
+    d.on_result(ShardResult(0, batch.batch_id, 1, placed))
+    d.on_outcomes(batch.batch_id, [UnitOutcome(unit.key, "bound", ["n", "n"])])
+    [alone] = d.next_batch(1, 10).units
+    assert alone.pods == [("default/late", 0)] and alone.min_member == 1
+
+
+def test_gang_past_its_timeout_is_reported_as_timed_out():
+    clock = Clock()
+    d = Dispatcher(Backoff(1, 10), clock=clock)
+    d.add_group(PodGroup("default", "train", min_member=2, schedule_timeout_s=30))
+    d.add(member("a"))
+    d.add(member("b"))
+    clock.now = 31
+    batch = d.next_batch(0, 10)
+    [unit] = batch.units
+    d.on_result(
+        ShardResult(0, batch.batch_id, 1, [Decision(unit.key, [], {"Insufficient cpu": 2}, 2)])
+    )
+    reason = d.unschedulable()["default/a"]
+    assert reason.startswith("PodGroup default/train not scheduled within 30s: 0/2 nodes")
