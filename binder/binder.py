@@ -19,9 +19,14 @@ from cluster.store import NodeStore
 
 class Binder:
     def __init__(
-        self, store: NodeStore, cluster: ClusterAdapter, profiles: Sequence[ProfileConfig]
+        self,
+        store: NodeStore,
+        cluster: ClusterAdapter,
+        profiles: Sequence[ProfileConfig],
+        conflict_mode: str = "fine",
     ) -> None:
         self.store = store
+        self.conflict_mode = conflict_mode
         self.cluster = cluster
         self.guard = CrossPodGuard(store, profiles)
         self.commits = 0  # Lua commit calls
@@ -33,7 +38,7 @@ class Binder:
         admitted, refused = self.guard.screen(classes, decisions)
         if not admitted:
             return refused
-        _, outcomes = self.store.commit(classes, admitted)
+        _, outcomes = self.store.commit(classes, admitted, self.conflict_mode)
         self.commits += 1
         bindings: list[Binding] = []
         owners: list[UnitOutcome] = []

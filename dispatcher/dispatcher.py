@@ -31,6 +31,7 @@ class DispatchStats:
     attempts: int = 0  # unit attempts sent to shards
     pod_attempts: int = 0
     conflicts: int = 0
+    conflict_backoffs: int = 0  # units sent to backoff after max_conflicts conflicts in a row
     bind_failures: int = 0
     bound_pods: int = 0
     extender_errors: int = 0  # ignorable extenders' failed calls, skipped by the shards
@@ -45,7 +46,9 @@ class Dispatcher:
         clock: Callable[[], float] = time.monotonic,
         *,
         send_manifests: bool = False,
+        max_conflicts: int = 5,
     ) -> None:
+        self.max_conflicts = max_conflicts  # conflicts in a row before a unit backs off
         self.send_manifests = send_manifests  # scheduler extenders need whole pods
         self.gangs = Gangs()
         self.queue = SchedulingQueue(backoff or Backoff())
@@ -173,12 +176,18 @@ class Dispatcher:
                 self.stats.units_by_shard[shard] += 1
                 self.stats.pods_by_shard[shard] += len(unit.pods)
             elif outcome.status in ("conflict", "bind-failed"):
-                if outcome.status == "conflict":
+                self._releases += 1
+                if outcome.status == "bind-failed":
+                    self.stats.bind_failures += 1
+                else:
                     self.stats.conflicts += 1
                     unit.conflicts += 1
-                else:
-                    self.stats.bind_failures += 1
-                self._releases += 1
+                    if unit.conflicts % self.max_conflicts == 0:
+                        # a hot spot: back off instead of spinning; retried at once
+                        # when nothing else is going on (the mark is always stale)
+                        self.stats.conflict_backoffs += 1
+                        self._back_off(unit, f"conflict: {outcome.detail}", -1)
+                        continue
                 unit.move(PodState.ACTIVE)
                 self.queue.push_active(unit)
             else:  # duplicate or invalid: the store refused the request itself

@@ -89,6 +89,7 @@ def run_bench(settings: Settings, workload: Workload, *, show_progress: bool = F
             "pods_unschedulable": len(unschedulable),
             "unschedulable_reasons": report.reason_counts(unschedulable),
             "conflicts": stats.conflicts,
+            "conflict_backoffs": stats.conflict_backoffs,
             "attempts": stats.pod_attempts,
             "attempts_per_pod": stats.pod_attempts / workload.pods if workload.pods else 0.0,
             "bind_failures": stats.bind_failures,

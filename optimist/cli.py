@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -61,6 +62,13 @@ def bench(
     batch_pods: Annotated[
         int | None, typer.Option(min=1, help="pods per batch sent to a shard [default: 256]")
     ] = None,
+    conflict_mode: Annotated[
+        str,
+        typer.Option(
+            help="fine: a pod that still fits is committed; coarse: any change to its node "
+            "since the shard looked is a conflict"
+        ),
+    ] = "fine",
     node_template: Annotated[Path | None, typer.Option(exists=True, dir_okay=False)] = None,
     pod_template: Annotated[Path | None, typer.Option(exists=True, dir_okay=False)] = None,
     placements: Annotated[
@@ -79,6 +87,7 @@ def bench(
         batch_pods=batch_pods,
         seed=seed,
     )
+    settings = replace(settings, conflict_mode=conflict_mode)
     if config:
         for plugin in configuration.inactive:
             log.warning("inactive plugin: %s", plugin)

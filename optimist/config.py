@@ -7,6 +7,7 @@ from typing import Any
 
 from cluster.profile_config import ProfileConfig
 from cluster.redis_server import redact
+from cluster.store.node_store import CONFLICT_MODES
 from optimist.configuration import Configuration, default_configuration
 
 # What optimist runs of kube-scheduler v1.30's default profile: its active plugins.
@@ -22,6 +23,8 @@ class Settings:
     profiles: tuple[ProfileConfig, ...] = (DEFAULT_PROFILE,)
     batch_pods: int = 256  # pods per Ray call to a shard
     inflight_per_shard: int = 2  # batches a shard may hold at once, to hide round trips
+    max_conflicts: int = 5  # conflicts in a row before a unit backs off instead of retrying
+    conflict_mode: str = "fine"  # or "coarse": any change to a node since the shard looked
     backoff_initial_s: float = 1.0
     backoff_max_s: float = 10.0
     seed: int = 0
@@ -30,9 +33,13 @@ class Settings:
     node_partitions: bool = False  # carried from the file; not used yet
 
     def __post_init__(self) -> None:
-        for name in ("shards", "batch_pods", "inflight_per_shard"):
+        for name in ("shards", "batch_pods", "inflight_per_shard", "max_conflicts"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.conflict_mode not in CONFLICT_MODES:
+            raise ValueError(
+                f"conflict_mode {self.conflict_mode!r}: must be one of {', '.join(CONFLICT_MODES)}"
+            )
         if not 0 < self.backoff_initial_s <= self.backoff_max_s:
             raise ValueError(
                 "backoff must satisfy 0 < initial <= max, got "

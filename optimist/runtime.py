@@ -97,9 +97,11 @@ class SchedulingLoop:
         self.shards = platform.shards
         self.cluster = cluster
         self.dispatcher = Dispatcher(
-            Backoff(s.backoff_initial_s, s.backoff_max_s), send_manifests=bool(s.extenders)
+            Backoff(s.backoff_initial_s, s.backoff_max_s),
+            send_manifests=bool(s.extenders),
+            max_conflicts=s.max_conflicts,
         )
-        self.binder = Binder(platform.store, cluster, s.profiles)
+        self.binder = Binder(platform.store, cluster, s.profiles, s.conflict_mode)
         self.on_bound = on_bound
         self._inflight: dict[ray.ObjectRef, tuple[int, int]] = {}  # ref -> (shard, batch id)
         self._per_shard = [0] * len(self.shards)

@@ -71,9 +71,17 @@ def test_two_thousand_pods_three_shards(tmp_path, redis_url, key_prefix):
     assert r["throughput_pods_per_s"]["average"] > 0
 
 
-def test_conflicts_happen_are_retried_and_nothing_breaks(tmp_path, redis_url, key_prefix):
+@pytest.mark.parametrize("mode", ["fine", "coarse"])
+def test_conflicts_happen_are_retried_and_nothing_breaks(tmp_path, redis_url, key_prefix, mode):
     # 12 nodes x 4 CPU hold exactly 480 pods of 100m: the shards race for the last room.
-    settings = Settings(shards=4, redis_url=redis_url, key_prefix=key_prefix, batch_pods=16, seed=5)
+    settings = Settings(
+        shards=4,
+        redis_url=redis_url,
+        key_prefix=key_prefix,
+        batch_pods=16,
+        seed=5,
+        conflict_mode=mode,
+    )
     run = run_bench(
         settings,
         Workload(12, 480, node_template(tmp_path, cpu="4"), pod_template(tmp_path, cpu="100m")),

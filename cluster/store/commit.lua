@@ -6,12 +6,16 @@
 --            0.0.0.0 for any; the peer is what other pods' affinity and
 --            spreading see of the pod, stored once under its id)
 --   units:   list of [unit key, pods], pods a list of [pod key, class index
---            (0-based), candidate nodes, best first]
+--            (0-based), candidate nodes best first, the node versions seen]
+-- ARGV[3]: 'fine' (a pod still fits the committed state: accept) or 'coarse'
+--          (a candidate that changed since the shard saw it is a conflict,
+--          Omega's sequence-number check)
 -- Every pod goes on its first candidate that still fits, counting the pods
 -- of the same unit placed before it; if one pod fits none, nothing of the
 -- unit is applied. Returns msgpack [seq, results], one result per unit:
 --   {'committed', nodes} | {'conflict', detail} | {'duplicate', detail} | {'invalid', detail}
 local req = cmsgpack.unpack(ARGV[2])
+local coarse = ARGV[3] == 'coarse'
 local classes, units = req[1], req[2]
 if type(classes) ~= 'table' or type(units) ~= 'table' then
   return redis.error_reply('commit: expected [classes, units]')
@@ -52,6 +56,8 @@ local function load(name)
       n.ports = cmsgpack.unpack(flat[i + 1])
     elseif kind == 'pp' then
       n.peers = cmsgpack.unpack(flat[i + 1])
+    elseif flat[i] == 'v' then
+      n.version = tonumber(flat[i + 1])
     end
   end
   nodes[name] = n
@@ -104,10 +110,13 @@ for ui, unit in ipairs(units) do
         break
       end
       local why = nil
-      for _, name in ipairs(p[3]) do
+      for c, name in ipairs(p[3]) do
         local n = is_name(name) and load(name)
+        local seen_version = type(p[4]) == 'table' and p[4][c]
         if not n then
           why = why or ('node ' .. tostring(name) .. ' does not exist')
+        elseif coarse and (n.touched or n.version ~= seen_version) then
+          why = why or string.format('node %s changed since version %s', name, tostring(seen_version))
         else
           extra[name] = extra[name] or {}
           extra_ports[name] = extra_ports[name] or {}
@@ -136,11 +145,14 @@ for ui, unit in ipairs(units) do
   end
   if not result then
     for name, add in pairs(extra) do
-      local n = nodes[name]
-      for r, amount in pairs(add) do
-        n.used[r] = (n.used[r] or 0) + amount
+      if next(add) then -- a candidate only tried is left as it was
+        local n = nodes[name]
+        for r, amount in pairs(add) do
+          n.used[r] = (n.used[r] or 0) + amount
+        end
+        dirty[name] = true
+        n.touched = true -- in coarse mode a later unit of the batch sees it changed
       end
-      dirty[name] = true
     end
     for i, p in ipairs(unit[2]) do
       seen[p[1]] = true

@@ -20,6 +20,7 @@ from cluster.store.keys import Keys
 from cluster.store.scripts import Scripts
 
 _PUT_CHUNK = 1000
+CONFLICT_MODES = ("fine", "coarse")
 
 
 def _lua_frame(wire: object) -> bytes:
@@ -108,9 +109,18 @@ class NodeStore:
     # --- units ----------------------------------------------------------------
 
     def commit(
-        self, classes: Sequence[SchedulingSpec], decisions: Sequence[Decision]
+        self,
+        classes: Sequence[SchedulingSpec],
+        decisions: Sequence[Decision],
+        mode: str = "fine",
     ) -> tuple[int, list[UnitOutcome]]:
-        """Commit placed units atomically, each all-or-nothing; returns (version, outcomes)."""
+        """Commit placed units atomically, each all-or-nothing; returns (version, outcomes).
+
+        `mode` is "fine" (a pod that still fits is accepted) or "coarse" (a
+        candidate node that changed since the shard saw it is a conflict).
+        """
+        if mode not in CONFLICT_MODES:
+            raise ValueError(f"conflict mode {mode!r}: must be one of {', '.join(CONFLICT_MODES)}")
         wire_classes = [
             [
                 [n for n, _ in c.requests],
@@ -121,8 +131,10 @@ class NodeStore:
             ]
             for c in classes
         ]
-        wire_units = [[d.unit, [[p.pod, p.cls, p.nodes] for p in d.placements]] for d in decisions]
-        reply = self._run("commit", _lua_frame([wire_classes, wire_units]))
+        wire_units = [
+            [d.unit, [[p.pod, p.cls, p.nodes, p.versions] for p in d.placements]] for d in decisions
+        ]
+        reply = self._run("commit", _lua_frame([wire_classes, wire_units]), mode)
         version, results = msgpack.unpackb(reply)  # type: ignore[arg-type]
         outcomes = []
         for decision, (status, detail) in zip(decisions, results, strict=True):

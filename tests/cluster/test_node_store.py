@@ -1,6 +1,7 @@
 """The node store's Lua scripts, against a real Redis server."""
 
 import msgpack
+import pytest
 
 from cluster.manifests import pod_from_manifest
 from cluster.messages import Decision, PodPlacement
@@ -190,3 +191,28 @@ def test_pods_of_one_unit_clash_on_ports_too(store):
     assert same_node.status == "conflict"
     _, [spread] = store.commit([spec], [unit("g2", ("ns/p1", 0, ["a"]), ("ns/p2", 0, ["a", "b"]))])
     assert spread.status == "committed" and spread.nodes == ["a", "b"]
+
+
+def test_coarse_mode_refuses_any_change_since_the_shard_looked(store):
+    store.put_nodes([node("a", cpu="4"), node("b", cpu="4")])
+    seen = store.version()
+
+    def at(unit_key, pod_key, *nodes):
+        return Decision(unit_key, [PodPlacement(pod_key, 0, list(nodes), [seen] * len(nodes))])
+
+    _, [first, second, third] = store.commit(
+        [spec()],
+        [at("u1", "ns/p1", "a"), at("u2", "ns/p2", "a"), at("u3", "ns/p3", "a", "b")],
+        "coarse",
+    )
+    # u2 would still fit on a (fine mode accepts it), but a changed since version `seen`
+    assert first.status == "committed"
+    assert second.status == "conflict" and "changed since version" in second.detail
+    assert third.status == "committed" and third.nodes == ["b"]
+    _, [fine] = store.commit([spec()], [at("u4", "ns/p4", "a")])
+    assert fine.status == "committed"
+
+
+def test_unknown_conflict_mode_is_refused(store):
+    with pytest.raises(ValueError, match="conflict mode"):
+        store.commit([spec()], [], "optimistic")

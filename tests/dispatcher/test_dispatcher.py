@@ -146,3 +146,20 @@ def test_illegal_transition_raises(dispatcher):
     dispatcher.add(pod("a"))
     with pytest.raises(IllegalTransition):
         dispatcher.units["default/a"].move(PodState.BOUND)
+
+
+def test_a_hot_spot_backs_off_after_max_conflicts(clock):
+    d = Dispatcher(Backoff(1.0, 10.0), clock=clock, max_conflicts=3)
+    d.add(pod("hot"))
+    for attempt in range(3):
+        batch = d.next_batch(0, 10)
+        assert batch is not None, attempt
+        d.on_result(ShardResult(0, batch.batch_id, 1, placed(batch)))
+        d.on_outcomes(
+            batch.batch_id, [UnitOutcome("default/hot", "conflict", detail="node n1: cpu")]
+        )
+    assert d.units["default/hot"].state is PodState.BACKOFF
+    assert d.unschedulable() == {"default/hot": "conflict: node n1: cpu"}
+    assert d.stats.conflicts == 3 and d.stats.conflict_backoffs == 1
+    # nothing else going on: its backoff need not be waited out
+    assert d.requeue_stale() == 1
