@@ -69,6 +69,9 @@ def bench(
             "since the shard looked is a conflict"
         ),
     ] = "fine",
+    candidates: Annotated[
+        int, typer.Option(min=1, help="nodes offered per pod; the binder takes the first that fits")
+    ] = 3,
     node_template: Annotated[Path | None, typer.Option(exists=True, dir_okay=False)] = None,
     pod_template: Annotated[Path | None, typer.Option(exists=True, dir_okay=False)] = None,
     placements: Annotated[
@@ -87,7 +90,7 @@ def bench(
         batch_pods=batch_pods,
         seed=seed,
     )
-    settings = replace(settings, conflict_mode=conflict_mode)
+    settings = replace(settings, conflict_mode=conflict_mode, candidates=candidates)
     if config:
         for plugin in configuration.inactive:
             log.warning("inactive plugin: %s", plugin)

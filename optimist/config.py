@@ -25,6 +25,9 @@ class Settings:
     inflight_per_shard: int = 2  # batches a shard may hold at once, to hide round trips
     max_conflicts: int = 5  # conflicts in a row before a unit backs off instead of retrying
     conflict_mode: str = "fine"  # or "coarse": any change to a node since the shard looked
+    candidates: int = (
+        3  # nodes a shard offers per pod, best first: the binder takes the first that fits
+    )
     backoff_initial_s: float = 1.0
     backoff_max_s: float = 10.0
     seed: int = 0
@@ -33,7 +36,7 @@ class Settings:
     node_partitions: bool = False  # carried from the file; not used yet
 
     def __post_init__(self) -> None:
-        for name in ("shards", "batch_pods", "inflight_per_shard", "max_conflicts"):
+        for name in ("shards", "batch_pods", "inflight_per_shard", "max_conflicts", "candidates"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.conflict_mode not in CONFLICT_MODES:

@@ -67,7 +67,13 @@ class Platform:
         profiles = [p.to_wire() for p in s.profiles]
         self.shards = [
             ShardActor.remote(
-                i, self.redis_url, s.key_prefix, profiles, list(s.extenders), s.seed * 1000 + i
+                i,
+                self.redis_url,
+                s.key_prefix,
+                profiles,
+                list(s.extenders),
+                s.candidates,
+                s.seed * 1000 + i,
             )
             for i in range(s.shards)
         ]

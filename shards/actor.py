@@ -28,12 +28,13 @@ class ShardActor:
         key_prefix: str,
         profiles: list[list[Any]],
         extenders: list[dict[str, Any]],
+        candidates: int,
         seed: int,
     ) -> None:
         store = NodeStore(connect(redis_url), Keys(key_prefix))
         built = [build_profile(ProfileConfig.from_wire(p)) for p in profiles]
         consulted = [HTTPExtender.from_config(e) for e in extenders]
-        self.core = ShardCore(shard_id, store, built, seed, consulted)
+        self.core = ShardCore(shard_id, store, built, seed, consulted, candidates)
 
     def info(self) -> dict[str, object]:
         """Where this shard runs, for the report."""

@@ -146,6 +146,14 @@ class ClassState:
         i = pick(scores, rng)
         return (int(window[i]) if i >= 0 else -1), processed
 
+    def runners_up(self, row: int, count: int) -> list[int]:
+        """The next best feasible rows after `row`, best first: where the binder may fall back."""
+        others = np.flatnonzero(self.scores >= 0)
+        others = others[others != row]
+        if len(others) > count:
+            others = others[np.argpartition(-self.scores[others], count - 1)[:count]]
+        return others[np.argsort(-self.scores[others], kind="stable")].tolist()
+
     def feasible_rows(self) -> np.ndarray:
         """Every node the plugins let this pod onto, now."""
         self._catch_up()

@@ -35,7 +35,9 @@ class ShardCore:
         profiles: list[Profile],
         seed: int,
         extenders: Sequence[HTTPExtender] = (),
+        candidates: int = 1,
     ) -> None:
+        self.candidates = candidates  # nodes offered per pod, best first, for the binder
         self.shard_id = shard_id
         self.store = store
         self.profiles = {p.name: p for p in profiles}
@@ -108,6 +110,7 @@ class ShardCore:
     ) -> tuple[Decision, list[tuple[int, PodClass]]]:
         """All pods of the unit placed (and assumed) in the table, or none and the reasons."""
         chosen: list[tuple[int, PodClass]] = []
+        offered: list[list[int]] = []
         for i, (_, cls) in enumerate(unit.pods):
             state = states.get(cls)
             if state is None:
@@ -134,10 +137,11 @@ class ShardCore:
             pod = classes[cls]
             self.table.assume(row, pod.request, pod.ports, pod.peer)
             chosen.append((row, pod))
+            offered.append([row, *state.runners_up(row, self.candidates - 1)])
         names, versions = self.table.names, self.table.version
         placements = [
-            PodPlacement(key, cls, [names[row]], [int(versions[row])])
-            for (key, cls), (row, _) in zip(unit.pods, chosen, strict=True)
+            PodPlacement(key, cls, [names[r] for r in rows], [int(versions[r]) for r in rows])
+            for (key, cls), rows in zip(unit.pods, offered, strict=True)
         ]
         return Decision(unit.key, placements), chosen
 

@@ -142,3 +142,19 @@ def test_shards_see_other_shards_pods_by_peer(store):
     store.release([decisions[0].unit])
     watcher.handle(batch([], []))
     assert int(table.peer_pods[:, col].sum()) == 1
+
+
+def test_offers_ranked_candidates_for_the_binder(store):
+    # n0 is busiest, n3 emptiest: LeastAllocated ranks n3, n2, n1
+    store.put_nodes([node(f"n{i}", cpu="4") for i in range(4)])
+    b = batch([spec("1"), spec("3"), spec("2"), spec("1")], [[1], [2], [3]])
+    first = ShardCore(1, store, [default_profile()], seed=1)
+    decisions = first.handle(b).decisions
+    store.commit(b.classes, decisions)
+    core = ShardCore(0, store, [default_profile()], seed=1, candidates=3)
+    [decision] = core.handle(batch([spec("100m")], [[0]])).decisions
+    [placement] = decision.placements
+    assert len(set(placement.nodes)) == 3 and len(placement.versions) == 3
+    free = {n: 4000 - store.usage(n).get("cpu", 0) for n in ("n0", "n1", "n2", "n3")}
+    ranked = sorted(free, key=lambda n: -free[n])
+    assert placement.nodes == ranked[:3]
