@@ -83,7 +83,17 @@ class Dispatcher:
         self._arrivals += 1
         key = f"{group}#{self._arrivals}" if group and len(pods) > 1 else pods[0].key
         priority = max(p.priority for p in pods)
-        unit = QueuedUnit(key, pods, priority, self._arrivals, group=group, since=self.clock())
+        group_of = self.gangs.groups.get(group)
+        min_member = group_of.min_member if group_of and len(pods) > 1 else len(pods)
+        unit = QueuedUnit(
+            key,
+            pods,
+            priority,
+            self._arrivals,
+            group=group,
+            since=self.clock(),
+            min_member=min_member,
+        )
         self.units[unit.key] = unit
         self.queue.push_active(unit)
 
@@ -114,7 +124,7 @@ class Dispatcher:
                     specs.append(pod.spec)
                 members.append((pod.key, index))
             manifests = [dict(p.manifest or {}) for p in unit.pods] if self.send_manifests else []
-            units.append(UnitRequest(unit.key, members, len(unit.pods), manifests))
+            units.append(UnitRequest(unit.key, members, unit.min_member, manifests))
             pods += len(unit.pods)
         resolved = self._resolved.pop(shard, [])
         if not units and not resolved:
@@ -145,6 +155,7 @@ class Dispatcher:
             answered.add(decision.unit)
             if decision.placed:
                 unit.move(PodState.AWAITING_COMMIT)
+                unit.placed = {p.pod for p in decision.placements}
                 placed.append(decision)
             else:
                 self._back_off(unit, decision.summary(), unit.sent_mark)
@@ -169,12 +180,15 @@ class Dispatcher:
                 unit.move(PodState.BOUND)
                 del self.units[unit.key]
                 if unit.group and len(unit.pods) > 1:
-                    for pods in self.gangs.gang_bound(unit.group):
+                    # the gang runs: its pods that found no node, and those that
+                    # waited for it, now go one by one
+                    left = [[p] for p in unit.pods if p.key not in unit.placed]
+                    for pods in left + self.gangs.gang_bound(unit.group):
                         self._enqueue(pods)
-                bound.extend(p.key for p in unit.pods)
-                self.stats.bound_pods += len(unit.pods)
+                bound.extend(unit.placed)
+                self.stats.bound_pods += len(unit.placed)
                 self.stats.units_by_shard[shard] += 1
-                self.stats.pods_by_shard[shard] += len(unit.pods)
+                self.stats.pods_by_shard[shard] += len(unit.placed)
             elif outcome.status in ("conflict", "bind-failed"):
                 self._releases += 1
                 if outcome.status == "bind-failed":

@@ -38,6 +38,8 @@ class QueuedUnit:
     sent_mark: int = 0
     generation: int = 0
     group: str = ""  # the PodGroup, for a gang
+    min_member: int = 1  # pods that must be placed together (a gang's minMember)
+    placed: set[str] = field(default_factory=set)  # pods of the placement now being committed
     since: float = 0.0  # when the unit became complete (a gang's timeout counts from here)
 
     def move(self, new: PodState) -> None:

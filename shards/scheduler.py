@@ -108,10 +108,16 @@ class ShardCore:
     def _place(
         self, unit: UnitRequest, classes: list[PodClass], states: dict[int, ClassState]
     ) -> tuple[Decision, list[tuple[int, PodClass]]]:
-        """All pods of the unit placed (and assumed) in the table, or none and the reasons."""
+        """At least `min_member` pods of the unit placed (and assumed), or none and the reasons.
+
+        A gang tries every pod it holds; the pods that found no node stay
+        out of the placement, as long as enough of them did.
+        """
         chosen: list[tuple[int, PodClass]] = []
         offered: list[list[int]] = []
-        for i, (_, cls) in enumerate(unit.pods):
+        placed: list[tuple[str, int]] = []
+        why: dict[str, int] = {}
+        for i, (key, cls) in enumerate(unit.pods):
             state = states.get(cls)
             if state is None:
                 profile = self.profiles.get(classes[cls].spec.profile)
@@ -128,20 +134,25 @@ class ShardCore:
                 self._next_start = (self._next_start + searched) % max(self.table.size, 1)
                 reasons = {}
             if row < 0:
-                # the reasons count the unit's own pods placed so far, then those are undone
-                reasons = reasons or dict(state.why())
-                for placed_row, pod in chosen:
-                    self.table.forget(placed_row, pod.request, pod.ports, pod.peer)
-                alive = int(self.table.alive[: self.table.size].sum())
-                return Decision(unit.key, [], reasons, alive), []
+                # the reasons count the unit's own pods placed so far
+                why = why or reasons or dict(state.why())
+                if len(unit.pods) - i - 1 + len(chosen) < unit.min_member:
+                    break  # too few pods left to reach min_member
+                continue
             pod = classes[cls]
             self.table.assume(row, pod.request, pod.ports, pod.peer)
             chosen.append((row, pod))
+            placed.append((key, cls))
             offered.append([row, *state.runners_up(row, self.candidates - 1)])
+        if len(chosen) < min(unit.min_member, len(unit.pods)) or not chosen:
+            for placed_row, pod in chosen:
+                self.table.forget(placed_row, pod.request, pod.ports, pod.peer)
+            alive = int(self.table.alive[: self.table.size].sum())
+            return Decision(unit.key, [], why, alive), []
         names, versions = self.table.names, self.table.version
         placements = [
             PodPlacement(key, cls, [names[r] for r in rows], [int(versions[r]) for r in rows])
-            for (key, cls), rows in zip(unit.pods, offered, strict=True)
+            for (key, cls), rows in zip(placed, offered, strict=True)
         ]
         return Decision(unit.key, placements), chosen
 

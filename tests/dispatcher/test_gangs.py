@@ -77,3 +77,19 @@ def test_gang_past_its_timeout_is_reported_as_timed_out():
     )
     reason = d.unschedulable()["default/a"]
     assert reason.startswith("PodGroup default/train not scheduled within 30s: 0/2 nodes")
+
+
+def test_gang_pods_left_out_of_the_placement_go_alone_once_it_runs():
+    d = Dispatcher()
+    for name in "abc":
+        d.add(member(name))
+    d.add_group(PodGroup("default", "train", min_member=2))  # all three at hand: one unit
+    batch = d.next_batch(0, 10)
+    [unit] = batch.units
+    assert unit.min_member == 2 and len(unit.pods) == 3
+    two = [PodPlacement(p, c, ["n"], [1]) for p, c in unit.pods[:2]]
+    d.on_result(ShardResult(0, batch.batch_id, 1, [Decision(unit.key, two)]))
+    bound = d.on_outcomes(batch.batch_id, [UnitOutcome(unit.key, "bound", ["n", "n"])])
+    assert sorted(bound) == ["default/a", "default/b"]
+    [alone] = d.next_batch(0, 10).units
+    assert alone.pods == [("default/c", 0)]

@@ -158,3 +158,20 @@ def test_offers_ranked_candidates_for_the_binder(store):
     free = {n: 4000 - store.usage(n).get("cpu", 0) for n in ("n0", "n1", "n2", "n3")}
     ranked = sorted(free, key=lambda n: -free[n])
     assert placement.nodes == ranked[:3]
+
+
+def test_a_gang_keeps_what_fits_when_at_least_min_member_do(store):
+    store.put_nodes([node("a", cpu="3")])  # room for three 1-CPU pods
+    core = ShardCore(0, store, [default_profile()], seed=1)
+    gang = ShardBatch(
+        next(_ids), [spec("1")], [UnitRequest("g", [(f"ns/g{i}", 0) for i in range(4)], 3)]
+    )
+    [decision] = core.handle(gang).decisions
+    assert [p.pod for p in decision.placements] == ["ns/g0", "ns/g1", "ns/g2"]
+    strict = ShardBatch(
+        next(_ids), [spec("1")], [UnitRequest("h", [(f"ns/h{i}", 0) for i in range(4)], 4)]
+    )
+    core2 = ShardCore(1, store, [default_profile()], seed=1)
+    [refused] = core2.handle(strict).decisions
+    assert not refused.placed and refused.reasons == {"Insufficient cpu": 1}
+    assert not core2.table.assumed.any()  # nothing of the refused gang stays assumed
