@@ -55,16 +55,14 @@ def run(settings, nodes, gangs, plain):
 def test_mixed_gangs_fill_the_cluster_whole(redis_url, key_prefix, shards, seed):
     rng = random.Random(seed)
     gangs, total = [], 0
-    while (
-        total < 140
-    ):  # 16 nodes x 4 CPU = 160 slots of 400m... filled to about 95% with plain pods
-        size = rng.randint(2, 24)
-        gangs.append((f"gang{len(gangs)}", size, size, "400m"))
+    while total < 420:  # 48 nodes x 4 CPU = 480 slots of 400m; plain pods top up to 95%
+        size = rng.randint(2, 64)
+        gangs.append((f"gang{len(gangs)}", rng.randint(2, size), size, "400m"))
         total += size
     settings = Settings(
         shards=shards, redis_url=redis_url, key_prefix=key_prefix, batch_pods=16, seed=seed
     )
-    cluster, unschedulable = run(settings, 16, gangs, (152 - total if total < 152 else 0, "400m"))
+    cluster, unschedulable = run(settings, 48, gangs, (max(456 - total, 0), "400m"))
     bound = Counter(
         cluster.pod_manifests[k]["metadata"]["labels"].get(POD_GROUP_LABEL)
         for k in cluster.bindings
