@@ -18,7 +18,6 @@ import base64
 import http.client
 import json
 import os
-import re
 import shutil
 import socket
 import ssl
@@ -29,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from cluster.durations import parse_duration
 from cluster.objects import Node
 from cluster.resources import CPU
 
@@ -55,39 +55,18 @@ class FilterAnswer:
     unresolvable: dict[str, str]
 
 
-_DURATION_PART = re.compile(r"([0-9]*\.?[0-9]+)(ns|us|µs|μs|ms|s|m|h)")
-_DURATION_UNITS = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "μs": 1e-6,
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-}
-
-
 def _seconds(value: Any) -> float:
-    """httpTimeout as the loader keeps it (a Go duration string) or as a number of seconds.
-
-    Parsed here rather than through the configuration package so that a
-    shard need not import the whole loader.
-    """
+    """httpTimeout as the loader keeps it (a Go duration string) or as a number of seconds."""
     if value is None:
         return 0.0
     if isinstance(value, bool):
         raise ValueError(f"httpTimeout {value!r} is not a duration")
     if isinstance(value, int | float):
         return float(value)
-    text = str(value).strip()
-    sign = -1.0 if text.startswith("-") else 1.0
-    body = text.lstrip("+-")
-    if body == "0":
-        return 0.0
-    if not body or _DURATION_PART.sub("", body):
-        raise ValueError(f"httpTimeout {value!r} is not a duration such as '5s'")
-    return sign * sum(float(n) * _DURATION_UNITS[u] for n, u in _DURATION_PART.findall(body))
+    try:
+        return parse_duration(str(value).strip())
+    except ValueError:
+        raise ValueError(f"httpTimeout {value!r} is not a duration such as '5s'") from None
 
 
 def _field(obj: Mapping[str, Any], name: str) -> Any:

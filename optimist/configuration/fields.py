@@ -12,6 +12,8 @@ import re
 from collections.abc import Collection, Iterable
 from typing import Any
 
+from cluster.durations import parse_duration
+
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
 
@@ -122,28 +124,14 @@ def _one_of(value: Any, path: str, choices: Iterable[str]) -> str:
     return value
 
 
-_DURATION = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)")
-_UNIT_SECONDS = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "μs": 1e-6,
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-}
-
-
 def _duration(value: Any, path: str) -> float:
     """A Go duration ("15s", "1m30s", "250ms"), in seconds."""
-    text = _str(value, path)
-    sign, body = (-1.0, text[1:]) if text[:1] == "-" else (1.0, text.lstrip("+"))
-    if body == "0":
-        return 0.0
-    if not body or _DURATION.sub("", body):
-        raise ConfigError(path, value, 'must be a duration such as "15s", "1m30s" or "250ms"')
-    return sign * sum(float(n) * _UNIT_SECONDS[u] for n, u in _DURATION.findall(body))
+    try:
+        return parse_duration(_str(value, path))
+    except ValueError:
+        raise ConfigError(
+            path, value, 'must be a duration such as "15s", "1m30s" or "250ms"'
+        ) from None
 
 
 _NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
