@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
@@ -119,6 +119,16 @@ class Profile:
     filters: list[FilterPlugin]
     scorers: list[tuple[ScorePlugin, int]]
     percentage_of_nodes_to_score: int | None = None  # None: upstream's adaptive rule
+    # each plugin that can span nodes, once (a filter that also scores is one plugin)
+    _spanning: list[FilterPlugin | ScorePlugin] = field(init=False, default_factory=list)
+
+    def __post_init__(self) -> None:
+        plugins = [*self.filters, *(plugin for plugin, _ in self.scorers)]
+        self._spanning = [
+            plugin
+            for plugin in dict.fromkeys(plugins)
+            if type(plugin).spans_nodes not in (FilterPlugin.spans_nodes, ScorePlugin.spans_nodes)
+        ]
 
     def feasible(self, pod: PodClass, table: NodeTable, rows: Rows, *, dynamic: bool) -> np.ndarray:
         """The AND of the filters that are (dynamic=True) or are not (False) usage-dependent."""
@@ -156,8 +166,7 @@ class Profile:
 
     def spans_nodes(self, pod: PodClass, table: NodeTable) -> bool:
         """Whether a placement anywhere can change this pod's answers on other nodes."""
-        plugins = [*self.filters, *(plugin for plugin, _ in self.scorers)]
-        return any(plugin.spans_nodes(pod, table) for plugin in plugins)
+        return any(plugin.spans_nodes(pod, table) for plugin in self._spanning)
 
     def explain(self, pod: PodClass, table: NodeTable) -> Counter[str]:
         """Per reason, how many nodes the first failing filter rejected, as upstream counts."""
