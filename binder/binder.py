@@ -1,8 +1,10 @@
 """The binder decides whether: commit in the store, then bind in the cluster.
 
 Commits go to the store in one Lua call per batch; each unit is accepted
-whole or not at all. A committed unit whose binding the cluster refuses is
-released again, so that no reservation outlives its pod.
+whole or not at all. A pod whose binding the cluster refuses is released
+again, so that no reservation outlives its pod; pods of the same unit that
+did bind stay bound (a binding cannot be undone), and the dispatcher decides
+what becomes of the rest.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ class Binder:
         _, outcomes = self.store.commit(classes, admitted, self.conflict_mode)
         self.commits += 1
         bindings: list[Binding] = []
-        owners: list[UnitOutcome] = []
+        owners: list[UnitOutcome] = []  # the unit of each binding
         for decision, outcome in zip(admitted, outcomes, strict=True):
             if outcome.committed:
                 for placement, node in zip(decision.placements, outcome.nodes, strict=True):
@@ -49,16 +51,27 @@ class Binder:
                     owners.append(outcome)
                     self.guard.note_committed(classes[placement.cls])
         errors = self.cluster.bind(bindings) if bindings else []
-        failed: dict[str, str] = {}
-        for owner, error in zip(owners, errors, strict=True):
+        failed: dict[str, dict[str, str]] = {}  # unit -> pod -> why its binding failed
+        for binding, owner, error in zip(bindings, owners, errors, strict=True):
             if error is not None:
-                failed.setdefault(owner.unit, error)
-        if failed:
-            self.store.release(list(failed))
+                failed.setdefault(owner.unit, {})[binding.pod] = error
+        whole: list[str] = []  # units none of whose pods bound
+        partial: list[str] = []  # pods that did not bind, of units some of whose pods did
         for outcome in outcomes:
-            if outcome.committed:
-                if outcome.unit in failed:
-                    outcome.status, outcome.detail = "bind-failed", failed[outcome.unit]
-                else:
-                    outcome.status = "bound"
+            if not outcome.committed:
+                continue
+            errs = failed.get(outcome.unit)
+            if not errs:
+                outcome.status = "bound"
+                continue
+            outcome.detail = next(iter(errs.values()))
+            if len(errs) == len(outcome.nodes):
+                outcome.status = "bind-failed"
+                whole.append(outcome.unit)
+            else:
+                # Bound pods cannot be unbound: keep them, give back the rest.
+                outcome.status, outcome.unbound = "partly-bound", list(errs)
+                partial.extend(errs)
+        if whole or partial:
+            self.store.release(whole, partial)
         return outcomes + refused

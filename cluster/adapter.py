@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from cluster.errors import InvalidObject
-from cluster.objects import Pod, PodGroup
+from cluster.objects import Node, Pod, PodGroup
 
 
 @dataclass(slots=True)
@@ -20,6 +20,12 @@ class Binding:
 class ClusterAdapter(Protocol):
     def take_new_pods(self) -> tuple[list[Pod], list[tuple[str, InvalidObject]]]:
         """New pods of our profiles since the last call; (pod key, error) for unparsable ones."""
+
+    def take_deleted_pods(self) -> list[str]:
+        """Keys of pods deleted since the last call, whether bound or pending."""
+
+    def take_node_events(self) -> tuple[list[Node], list[str]]:
+        """Nodes created or changed since the last call, and the names of nodes deleted."""
 
     def take_new_groups(self) -> list[PodGroup]:
         """PodGroups (gangs) seen since the last call."""

@@ -12,6 +12,8 @@ to BOUND and refuses any transition not listed here.
                   │   backoff over, or an event that may have freed room
     bad manifest ─┴─► REJECTED (reported unschedulable with its reason, never retried)
 
+    deleted in the cluster, from any state but BOUND ──► DELETED
+
 - ACTIVE: in the active queue, ordered by priority, then arrival.
 - IN_FLIGHT: in a batch sent to a shard; the shard has not answered.
 - AWAITING_COMMIT: a shard placed it; the binder commits it in the store and
@@ -22,6 +24,9 @@ to BOUND and refuses any transition not listed here.
 - BOUND: committed in the store and bound in the cluster; the dispatcher
   forgets it.
 - REJECTED: its manifest cannot be scheduled as written.
+- DELETED: the pod was deleted before it was bound; a unit whose every pod is
+  deleted leaves the queue, and the shard's or binder's late answers for it
+  are ignored (a binding of a deleted pod fails and is released).
 """
 
 from __future__ import annotations
@@ -36,15 +41,21 @@ class PodState(Enum):
     BACKOFF = "backoff"
     BOUND = "bound"
     REJECTED = "rejected"
+    DELETED = "deleted"
 
 
 TRANSITIONS: dict[PodState, frozenset[PodState]] = {
-    PodState.ACTIVE: frozenset({PodState.IN_FLIGHT}),
-    PodState.IN_FLIGHT: frozenset({PodState.AWAITING_COMMIT, PodState.BACKOFF, PodState.ACTIVE}),
-    PodState.AWAITING_COMMIT: frozenset({PodState.BOUND, PodState.ACTIVE, PodState.BACKOFF}),
-    PodState.BACKOFF: frozenset({PodState.ACTIVE}),
+    PodState.ACTIVE: frozenset({PodState.IN_FLIGHT, PodState.DELETED}),
+    PodState.IN_FLIGHT: frozenset(
+        {PodState.AWAITING_COMMIT, PodState.BACKOFF, PodState.ACTIVE, PodState.DELETED}
+    ),
+    PodState.AWAITING_COMMIT: frozenset(
+        {PodState.BOUND, PodState.ACTIVE, PodState.BACKOFF, PodState.DELETED}
+    ),
+    PodState.BACKOFF: frozenset({PodState.ACTIVE, PodState.DELETED}),
     PodState.BOUND: frozenset(),
     PodState.REJECTED: frozenset(),
+    PodState.DELETED: frozenset(),
 }
 
 

@@ -185,7 +185,9 @@ class UnitOutcome:
       committed    the store accepted every pod (the binder then binds them)
       bound        committed and bound in the cluster
       conflict     some pod no longer fits the committed state; nothing applied
-      bind-failed  committed, but the cluster refused a binding; released again
+      bind-failed  committed, but the cluster refused every binding; released again
+      partly-bound committed, some pods bound; those the cluster refused (`unbound`)
+                   are released again
       duplicate    a pod or the unit was already committed; nothing applied
       invalid      the store refused a malformed request; nothing applied
     """
@@ -194,6 +196,7 @@ class UnitOutcome:
     status: str
     nodes: list[str] = field(default_factory=list)  # the node of each pod, once committed
     detail: str = ""
+    unbound: list[str] = field(default_factory=list)  # pods whose binding failed
 
     @property
     def committed(self) -> bool:

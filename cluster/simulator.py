@@ -47,6 +47,9 @@ class SimulatedCluster:
     _new: list[str] = field(default_factory=list)
     _new_groups: list[PodGroup] = field(default_factory=list)
     _names: set[str] = field(default_factory=set)
+    _new_nodes: list[Node] = field(default_factory=list)
+    _deleted_nodes: list[str] = field(default_factory=list)
+    _deleted_pods: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
@@ -74,7 +77,24 @@ class SimulatedCluster:
             self.nodes[node.name] = node
             self.node_manifests[node.name] = manifest
             made.append(node)
+        self._new_nodes.extend(made)
         return made
+
+    def delete_nodes(self, names: list[str]) -> None:
+        """Delete nodes; their pods go with them, as the pod garbage collector would do."""
+        gone = set(names) & self.nodes.keys()
+        for name in gone:
+            del self.nodes[name]
+            del self.node_manifests[name]
+        self._deleted_nodes.extend(sorted(gone))
+        self.delete_pods([pod for pod, node in self.bindings.items() if node in gone])
+
+    def take_node_events(self) -> tuple[list[Node], list[str]]:
+        """Nodes created since the last call, and the names of nodes deleted since then."""
+        made = [n for n in self._new_nodes if self.nodes.get(n.name) is n]
+        gone = self._deleted_nodes
+        self._new_nodes, self._deleted_nodes = [], []
+        return made, gone
 
     def create_pods(
         self, template: Mapping[str, Any], count: int, namespace: str = "default"
@@ -108,6 +128,18 @@ class SimulatedCluster:
         groups, self._new_groups = self._new_groups, []
         return groups
 
+    def delete_pods(self, keys: list[str]) -> None:
+        """Delete pods, bound or pending; a deleted pod is never bound afterwards."""
+        for key in keys:
+            if self.pod_manifests.pop(key, None) is not None:
+                self.bindings.pop(key, None)
+                self._deleted_pods.append(key)
+
+    def take_deleted_pods(self) -> list[str]:
+        """Keys of the pods deleted since the last call."""
+        gone, self._deleted_pods = self._deleted_pods, []
+        return gone
+
     def take_new_pods(self) -> tuple[list[Pod], list[tuple[str, InvalidObject]]]:
         """Pods of our profiles created since the last call, as a watch delivers them.
 
@@ -117,6 +149,8 @@ class SimulatedCluster:
         pods: list[Pod] = []
         errors: list[tuple[str, InvalidObject]] = []
         for key in self._new:
+            if key not in self.pod_manifests:
+                continue  # deleted before the watch delivered it
             try:
                 pods.append(pod_from_manifest(self.pod_manifests[key]))
             except InvalidObject as err:
@@ -137,5 +171,25 @@ class SimulatedCluster:
             else:
                 self.bindings[b.pod] = b.node
                 self.bind_log.append(b)
+                errors.append(None)
+        return errors
+
+    def add_running_pods(self, pods: list[Pod]) -> list[str | None]:
+        """Pods already running on their node (`spec.nodeName`), as a real cluster's snapshot
+        has them: recorded bound, never handed to the scheduler, never in the binding log.
+
+        Whoever adds them commits their requests to the node store first, so that
+        they count there too. An error string per refused pod, as `bind` gives.
+        """
+        errors: list[str | None] = []
+        for pod in pods:
+            if pod.manifest is None or pod.key in self.pod_manifests:
+                errors.append(f"pod {pod.key} has no manifest or exists already")
+            elif pod.node_name not in self.nodes:
+                errors.append(f"node {pod.node_name!r} not found")
+            else:
+                self._names.add(pod.key)
+                self.pod_manifests[pod.key] = copy.deepcopy(dict(pod.manifest))
+                self.bindings[pod.key] = pod.node_name
                 errors.append(None)
         return errors

@@ -54,6 +54,7 @@ class Dispatcher:
         self.queue = SchedulingQueue(backoff or Backoff())
         self.clock = clock
         self.units: dict[str, QueuedUnit] = {}
+        self._unit_of: dict[str, str] = {}  # pod key -> key of the unit that holds it
         self.batches: dict[int, InFlightBatch] = {}
         self.rejected: dict[str, str] = {}  # pod key -> why its manifest cannot be scheduled
         self.stats = DispatchStats()
@@ -69,9 +70,10 @@ class Dispatcher:
 
     def add(self, pod: Pod) -> None:
         if pod.group:
+            running = pod.group in self.gangs.bound  # its pods now go one by one
             for pods in self.gangs.offer(pod):
-                self._enqueue(pods, pod.group)
-        elif pod.key not in self.units:
+                self._enqueue(pods, "" if running else pod.group)
+        elif pod.key not in self._unit_of:
             self._enqueue([pod])
 
     def add_group(self, group: PodGroup) -> None:
@@ -79,12 +81,13 @@ class Dispatcher:
             self._enqueue(pods, group.key)
 
     def _enqueue(self, pods: list[Pod], group: str = "") -> None:
-        """A unit for these pods: a gang (all of a PodGroup's pods at hand) or one pod."""
+        """A unit for these pods: a gang of PodGroup `group`, or else one pod."""
+        if not pods:
+            return
         self._arrivals += 1
-        key = f"{group}#{self._arrivals}" if group and len(pods) > 1 else pods[0].key
+        key = f"{group}#{self._arrivals}" if group else pods[0].key
         priority = max(p.priority for p in pods)
-        group_of = self.gangs.groups.get(group)
-        min_member = group_of.min_member if group_of and len(pods) > 1 else len(pods)
+        min_member = self.gangs.needed(group) if group else len(pods)
         unit = QueuedUnit(
             key,
             pods,
@@ -95,11 +98,45 @@ class Dispatcher:
             min_member=min_member,
         )
         self.units[unit.key] = unit
+        self._unit_of.update(dict.fromkeys((p.key for p in pods), unit.key))
         self.queue.push_active(unit)
 
     def reject(self, pod_key: str, reason: str) -> None:
         """A pod whose manifest cannot be scheduled: reported, never retried."""
         self.rejected[pod_key] = reason
+
+    def forget(self, pod_keys: list[str]) -> None:
+        """Pods deleted in the cluster: they leave their units, and empty units leave the queue.
+
+        A unit out with a shard or the binder keeps its place there; the
+        binding of a deleted pod fails, and nothing is retried for it.
+        """
+        for key in pod_keys:
+            self.rejected.pop(key, None)
+            self.gangs.forget(key)
+            unit = self.units.get(self._unit_of.pop(key, ""))
+            if unit is None:
+                continue
+            unit.pods = [p for p in unit.pods if p.key != key]
+            waiting = unit.state in (PodState.ACTIVE, PodState.BACKOFF)
+            if not unit.pods or (waiting and len(unit.pods) < unit.min_member):
+                self._drop(unit)
+
+    def room_freed(self) -> None:
+        """Something outside the scheduler freed room (a pod deleted, a node added):
+        every "no node fits" verdict given before now may be stale."""
+        self._releases += 1
+
+    def _drop(self, unit: QueuedUnit) -> None:
+        """Take a unit out of the queue; a gang's pods left wait for new members again."""
+        self.queue.remove(unit)
+        unit.move(PodState.DELETED)
+        del self.units[unit.key]
+        for pod in unit.pods:
+            del self._unit_of[pod.key]
+        if unit.group:
+            for pods in self.gangs.wait_again(unit.group, unit.pods):
+                self._enqueue(pods, "" if unit.group in self.gangs.bound else unit.group)
 
     # --- to shards ---------------------------------------------------------------
 
@@ -144,6 +181,9 @@ class Dispatcher:
         self.stats.extender_errors += result.extender_errors
         answered = set()
         placed = []
+        # A placement the shard made is assumed in its table until the batch
+        # is resolved, even one ignored here.
+        assumed = any(d.placed for d in result.decisions)
         for decision in result.decisions:
             unit = self.units.get(decision.unit)
             if (
@@ -164,8 +204,10 @@ class Dispatcher:
             if key not in answered and unit is not None and unit.state is PodState.IN_FLIGHT:
                 unit.move(PodState.ACTIVE)  # the shard dropped it: try again
                 self.queue.push_active(unit)
-        if not placed:
+        if not assumed:
             del self.batches[result.batch_id]  # the shard assumed nothing: nothing to resolve
+        elif not placed:
+            self._settle(result.batch_id)
         return batch.classes, placed
 
     def on_outcomes(self, batch_id: int, outcomes: list[UnitOutcome]) -> list[str]:
@@ -176,19 +218,15 @@ class Dispatcher:
             unit = self.units.get(outcome.unit)
             if unit is None or unit.state is not PodState.AWAITING_COMMIT:
                 continue
-            if outcome.status == "bound":
-                unit.move(PodState.BOUND)
-                del self.units[unit.key]
-                if unit.group and len(unit.pods) > 1:
-                    # the gang runs: its pods that found no node, and those that
-                    # waited for it, now go one by one
-                    left = [[p] for p in unit.pods if p.key not in unit.placed]
-                    for pods in left + self.gangs.gang_bound(unit.group):
-                        self._enqueue(pods)
-                bound.extend(unit.placed)
-                self.stats.bound_pods += len(unit.placed)
+            if outcome.status in ("bound", "partly-bound"):
+                if outcome.unbound:
+                    self._releases += 1
+                    self.stats.bind_failures += 1
+                placed = [k for k in unit.placed if k not in outcome.unbound]
+                self._bound(unit, placed)
+                bound.extend(placed)
                 self.stats.units_by_shard[shard] += 1
-                self.stats.pods_by_shard[shard] += len(unit.placed)
+                self.stats.pods_by_shard[shard] += len(placed)
             elif outcome.status in ("conflict", "bind-failed"):
                 self._releases += 1
                 if outcome.status == "bind-failed":
@@ -209,10 +247,35 @@ class Dispatcher:
         self._settle(batch_id)
         return bound
 
+    def _bound(self, unit: QueuedUnit, placed: list[str]) -> None:
+        """The unit's `placed` pods are bound; its other pods are scheduled again.
+
+        A gang that has minMember pods bound runs: its other pods, and those
+        that waited for it, go one by one. A gang short of that (a binding
+        failed) tries its other pods again, as a gang of what it still lacks.
+        """
+        unit.move(PodState.BOUND)
+        del self.units[unit.key]
+        for pod in unit.pods:
+            del self._unit_of[pod.key]
+        self.stats.bound_pods += len(placed)
+        bound = set(placed)
+        rest = [p for p in unit.pods if p.key not in bound]
+        if not unit.group:
+            self._enqueue(rest)
+            return
+        waited = self.gangs.note_bound(unit.group, len(bound))
+        if unit.group in self.gangs.bound:
+            for pods in [[p] for p in rest] + waited:
+                self._enqueue(pods)
+        else:
+            for pods in self.gangs.wait_again(unit.group, rest):
+                self._enqueue(pods, unit.group)
+
     def _back_off(self, unit: QueuedUnit, reason: str, verdict_mark: int) -> None:
         unit.attempts += 1
         group = self.gangs.groups.get(unit.group)
-        if group and len(unit.pods) > 1 and self.clock() - unit.since > group.schedule_timeout_s:
+        if group and self.clock() - unit.since > group.schedule_timeout_s:
             reason = (
                 f"PodGroup {group.key} not scheduled within {group.schedule_timeout_s}s: {reason}"
             )

@@ -17,6 +17,8 @@ class Gangs:
     groups: dict[str, PodGroup] = field(default_factory=dict)
     waiting: dict[str, list[Pod]] = field(default_factory=dict)  # group -> pods not yet sent
     bound: set[str] = field(default_factory=set)  # groups whose gang is running
+    # pods bound of gangs not yet running: a binding failed after the commit
+    members_bound: dict[str, int] = field(default_factory=dict)
     _seen: set[str] = field(default_factory=set)
 
     def add_group(self, group: PodGroup) -> list[list[Pod]]:
@@ -34,10 +36,39 @@ class Gangs:
         self.waiting.setdefault(pod.group, []).append(pod)
         return self._complete(pod.group)
 
-    def gang_bound(self, group: str) -> list[list[Pod]]:
-        """The gang runs: the pods that waited for it go one by one."""
+    def needed(self, group: str) -> int:
+        """Pods of the group that must still be placed together for the gang to run."""
+        known = self.groups.get(group)
+        return max((known.min_member if known else 1) - self.members_bound.get(group, 0), 1)
+
+    def note_bound(self, group: str, pods: int) -> list[list[Pod]]:
+        """Pods of a gang were bound; once minMember are, the gang runs and the
+        pods that waited for it go one by one."""
+        if group in self.bound:
+            return []
+        known = self.groups.get(group)
+        count = self.members_bound.get(group, 0) + pods
+        if known is not None and count < known.min_member:
+            self.members_bound[group] = count
+            return []
+        self.members_bound.pop(group, None)
         self.bound.add(group)
         return [[pod] for pod in self.waiting.pop(group, [])]
+
+    def wait_again(self, group: str, pods: list[Pod]) -> list[list[Pod]]:
+        """A gang's unit lost members: its other pods wait for minMember again."""
+        if group in self.bound:
+            return [[pod] for pod in pods]
+        self.waiting.setdefault(group, []).extend(pods)
+        return self._complete(group)
+
+    def forget(self, pod_key: str) -> None:
+        """A pod was deleted: it no longer counts towards its gang."""
+        self._seen.discard(pod_key)
+        for key, pods in self.waiting.items():
+            if any(p.key == pod_key for p in pods):
+                self.waiting[key] = [p for p in pods if p.key != pod_key]
+                return
 
     def waiting_reasons(self) -> dict[str, str]:
         """Why each waiting pod is not being scheduled, for the report."""
@@ -49,14 +80,13 @@ class Gangs:
             elif key in self.bound:
                 continue
             else:
-                reason = f"waiting for PodGroup {key}: {len(pods)} of {group.min_member} pods exist"
+                reason = f"waiting for PodGroup {key}: {len(pods)} of {self.needed(key)} pods exist"
             out.update(dict.fromkeys((p.key for p in pods), reason))
         return out
 
     def _complete(self, key: str) -> list[list[Pod]]:
-        group = self.groups.get(key)
         pods = self.waiting.get(key, [])
-        if group is None or len(pods) < group.min_member:
+        if key not in self.groups or len(pods) < self.needed(key):
             return []
         del self.waiting[key]
         return [pods]

@@ -73,6 +73,13 @@ class SchedulingQueue:
         heapq.heappush(self._backoff, (until, unit.arrival, unit.generation, unit))
         self.backoff_units[unit.key] = unit
 
+    def remove(self, unit: QueuedUnit) -> None:
+        """Forget a waiting unit; its heap entry is skipped when it surfaces."""
+        if unit.state is PodState.ACTIVE:
+            self.active_count -= 1
+        elif unit.state is PodState.BACKOFF:
+            del self.backoff_units[unit.key]
+
     def release_from_backoff(self, unit: QueuedUnit) -> None:
         """BACKOFF -> ACTIVE, before or at the end of its backoff."""
         del self.backoff_units[unit.key]

@@ -107,6 +107,7 @@ class SchedulingLoop:
             send_manifests=bool(s.extenders),
             max_conflicts=s.max_conflicts,
         )
+        self.store = platform.store
         self.binder = Binder(platform.store, cluster, s.profiles, s.conflict_mode)
         self.on_bound = on_bound
         self._inflight: dict[ray.ObjectRef, tuple[int, int]] = {}  # ref -> (shard, batch id)
@@ -114,6 +115,18 @@ class SchedulingLoop:
         self.shard_failures = 0
 
     def ingest(self) -> None:
+        """Take in what changed in the cluster: nodes first, so that new pods can use them."""
+        made, gone = self.cluster.take_node_events()
+        if made:
+            self.store.put_nodes(made)
+            self.dispatcher.room_freed()
+        if gone:
+            self.store.remove_nodes(gone)
+        deleted = self.cluster.take_deleted_pods()
+        if deleted:
+            self.dispatcher.forget(deleted)
+            if self.store.release(pods=deleted).pods:
+                self.dispatcher.room_freed()
         for group in self.cluster.take_new_groups():
             self.dispatcher.add_group(group)
         pods, errors = self.cluster.take_new_pods()

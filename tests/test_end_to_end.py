@@ -120,7 +120,6 @@ def test_bad_pods_are_reported_and_the_rest_is_scheduled(tmp_path, redis_url, ke
     other = copy.deepcopy(good)
     other["spec"]["schedulerName"] = "someone-else"
     with Platform(settings) as platform:
-        platform.store.put_nodes(cluster.nodes.values())
         loop = SchedulingLoop(platform, cluster)
         cluster.create_pods(good, 40)
         bad_keys = cluster.create_pods(bad, 3)
@@ -203,7 +202,6 @@ def test_cross_pod_rules_hold_across_shards(redis_url, key_prefix):
         }
     ]
     with Platform(settings) as platform:
-        platform.store.put_nodes(cluster.nodes.values())
         loop = SchedulingLoop(platform, cluster)
         webs = cluster.create_pods(web, 16)
         spreads = cluster.create_pods(spread, 30)

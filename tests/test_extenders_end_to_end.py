@@ -71,7 +71,6 @@ def run(settings: Settings, pods: int) -> tuple[SimulatedCluster, dict[str, str]
         doc["metadata"] = {"name": f"node-{i}", "labels": labels}
         cluster.create_nodes(doc, 1)
     with Platform(settings) as platform:
-        platform.store.put_nodes(cluster.nodes.values())
         loop = SchedulingLoop(platform, cluster)
         cluster.create_pods(yaml.safe_load(template("pod-default.yaml").read_text()), pods)
         loop.run_until_settled()

@@ -34,7 +34,6 @@ def run(settings, nodes, gangs, plain):
     node["status"]["capacity"] = {"cpu": "4", "memory": "32Gi", "pods": "110"}
     cluster.create_nodes(node, nodes)
     with Platform(settings) as platform:
-        platform.store.put_nodes(cluster.nodes.values())
         loop = SchedulingLoop(platform, cluster)
         for name, min_member, pods, cpu in gangs:
             group = {

@@ -45,6 +45,13 @@ class Delta:
     peers: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class Released:
+    version: int
+    units: int
+    pods: int
+
+
 class NodeStore:
     def __init__(self, client: redis.Redis, keys: Keys | None = None) -> None:
         self.client = client
@@ -144,10 +151,11 @@ class NodeStore:
                 outcomes.append(UnitOutcome(decision.unit, status, detail=str(detail)))
         return int(version), outcomes
 
-    def release(self, units: Sequence[str]) -> tuple[int, int]:
-        """Give back the resources of committed units; returns (version, units released)."""
-        version, released = self._run("release", _lua_frame(list(units)))  # type: ignore[misc]
-        return int(version), int(released)
+    def release(self, units: Sequence[str] = (), pods: Sequence[str] = ()) -> Released:
+        """Give back what committed units (all their pods) and single pods hold."""
+        reply = self._run("release", _lua_frame(list(units)), _lua_frame(list(pods)))
+        version, unit_count, pod_count = reply  # type: ignore[misc]
+        return Released(int(version), int(unit_count), int(pod_count))
 
     # --- reading the committed truth (checkers, reports) ------------------------
 

@@ -118,11 +118,23 @@ def test_release_gives_everything_back(store):
     store.put_nodes([node("a", cpu="2")])
     store.commit([spec()], [unit("u", ("ns/p1", 0, ["a"]), ("ns/p2", 0, ["a"]))])
     assert store.usage("a")["cpu"] == 2000
-    version, released = store.release(["u", "never-committed"])
-    assert released == 1
+    released = store.release(["u", "never-committed"])
+    assert (released.units, released.pods) == (1, 2)
     assert all(v == 0 for v in store.usage("a").values())
     assert store.committed_pods() == {}
-    assert store.changes_since(version - 1, COLUMNS).names == ["a"]
+    assert store.changes_since(released.version - 1, COLUMNS).names == ["a"]
+
+
+def test_release_of_single_pods_leaves_the_rest_of_the_unit(store):
+    store.put_nodes([node("a", cpu="2")])
+    store.commit([spec()], [unit("u", ("ns/p1", 0, ["a"]), ("ns/p2", 0, ["a"]))])
+    released = store.release(pods=["ns/p2", "ns/never-committed", ""])
+    assert (released.units, released.pods) == (0, 1)
+    assert store.usage("a")["cpu"] == 1000
+    assert store.committed_pods() == {"ns/p1": "a"}
+    # the unit's later release gives back only what it still holds
+    assert store.release(["u"]).pods == 1
+    assert store.usage("a")["cpu"] == 0
 
 
 def test_lua_validates_its_input(store):
@@ -178,7 +190,7 @@ def test_host_ports_are_rechecked_at_commit(store):
         ("TCP", 9090, "10.0.0.2", 1),
         ("UDP", 8080, "0.0.0.0", 1),
     ]
-    version, _ = store.release(["u0"])
+    version = store.release(["u0"]).version
     _, [again] = store.commit([classes[4]], [unit("u4b", ("ns/p4b", 0, ["a"]))])
     assert again.status == "committed"
     assert ("TCP", 8080, "0.0.0.0", 1) not in store.changes_since(version - 1, COLUMNS).ports["a"]

@@ -163,3 +163,32 @@ def test_a_hot_spot_backs_off_after_max_conflicts(clock):
     assert d.stats.conflicts == 3 and d.stats.conflict_backoffs == 1
     # nothing else going on: its backoff need not be waited out
     assert d.requeue_stale() == 1
+
+
+def test_deleted_pods_leave_the_queue_wherever_they_wait(dispatcher, clock):
+    for name in ("backoff", "in-flight", "active"):
+        dispatcher.add(pod(name))
+    dispatcher.reject("default/bad", "no")
+    first = dispatcher.next_batch(0, 1)
+    dispatcher.on_result(ShardResult(0, first.batch_id, 1, unschedulable(first)))
+    second = dispatcher.next_batch(0, 1)
+    dispatcher.forget(["default/backoff", "default/in-flight", "default/bad"])
+    assert dispatcher.unschedulable() == {}
+    assert dispatcher.queue.backoff_units == {} and dispatcher.queue.active_count == 1
+    # the late answer for the deleted pod is ignored, and its batch resolved
+    assert dispatcher.on_result(ShardResult(0, second.batch_id, 1, placed(second))) == (
+        second.classes,
+        [],
+    )
+    batch = dispatcher.next_batch(0, 10)
+    assert [u.key for u in batch.units] == ["default/active"]
+    assert batch.resolved == [second.batch_id]
+
+
+def test_freed_room_makes_earlier_verdicts_stale(dispatcher):
+    dispatcher.add(pod("p"))
+    batch = dispatcher.next_batch(0, 1)
+    dispatcher.on_result(ShardResult(0, batch.batch_id, 1, unschedulable(batch)))
+    assert dispatcher.settled()
+    dispatcher.room_freed()
+    assert not dispatcher.settled() and dispatcher.requeue_stale() == 1

@@ -93,3 +93,67 @@ def test_gang_pods_left_out_of_the_placement_go_alone_once_it_runs():
     assert sorted(bound) == ["default/a", "default/b"]
     [alone] = d.next_batch(0, 10).units
     assert alone.pods == [("default/c", 0)]
+
+
+def _place_all(d, batch):
+    [unit] = batch.units
+    placements = [PodPlacement(p, c, ["n"], [1]) for p, c in unit.pods]
+    d.on_result(ShardResult(0, batch.batch_id, 1, [Decision(unit.key, placements)]))
+    return unit
+
+
+def test_gang_short_of_min_member_after_a_failed_binding_retries_what_it_lacks():
+    d = Dispatcher()
+    d.add_group(PodGroup("default", "train", min_member=3))
+    for name in "abc":
+        d.add(member(name))
+    batch = d.next_batch(0, 10)
+    unit = _place_all(d, batch)
+    outcome = UnitOutcome(unit.key, "partly-bound", ["n"] * 3, "boom", unbound=["default/c"])
+    assert sorted(d.on_outcomes(batch.batch_id, [outcome])) == ["default/a", "default/b"]
+    assert d.stats.bind_failures == 1
+    [retry] = d.next_batch(0, 10).units
+    assert retry.pods == [("default/c", 0)] and retry.min_member == 1
+    assert retry.key.startswith("default/train#")  # still a gang: it does not run yet
+
+
+def test_gang_with_min_member_bound_runs_despite_a_failed_binding():
+    d = Dispatcher()
+    d.add_group(PodGroup("default", "train", min_member=2))
+    for name in "abc":
+        d.add(member(name))
+    batch = d.next_batch(0, 10)
+    unit = _place_all(d, batch)
+    outcome = UnitOutcome(unit.key, "partly-bound", ["n"] * 3, "boom", unbound=["default/c"])
+    d.on_outcomes(batch.batch_id, [outcome])
+    d.add(member("late"))
+    units = d.next_batch(0, 10).units
+    assert [(u.pods, u.min_member) for u in units] == [
+        ([("default/c", 0)], 1),
+        ([("default/late", 0)], 1),
+    ]
+
+
+def test_deleted_members_no_longer_count_towards_a_gang():
+    d = Dispatcher()
+    d.add_group(PodGroup("default", "train", min_member=2))
+    d.add(member("a"))
+    d.forget(["default/a"])
+    d.add(member("b"))
+    assert d.next_batch(0, 10) is None
+    assert set(d.unschedulable()) == {"default/b"}
+
+
+def test_queued_gang_that_loses_a_member_waits_again():
+    d = Dispatcher()
+    d.add_group(PodGroup("default", "train", min_member=2))
+    d.add(member("a"))
+    d.add(member("b"))
+    d.forget(["default/b"])
+    assert d.next_batch(0, 10) is None
+    assert d.unschedulable() == {
+        "default/a": "waiting for PodGroup default/train: 1 of 2 pods exist"
+    }
+    d.add(member("c"))
+    [unit] = d.next_batch(0, 10).units
+    assert [p for p, _ in unit.pods] == ["default/a", "default/c"]

@@ -1,0 +1,96 @@
+"""The cluster changes under the scheduler: pods and nodes come and go, bindings fail.
+
+Each test ends with the invariant checker: whatever happened, nothing is
+over-committed, bound twice or lost, and gangs are whole.
+"""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from benchmarks import template
+from cluster.adapter import Binding
+from cluster.invariants import check_invariants
+from cluster.simulator import SimulatedCluster
+from optimist.config import Settings
+from optimist.runtime import Platform, SchedulingLoop
+from tests.test_gangs_end_to_end import pod_doc
+
+pytestmark = pytest.mark.usefixtures("ray_session")
+
+
+class RefusingCluster(SimulatedCluster):
+    """The API server refuses the first binding of chosen pods (as a webhook or a
+    deleted namespace would), then lets them through."""
+
+    refuse: set[str]
+
+    def bind(self, bindings: list[Binding]) -> list[str | None]:
+        refused = {b.pod for b in bindings} & self.refuse
+        self.refuse -= refused
+        allowed = iter(super().bind([b for b in bindings if b.pod not in refused]))
+        return [
+            "admission webhook denied the binding" if b.pod in refused else next(allowed)
+            for b in bindings
+        ]
+
+
+def node_doc(cpu: str) -> dict:
+    doc = yaml.safe_load(template("node-default.yaml").read_text())
+    doc["status"]["capacity"] = {"cpu": cpu, "memory": "32Gi", "pods": "110"}
+    return doc
+
+
+def settle(loop: SchedulingLoop, cluster: SimulatedCluster, store) -> dict[str, str]:
+    loop.run_until_settled()
+    unschedulable = loop.dispatcher.unschedulable()
+    assert check_invariants(cluster, unschedulable, store) == []
+    return unschedulable
+
+
+def test_a_gang_whose_binding_fails_in_part_is_completed(redis_url, key_prefix):
+    settings = Settings(shards=2, redis_url=redis_url, key_prefix=key_prefix, seed=3)
+    cluster = RefusingCluster(settings.scheduler_names)
+    cluster.create_nodes(node_doc("4"), 4)
+    cluster.create_pod_group({"metadata": {"name": "train"}, "spec": {"minMember": 4}})
+    keys = cluster.create_pods(pod_doc("1", "train"), 4)
+    cluster.refuse = {keys[1], keys[3]}
+    with Platform(settings) as platform:
+        loop = SchedulingLoop(platform, cluster)
+        unschedulable = settle(loop, cluster, platform.store)
+        assert unschedulable == {} and sorted(cluster.bindings) == sorted(keys)
+        assert loop.dispatcher.stats.bind_failures == 1
+        assert sorted(platform.store.committed_pods()) == sorted(keys)
+
+
+def test_deleted_pods_give_their_room_to_waiting_ones(redis_url, key_prefix):
+    settings = Settings(shards=2, redis_url=redis_url, key_prefix=key_prefix, seed=4)
+    cluster = SimulatedCluster(settings.scheduler_names)
+    cluster.create_nodes(node_doc("2"), 3)
+    with Platform(settings) as platform:
+        loop = SchedulingLoop(platform, cluster)
+        first = cluster.create_pods(pod_doc("1"), 10)
+        waiting = settle(loop, cluster, platform.store)
+        assert len(cluster.bindings) == 6 and len(waiting) == 4
+        cluster.delete_pods([k for k in first if k in cluster.bindings][:3])
+        cluster.delete_pods([next(iter(waiting))])  # a pending pod is deleted too
+        left = settle(loop, cluster, platform.store)
+        assert len(cluster.bindings) == 6 and len(left) == 0
+
+
+def test_nodes_added_and_removed_while_scheduling(redis_url, key_prefix):
+    settings = Settings(shards=2, redis_url=redis_url, key_prefix=key_prefix, seed=5)
+    cluster = SimulatedCluster(settings.scheduler_names)
+    cluster.create_nodes(node_doc("2"), 2)
+    with Platform(settings) as platform:
+        loop = SchedulingLoop(platform, cluster)
+        cluster.create_pods(pod_doc("1"), 8)
+        assert len(settle(loop, cluster, platform.store)) == 4
+        doomed = sorted(cluster.nodes)[0]
+        cluster.delete_nodes([doomed])  # its two pods go with it
+        cluster.create_nodes(node_doc("4"), 1)  # room for the four that wait
+        unschedulable = settle(loop, cluster, platform.store)
+        assert unschedulable == {} and len(cluster.bindings) == 6
+        assert doomed not in cluster.bindings.values()
+        assert doomed not in platform.store.committed_pods().values()
