@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from cluster.lifecycle import PodState
 from cluster.messages import Decision, ShardBatch, ShardResult, UnitOutcome, UnitRequest
 from cluster.objects import Pod, PodGroup, SchedulingSpec
+from cluster.partitions import partition_of, pinned_node
 from dispatcher.gangs import Gangs
-from dispatcher.queue import Backoff, QueuedUnit, SchedulingQueue
+from dispatcher.queue import ANY_SHARD, Backoff, QueuedUnit, SchedulingQueue
 
 
 @dataclass(slots=True)
@@ -47,7 +48,9 @@ class Dispatcher:
         *,
         send_manifests: bool = False,
         max_conflicts: int = 5,
+        partitions: int = 0,
     ) -> None:
+        self.partitions = partitions  # node partitions, one per shard; 0: none
         self.max_conflicts = max_conflicts  # conflicts in a row before a unit backs off
         self.send_manifests = send_manifests  # scheduler extenders need whole pods
         self.gangs = Gangs()
@@ -96,10 +99,20 @@ class Dispatcher:
             group=group,
             since=self.clock(),
             min_member=min_member,
+            shard=self._home_shard(pods),
         )
         self.units[unit.key] = unit
         self._unit_of.update(dict.fromkeys((p.key for p in pods), unit.key))
         self.queue.push_active(unit)
+
+    def _home_shard(self, pods: list[Pod]) -> int:
+        """The shard whose partition holds the one node these pods are pinned to, if any."""
+        if not self.partitions:
+            return ANY_SHARD
+        nodes = {pinned_node(p.spec) for p in pods}
+        if len(nodes) != 1 or "" in nodes:
+            return ANY_SHARD
+        return partition_of(nodes.pop(), self.partitions)
 
     def reject(self, pod_key: str, reason: str) -> None:
         """A pod whose manifest cannot be scheduled: reported, never retried."""
@@ -148,7 +161,7 @@ class Dispatcher:
         units: list[UnitRequest] = []
         pods = 0
         while pods < max_pods:
-            unit = self.queue.pop_active()
+            unit = self.queue.pop_active(shard)
             if unit is None:
                 break
             unit.move(PodState.IN_FLIGHT)

@@ -1,7 +1,9 @@
 """The scheduling queue: active (priority, then arrival) and backoff (by expiry).
 
 Both are heaps with lazy deletion: moving a unit bumps its generation, and
-heap entries of an older generation are skipped when they surface.
+heap entries of an older generation are skipped when they surface. A unit
+bound to one shard (its node is in that shard's partition) waits in that
+shard's own active heap; every other unit in the shared one.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ class Backoff:
         return min(self.initial_s * 2 ** max(attempts - 1, 0), self.max_s)
 
 
+ANY_SHARD = -1
+
+
 @dataclass(slots=True)
 class QueuedUnit:
     key: str
@@ -41,6 +46,7 @@ class QueuedUnit:
     min_member: int = 1  # pods that must be placed together (a gang's minMember)
     placed: set[str] = field(default_factory=set)  # pods of the placement now being committed
     since: float = 0.0  # when the unit became complete (a gang's timeout counts from here)
+    shard: int = ANY_SHARD  # the shard that should try it, when its node is in a partition
 
     def move(self, new: PodState) -> None:
         check_transition(self.key, self.state, new)
@@ -51,22 +57,28 @@ class QueuedUnit:
 @dataclass(slots=True)
 class SchedulingQueue:
     backoff: Backoff = field(default_factory=Backoff)
-    _active: list[tuple[int, int, int, QueuedUnit]] = field(default_factory=list)
+    _active: dict[int, list[tuple[int, int, int, QueuedUnit]]] = field(default_factory=dict)
     _backoff: list[tuple[float, int, int, QueuedUnit]] = field(default_factory=list)
     active_count: int = 0
     backoff_units: dict[str, QueuedUnit] = field(default_factory=dict)
 
     def push_active(self, unit: QueuedUnit) -> None:
-        heapq.heappush(self._active, (-unit.priority, unit.arrival, unit.generation, unit))
+        heap = self._active.setdefault(unit.shard, [])
+        heapq.heappush(heap, (-unit.priority, unit.arrival, unit.generation, unit))
         self.active_count += 1
 
-    def pop_active(self) -> QueuedUnit | None:
-        while self._active:
-            _, _, generation, unit = heapq.heappop(self._active)
-            if generation == unit.generation and unit.state is PodState.ACTIVE:
-                self.active_count -= 1
-                return unit
-        return None
+    def pop_active(self, shard: int = ANY_SHARD) -> QueuedUnit | None:
+        """The first active unit for this shard: its own or a shared one, by priority."""
+        heaps = [h for h in (self._active.get(ANY_SHARD), self._active.get(shard)) if h]
+        for heap in heaps:
+            while heap and not _current(heap[0]):
+                heapq.heappop(heap)
+        heaps = [h for h in heaps if h]
+        if not heaps:
+            return None
+        _, _, _, unit = heapq.heappop(min(heaps, key=lambda h: h[0][:2]))
+        self.active_count -= 1
+        return unit
 
     def push_backoff(self, unit: QueuedUnit, now: float) -> None:
         until = now + self.backoff.duration(unit.attempts)
@@ -95,3 +107,9 @@ class SchedulingQueue:
                 self.release_from_backoff(unit)
                 moved += 1
         return moved
+
+
+def _current(entry: tuple[int, int, int, QueuedUnit]) -> bool:
+    """A heap entry still stands for its unit (lazy deletion skips the others)."""
+    unit = entry[3]
+    return entry[2] == unit.generation and unit.state is PodState.ACTIVE

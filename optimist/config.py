@@ -33,7 +33,7 @@ class Settings:
     seed: int = 0
     extenders: tuple[dict[str, Any], ...] = ()  # HTTP scheduler extenders, as in the file
     metrics_address: str = "127.0.0.1:10259"  # carried from the file; not served yet
-    node_partitions: bool = False  # carried from the file; not used yet
+    node_partitions: bool = False  # each shard looks first at its own slice of the nodes
 
     def __post_init__(self) -> None:
         for name in ("shards", "batch_pods", "inflight_per_shard", "max_conflicts", "candidates"):
@@ -90,6 +90,11 @@ class Settings:
             backoff_initial_s=float(configuration.pod_initial_backoff_seconds),
             backoff_max_s=float(configuration.pod_max_backoff_seconds),
         )
+
+    @property
+    def partitions(self) -> int:
+        """Node partitions: one per shard when enabled, else none."""
+        return self.shards if self.node_partitions else 0
 
     @property
     def scheduler_names(self) -> frozenset[str]:

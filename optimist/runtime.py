@@ -74,6 +74,7 @@ class Platform:
                 list(s.extenders),
                 s.candidates,
                 s.seed * 1000 + i,
+                s.partitions,
             )
             for i in range(s.shards)
         ]
@@ -106,6 +107,7 @@ class SchedulingLoop:
             Backoff(s.backoff_initial_s, s.backoff_max_s),
             send_manifests=bool(s.extenders),
             max_conflicts=s.max_conflicts,
+            partitions=s.partitions,
         )
         self.store = platform.store
         self.binder = Binder(platform.store, cluster, s.profiles, s.conflict_mode)

@@ -30,11 +30,12 @@ class ShardActor:
         extenders: list[dict[str, Any]],
         candidates: int,
         seed: int,
+        partitions: int,
     ) -> None:
         store = NodeStore(connect(redis_url), Keys(key_prefix))
         built = [build_profile(ProfileConfig.from_wire(p)) for p in profiles]
         consulted = [HTTPExtender.from_config(e) for e in extenders]
-        self.core = ShardCore(shard_id, store, built, seed, consulted, candidates)
+        self.core = ShardCore(shard_id, store, built, seed, consulted, candidates, partitions)
 
     def info(self) -> dict[str, object]:
         """Where this shard runs, for the report."""

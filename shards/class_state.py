@@ -116,23 +116,40 @@ class ClassState:
                 part[rows] = raw[rows] * weight
         self.scores[rows] = final_scores([part[rows] for part in self.parts], feasible)
 
-    def best(self, rng: np.random.Generator, start: int) -> tuple[int, int]:
+    def best(
+        self, rng: np.random.Generator, start: int, home: np.ndarray | None = None
+    ) -> tuple[int, int]:
         """The best feasible row among those kube-scheduler would have scored; -1 if none.
 
         With percentageOfNodesToScore below 100, upstream stops filtering once
         enough feasible nodes are found, searching round-robin from where the
         last pod stopped, and scores (and normalizes over) only those. Returns
         the row and how many nodes the search went through from `start`.
+
+        With `home` rows (the shard's node partition), the search looks there
+        first and goes to the other nodes only when no home node fits.
         """
         self._catch_up()
-        n = len(self.scores)
-        wanted = nodes_to_find(self.profile.percentage_of_nodes_to_score, n)
+        if home is not None:
+            row, searched = self._search(rng, start, home)
+            if row >= 0:
+                return row, searched
+        return self._search(rng, start, None)
+
+    def _search(
+        self, rng: np.random.Generator, start: int, rows: np.ndarray | None
+    ) -> tuple[int, int]:
+        total = len(self.scores)
+        wanted = nodes_to_find(self.profile.percentage_of_nodes_to_score, total)
+        n = total if rows is None else len(rows)
         if wanted >= n:
-            return pick(self.scores, rng), n
+            return self._pick_among(rng, rows), n
         order = (start + np.arange(n)) % n
+        if rows is not None:
+            order = rows[order]
         found = np.cumsum(self.feasible[order])
         if found[-1] <= wanted:
-            return pick(self.scores, rng), n
+            return self._pick_among(rng, rows), n
         processed = int(np.searchsorted(found, wanted)) + 1
         window = order[:processed]
         if any(plugin.normalizes for plugin, _ in self.profile.scorers):
@@ -143,16 +160,33 @@ class ClassState:
             scores = final_scores(parts, feasible)
         else:
             scores = self.scores[window]
-        i = pick(scores, rng)
-        return (int(window[i]) if i >= 0 else -1), processed
+        return self._pick_among(rng, window, scores), processed
 
-    def runners_up(self, row: int, count: int) -> list[int]:
-        """The next best feasible rows after `row`, best first: where the binder may fall back."""
+    def _pick_among(
+        self,
+        rng: np.random.Generator,
+        rows: np.ndarray | None,
+        scores: np.ndarray | None = None,
+    ) -> int:
+        """The best of `rows` (all rows if None) by `scores` (theirs, or the class's)."""
+        if rows is None:
+            return pick(self.scores, rng)
+        i = pick(self.scores[rows] if scores is None else scores, rng)
+        return int(rows[i]) if i >= 0 else -1
+
+    def runners_up(self, row: int, count: int, home: np.ndarray | None = None) -> list[int]:
+        """The next best feasible rows after `row`, best first: where the binder may fall back.
+
+        With a `home` mask, home rows come before the others, as in `best`.
+        """
+        rank = self.scores
+        if home is not None and rank.size:
+            rank = rank + home[: rank.size] * (int(rank.max()) + 1)
         others = np.flatnonzero(self.scores >= 0)
         others = others[others != row]
         if len(others) > count:
-            others = others[np.argpartition(-self.scores[others], count - 1)[:count]]
-        return others[np.argsort(-self.scores[others], kind="stable")].tolist()
+            others = others[np.argpartition(-rank[others], count - 1)[:count]]
+        return others[np.argsort(-rank[others], kind="stable")].tolist()
 
     def feasible_rows(self) -> np.ndarray:
         """Every node the plugins let this pod onto, now."""

@@ -20,6 +20,7 @@ from cluster.store import NodeStore
 from shards.class_state import ClassState, pick
 from shards.extender import ExtenderError, HTTPExtender
 from shards.framework import PodClass, Profile
+from shards.home_nodes import HomeNodes
 from shards.node_table import NodeTable
 
 _CLASS_CACHE = 4096
@@ -36,8 +37,11 @@ class ShardCore:
         seed: int,
         extenders: Sequence[HTTPExtender] = (),
         candidates: int = 1,
+        partitions: int = 0,
     ) -> None:
         self.candidates = candidates  # nodes offered per pod, best first, for the binder
+        # with node partitions, this shard looks at its own slice of the nodes first
+        self.home = HomeNodes(shard_id % partitions, partitions) if partitions else None
         self.shard_id = shard_id
         self.store = store
         self.profiles = {p.name: p for p in profiles}
@@ -130,7 +134,8 @@ class ShardCore:
             if manifest and consulted:
                 row, reasons = self._consult(state, manifest, consulted)
             else:
-                row, searched = state.best(self.rng, self._next_start)
+                home = self.home.rows(self.table) if self.home else None
+                row, searched = state.best(self.rng, self._next_start, home)
                 self._next_start = (self._next_start + searched) % max(self.table.size, 1)
                 reasons = {}
             if row < 0:
@@ -143,7 +148,8 @@ class ShardCore:
             self.table.assume(row, pod.request, pod.ports, pod.peer)
             chosen.append((row, pod))
             placed.append((key, cls))
-            offered.append([row, *state.runners_up(row, self.candidates - 1)])
+            home_mask = self.home.mask(self.table) if self.home else None
+            offered.append([row, *state.runners_up(row, self.candidates - 1, home_mask)])
         if len(chosen) < min(unit.min_member, len(unit.pods)) or not chosen:
             for placed_row, pod in chosen:
                 self.table.forget(placed_row, pod.request, pod.ports, pod.peer)

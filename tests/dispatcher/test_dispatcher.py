@@ -192,3 +192,25 @@ def test_freed_room_makes_earlier_verdicts_stale(dispatcher):
     assert dispatcher.settled()
     dispatcher.room_freed()
     assert not dispatcher.settled() and dispatcher.requeue_stale() == 1
+
+
+def test_pods_pinned_to_a_node_go_to_the_shard_of_its_partition():
+    from cluster.partitions import partition_of
+
+    d = Dispatcher(partitions=2)
+    pinned = pod_spec({"cpu": "1"})
+    pinned["metadata"]["name"] = "daemon"
+    pinned["spec"]["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["x"]}]}
+                ]
+            }
+        }
+    }
+    d.add(pod_from_manifest(pinned))
+    d.add(pod("free"))
+    home = partition_of("x", 2)
+    assert [u.key for u in d.next_batch(1 - home, 10).units] == ["default/free"]
+    assert [u.key for u in d.next_batch(home, 10).units] == ["default/daemon"]

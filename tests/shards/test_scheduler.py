@@ -175,3 +175,20 @@ def test_a_gang_keeps_what_fits_when_at_least_min_member_do(store):
     [refused] = core2.handle(strict).decisions
     assert not refused.placed and refused.reasons == {"Insufficient cpu": 1}
     assert not core2.table.assumed.any()  # nothing of the refused gang stays assumed
+
+
+def test_a_partitioned_shard_fills_its_own_nodes_first_then_the_rest(store):
+    from cluster.partitions import partition_of
+
+    names = [f"n{i}" for i in range(8)]
+    store.put_nodes([node(n, cpu="1") for n in names])
+    home = {n for n in names if partition_of(n, 2) == 1}
+    assert 0 < len(home) < len(names)
+    core = ShardCore(1, store, [default_profile()], seed=1, candidates=3, partitions=2)
+    result = core.handle(batch([spec("1")], [[0]] * len(names)))
+    chosen = [d.placements[0].nodes for d in result.decisions]
+    first = [nodes[0] for nodes in chosen]
+    assert set(first[: len(home)]) == home  # its own slice first, whatever the scores
+    assert set(first) == set(names)  # then the others: a preference, not a wall
+    # fallback candidates offered for a home placement are home nodes too, while any fit
+    assert all(set(nodes) <= home for nodes in chosen[: len(home) - 2])
