@@ -1,0 +1,371 @@
+"""A bench or replay report as one self-contained HTML page, its charts drawn as inline SVG.
+
+No plotting library: the page must open anywhere, offline, and add no
+dependency. Each chart reads one key of the report and is left out when
+that key is absent or empty, since reports of different commands (and
+versions) carry different keys:
+
+- `throughput_samples`: pods bound in each one-second window -> a line over time;
+- `latency_s`: {stage: {p50, p90, p99}} in seconds -> grouped bars;
+- `sweep`: {"variable": name, "runs": [{"value": v, "report": {...}}]} -> average
+  pods/s and attempts per pod against the variable;
+- `quality` (`optimist.quality`), one dict or {placement label: dict} to compare
+  placements -> % of each resource stranded, and pods per zone.
+
+Every text from the report is escaped.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+from typing import Any
+
+WIDTH, HEIGHT = 640, 300
+LEFT, RIGHT, TOP, BOTTOM = 64, 16, 44, 48
+COLORS = ("#3366cc", "#dc3912", "#ff9900", "#109618", "#990099", "#0099c6")
+STRANDED = (("cpu", "CPU"), ("memory", "memory"), ("nvidia.com/gpu", "GPU"))
+PERCENTILES = ("p50", "p90", "p99")
+
+# (label, key path, format) of the headline figures, in the order shown
+HEADLINES: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("pods created", ("pods_created",), "{:,}"),
+    ("pods scheduled", ("pods_scheduled",), "{:,}"),
+    ("pods unschedulable", ("pods_unschedulable",), "{:,}"),
+    ("pods replayed", ("pods_replayed",), "{:,}"),
+    ("pods placed", ("pods_placed",), "{:,}"),
+    ("pods not placed", ("pods_unplaced",), "{:,}"),
+    ("pods moved", ("pods_moved",), "{:,}"),
+    ("pods placed that were pending", ("pods_newly_placed",), "{:,}"),
+    ("conflicts", ("conflicts",), "{:,}"),
+    ("attempts per pod", ("attempts_per_pod",), "{:.2f}"),
+    ("duration", ("duration_s",), "{:.2f} s"),
+    ("pods/s average", ("throughput_pods_per_s", "average"), "{:,.0f}"),
+    ("pods/s p50", ("throughput_pods_per_s", "p50"), "{:,.0f}"),
+    ("pods/s p90", ("throughput_pods_per_s", "p90"), "{:,.0f}"),
+    ("pods/s p99", ("throughput_pods_per_s", "p99"), "{:,.0f}"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    label: str
+    values: Sequence[float | None]  # one per x position; None leaves a gap
+
+
+def write_html(report: Mapping[str, Any], path: Path) -> None:
+    """Write the report's page to `path`."""
+    path.write_text(render_html(report), encoding="utf-8")
+
+
+def render_html(report: Mapping[str, Any]) -> str:
+    """The page: headline figures, then every chart whose key the report has."""
+    title = "optimist replay" if "pods_replayed" in report else "optimist bench"
+    parts = [f"<h1>{escape(title)}</h1>", _headlines(report)]
+    for chart in (_throughput, _latency, _sweep, _quality):
+        parts.extend(chart(report))
+    body = "\n".join(p for p in parts if p)
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{escape(title)}</title>\n<style>{_STYLE}</style>\n</head>\n"
+        f"<body>\n{body}\n</body>\n</html>\n"
+    )
+
+
+_STYLE = (
+    "body{font-family:sans-serif;margin:2em;max-width:60em}"
+    "table{border-collapse:collapse;margin:1em 0}"
+    "td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left}"
+    "td.n{text-align:right}svg{display:block;margin:1em 0}"
+)
+
+
+# --- the sections ------------------------------------------------------------
+
+
+def _headlines(report: Mapping[str, Any]) -> str:
+    rows = []
+    for label, path, fmt in HEADLINES:
+        value = _get(report, path)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            rows.append((label, fmt.format(value)))
+    for key in ("config", "machine", "versions"):
+        if isinstance(report.get(key), Mapping):
+            rows.append((key, _summary(report[key])))
+    if not rows:
+        return ""
+    cells = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows)
+    return f"<h2>Headline figures</h2>\n<table>{cells}</table>"
+
+
+def _throughput(report: Mapping[str, Any]) -> list[str]:
+    samples = _numbers(report.get("throughput_samples"))
+    if not samples:
+        return []
+    step = _nice_step(len(samples) / 8) if len(samples) > 8 else 1
+    ticks = [(float(i), str(i)) for i in range(0, len(samples), int(step))]
+    return [
+        "<h2>Throughput over time</h2>",
+        _line_chart(
+            "pods bound per one-second window",
+            "seconds since start",
+            [Series("pods/s", samples)],
+            ticks,
+        ),
+    ]
+
+
+def _latency(report: Mapping[str, Any]) -> list[str]:
+    latency = report.get("latency_s")
+    if not isinstance(latency, Mapping) or not latency:
+        return []
+    stages = [str(s) for s in latency]
+    series = [Series(p, [_number(_get(latency, (s, p))) for s in latency]) for p in PERCENTILES]
+    return ["<h2>Latency</h2>", _bar_chart("latency percentiles (seconds)", stages, series)]
+
+
+def _sweep(report: Mapping[str, Any]) -> list[str]:
+    sweep = report.get("sweep")
+    if not isinstance(sweep, Mapping):
+        return []
+    runs = [r for r in sweep.get("runs") or [] if isinstance(r, Mapping)]
+    if not runs:
+        return []
+    variable = str(sweep.get("variable", "value"))
+    ticks = [(float(i), str(r.get("value"))) for i, r in enumerate(runs)]
+
+    def figure(path: tuple[str, ...]) -> list[float | None]:
+        return [_number(_get(r, ("report", *path))) for r in runs]
+
+    return [
+        f"<h2>Scaling: {escape(variable)}</h2>",
+        _line_chart(
+            "average pods/s",
+            variable,
+            [Series("pods/s", figure(("throughput_pods_per_s", "average")))],
+            ticks,
+        ),
+        _line_chart(
+            "attempts per pod", variable, [Series("attempts", figure(("attempts_per_pod",)))], ticks
+        ),
+    ]
+
+
+def _quality(report: Mapping[str, Any]) -> list[str]:
+    quality = report.get("quality")
+    if not isinstance(quality, Mapping) or not quality:
+        return []
+    placements = {"placement": quality} if "resources" in quality else dict(quality)
+    placements = {str(k): q for k, q in placements.items() if isinstance(q, Mapping)}
+    stranded = [
+        Series(label, [_percent(q, resource) for resource, _ in STRANDED])
+        for label, q in placements.items()
+    ]
+    zones = sorted({z for q in placements.values() for z in (_get(q, ("zones", "pods")) or {})})
+    out = [
+        "<h2>Placement quality</h2>",
+        _bar_chart(
+            "stranded: % of allocatable that no pending pod shape can use",
+            [name for _, name in STRANDED],
+            stranded,
+        ),
+        _quality_table(placements),
+    ]
+    if zones:
+        per_zone = [
+            Series(label, [_number(_get(q, ("zones", "pods", z))) for z in zones])
+            for label, q in placements.items()
+        ]
+        out.append(_bar_chart("pods per zone", zones, per_zone))
+    return out
+
+
+def _quality_table(placements: Mapping[str, Mapping[str, Any]]) -> str:
+    rows: list[tuple[str, Callable[[Mapping[str, Any]], object]]] = [
+        ("CPU stranded (cores)", lambda q: _scaled(q, ("resources", "cpu", "stranded"), 1000)),
+        ("memory stranded (GiB)", lambda q: _scaled(q, ("resources", "memory", "stranded"), 2**30)),
+        ("GPUs stranded", lambda q: _get(q, ("resources", "nvidia.com/gpu", "stranded"))),
+        ("whole free nodes", lambda q: q.get("whole_free_nodes")),
+        ("whole free 8-GPU nodes", lambda q: q.get("whole_free_gpu8_nodes")),
+        ("zone skew (pods)", lambda q: _get(q, ("zones", "skew"))),
+    ]
+    head = "".join(f"<th>{escape(label)}</th>" for label in placements)
+    body = "".join(
+        f"<tr><th>{escape(name)}</th>"
+        + "".join(f'<td class="n">{escape(_text(value(q)))}</td>' for q in placements.values())
+        + "</tr>"
+        for name, value in rows
+    )
+    return f"<table><tr><th></th>{head}</tr>{body}</table>"
+
+
+# --- drawing -------------------------------------------------------------------
+
+
+def _line_chart(
+    title: str, x_label: str, series: Sequence[Series], ticks: Sequence[tuple[float, str]]
+) -> str:
+    """Lines over x = 0, 1, ... (one per value), with labelled ticks at the given positions."""
+    count = max(len(s.values) for s in series)
+    top = _top(series)
+    x_of = _scale(0, max(count - 1, 1), LEFT, WIDTH - RIGHT)
+    y_of = _scale(0, top, HEIGHT - BOTTOM, TOP)
+    parts = _frame(title, top, y_of, series)
+    for x, label in ticks:
+        parts.append(_x_tick(x_of(x), label))
+    parts.append(_text_at(WIDTH / 2, HEIGHT - 8, x_label, anchor="middle"))
+    for k, s in enumerate(series):
+        color = COLORS[k % len(COLORS)]
+        points = [(x_of(i), y_of(v), v) for i, v in enumerate(s.values) if v is not None]
+        path = " ".join(f"{x:.1f},{y:.1f}" for x, y, _ in points)
+        parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{path}"/>')
+        if len(points) <= 50:
+            parts.extend(
+                f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{color}">'
+                f"<title>{escape(_text(v))}</title></circle>"
+                for x, y, v in points
+            )
+    return _svg(parts)
+
+
+def _bar_chart(title: str, categories: Sequence[str], series: Sequence[Series]) -> str:
+    """Bars grouped by category, one bar per series, each with its value as a tooltip."""
+    top = _top(series)
+    y_of = _scale(0, top, HEIGHT - BOTTOM, TOP)
+    parts = _frame(title, top, y_of, series)
+    group = (WIDTH - LEFT - RIGHT) / max(len(categories), 1)
+    bar = group * 0.8 / max(len(series), 1)
+    for c, category in enumerate(categories):
+        left = LEFT + c * group + group * 0.1
+        parts.append(_x_tick(LEFT + (c + 0.5) * group, category))
+        for k, s in enumerate(series):
+            value = s.values[c] if c < len(s.values) else None
+            if value is None:
+                continue
+            y = y_of(value)
+            parts.append(
+                f'<rect x="{left + k * bar:.1f}" y="{y:.1f}" width="{bar:.1f}" '
+                f'height="{HEIGHT - BOTTOM - y:.1f}" fill="{COLORS[k % len(COLORS)]}">'
+                f"<title>{escape(f'{s.label}: {_text(value)}')}</title></rect>"
+            )
+    return _svg(parts)
+
+
+def _frame(
+    title: str, top: float, y_of: Callable[[float], float], series: Sequence[Series]
+) -> list[str]:
+    """Title, y axis with gridlines, x axis, and a legend when there is more than one series."""
+    parts = [_text_at(LEFT, 16, title, bold=True)]
+    step = _nice_step(top / 5)
+    for i in range(round(top / step) + 1):
+        y = y_of(i * step)
+        parts.append(
+            f'<line x1="{LEFT}" y1="{y:.1f}" x2="{WIDTH - RIGHT}" y2="{y:.1f}" stroke="#e5e5e5"/>'
+        )
+        parts.append(_text_at(LEFT - 6, y + 4, _text(i * step), anchor="end"))
+    base = HEIGHT - BOTTOM
+    parts.append(f'<line x1="{LEFT}" y1="{base}" x2="{WIDTH - RIGHT}" y2="{base}" stroke="#333"/>')
+    if len(series) > 1:
+        for k, s in enumerate(series):
+            x = LEFT + 110 * k
+            parts.append(
+                f'<rect x="{x}" y="24" width="10" height="10" fill="{COLORS[k % len(COLORS)]}"/>'
+            )
+            parts.append(_text_at(x + 14, 33, s.label))
+    return parts
+
+
+def _svg(parts: list[str]) -> str:
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
+        f'viewBox="0 0 {WIDTH} {HEIGHT}" font-size="11">' + "".join(parts) + "</svg>"
+    )
+
+
+def _x_tick(x: float, label: str) -> str:
+    return _text_at(x, HEIGHT - BOTTOM + 16, label, anchor="middle")
+
+
+def _text_at(x: float, y: float, text: str, *, anchor: str = "start", bold: bool = False) -> str:
+    weight = ' font-weight="bold"' if bold else ""
+    return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}"{weight}>{escape(text)}</text>'
+
+
+def _scale(low: float, high: float, out_low: float, out_high: float) -> Callable[[float], float]:
+    span = (high - low) or 1.0
+    return lambda v: out_low + (v - low) / span * (out_high - out_low)
+
+
+def _top(series: Sequence[Series]) -> float:
+    """The top of the y axis: a round number at or above every value (1 when all are 0)."""
+    highest = max((v for s in series for v in s.values if v is not None), default=0.0)
+    if highest <= 0:
+        return 1.0
+    step = _nice_step(highest / 5)
+    return math.ceil(highest / step) * step
+
+
+def _nice_step(raw: float) -> float:
+    """1, 2 or 5 times a power of ten, at least `raw`."""
+    if raw <= 0:
+        return 1.0
+    power = 10 ** math.floor(math.log10(raw))
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+
+
+# --- reading the report --------------------------------------------------------
+
+
+def _get(data: object, path: Sequence[str]) -> Any:
+    for key in path:
+        if not isinstance(data, Mapping):
+            return None
+        data = data.get(key)
+    return data
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def _numbers(value: object) -> list[float | None]:
+    return [_number(v) for v in value] if isinstance(value, list) else []
+
+
+def _percent(quality: Mapping[str, Any], resource: str) -> float | None:
+    stranded = _number(_get(quality, ("resources", resource, "stranded")))
+    allocatable = _number(_get(quality, ("resources", resource, "allocatable")))
+    if stranded is None or not allocatable:
+        return None
+    return 100 * stranded / allocatable
+
+
+def _scaled(quality: Mapping[str, Any], path: Sequence[str], unit: int) -> str:
+    value = _number(_get(quality, path))
+    return "" if value is None else f"{value / unit:,.1f}"
+
+
+def _text(value: object) -> str:
+    """A number as people read it: thousands separated, a few significant digits."""
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.1f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def _summary(values: Mapping[str, Any]) -> str:
+    """A nested dict on one line: scalars as key=value, lists and maps by their size."""
+    items = []
+    for key, value in values.items():
+        if isinstance(value, list | Mapping):
+            value = f"({len(value)})"
+        items.append(f"{key}={value}")
+    return ", ".join(items)
