@@ -1,10 +1,12 @@
-"""Micro-benchmark of the node store alone: batched commits, and delta syncs.
+"""Micro-benchmark of the node store and the binder alone: batched commits, delta syncs.
 
     .venv/bin/python -m benchmarks.store_micro [--nodes 5000] [--batch 256]
 
 Measures on a private Redis: pods committed per second with one Lua call
-per batch, and the cost of `changes_since` as a function of how many nodes
-changed, which is what a shard pays before every batch.
+per batch; the same through the whole binder (cross-pod screen, commit,
+bind in the simulated cluster), which is how far one binder goes; and the
+cost of `changes_since` as a function of how many nodes changed, which is
+what a shard pays before every batch.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ import statistics
 import time
 
 from benchmarks import template
+from binder.binder import Binder
 from cluster.manifests import pod_from_manifest
 from cluster.messages import Decision, PodPlacement
 from cluster.redis_server import EmbeddedRedis, connect
 from cluster.simulator import SimulatedCluster, load_template
 from cluster.store import NodeStore
+from optimist.config import DEFAULT_PROFILE
 
 COLUMNS = ["pods", "cpu", "memory", "~cpu", "~memory"]
 
@@ -38,26 +42,32 @@ def main() -> None:
         store = NodeStore(connect(server.url))
         started = time.perf_counter()
         store.put_nodes(nodes)
+        total = args.batch * args.batches
         print(f"put_nodes: {args.nodes} nodes in {time.perf_counter() - started:.3f} s")
-        timings = []
-        for b in range(args.batches):
-            decisions = [
-                Decision(
-                    f"u{b}-{i}",
-                    [
-                        PodPlacement(
-                            f"ns/p{b}-{i}", 0, [nodes[(b * args.batch + i) % len(nodes)].name], [0]
-                        )
-                    ],
-                )
-                for i in range(args.batch)
-            ]
-            t = time.perf_counter()
-            store.commit([spec], decisions)
-            timings.append(time.perf_counter() - t)
-        per_batch = statistics.median(timings)
-        rate = args.batch / per_batch
-        print(f"commit: batch {args.batch}: median {per_batch * 1e3:.2f} ms = {rate:,.0f} pods/s")
+        pods = cluster.create_pods(load_template(template("pod-default.yaml")), 2 * total)
+        binder = Binder(store, cluster, [DEFAULT_PROFILE])
+        for what, pod_keys, apply in (
+            ("commit", pods[:total], lambda d: store.commit([spec], d)),
+            ("binder", pods[total:], lambda d: binder.process([spec], d)),
+        ):
+            timings = []
+            for b in range(args.batches):
+                first = b * args.batch
+                decisions = [
+                    Decision(
+                        f"{what}-{first + i}",
+                        [PodPlacement(key, 0, [nodes[(first + i) % len(nodes)].name], [0])],
+                    )
+                    for i, key in enumerate(pod_keys[first : first + args.batch])
+                ]
+                t = time.perf_counter()
+                apply(decisions)
+                timings.append(time.perf_counter() - t)
+            per_batch = statistics.median(timings)
+            rate = args.batch / per_batch
+            print(
+                f"{what}: batch {args.batch}: median {per_batch * 1e3:.2f} ms = {rate:,.0f} pods/s"
+            )
         for changed in (0, 100, 1000, args.nodes):
             version = store.version()
             decisions = [
