@@ -32,6 +32,7 @@ class Binder:
         self.cluster = cluster
         self.guard = CrossPodGuard(store, profiles)
         self.commits = 0  # Lua commit calls
+        self.committed_pods = 0  # pods those calls committed: over `commits`, the batch size
 
     def process(
         self, classes: Sequence[SchedulingSpec], decisions: Sequence[Decision]
@@ -50,6 +51,7 @@ class Binder:
                     bindings.append(Binding(placement.pod, node))
                     owners.append(outcome)
                     self.guard.note_committed(classes[placement.cls])
+        self.committed_pods += len(bindings)
         errors = self.cluster.bind(bindings) if bindings else []
         failed: dict[str, dict[str, str]] = {}  # unit -> pod -> why its binding failed
         for binding, owner, error in zip(bindings, owners, errors, strict=True):
