@@ -26,6 +26,7 @@ A fast scheduler that strands resources loses more than it gains (DESIGN.md,
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Collection, Mapping
 from typing import Any
@@ -73,9 +74,9 @@ def placement_quality(
             if r in col:
                 alloc[i, col[r]] = amount
     used = np.zeros_like(alloc)
-    for pod, i in bound:
-        for r, amount in _checked(pod.spec.requests):
-            used[i, col[r]] += amount
+    for (i, requests), count in Counter((i, pod.spec.requests) for pod, i in bound).items():
+        for r, amount in _checked(requests):
+            used[i, col[r]] += amount * count
     free = np.maximum(alloc - used, 0)
     shapes = np.zeros((len(shape_set), len(columns)), dtype=np.int64)
     for s, shape in enumerate(shape_set):
@@ -128,6 +129,7 @@ def cluster_quality(
     return placement_quality(cluster.nodes, pods, cluster.bindings, workload)
 
 
+@functools.lru_cache(maxsize=1024)
 def _checked(requests: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...]:
     """The requests the commit script checks for fit: score-only amounts left out."""
     return tuple((r, a) for r, a in requests if a and not res.is_score_only(r))
