@@ -33,7 +33,7 @@ import csv
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -136,9 +136,11 @@ def _sort_pod(
         if pod.node_name:
             snap.actual[pod.key] = pod.node_name
         created = str(item["metadata"].get("creationTimestamp") or "")
-        replayed.append((created, position, pod_from_manifest(_stripped(item, node_name=False))))
+        spec = replace(pod.spec, node_name="")
+        unbound = replace(pod, spec=spec, node_name="", manifest=_stripped(item, node_name=False))
+        replayed.append((created, position, unbound))
     elif pod.node_name:
-        snap.background.append(pod_from_manifest(_stripped(item)))
+        snap.background.append(replace(pod, manifest=_stripped(item)))
     else:
         snap.left_out[f"pending pod, {pinned or f'scheduler {pod.scheduler_name}'}"] += 1
 
