@@ -30,6 +30,7 @@ placed, could not place (with reasons) and moved to another node.
 from __future__ import annotations
 
 import csv
+import json
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -77,11 +78,15 @@ class Snapshot:
 
 
 def load_snapshot(path: Path, scheduler_names: frozenset[str]) -> Snapshot:
-    """Read and sort a `kubectl get ... -o yaml` file; raises `SnapshotError` if it is none."""
+    """Read and sort a `kubectl get ... -o yaml` (or `-o json`) file; raises `SnapshotError`
+    if it is none. JSON is read as JSON: for a large cluster that is many times faster."""
     try:
-        with open(path) as f:
-            doc = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        text = path.read_text()
+        if text.lstrip().startswith("{"):
+            doc = json.loads(text)
+        else:
+            doc = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, yaml.YAMLError) as err:
         raise SnapshotError(f"{path}: {err}") from err
     return read_snapshot(doc, scheduler_names, str(path))
 

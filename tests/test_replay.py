@@ -80,6 +80,18 @@ def test_a_file_that_is_no_snapshot_is_refused(tmp_path):
     assert result.exit_code == 2 and "items: expected the list" in result.output
 
 
+def test_kubectl_json_reads_as_its_yaml(tmp_path):
+    path = tmp_path / "snapshot.json"
+    path.write_text(json.dumps(snapshot_doc(), indent=4))
+    from_json, from_yaml = load_snapshot(path, OURS), load_snapshot(SNAPSHOT, OURS)
+    assert [p.key for p in from_json.replayed] == [p.key for p in from_yaml.replayed]
+    assert from_json.background == from_yaml.background
+    assert from_json.errors == from_yaml.errors
+    path.write_text('{"kind": "List", "items": [')
+    with pytest.raises(SnapshotError, match=r"snapshot\.json: Expecting value"):
+        load_snapshot(path, OURS)
+
+
 @pytest.mark.usefixtures("ray_session")
 def test_replay_command_compares_placements(tmp_path, redis_url):
     report, placements, html = tmp_path / "r.json", tmp_path / "p.csv", tmp_path / "r.html"
