@@ -7,3 +7,8 @@ from pathlib import Path
 def template(name: str) -> Path:
     """Path of a template shipped with optimist, e.g. `node-default.yaml`."""
     return Path(str(resources.files(__package__) / "templates" / name))
+
+
+def cases_file() -> Path:
+    """The shipped case file, in scheduler_perf's performance-config.yaml format."""
+    return Path(str(resources.files(__package__) / "performance-config.yaml"))

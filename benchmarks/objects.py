@@ -1,0 +1,137 @@
+"""The manifests a workload creates, made from its templates as the ops and strategies say.
+
+Each function returns (manifest, count) batches for the simulated cluster, so
+objects that are all alike are made in one call and only the ones a strategy
+makes different are made one at a time.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchmarks.perf_config import CreateNodes, Manifest, PerIndex
+from cluster.objects import POD_GROUP_LABEL
+
+Batch = tuple[dict[str, Any], int]
+
+
+def node_batches(op: CreateNodes, rng: random.Random, unique: Iterator[int]) -> list[Batch]:
+    """The op's nodes: allocatable set, then labelled as its strategies say."""
+    base = copy.deepcopy(dict(op.template))
+    if op.allocatable is not None:
+        base.setdefault("status", {})["allocatable"] = dict(op.allocatable)
+    values: list[str | None] = [None] * op.count
+    if op.label_values is not None:
+        values = [rng.choice(op.label_values.values) for _ in range(op.count)]
+    if op.unique_label is None:
+        return [(_labelled(base, op, value), n) for value, n in Counter(values).items()]
+    return [
+        (_labelled(base, op, value, f"{op.unique_label.rsplit('/', 1)[-1]}-{next(unique)}"), 1)
+        for value in values
+    ]
+
+
+def _labelled(base: Manifest, op: CreateNodes, value: str | None, unique: str = "") -> dict:
+    node = copy.deepcopy(dict(base))
+    labels = node.setdefault("metadata", {}).setdefault("labels", {})
+    if value is not None and op.label_values is not None:
+        labels[op.label_values.key] = value
+    if unique and op.unique_label is not None:
+        labels[op.unique_label] = unique
+    return node
+
+
+def pod_batches(template: Manifest, count: int, per_index: PerIndex | None) -> list[Batch]:
+    """`count` pods of the template; with a per-index strategy, each one different."""
+    if per_index is None:
+        return [(dict(template), count)] if count else []
+    return [(_indexed(template, per_index, i), 1) for i in range(count)]
+
+
+def _indexed(template: Manifest, s: PerIndex, i: int) -> dict[str, Any]:
+    pod = copy.deepcopy(dict(template))
+    cpu_span = s.cpu_milli[1] - s.cpu_milli[0] + 1
+    memory_span = s.memory_mi[1] - s.memory_mi[0] + 1
+    amounts = {
+        "cpu": f"{s.cpu_milli[0] + i % cpu_span}m",
+        "memory": f"{s.memory_mi[0] + (i // cpu_span) % memory_span}Mi",
+    }
+    spec = pod.setdefault("spec", {})
+    container = spec["containers"][0]
+    container["resources"] = {"requests": dict(amounts), "limits": dict(amounts)}
+    if s.affinity is not None:
+        values = s.affinity.values
+        chosen = [values[(i + k) % len(values)] for k in range(s.width)]
+        term = {"matchExpressions": [{"key": s.affinity.key, "operator": "In", "values": chosen}]}
+        node_affinity = spec.setdefault("affinity", {}).setdefault("nodeAffinity", {})
+        node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {
+            "nodeSelectorTerms": [term]
+        }
+    return pod
+
+
+def pod_group(name: str, namespace: str, min_member: int) -> dict[str, Any]:
+    """A coscheduling PodGroup (scheduling.x-k8s.io/v1alpha1)."""
+    return {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"minMember": min_member},
+    }
+
+
+def group_member(template: Manifest, group: str, index: int) -> dict[str, Any]:
+    """Pod `<group>-<index>` of a gang, labelled with its PodGroup."""
+    pod = copy.deepcopy(dict(template))
+    meta = pod.setdefault("metadata", {})
+    meta.pop("generateName", None)
+    meta["name"] = f"{group}-{index}"
+    meta.setdefault("labels", {})[POD_GROUP_LABEL] = group
+    return pod
+
+
+def scheduling_gates(pod: Manifest) -> list[Any]:
+    """The pod's spec.schedulingGates (the queue does not honour them yet)."""
+    return list((pod.get("spec") or {}).get("schedulingGates") or [])
+
+
+def labels_of(manifest: Manifest) -> Mapping[str, str]:
+    return (manifest.get("metadata") or {}).get("labels") or {}
+
+
+@dataclass
+class PriorityClasses:
+    """PriorityClasses created so far; they turn priorityClassName into spec.priority, as the
+    Priority admission plugin of the API server does."""
+
+    values: dict[str, int] = field(default_factory=dict)
+    global_default: int | None = None
+
+    def add(self, manifest: Manifest) -> None:
+        name = (manifest.get("metadata") or {}).get("name")
+        value = manifest.get("value")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"PriorityClass: metadata.name={name!r}: must be a non-empty string")
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValueError(f"PriorityClass {name}: value={value!r}: must be an integer")
+        self.values[name] = value
+        if manifest.get("globalDefault") is True:
+            self.global_default = value
+
+    def admit(self, pod: Manifest) -> Manifest:
+        """The pod with spec.priority set from its class; ValueError for an unknown class."""
+        spec = pod.get("spec") or {}
+        name = spec.get("priorityClassName")
+        if name is None and (self.global_default is None or "priority" in spec):
+            return pod
+        if name is not None and name not in self.values:
+            raise ValueError(f"Pod: spec.priorityClassName={name!r}: no such PriorityClass")
+        admitted = copy.deepcopy(dict(pod))
+        priority = self.values[name] if name is not None else self.global_default
+        admitted.setdefault("spec", {})["priority"] = priority
+        return admitted
