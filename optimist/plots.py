@@ -5,8 +5,10 @@ dependency. Each chart reads one key of the report and is left out when
 that key is absent or empty, since reports of different commands (and
 versions) carry different keys:
 
-- `throughput_samples`: pods bound in each one-second window -> a line over time;
-- `latency_s`: {stage: {p50, p90, p99}} in seconds -> grouped bars;
+- `throughput_samples`: pods bound in each one-second window -> a line over time
+  (or one line per workload, from each of `cases` when the run had several);
+- `latency_s`: {stage: {p50, p90, p99}} in seconds -> grouped bars (a stage
+  without those figures, such as a note, is left out);
 - `sweep`: {"variable": name, "runs": [{"value": v, "report": {...}}]} -> average
   pods/s and attempts per pod against the variable;
 - `quality` (`optimist.quality`), one dict or {placement label: dict} to compare
@@ -102,29 +104,37 @@ def _headlines(report: Mapping[str, Any]) -> str:
 
 
 def _throughput(report: Mapping[str, Any]) -> list[str]:
-    samples = _numbers(report.get("throughput_samples"))
-    if not samples:
+    """One line for the run, or one per workload when several ran (`cases`)."""
+    series = [Series("pods/s", _numbers(report.get("throughput_samples")))]
+    if not series[0].values and isinstance(report.get("cases"), list):
+        series = [
+            Series(str(c.get("name", i)), _numbers(c.get("throughput_samples")))
+            for i, c in enumerate(report["cases"])
+            if isinstance(c, Mapping)
+        ]
+    series = [s for s in series if s.values]
+    if not series:
         return []
-    step = _nice_step(len(samples) / 8) if len(samples) > 8 else 1
-    ticks = [(float(i), str(i)) for i in range(0, len(samples), int(step))]
+    longest = max(len(s.values) for s in series)
+    step = int(_nice_step(longest / 8)) if longest > 8 else 1
+    ticks = [(float(i), str(i)) for i in range(0, longest, step)]
     return [
         "<h2>Throughput over time</h2>",
-        _line_chart(
-            "pods bound per one-second window",
-            "seconds since start",
-            [Series("pods/s", samples)],
-            ticks,
-        ),
+        _line_chart("pods bound per one-second window", "seconds since start", series, ticks),
     ]
 
 
 def _latency(report: Mapping[str, Any]) -> list[str]:
     latency = report.get("latency_s")
-    if not isinstance(latency, Mapping) or not latency:
+    if not isinstance(latency, Mapping):
         return []
-    stages = [str(s) for s in latency]
-    series = [Series(p, [_number(_get(latency, (s, p))) for s in latency]) for p in PERCENTILES]
-    return ["<h2>Latency</h2>", _bar_chart("latency percentiles (seconds)", stages, series)]
+    # stages with figures: a stage may also be a note saying why it is not measured
+    stages = [s for s in latency if _has_percentiles(latency[s])]
+    if not stages:
+        return []
+    series = [Series(p, [_number(_get(latency, (s, p))) for s in stages]) for p in PERCENTILES]
+    chart = _bar_chart("latency percentiles (seconds)", [str(s) for s in stages], series)
+    return ["<h2>Latency</h2>", chart]
 
 
 def _sweep(report: Mapping[str, Any]) -> list[str]:
@@ -335,6 +345,10 @@ def _number(value: object) -> float | None:
 
 def _numbers(value: object) -> list[float | None]:
     return [_number(v) for v in value] if isinstance(value, list) else []
+
+
+def _has_percentiles(figures: object) -> bool:
+    return any(_number(_get(figures, (p,))) is not None for p in PERCENTILES)
 
 
 def _percent(quality: Mapping[str, Any], resource: str) -> float | None:

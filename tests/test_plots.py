@@ -56,6 +56,7 @@ def bench_report() -> dict:
         "latency_s": {
             "queue": {"p50": 0.01, "p90": 0.05, "p99": 0.2},
             "shard": {"p50": 0.002, "p90": 0.004, "p99": None},
+            "not_measured": {"stages": "needs per-pod stage times"},
         },
         "sweep": {
             "variable": "shards",
@@ -92,6 +93,12 @@ def test_absent_keys_leave_their_charts_out():
     report["sweep"] = {"variable": "shards", "runs": []}
     page = parse(render_html(report))
     assert page.count["svg"] == 2  # only the quality charts
+
+
+def test_several_workloads_draw_a_line_each():
+    cases = [{"name": "a", "throughput_samples": [1, 2]}, {"name": "b", "throughput_samples": [3]}]
+    page = parse(render_html({"cases": cases, "latency_s": {"not_measured": {"x": "why"}}}))
+    assert page.count["svg"] == 1 and page.count["polyline"] == 2
 
 
 def test_placements_are_compared_side_by_side():
