@@ -1,129 +1,320 @@
-"""`optimist bench`: schedule a simulated cluster through the real platform and measure it.
+"""`optimist bench`: run scheduler_perf-style cases through the real platform and measure them.
 
-Nodes are created and stored first; the measured phase starts when the
-pods are created and ends when every pod is bound or waits on a verdict that
-still holds. The invariant checker runs on the result before it is reported.
+Each workload of a case runs on a platform of its own (fresh shards, a
+cleared store), with the ops of `benchmarks/runner.py`. Its measured phase
+is what its `collectMetrics` ops (or start/stopCollectingMetrics) span; the
+invariant checker runs on every workload before it is reported. Without a
+case file, the run is the shipped SchedulingBasic case.
 """
 
 from __future__ import annotations
 
 import csv
-import time
-from contextlib import nullcontext
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import ray
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from benchmarks import cases_file, perf_config, template
+from benchmarks.perf_config import CaseWorkload, CreateNodes, CreatePods
+from benchmarks.runner import CaseOutcome, CaseRunner
 from cluster.invariants import check_invariants
 from cluster.simulator import SimulatedCluster, load_template
 from optimist import report
 from optimist.config import Settings
-from optimist.runtime import Platform, SchedulingLoop
+from optimist.runtime import Platform, init_ray
+
+UPSTREAM_NOTE = "published upstream threshold, other hardware"
+DEFAULT_RUN = "SchedulingBasic/5000Nodes_10000Pods"
+DEFAULT_TIMEOUT_S = 1800.0
 
 
 @dataclass(frozen=True, slots=True)
 class Workload:
+    """A SchedulingBasic-like run: `nodes` nodes, then `pods` pods measured, one template each."""
+
     nodes: int
     pods: int
     node_template: Path
     pod_template: Path
 
+    def case(self) -> CaseWorkload:
+        ops = (
+            CreateNodes(self.nodes, load_template(self.node_template)),
+            CreatePods(self.pods, load_template(self.pod_template), "default", True),
+        )
+        return CaseWorkload("SchedulingBasic", f"{self.nodes}Nodes_{self.pods}Pods", ops)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The workloads one `optimist bench` runs, in order, and how long each may take."""
+
+    runs: tuple[CaseWorkload, ...]
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+
+def load_plan(
+    path: Path | None,
+    *,
+    case: str | None = None,
+    workload: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> Plan:
+    """The runs a case file (the shipped one if None) and `--case`/`--workload` pick.
+
+    With no file and no selection, the run is SchedulingBasic at 5,000 nodes and
+    10,000 measured pods; PerfConfigError for a bad file or a selection that matches nothing.
+    """
+    if path is None and case is None and workload is None:
+        workload = DEFAULT_RUN
+    runs = perf_config.load(path or cases_file(), template("node-default.yaml"), overrides)
+    return Plan(tuple(perf_config.select(runs, case, workload)), timeout_s)
+
 
 @dataclass(slots=True)
 class BenchRun:
     report: dict[str, Any]
-    cluster: SimulatedCluster
+    clusters: dict[str, SimulatedCluster]
 
     @property
     def ok(self) -> bool:
-        return not self.report["invariant_violations"]
+        return not self.report["invariant_violations"] and not self.report["errors"]
+
+    @property
+    def cluster(self) -> SimulatedCluster:
+        """The cluster of the last workload run (the only one, for a single workload)."""
+        return list(self.clusters.values())[-1]
 
 
-def run_bench(settings: Settings, workload: Workload, *, show_progress: bool = False) -> BenchRun:
-    cluster = SimulatedCluster(settings.scheduler_names, seed=settings.seed)
-    cluster.create_nodes(load_template(workload.node_template), workload.nodes)
-    pod_template = load_template(workload.pod_template)
-    bound_at: list[float] = []
-    with Platform(settings) as platform:
-        store = platform.store
-        store.clear()
-        store.put_nodes(cluster.nodes.values())
-        loop = SchedulingLoop(
-            platform,
-            cluster,
-            on_bound=lambda pods: bound_at.extend([time.perf_counter()] * len(pods)),
-        )
-        bar = _progress() if show_progress else None
-        with bar or nullcontext():
-            task = bar.add_task("scheduling", total=workload.pods) if bar else None
+def run_bench(
+    settings: Settings, workload: Workload | Plan, *, show_progress: bool = False
+) -> BenchRun:
+    plan = Plan((workload.case(),)) if isinstance(workload, Workload) else workload
+    cases: list[dict[str, Any]] = []
+    clusters: dict[str, SimulatedCluster] = {}
+    versions: dict[str, str] = {}
+    own_ray = init_ray(settings.ray_address)  # once for every workload, not once each
+    with _progress(show_progress) as bar, _closing_ray(own_ray):
+        for run in plan.runs:
+            task = bar.add_task(run.name, total=None) if bar else None
 
-            def tick() -> None:
+            def progress(done: int, total: int, task: Any = task) -> None:
                 if bar is not None:
-                    done = len(bound_at) + len(loop.dispatcher.unschedulable())
-                    bar.update(task, completed=done)  # type: ignore[arg-type]
+                    bar.update(task, completed=done, total=total)
 
-            start = time.perf_counter()
-            cluster.create_pods(pod_template, workload.pods)
-            loop.run_until_settled(tick)
-            end = time.perf_counter()
-            tick()
-        unschedulable = loop.dispatcher.unschedulable()
-        violations = check_invariants(cluster, unschedulable, store)
-        stats = loop.dispatcher.stats
-        redis_info = store.client.info("server")
-        shards = [
-            {
-                "id": info["id"],
-                "ray_node_id": info["ray_node_id"],
-                "units": stats.units_by_shard.get(int(info["id"]), 0),  # type: ignore[call-overload]
-                "pods": stats.pods_by_shard.get(int(info["id"]), 0),  # type: ignore[call-overload]
-            }
-            for info in platform.shard_info
-        ]
-    return BenchRun(
-        report={
-            "pods_created": workload.pods,
-            "pods_scheduled": len(cluster.bindings),
-            "pods_unschedulable": len(unschedulable),
-            "unschedulable_reasons": report.reason_counts(unschedulable),
-            "conflicts": stats.conflicts,
-            "conflict_backoffs": stats.conflict_backoffs,
-            "attempts": stats.pod_attempts,
-            "attempts_per_pod": stats.pod_attempts / workload.pods if workload.pods else 0.0,
-            "bind_failures": stats.bind_failures,
-            "shard_failures": loop.shard_failures,
-            "extender_errors": stats.extender_errors,
-            "cross_pod_refusals": loop.binder.guard.refused,
-            "store_commits": loop.binder.commits,
-            "duration_s": end - start,
-            "throughput_pods_per_s": report.throughput(bound_at, start, end),
-            "shards": shards,
-            "nodes": workload.nodes,
-            "invariant_violations": violations[:100],
-            "config": settings.public(),
-            "machine": report.machine(),
-            "versions": report.versions(redis_info),
-        },
-        cluster=cluster,
+            with Platform(settings) as platform:
+                platform.store.clear()
+                outcome = CaseRunner(
+                    run, platform, seed=settings.seed, timeout_s=plan.timeout_s, progress=progress
+                ).execute()
+                cases.append(case_report(outcome, platform))
+                versions = versions or report.versions(platform.store.client.info("server"))
+            clusters[run.name] = outcome.cluster
+    top = pooled(cases)
+    top.update(
+        cases=cases,
+        errors=[c["error"] for c in cases if c["error"]],
+        seed=settings.seed,
+        config=settings.public(),
+        machine=report.machine(),
+        versions=versions,
     )
+    return BenchRun(top, clusters)
 
 
-def write_placements(cluster: SimulatedCluster, path: Path) -> None:
+def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
+    """The figures of one workload: its measured phase, and the whole run where so named."""
+    run, loop = outcome.run, outcome.loop
+    stats = loop.dispatcher.stats
+    measured = list(dict.fromkeys(k for w in outcome.windows for k in w.pods))
+    gated = sum(w.gated for w in outcome.windows)
+    samples: list[int] = []
+    rates: list[float] = []
+    scheduled = 0
+    for w in outcome.windows:
+        times = [outcome.bound_at[k] for k in w.pods if outcome.bound_at.get(k, w.end + 1) <= w.end]
+        counts, window_rates = report.window_samples(times, w.start, w.end)
+        samples += counts
+        rates += window_rates
+        scheduled += len(times)
+    duration = sum(w.end - w.start for w in outcome.windows)
+    unschedulable = {
+        k: outcome.unschedulable[k]
+        for k in measured
+        if k in outcome.unschedulable and k not in outcome.bound_at
+    }
+    created = len(measured) + gated
+    c = perf_counters(outcome)
+    shards = [
+        {
+            "id": info["id"],
+            "ray_node_id": info["ray_node_id"],
+            "units": stats.units_by_shard.get(int(info["id"]), 0),  # type: ignore[call-overload]
+            "pods": stats.pods_by_shard.get(int(info["id"]), 0),  # type: ignore[call-overload]
+        }
+        for info in platform.shard_info
+    ]
+    violations = check_invariants(outcome.cluster, outcome.unschedulable, platform.store)
+    return {
+        "name": run.name,
+        "case": run.case,
+        "workload": run.workload,
+        "params": run.params,
+        "labels": list(run.labels),
+        "feature_gates": run.feature_gates,
+        "error": outcome.error,
+        "nodes": len(outcome.cluster.nodes),
+        "pods_created": created,
+        "pods_scheduled": scheduled,
+        "pods_unschedulable": len(unschedulable),
+        "pods_pending": created - scheduled - len(unschedulable),
+        "unschedulable_reasons": report.reason_counts(unschedulable),
+        "all_pods": {
+            "created": outcome.made + outcome.gated,
+            "bound": len(outcome.cluster.bindings),
+            "unschedulable": len(outcome.unschedulable),
+            "gated": outcome.gated,
+            "deleted": outcome.deleted,
+        },
+        **c,
+        "attempts_per_pod": c["attempts"] / created if created else 0.0,
+        "conflicts_per_committed_unit": c["conflicts"] / c["committed_units"]
+        if c["committed_units"]
+        else 0.0,
+        "binder_batch_pods": c["committed_pods"] / c["store_commits"]
+        if c["store_commits"]
+        else 0.0,
+        "conflict_backoffs": stats.conflict_backoffs,
+        "bind_failures": stats.bind_failures,
+        "shard_failures": loop.shard_failures,
+        "extender_errors": stats.extender_errors,
+        "cross_pod_refusals": loop.binder.guard.refused,
+        "duration_s": duration,
+        "throughput_pods_per_s": report.throughput(scheduled, duration, rates),
+        "throughput_samples": samples,
+        "latency_s": {
+            "created_to_bound": report.latency(
+                [
+                    outcome.bound_at[k] - outcome.created_at[k]
+                    for k in measured
+                    if k in outcome.bound_at
+                ]
+            ),
+            "not_measured": NOT_MEASURED,
+        },
+        "memory_peak_bytes": outcome.memory,
+        "upstream_threshold": {"pods_per_s": run.threshold, "note": UPSTREAM_NOTE}
+        if run.threshold is not None
+        else None,
+        "shards": shards,
+        "notes": outcome.notes,
+        "invariant_violations": violations[:100],
+    }
+
+
+# Stages the loop does not expose yet; each needs a hook in optimist/runtime.py.
+NOT_MEASURED = {
+    "stages": "created->queued->decided->committed->bound needs per-pod stage times from the loop",
+    "attempt_sent_to_commit": "needs the time each batch is sent to a shard",
+}
+
+
+def perf_counters(outcome: CaseOutcome) -> dict[str, int]:
+    """The loop's counters over the measured phase (every window together)."""
+    fields = ("pod_attempts", "conflicts", "committed_units", "committed_pods", "store_commits")
+    total = {f: sum(getattr(w.counters, f) for w in outcome.windows) for f in fields}
+    total["attempts"] = total.pop("pod_attempts")
+    return total
+
+
+def pooled(cases: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run's top-level figures: the workload's own for one, pooled over several."""
+    if len(cases) == 1:
+        return {k: v for k, v in cases[0].items() if k not in ("name", "error")}
+    summed = (
+        "pods_created",
+        "pods_scheduled",
+        "pods_unschedulable",
+        "pods_pending",
+        "conflicts",
+        "attempts",
+        "committed_units",
+        "committed_pods",
+        "store_commits",
+        "conflict_backoffs",
+        "bind_failures",
+        "shard_failures",
+        "extender_errors",
+        "cross_pod_refusals",
+        "duration_s",
+    )
+    top: dict[str, Any] = {k: sum(c[k] for c in cases) for k in summed}
+    reasons: Counter[str] = Counter()
+    shards: dict[Any, dict[str, Any]] = {}
+    for c in cases:
+        reasons.update(c["unschedulable_reasons"])
+        for s in c["shards"]:
+            into = shards.setdefault(s["id"], {**s, "units": 0, "pods": 0})
+            into["units"] += s["units"]
+            into["pods"] += s["pods"]
+    rates = [float(n) for c in cases for n in c["throughput_samples"]]
+    top.update(
+        unschedulable_reasons=dict(reasons.most_common()),
+        attempts_per_pod=top["attempts"] / top["pods_created"] if top["pods_created"] else 0.0,
+        throughput_pods_per_s=report.throughput(top["pods_scheduled"], top["duration_s"], rates),
+        nodes=max((c["nodes"] for c in cases), default=0),
+        shards=list(shards.values()),
+        memory_peak_bytes={
+            role: max(c["memory_peak_bytes"][role] for c in cases)
+            for role in cases[0]["memory_peak_bytes"]
+        }
+        if cases
+        else {},
+        invariant_violations=[
+            f"{c['name']}: {v}" for c in cases for v in c["invariant_violations"]
+        ],
+    )
+    return top
+
+
+def write_placements(run: BenchRun, path: Path) -> None:
+    """namespace,pod,node per bound pod; with several workloads, the workload comes first."""
+    several = len(run.clusters) > 1
     with open(path, "w", newline="") as f:
         out = csv.writer(f)
-        out.writerow(["namespace", "pod", "node"])
-        for key, node in sorted(cluster.bindings.items()):
-            namespace, name = key.split("/", 1)
-            out.writerow([namespace, name, node])
+        out.writerow((["case"] if several else []) + ["namespace", "pod", "node"])
+        for name, cluster in run.clusters.items():
+            for key, node in sorted(cluster.bindings.items()):
+                namespace, pod = key.split("/", 1)
+                out.writerow(([name] if several else []) + [namespace, pod, node])
 
 
-def _progress() -> Progress:
-    return Progress(
+@contextmanager
+def _progress(show: bool) -> Iterator[Progress | None]:
+    if not show:
+        yield None
+        return
+    with Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         transient=False,
-    )
+    ) as bar:
+        yield bar
+
+
+@contextmanager
+def _closing_ray(own: bool) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        if own:
+            ray.shutdown()

@@ -13,8 +13,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks import template
-from optimist.bench import Workload, run_bench, write_placements
+from benchmarks.perf_config import PerfConfigError
+from optimist.bench import (
+    DEFAULT_TIMEOUT_S,
+    UPSTREAM_NOTE,
+    load_plan,
+    run_bench,
+    write_placements,
+)
 from optimist.config import Settings
 from optimist.configuration import (
     HANDLED_OUTSIDE_SHARDS,
@@ -42,6 +48,18 @@ def main(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> N
 
 @app.command()
 def bench(
+    cases: Annotated[
+        Path | None,
+        typer.Argument(
+            dir_okay=False,
+            help="case file in scheduler_perf's performance-config.yaml format "
+            "[default: the shipped one, SchedulingBasic/5000Nodes_10000Pods]",
+        ),
+    ] = None,
+    case: Annotated[str | None, typer.Option(help="run only this test case")] = None,
+    workload: Annotated[
+        str | None, typer.Option(help="run only this workload (NAME or CASE/NAME)")
+    ] = None,
     config: Annotated[
         Path | None,
         typer.Option(
@@ -53,8 +71,12 @@ def bench(
     shards: Annotated[
         int | None, typer.Option(min=1, help="scheduler shards (Ray actors) [default: 2]")
     ] = None,
-    nodes: Annotated[int, typer.Option(min=1, help="simulated nodes")] = 5000,
-    pods: Annotated[int, typer.Option(min=0, help="pods created in the measured phase")] = 10000,
+    nodes: Annotated[
+        int | None, typer.Option(min=1, help="sets the param initNodes of every workload")
+    ] = None,
+    pods: Annotated[
+        int | None, typer.Option(min=0, help="sets the param measurePods of every workload")
+    ] = None,
     seed: Annotated[
         int | None, typer.Option(help="seed for names, tie-breaks and order [default: 0]")
     ] = None,
@@ -75,15 +97,17 @@ def bench(
     candidates: Annotated[
         int, typer.Option(min=1, help="nodes offered per pod; the binder takes the first that fits")
     ] = 3,
-    node_template: Annotated[Path | None, typer.Option(exists=True, dir_okay=False)] = None,
-    pod_template: Annotated[Path | None, typer.Option(exists=True, dir_okay=False)] = None,
+    timeout: Annotated[
+        float, typer.Option(min=1, help="seconds a workload may take before it is stopped")
+    ] = DEFAULT_TIMEOUT_S,
     placements: Annotated[
         Path | None, typer.Option(help="write namespace,pod,node CSV here")
     ] = None,
     report: Annotated[Path | None, typer.Option(help="write the JSON report here")] = None,
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
 ) -> None:
-    """Schedule a simulated cluster and report pods/s; exits 1 if any pod was lost."""
+    """Run scheduler_perf cases on a simulated cluster and report pods/s; exits 1 if any pod
+    was lost or a case failed, 2 if the case file or the configuration is bad."""
     configuration = _load_or_exit(config) if config else default_configuration()
     settings = Settings.from_configuration(
         configuration,
@@ -97,20 +121,28 @@ def bench(
     if config:
         for plugin in configuration.inactive:
             log.warning("inactive plugin: %s", plugin)
-    workload = Workload(
-        nodes=nodes,
-        pods=pods,
-        node_template=node_template or template("node-default.yaml"),
-        pod_template=pod_template or template("pod-default.yaml"),
-    )
-    run = run_bench(settings, workload, show_progress=progress)
+    overrides = {
+        name: value
+        for name, value in (("initNodes", nodes), ("measurePods", pods))
+        if value is not None
+    }
+    try:
+        plan = load_plan(
+            cases, case=case, workload=workload, overrides=overrides, timeout_s=timeout
+        )
+    except PerfConfigError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from e
+    run = run_bench(settings, plan, show_progress=progress)
     console.print(summary_table(run.report))
     if placements:
-        write_placements(run.cluster, placements)
+        write_placements(run, placements)
     if report:
         report.write_text(json.dumps(run.report, indent=2) + "\n")
     for violation in run.report["invariant_violations"]:
         console.print(f"[red]invariant violated:[/red] {violation}")
+    for error in run.report.get("errors", []):
+        console.print(f"[red]case failed:[/red] {error}")
     raise typer.Exit(0 if run.ok else 1)
 
 
@@ -149,24 +181,66 @@ def _load_or_exit(path: Path) -> Configuration:
 
 
 def summary_table(r: dict[str, Any]) -> Table:
+    """One row per workload when several ran; else the figures of the one that did."""
+    cases = r.get("cases", [])
+    if len(cases) > 1:
+        return _cases_table(cases, len(r["shards"]))
+    name = f"{cases[0]['name']}: " if cases else ""
     t = r["throughput_pods_per_s"]
-    table = Table(title=f"optimist bench: {r['nodes']} nodes, {len(r['shards'])} shard(s)")
+    table = Table(title=f"optimist bench: {name}{r['nodes']} nodes, {len(r['shards'])} shard(s)")
     table.add_column("figure")
     table.add_column("value", justify="right")
     rows = [
         ("pods created", r["pods_created"]),
         ("pods scheduled", r["pods_scheduled"]),
         ("pods unschedulable", r["pods_unschedulable"]),
+        ("pods pending", r.get("pods_pending", 0)),
         ("conflicts", r["conflicts"]),
         ("attempts (pods sent to shards)", r["attempts"]),
         ("duration", f"{r['duration_s']:.2f} s"),
         ("pods/s average", f"{t['average']:.0f}"),
         ("pods/s p50 / p90 / p99", f"{t['p50']:.0f} / {t['p90']:.0f} / {t['p99']:.0f}"),
     ]
-    for name, value in rows:
-        table.add_row(name, str(value))
+    latency = r.get("latency_s", {}).get("created_to_bound", {})
+    if latency.get("count"):
+        rows.append(
+            (
+                "created -> bound p50 / p90 / p99",
+                f"{latency['p50']:.3f} / {latency['p90']:.3f} / {latency['p99']:.3f} s",
+            )
+        )
+    for role, peak in r.get("memory_peak_bytes", {}).items():
+        rows.append((f"peak RSS {role}", f"{peak / 2**20:.0f} MiB"))
+    if r.get("upstream_threshold"):
+        rows.append((r["upstream_threshold"]["note"], r["upstream_threshold"]["pods_per_s"]))
+    for label, value in rows:
+        table.add_row(label, str(value))
     for reason, count in list(r["unschedulable_reasons"].items())[:5]:
         table.add_row(f"  {reason}", str(count))
+    return table
+
+
+def _cases_table(cases: list[dict[str, Any]], shards: int) -> Table:
+    table = Table(title=f"optimist bench: {len(cases)} workloads, {shards} shard(s)")
+    for column in ("workload", "nodes", "pods", "bound", "unsched.", "pending"):
+        table.add_column(column, justify="left" if column == "workload" else "right")
+    for column in ("pods/s avg", "p50 / p90 / p99", "upstream threshold*"):
+        table.add_column(column, justify="right")
+    for c in cases:
+        t = c["throughput_pods_per_s"]
+        threshold = c["upstream_threshold"]
+        table.add_row(
+            c["name"] + (" [red](failed)[/red]" if c["error"] else ""),
+            str(c["nodes"]),
+            str(c["pods_created"]),
+            str(c["pods_scheduled"]),
+            str(c["pods_unschedulable"]),
+            str(c["pods_pending"]),
+            f"{t['average']:.0f}",
+            f"{t['p50']:.0f} / {t['p90']:.0f} / {t['p99']:.0f}",
+            f"{threshold['pods_per_s']:.0f}" if threshold else "",
+        )
+    table.caption = f"* {UPSTREAM_NOTE}"
     return table
 
 

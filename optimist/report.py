@@ -2,7 +2,9 @@
 
 Throughput is pods bound per second, sampled over one-second windows of the
 measured phase; the average is every bound pod over the whole phase. Pods
-that ended unschedulable stay in the counts and are never dropped.
+that ended unschedulable or pending stay in the counts and are never dropped.
+Latencies are summarised as percentiles with a histogram; memory is the peak
+of resident set sizes sampled once a second.
 """
 
 from __future__ import annotations
@@ -18,21 +20,97 @@ import numpy as np
 import psutil
 
 
-def throughput(bound_at: list[float], start: float, end: float) -> dict[str, float]:
-    """Average over the phase, and p50/p90/p99 of the per-second samples."""
+def window_samples(
+    bound_at: list[float], start: float, end: float
+) -> tuple[list[int], list[float]]:
+    """Pods bound in each one-second window of [start, end], and the same as rates.
+
+    The last window is usually partial: its rate is its count over its real length.
+    """
     duration = max(end - start, 1e-9)
-    average = len(bound_at) / duration
-    if not bound_at:
-        return {"average": 0.0, "p50": 0.0, "p90": 0.0, "p99": 0.0}
     windows = max(int(np.ceil(duration)), 1)
+    times = np.asarray(bound_at, dtype=float) - start
+    times = times[(times >= 0) & (times <= duration)]
     counts = np.bincount(
-        np.minimum((np.asarray(bound_at) - start).astype(np.int64), windows - 1), minlength=windows
-    ).astype(float)
-    # The last window is usually partial: scale it to a rate over its real length.
+        np.minimum(times.astype(np.int64), windows - 1), minlength=windows
+    ).tolist()
+    rates = [float(c) for c in counts]
     last = duration - (windows - 1)
-    counts[-1] = counts[-1] / last if last > 0 else counts[-1]
-    p50, p90, p99 = np.percentile(counts, [50, 90, 99])
-    return {"average": average, "p50": float(p50), "p90": float(p90), "p99": float(p99)}
+    if last > 0:
+        rates[-1] = counts[-1] / last
+    return counts, rates
+
+
+def throughput(bound: int, duration: float, rates: list[float]) -> dict[str, float]:
+    """Average over the phase (every pod bound / its length), and p50/p90/p99 of the samples."""
+    if not bound or not rates:
+        return {"average": 0.0, "p50": 0.0, "p90": 0.0, "p99": 0.0}
+    p50, p90, p99 = np.percentile(rates, [50, 90, 99])
+    return {
+        "average": bound / max(duration, 1e-9),
+        "p50": float(p50),
+        "p90": float(p90),
+        "p99": float(p99),
+    }
+
+
+# Upper bounds (s) of the latency histogram: 1 ms doubling to about 33 s, as the
+# scheduler's own duration metrics bucket them, and everything beyond.
+LATENCY_BUCKETS_S = [0.001 * 2**i for i in range(16)]
+
+
+def latency(values: list[float]) -> dict[str, Any]:
+    """Count, mean, p50/p90/p99 and max of durations in seconds, with their histogram."""
+    if not values:
+        return {"count": 0}
+    a = np.asarray(values, dtype=float)
+    p50, p90, p99 = np.percentile(a, [50, 90, 99])
+    counts = np.bincount(
+        np.searchsorted(LATENCY_BUCKETS_S, a), minlength=len(LATENCY_BUCKETS_S) + 1
+    )
+    return {
+        "count": len(values),
+        "mean": float(a.mean()),
+        "p50": float(p50),
+        "p90": float(p90),
+        "p99": float(p99),
+        "max": float(a.max()),
+        "histogram": {"le_s": [*LATENCY_BUCKETS_S, "+Inf"], "counts": counts.tolist()},
+    }
+
+
+class PeakMemory:
+    """Peak resident memory of each role, sampled: the driver (dispatcher and binder), the
+    shard processes together, and Redis (as it reports its own RSS)."""
+
+    def __init__(self, shard_pids: list[int], redis: Any) -> None:
+        self.driver = psutil.Process()
+        self.shards = []
+        for pid in shard_pids:
+            try:
+                self.shards.append(psutil.Process(pid))
+            except psutil.NoSuchProcess:
+                continue
+        self.redis = redis
+        self.peak = {"driver": 0, "shards": 0, "redis": 0}
+
+    def sample(self) -> None:
+        shards = 0
+        for process in self.shards:
+            try:
+                shards += process.memory_info().rss
+            except psutil.Error:
+                continue  # a shard that died is counted as it was at its last sample
+        now = {
+            "driver": self.driver.memory_info().rss,
+            "shards": shards,
+            "redis": int(self.redis.info("memory").get("used_memory_rss", 0)),
+        }
+        for role, rss in now.items():
+            self.peak[role] = max(self.peak[role], rss)
+
+    def peaks(self) -> dict[str, int]:
+        return dict(self.peak)
 
 
 def machine() -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 import csv
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -9,6 +10,8 @@ from typer.testing import CliRunner
 from optimist.cli import app
 
 pytestmark = pytest.mark.usefixtures("ray_session")
+
+CASES = Path(__file__).parent / "workloads" / "performance-config.yaml"
 
 REPORT_KEYS = {
     "pods_created",
@@ -23,6 +26,11 @@ REPORT_KEYS = {
     "config",
     "machine",
     "versions",
+    "seed",
+    "cases",
+    "throughput_samples",
+    "latency_s",
+    "memory_peak_bytes",
 }
 
 
@@ -51,12 +59,42 @@ def test_bench_writes_report_and_placements(tmp_path, redis_url):
     assert "pods/s average" in result.output
     r = json.loads(report.read_text())
     assert r.keys() >= REPORT_KEYS
+    # the shipped SchedulingBasic case, its initNodes and measurePods set by the flags
+    [case] = r["cases"]
+    assert case["name"] == "SchedulingBasic/5000Nodes_10000Pods"
+    assert case["params"] == {"initNodes": 50, "initPods": 1000, "measurePods": 300}
     assert r["pods_created"] == r["pods_scheduled"] == 300
+    assert r["upstream_threshold"]["note"] == "published upstream threshold, other hardware"
+    assert "published upstream threshold, other hardware" in result.output
     assert set(r["throughput_pods_per_s"]) == {"average", "p50", "p90", "p99"}
     assert [set(s) >= {"id", "ray_node_id", "units", "pods"} for s in r["shards"]] == [True, True]
     assert r["machine"]["cores"] >= 1 and r["versions"]["redis_server"]
     rows = list(csv.reader(placements.open()))
-    assert rows[0] == ["namespace", "pod", "node"] and len(rows) == 301
+    assert rows[0] == ["namespace", "pod", "node"] and len(rows) == 1 + 1000 + 300
+
+
+def test_bench_runs_a_case_file(tmp_path, redis_url):
+    report = tmp_path / "r.json"
+    args = ["bench", str(CASES), "--workload", "Everything/small", "--shards", "1"]
+    args += ["--no-progress", "--redis-url", redis_url, "--report", str(report)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "Everything/small" in result.output
+    assert json.loads(report.read_text())["cases"][0]["pods_scheduled"] == 18
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--case", "Nothing"], "no workload matches case='Nothing'"),
+        (["--workload", "Volumes/one"], "op 1 (createPods): optimist cannot run it"),
+    ],
+)
+def test_bench_names_what_it_cannot_run(redis_url, args, expected):
+    cmd = ["bench", str(CASES), *args, "--shards", "1", "--no-progress", "--redis-url", redis_url]
+    result = CliRunner().invoke(app, cmd)
+    assert result.exit_code == (2 if "Nothing" in args else 1)
+    assert expected in " ".join(result.output.split())
 
 
 def test_redis_password_never_reaches_the_report():

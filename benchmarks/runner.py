@@ -1,0 +1,482 @@
+"""Runs one workload of a case on a started platform: its ops in order, churn and paced
+deletions in the background, and the record of its measured phase.
+
+The runner stands where scheduler_perf's test driver and the API server
+stand: it makes the objects in the simulated cluster and waits as the ops
+say. A wait ends when every pod it waits for is bound, or when the loop has
+settled (what is left waits on a "no node fits" that still holds), since
+optimist reports such pods rather than waiting for them forever. Pods made
+by churn are background load and are never measured.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import ray
+
+from benchmarks import objects
+from benchmarks.perf_config import (
+    Barrier,
+    CaseWorkload,
+    Churn,
+    CreateAny,
+    CreateNamespaces,
+    CreateNodes,
+    CreatePodGroups,
+    CreatePods,
+    DeletePods,
+    Manifest,
+    Op,
+    Sleep,
+    StartCollectingMetrics,
+    StopCollectingMetrics,
+)
+from cluster.simulator import SimulatedCluster
+from optimist.report import PeakMemory
+from optimist.runtime import Platform, SchedulingLoop
+
+STEP_S = 0.05  # longest wait for a shard's answer in one turn of the loop
+CHURN_NAMESPACE = "churn"
+
+
+class CaseError(Exception):
+    """The case cannot go on; the message names the case and the op."""
+
+
+@dataclass(frozen=True, slots=True)
+class Counters:
+    """The loop's cumulative counters at one moment, so a phase's figures are differences."""
+
+    pod_attempts: int = 0
+    conflicts: int = 0
+    committed_units: int = 0
+    committed_pods: int = 0
+    store_commits: int = 0
+
+    @classmethod
+    def of(cls, loop: SchedulingLoop) -> Counters:
+        stats = loop.dispatcher.stats
+        return cls(
+            stats.pod_attempts,
+            stats.conflicts,
+            sum(stats.units_by_shard.values()),
+            stats.bound_pods,
+            loop.binder.commits,
+        )
+
+    def __sub__(self, other: Counters) -> Counters:
+        return Counters(*(getattr(self, f) - getattr(other, f) for f in self.__dataclass_fields__))
+
+
+@dataclass(slots=True)
+class Window:
+    """A measured phase: from a collecting op's start to the end of its wait (or the stop)."""
+
+    start: float
+    before: Counters
+    namespaces: tuple[str, ...] = ()
+    selector: dict[str, str] | None = None
+    pods: list[str] = field(default_factory=list)
+    gated: int = 0  # pods made in the phase and held back by their scheduling gates
+    end: float = 0.0
+    counters: Counters = field(default_factory=Counters)
+
+    def takes(self, namespace: str, labels: Any) -> bool:
+        return (not self.namespaces or namespace in self.namespaces) and (
+            not self.selector or all(labels.get(k) == v for k, v in self.selector.items())
+        )
+
+
+@dataclass(slots=True)
+class Tally:
+    """Pods of one op or one namespace: how many were made, how many are done with."""
+
+    made: int = 0
+    done: int = 0  # bound, or deleted before it was bound
+
+
+@dataclass(slots=True)
+class ChurnTask:
+    op: Churn
+    due: float
+    ticks: int = 0
+    alive: dict[int, list[tuple[str, str]]] = field(default_factory=dict)  # slot -> (kind, key)
+
+
+@dataclass(slots=True)
+class DeleteTask:
+    keys: list[str]
+    per_second: int
+    started: float
+    deleted: int = 0
+
+
+@dataclass
+class CaseOutcome:
+    """What a run of one workload leaves for the report."""
+
+    run: CaseWorkload
+    cluster: SimulatedCluster
+    loop: SchedulingLoop
+    windows: list[Window]
+    created_at: dict[str, float]
+    bound_at: dict[str, float]
+    unschedulable: dict[str, str]
+    memory: dict[str, int]
+    made: int  # pods of our profiles made, churn's included
+    gated: int
+    deleted: int
+    notes: list[str]
+    error: str | None = None
+
+
+class CaseRunner:
+    def __init__(
+        self,
+        run: CaseWorkload,
+        platform: Platform,
+        *,
+        seed: int,
+        timeout_s: float,
+        progress: Callable[[int, int], None] = lambda done, total: None,
+    ) -> None:
+        self.run = run
+        self.platform = platform
+        self.cluster = SimulatedCluster(platform.settings.scheduler_names, seed=seed)
+        self.rng = random.Random(seed)
+        self.unique = itertools.count()
+        self.loop = SchedulingLoop(platform, self.cluster, on_bound=self._bound)
+        here = ray.get_runtime_context().get_node_id()
+        self.memory = PeakMemory(
+            [int(i["pid"]) for i in platform.shard_info if i["ray_node_id"] == here],  # type: ignore[call-overload]
+            platform.store.client,
+        )
+        self.progress = progress
+        self.deadline = time.perf_counter() + timeout_s
+        self.timeout_s = timeout_s
+        self.created_at: dict[str, float] = {}
+        self.bound_at: dict[str, float] = {}
+        self.tags: dict[str, tuple[int, str]] = {}  # pod key -> (op index, namespace)
+        self.by_op: dict[int, Tally] = {}
+        self.by_namespace: dict[str, Tally] = {}
+        self.windows: list[Window] = []
+        self.collecting: Window | None = None
+        self.namespaces: set[str] = set()
+        self.priorities = objects.PriorityClasses()
+        self.churn: list[ChurnTask] = []
+        self.deleting: list[DeleteTask] = []
+        self.gated = 0
+        self.deleted = 0
+        self.notes: list[str] = []
+        self._ours = 0  # pods of our profiles made, for the progress bar
+        self._next_sample = 0.0
+
+    # --- the whole run ---------------------------------------------------------------
+
+    def execute(self) -> CaseOutcome:
+        """Run every op; stop at the first that fails, then let the loop settle either way."""
+        error = None
+        try:
+            if unsupported := self.run.unsupported():
+                raise CaseError(
+                    f"case {self.run.name}: op {unsupported.index} ({unsupported.opcode}): "
+                    f"optimist cannot run it: {unsupported.reason}"
+                )
+            for index, op in enumerate(self.run.ops):
+                self._op(index, op)  # type: ignore[arg-type]
+            if self.collecting is not None:
+                self._close(self.collecting)
+        except CaseError as e:
+            error = str(e)
+        self.churn.clear()
+        self.deleting.clear()
+        settled = self._drive(lambda: False, limit=False)
+        self.memory.sample()
+        self._report_progress()
+        if not settled and error is None:
+            error = f"case {self.run.name}: did not settle within {self.timeout_s:.0f}s"
+        return CaseOutcome(
+            self.run,
+            self.cluster,
+            self.loop,
+            self.windows,
+            self.created_at,
+            self.bound_at,
+            self.loop.dispatcher.unschedulable(),
+            self.memory.peaks(),
+            self._ours,
+            self.gated,
+            self.deleted,
+            self.notes,
+            error,
+        )
+
+    def _op(self, index: int, op: Op) -> None:
+        where = f"case {self.run.name}: op {index} ({op.opcode})"
+        try:
+            match op:
+                case CreateNodes():
+                    for manifest, n in objects.node_batches(op, self.rng, self.unique):
+                        self.cluster.create_nodes(manifest, n)
+                case CreateNamespaces():
+                    self.namespaces.update(f"{op.prefix}-{i}" for i in range(op.count))
+                case CreatePods():
+                    batches = objects.pod_batches(op.template, op.count, op.per_index)
+                    self._create_pods(
+                        index, op.namespace, batches, op.collect_metrics, op.skip_wait
+                    )
+                case CreatePodGroups():
+                    self._create_groups(index, op)
+                case CreateAny():
+                    self._create_any(index, op)
+                case DeletePods():
+                    self._delete_pods(op)
+                case Churn():
+                    self.churn.append(ChurnTask(op, time.perf_counter()))
+                case Barrier():
+                    tallies = [self.by_namespace.get(ns, Tally()) for ns in op.namespaces]
+                    tallies = tallies or list(self.by_namespace.values())
+                    self._wait(tallies)
+                case Sleep():
+                    until = time.perf_counter() + op.seconds
+                    self._drive(lambda: time.perf_counter() >= until, settle=False)
+                case StartCollectingMetrics():
+                    if self.collecting is not None:
+                        raise ValueError("metrics are already being collected")
+                    self.collecting = self._open(op.namespaces, op.label_selector)
+                case StopCollectingMetrics():
+                    if self.collecting is None:
+                        raise ValueError("no startCollectingMetrics before it")
+                    self._close(self.collecting)
+        except (ValueError, KeyError, TimeoutError) as e:
+            raise CaseError(f"{where}: {e}") from e
+
+    # --- creating ----------------------------------------------------------------------
+
+    def _create_pods(
+        self,
+        index: int,
+        namespace: str,
+        batches: list[objects.Batch],
+        collect: bool,
+        skip_wait: bool,
+    ) -> None:
+        self.namespaces.add(namespace)
+        window = self._open((namespace,), None) if collect else self.collecting
+        for manifest, n in batches:
+            manifest = self.priorities.admit(manifest)
+            if objects.scheduling_gates(manifest):
+                self.gated += n  # held back: see _note_gates
+                if window is not None and window.takes(namespace, objects.labels_of(manifest)):
+                    window.gated += n
+                self._note_gates()
+                continue
+            keys = self.cluster.create_pods(manifest, n, namespace)
+            self._made(keys, index, namespace, objects.labels_of(manifest), window)
+        if not skip_wait:
+            self._wait([self.by_op.setdefault(index, Tally())])
+        if collect and window is not None:
+            self._close(window)
+
+    def _note_gates(self) -> None:
+        note = (
+            "pods with spec.schedulingGates are held back and reported pending: "
+            "the queue does not honour scheduling gates yet"
+        )
+        if note not in self.notes:
+            self.notes.append(note)
+
+    def _create_groups(self, index: int, op: CreatePodGroups) -> None:
+        batches: list[objects.Batch] = []
+        for i in range(op.count):
+            name = f"{op.name_prefix}-{i}"
+            self.cluster.create_pod_group(objects.pod_group(name, op.namespace, op.min_member))
+            batches += [
+                (objects.group_member(op.template, name, j), 1) for j in range(op.pods_per_group)
+            ]
+        self._create_pods(index, op.namespace, batches, op.collect_metrics, op.skip_wait)
+
+    def _create_any(self, index: int, op: CreateAny) -> None:
+        kind = op.template["kind"]
+        for _ in range(op.count):
+            if kind == "Namespace":
+                self.namespaces.add(str(op.template["metadata"]["name"]))
+            elif kind == "PriorityClass":
+                self.priorities.add(op.template)
+            elif kind == "PodGroup":
+                group = dict(op.template)
+                meta = group.setdefault("metadata", {})
+                group["metadata"] = {**meta, "namespace": meta.get("namespace") or op.namespace}
+                self.cluster.create_pod_group(group)
+            elif kind == "Node":
+                self.cluster.create_nodes(op.template, 1)
+            else:  # Pod
+                self._create_pods(index, op.namespace, [(dict(op.template), 1)], False, True)
+
+    def _made(
+        self,
+        keys: list[str],
+        index: int,
+        namespace: str,
+        labels: Any,
+        window: Window | None,
+    ) -> None:
+        now = time.perf_counter()
+        op_tally = self.by_op.setdefault(index, Tally())
+        ns_tally = self.by_namespace.setdefault(namespace, Tally())
+        ours = [k for k in keys if k in self.cluster.pod_manifests]
+        for key in ours:
+            self.created_at[key] = now
+            self.tags[key] = (index, namespace)
+        op_tally.made += len(ours)
+        ns_tally.made += len(ours)
+        self._ours += len(ours)
+        if window is not None and window.takes(namespace, labels):
+            window.pods.extend(ours)
+
+    # --- deleting ----------------------------------------------------------------------
+
+    def _delete_pods(self, op: DeletePods) -> None:
+        selector = op.label_selector or {}
+        keys = [
+            key
+            for key, manifest in self.cluster.pod_manifests.items()
+            if key.startswith(f"{op.namespace}/")
+            and all(objects.labels_of(manifest).get(k) == v for k, v in selector.items())
+        ]
+        task = DeleteTask(keys, op.per_second, time.perf_counter())
+        self.deleting.append(task)
+        self._pace_deletions()
+        if not op.skip_wait:
+            self._drive(lambda: task not in self.deleting, settle=False)
+
+    def _pace_deletions(self) -> None:
+        now = time.perf_counter()
+        for task in list(self.deleting):
+            due = len(task.keys)
+            if task.per_second:
+                due = min(due, int((now - task.started) * task.per_second) + 1)
+            if due > task.deleted:
+                self._delete(task.keys[task.deleted : due])
+                task.deleted = due
+            if task.deleted == len(task.keys):
+                self.deleting.remove(task)
+
+    def _delete(self, keys: list[str]) -> None:
+        for key in keys:
+            tag = self.tags.get(key)
+            if tag is not None and key not in self.bound_at:
+                self.by_op[tag[0]].done += 1
+                self.by_namespace[tag[1]].done += 1
+        self.deleted += len(keys)
+        self.cluster.delete_pods(keys)
+
+    # --- churn -------------------------------------------------------------------------
+
+    def _churn(self) -> None:
+        now = time.perf_counter()
+        for task in self.churn:
+            if now < task.due:
+                continue
+            op = task.op
+            task.due = now + op.interval_s
+            slot = task.ticks % op.number
+            task.ticks += 1
+            if op.mode == "recreate":
+                self._remove_churned(task.alive.pop(slot, []))
+            made = []
+            for manifest in op.templates:
+                count = op.number if op.mode == "create" else 1
+                made += self._churn_make(manifest, count)
+            if op.mode == "recreate":
+                task.alive[slot] = made
+
+    def _churn_make(self, manifest: Manifest, count: int) -> list[tuple[str, str]]:
+        kind = manifest["kind"]
+        if kind == "Node":
+            return [("Node", n.name) for n in self.cluster.create_nodes(manifest, count)]
+        if kind == "Pod":
+            keys = self.cluster.create_pods(self.priorities.admit(manifest), count, CHURN_NAMESPACE)
+            self._ours += sum(1 for k in keys if k in self.cluster.pod_manifests)
+            return [("Pod", key) for key in keys]
+        note = "churn: Services are recorded and have no effect (no default spreading)"
+        if note not in self.notes:
+            self.notes.append(note)
+        return []
+
+    def _remove_churned(self, objects_: list[tuple[str, str]]) -> None:
+        nodes = [name for kind, name in objects_ if kind == "Node"]
+        pods = [key for kind, key in objects_ if kind == "Pod"]
+        if nodes:
+            self.cluster.delete_nodes(nodes)
+        if pods:
+            self.deleted += len(pods)
+            self.cluster.delete_pods(pods)
+
+    # --- measuring ---------------------------------------------------------------------
+
+    def _open(self, namespaces: tuple[str, ...], selector: dict[str, str] | None) -> Window:
+        window = Window(time.perf_counter(), Counters.of(self.loop), namespaces, selector)
+        self.collecting = window
+        return window
+
+    def _close(self, window: Window) -> None:
+        window.end = time.perf_counter()
+        window.counters = Counters.of(self.loop) - window.before
+        self.windows.append(window)
+        self.collecting = None
+
+    def _bound(self, keys: list[str]) -> None:
+        now = time.perf_counter()
+        for key in keys:
+            self.bound_at[key] = now
+            tag = self.tags.get(key)
+            if tag is not None:
+                self.by_op[tag[0]].done += 1
+                self.by_namespace[tag[1]].done += 1
+
+    # --- driving the loop --------------------------------------------------------------
+
+    def _wait(self, tallies: list[Tally]) -> None:
+        if not self._drive(lambda: all(t.done >= t.made for t in tallies)):
+            raise TimeoutError(f"pods not scheduled within {self.timeout_s:.0f}s")
+
+    def _drive(self, until: Callable[[], bool], *, settle: bool = True, limit: bool = True) -> bool:
+        """Schedule until `until()` holds or (with `settle`) the loop has nothing left to try.
+
+        False if the case ran out of time first; the final settling (limit
+        False) gets one more timeout's worth, so a stuck case still ends.
+        """
+        loop = self.loop
+        deadline = self.deadline if limit else time.perf_counter() + self.timeout_s
+        while not until():
+            if time.perf_counter() > deadline:
+                return False
+            loop.step(STEP_S)
+            self._churn()
+            self._pace_deletions()
+            self._tick()
+            if loop.dispatcher.idle():
+                loop.ingest()
+                if loop.dispatcher.idle() and not loop.dispatcher.requeue_stale():
+                    if settle and not self.deleting:
+                        return True
+                    time.sleep(0.005)  # nothing to try: do not spin while a sleep or pacing runs
+        return True
+
+    def _tick(self) -> None:
+        """Once a second: sample memory and move the progress bar."""
+        now = time.perf_counter()
+        if now >= self._next_sample:
+            self._next_sample = now + 1.0
+            self.memory.sample()
+            self._report_progress()
+
+    def _report_progress(self) -> None:
+        self.progress(len(self.bound_at) + len(self.loop.dispatcher.unschedulable()), self._ours)

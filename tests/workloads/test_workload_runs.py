@@ -1,0 +1,108 @@
+"""Every shipped case, at its tiny size, and the upstream-format fixture, on real Ray and Redis.
+
+Each run ends with the invariant checker (run_bench fails a workload whose
+checker finds anything); the tests check what each case is about as well.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from benchmarks import cases_file, template
+from benchmarks import perf_config as pc
+from cluster.objects import POD_GROUP_LABEL
+from optimist.bench import Plan, run_bench
+from optimist.config import Settings
+
+pytestmark = pytest.mark.usefixtures("ray_session")
+
+FIXTURE = Path(__file__).parent / "performance-config.yaml"
+TINY = [r for r in pc.load(cases_file(), template("node-default.yaml")) if r.workload == "tiny"]
+
+
+def settings(redis_url: str, key_prefix: str) -> Settings:
+    return Settings(shards=1, redis_url=redis_url, key_prefix=key_prefix, batch_pods=32, seed=1)
+
+
+@pytest.mark.parametrize("run", TINY, ids=[r.case for r in TINY])
+def test_every_shipped_case_runs_tiny_and_keeps_the_invariants(redis_url, key_prefix, run):
+    bench = run_bench(settings(redis_url, key_prefix), Plan((run,), timeout_s=60))
+    r = bench.report
+    [case] = r["cases"]
+    assert case["error"] is None and r["invariant_violations"] == [], case
+    assert bench.ok
+    created = case["pods_created"]
+    assert created > 0
+    assert created == case["pods_scheduled"] + case["pods_unschedulable"] + case["pods_pending"]
+    assert sum(case["throughput_samples"]) == case["pods_scheduled"]
+    assert case["latency_s"]["created_to_bound"]["count"] == case["pods_scheduled"]
+    assert set(case["memory_peak_bytes"]) == {"driver", "shards", "redis"}
+    assert all(v > 0 for v in case["memory_peak_bytes"].values())
+    everything = case["all_pods"]
+    if run.case == "Gang":
+        assert case["pods_unschedulable"] > 0  # not every gang fits the 10% left
+        bound = Counter(
+            bench.cluster.pod_manifests[k]["metadata"]["labels"][POD_GROUP_LABEL]
+            for k in bench.cluster.bindings
+            if POD_GROUP_LABEL in bench.cluster.pod_manifests[k]["metadata"].get("labels", {})
+        )
+        assert set(bound.values()) <= {8, 16, 32}  # whole gangs, never a part
+    elif run.case == "SchedulingWhileGated":
+        assert everything["gated"] == 50 and case["pods_scheduled"] == created
+        assert any("schedulingGates" in note for note in case["notes"])
+    elif run.case == "Unschedulable":
+        assert everything["unschedulable"] == 20 and case["pods_scheduled"] == created
+    else:
+        assert case["pods_scheduled"] == created
+
+
+def test_the_upstream_format_fixture_runs(redis_url, key_prefix):
+    [run] = pc.select(pc.load(FIXTURE, template("node-default.yaml")), "Everything", None)
+    bench = run_bench(settings(redis_url, key_prefix), Plan((run,), timeout_s=60))
+    r, cluster = bench.report, bench.cluster
+    assert r["errors"] == [] and r["invariant_violations"] == []
+    assert r["pods_created"] == 12 + 2 * 3  # the measured namespace only
+    assert r["pods_scheduled"] == 18
+    assert r["upstream_threshold"] == {
+        "pods_per_s": 100,
+        "note": "published upstream threshold, other hardware",
+    }
+    assert r["all_pods"]["deleted"] == 10  # init-0's pods, paced
+    assert not [k for k in cluster.pod_manifests if k.startswith("init-0/")]
+    assert r["all_pods"]["created"] > 10 + 3 + 18  # churn's pods too
+    important = [m for k, m in cluster.pod_manifests.items() if "/important-pod-" in k]
+    assert len(important) == 12 and all(m["spec"]["priority"] == 1000 for m in important)
+    groups = {k for k in cluster.pod_groups}
+    assert groups == {"team-a/trio", "measured/group-0", "measured/group-1"}
+    assert {f"measured/group-{g}-{j}" for g in (0, 1) for j in range(3)} <= set(cluster.bindings)
+    assert sum(1 for k in cluster.bindings if k.startswith("team-a/trio-")) == 3
+    labels = {n.labels.get("kubernetes.io/hostname") for n in cluster.nodes.values()}
+    assert len(labels - {None}) == 2
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        (
+            "Volumes",
+            "case Volumes/one: op 1 (createPods): optimist cannot run it: "
+            "persistentVolumeTemplatePath",
+        ),
+        (
+            "DynamicResources",
+            "case DynamicResources/one: op 1 (createAny): optimist cannot run "
+            "it: templatePath: kind ResourceClaim",
+        ),
+    ],
+)
+def test_a_case_with_an_op_optimist_cannot_run_stops_naming_it(
+    redis_url, key_prefix, case, expected
+):
+    runs = pc.select(pc.load(FIXTURE, template("node-default.yaml")), case, None)
+    bench = run_bench(settings(redis_url, key_prefix), Plan(tuple(runs), timeout_s=30))
+    assert not bench.ok
+    assert bench.report["errors"][0].startswith(expected)
+    assert bench.report["pods_created"] == 0 and len(bench.cluster.nodes) == 0
