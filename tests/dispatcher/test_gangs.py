@@ -95,22 +95,24 @@ def test_gang_pods_left_out_of_the_placement_go_alone_once_it_runs():
     assert alone.pods == [("default/c", 0)]
 
 
-def _place_all(d, batch):
-    [unit] = batch.units
-    placements = [PodPlacement(p, c, ["n"], [1]) for p, c in unit.pods]
-    d.on_result(ShardResult(0, batch.batch_id, 1, [Decision(unit.key, placements)]))
-    return unit
-
-
-def test_gang_short_of_min_member_after_a_failed_binding_retries_what_it_lacks():
+def _c_fails_to_bind(min_member):
+    """A gang a, b, c placed whole, whose binding of c fails: returns the dispatcher
+    and the pods it reports bound."""
     d = Dispatcher()
-    d.add_group(PodGroup("default", "train", min_member=3))
+    d.add_group(PodGroup("default", "train", min_member=min_member))
     for name in "abc":
         d.add(member(name))
     batch = d.next_batch(0, 10)
-    unit = _place_all(d, batch)
+    [unit] = batch.units
+    placements = [PodPlacement(p, c, ["n"], [1]) for p, c in unit.pods]
+    d.on_result(ShardResult(0, batch.batch_id, 1, [Decision(unit.key, placements)]))
     outcome = UnitOutcome(unit.key, "partly-bound", ["n"] * 3, "boom", unbound=["default/c"])
-    assert sorted(d.on_outcomes(batch.batch_id, [outcome])) == ["default/a", "default/b"]
+    return d, d.on_outcomes(batch.batch_id, [outcome])
+
+
+def test_gang_short_of_min_member_after_a_failed_binding_retries_what_it_lacks():
+    d, bound = _c_fails_to_bind(min_member=3)
+    assert sorted(bound) == ["default/a", "default/b"]
     assert d.stats.bind_failures == 1
     [retry] = d.next_batch(0, 10).units
     assert retry.pods == [("default/c", 0)] and retry.min_member == 1
@@ -118,14 +120,7 @@ def test_gang_short_of_min_member_after_a_failed_binding_retries_what_it_lacks()
 
 
 def test_gang_with_min_member_bound_runs_despite_a_failed_binding():
-    d = Dispatcher()
-    d.add_group(PodGroup("default", "train", min_member=2))
-    for name in "abc":
-        d.add(member(name))
-    batch = d.next_batch(0, 10)
-    unit = _place_all(d, batch)
-    outcome = UnitOutcome(unit.key, "partly-bound", ["n"] * 3, "boom", unbound=["default/c"])
-    d.on_outcomes(batch.batch_id, [outcome])
+    d, _ = _c_fails_to_bind(min_member=2)
     d.add(member("late"))
     units = d.next_batch(0, 10).units
     assert [(u.pods, u.min_member) for u in units] == [
