@@ -23,22 +23,25 @@ import psutil
 def window_samples(
     bound_at: list[float], start: float, end: float
 ) -> tuple[list[int], list[float]]:
-    """Pods bound in each one-second window of [start, end], and the same as rates.
+    """Pods bound in each one-second window of [start, end], and the rates to take percentiles of.
 
-    The last window is usually partial: its rate is its count over its real length.
+    The last window is usually partial. Its count stays as it is; for the
+    rates it is folded into the window before it (one rate over the real
+    length of both), so that a few pods in a sliver of a second cannot make a
+    rate far above anything sustained. Alone, it is its count over its length.
     """
     duration = max(end - start, 1e-9)
     windows = max(int(np.ceil(duration)), 1)
     times = np.asarray(bound_at, dtype=float) - start
     times = times[(times >= 0) & (times <= duration)]
-    counts = np.bincount(
-        np.minimum(times.astype(np.int64), windows - 1), minlength=windows
-    ).tolist()
+    counts = np.bincount(np.minimum(times.astype(np.int64), windows - 1), minlength=windows)
     rates = [float(c) for c in counts]
     last = duration - (windows - 1)
-    if last > 0:
-        rates[-1] = counts[-1] / last
-    return counts, rates
+    if windows > 1 and last < 1:
+        rates[-2:] = [float(counts[-2] + counts[-1]) / (1 + last)]
+    elif last > 0:
+        rates[-1] = float(counts[-1]) / last
+    return counts.tolist(), rates
 
 
 def throughput(bound: int, duration: float, rates: list[float]) -> dict[str, float]:
