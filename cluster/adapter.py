@@ -19,7 +19,8 @@ class Binding:
 
 class ClusterAdapter(Protocol):
     def take_new_pods(self) -> tuple[list[Pod], list[tuple[str, InvalidObject]]]:
-        """New pods of our profiles since the last call; (pod key, error) for unparsable ones."""
+        """Pods of our profiles created, or changed while unbound, since the last call;
+        (pod key, error) for unparsable ones."""
 
     def take_deleted_pods(self) -> list[str]:
         """Keys of pods deleted since the last call, whether bound or pending."""

@@ -4,6 +4,8 @@ Every pod that enters is, at any moment, in exactly one of these states
 (DESIGN.md invariant 4, "nothing lost"). The dispatcher owns the states up
 to BOUND and refuses any transition not listed here.
 
+    gated pod ──► GATED ──┐ last scheduling gate removed
+                          ▼
     new pod ──► ACTIVE ──► IN_FLIGHT ──► AWAITING_COMMIT ──► BOUND
                   ▲  ▲         │               │
                   │  │         │ unschedulable │ conflict, bind failed
@@ -14,6 +16,9 @@ to BOUND and refuses any transition not listed here.
 
     deleted in the cluster, from any state but BOUND ──► DELETED
 
+- GATED: the pod has `spec.schedulingGates`; it waits apart, in no unit and
+  counting for no gang, and is reported `SchedulingGated` until the last gate
+  is removed (gates can only be removed, never added).
 - ACTIVE: in the active queue, ordered by priority, then arrival.
 - IN_FLIGHT: in a batch sent to a shard; the shard has not answered.
 - AWAITING_COMMIT: a shard placed it; the binder commits it in the store and

@@ -406,7 +406,19 @@ def pod_from_manifest(raw: Mapping[str, Any]) -> Pod:
         node_name=node_name,
         manifest=raw,
         group=f"{namespace}/{labels[POD_GROUP_LABEL]}" if labels.get(POD_GROUP_LABEL) else "",
+        gates=_scheduling_gates(obj, spec),
     )
+
+
+def _scheduling_gates(obj: str, spec: Mapping[str, Any]) -> tuple[str, ...]:
+    path = "spec.schedulingGates"
+    gates = []
+    for i, gate in enumerate(_list(obj, path, spec.get("schedulingGates"))):
+        name = _map(obj, f"{path}[{i}]", gate).get("name")
+        if not isinstance(name, str) or not name:
+            raise InvalidObject(obj, f"{path}[{i}].name", name, "must be a non-empty string")
+        gates.append(name)
+    return tuple(gates)
 
 
 def podgroup_from_manifest(raw: Mapping[str, Any]) -> PodGroup:

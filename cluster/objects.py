@@ -150,6 +150,7 @@ class Pod:
     node_name: str = ""  # set when the manifest is already bound
     manifest: Mapping[str, Any] | None = None  # the source object, for scheduler extenders
     group: str = ""  # the key of its PodGroup (namespace/name), when it belongs to a gang
+    gates: tuple[str, ...] = ()  # spec.schedulingGates: not scheduled while any remains
 
     @property
     def key(self) -> str:

@@ -110,11 +110,15 @@ class SimulatedCluster:
             key = f"{meta['namespace']}/{meta['name']}"
             self._names.add(key)
             self.pod_manifests[key] = manifest
-            scheduler = (manifest.get("spec") or {}).get("schedulerName") or "default-scheduler"
-            if scheduler in self.scheduler_names:
-                self._new.append(key)
+            self._watch(key)
             keys.append(key)
         return keys
+
+    def _watch(self, key: str) -> None:
+        """Deliver the pod to the scheduler's watch, if one of its profiles owns it."""
+        spec = self.pod_manifests[key].get("spec") or {}
+        if (spec.get("schedulerName") or "default-scheduler") in self.scheduler_names:
+            self._new.append(key)
 
     def create_pod_group(self, manifest: Mapping[str, Any]) -> PodGroup:
         """A PodGroup (gang), as the coscheduling CRD defines it."""
@@ -135,13 +139,21 @@ class SimulatedCluster:
                 self.bindings.pop(key, None)
                 self._deleted_pods.append(key)
 
+    def update_pod(self, key: str, manifest: Mapping[str, Any]) -> None:
+        """Replace a pod's manifest (e.g. its scheduling gates removed); a watch sees it again."""
+        if key not in self.pod_manifests:
+            raise KeyError(f"pods {key!r} not found")
+        self.pod_manifests[key] = copy.deepcopy(dict(manifest))
+        if key not in self.bindings:
+            self._watch(key)
+
     def take_deleted_pods(self) -> list[str]:
         """Keys of the pods deleted since the last call."""
         gone, self._deleted_pods = self._deleted_pods, []
         return gone
 
     def take_new_pods(self) -> tuple[list[Pod], list[tuple[str, InvalidObject]]]:
-        """Pods of our profiles created since the last call, as a watch delivers them.
+        """Pods of our profiles created or changed since the last call, as a watch delivers them.
 
         A manifest optimist cannot use comes back as an error naming its field;
         it is reported, and the other pods go on.

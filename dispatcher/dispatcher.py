@@ -60,6 +60,7 @@ class Dispatcher:
         self._unit_of: dict[str, str] = {}  # pod key -> key of the unit that holds it
         self.batches: dict[int, InFlightBatch] = {}
         self.rejected: dict[str, str] = {}  # pod key -> why its manifest cannot be scheduled
+        self.gated: dict[str, Pod] = {}  # pods held back by spec.schedulingGates
         self.stats = DispatchStats()
         self._resolved: dict[int, list[int]] = defaultdict(list)
         self._next_batch = 0
@@ -72,6 +73,15 @@ class Dispatcher:
     # --- intake ----------------------------------------------------------------
 
     def add(self, pod: Pod) -> None:
+        """A pod created, or changed while it waits. One with scheduling gates waits
+        apart, holding nothing and counting for no gang, until its last gate is gone."""
+        if pod.key in self.gated or pod.gates:
+            if pod.key not in self.gated and pod.key in self._unit_of:
+                return  # gates cannot be added to a pod the queue already holds
+            if pod.gates:
+                self.gated[pod.key] = pod
+                return
+            del self.gated[pod.key]
         if pod.group:
             running = pod.group in self.gangs.bound  # its pods now go one by one
             for pods in self.gangs.offer(pod):
@@ -126,6 +136,7 @@ class Dispatcher:
         """
         for key in pod_keys:
             self.rejected.pop(key, None)
+            self.gated.pop(key, None)
             self.gangs.forget(key)
             unit = self.units.get(self._unit_of.pop(key, ""))
             if unit is None:
@@ -324,6 +335,8 @@ class Dispatcher:
     def unschedulable(self) -> dict[str, str]:
         """Pod key -> reason, for every pod reported unschedulable and not since bound."""
         out = dict(self.rejected)
+        for key, pod in self.gated.items():
+            out[key] = f"SchedulingGated: blocked by scheduling gates {', '.join(pod.gates)}"
         out.update(self.gangs.waiting_reasons())
         for unit in self.queue.backoff_units.values():
             for pod in unit.pods:

@@ -94,3 +94,24 @@ def test_nodes_added_and_removed_while_scheduling(redis_url, key_prefix):
         assert unschedulable == {} and len(cluster.bindings) == 6
         assert doomed not in cluster.bindings.values()
         assert doomed not in platform.store.committed_pods().values()
+
+
+def test_gated_pods_are_scheduled_once_their_gates_are_removed(redis_url, key_prefix):
+    settings = Settings(shards=2, redis_url=redis_url, key_prefix=key_prefix, seed=6)
+    cluster = SimulatedCluster(settings.scheduler_names)
+    cluster.create_nodes(node_doc("4"), 2)
+    gated = pod_doc("1") | {"spec": {**pod_doc("1")["spec"], "schedulingGates": [{"name": "q"}]}}
+    with Platform(settings) as platform:
+        loop = SchedulingLoop(platform, cluster)
+        held = cluster.create_pods(gated, 3)
+        cluster.create_pods(pod_doc("1"), 2)
+        waiting = settle(loop, cluster, platform.store)
+        assert set(waiting) == set(held) and len(cluster.bindings) == 2
+        assert all(reason.startswith("SchedulingGated") for reason in waiting.values())
+        for key in held:
+            manifest = cluster.pod_manifests[key]
+            cluster.update_pod(
+                key, manifest | {"spec": {**manifest["spec"], "schedulingGates": []}}
+            )
+        assert settle(loop, cluster, platform.store) == {}
+        assert len(cluster.bindings) == 5

@@ -98,6 +98,8 @@ def test_extended_resources_are_whole_numbers():
             "matchExpressions[0].values[0]",
         ),
         ({"containers": []}, "spec.containers"),
+        ({"schedulingGates": [{"name": ""}]}, "spec.schedulingGates[0].name"),
+        ({"schedulingGates": "later"}, "spec.schedulingGates"),
     ],
 )
 def test_bad_pods_name_the_field(spec, field):

@@ -214,3 +214,22 @@ def test_pods_pinned_to_a_node_go_to_the_shard_of_its_partition():
     home = partition_of("x", 2)
     assert [u.key for u in d.next_batch(1 - home, 10).units] == ["default/free"]
     assert [u.key for u in d.next_batch(home, 10).units] == ["default/daemon"]
+
+
+def test_gated_pods_wait_apart_until_their_last_gate_is_removed(dispatcher):
+    manifest = pod_spec({"cpu": "1"})
+    manifest["metadata"]["name"] = "gated"
+    manifest["spec"]["schedulingGates"] = [{"name": "a"}, {"name": "b"}]
+    dispatcher.add(pod_from_manifest(manifest))
+    assert dispatcher.next_batch(0, 10) is None and dispatcher.settled()
+    assert dispatcher.unschedulable() == {
+        "default/gated": "SchedulingGated: blocked by scheduling gates a, b"
+    }
+    manifest["spec"]["schedulingGates"] = [{"name": "b"}]
+    dispatcher.add(pod_from_manifest(manifest))
+    assert dispatcher.next_batch(0, 10) is None
+    del manifest["spec"]["schedulingGates"]
+    dispatcher.add(pod_from_manifest(manifest))
+    dispatcher.add(pod_from_manifest(manifest))  # seen again unchanged: still one unit
+    [unit] = dispatcher.next_batch(0, 10).units
+    assert unit.key == "default/gated" and dispatcher.unschedulable() == {}
