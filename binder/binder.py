@@ -9,6 +9,7 @@ what becomes of the rest.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from binder.crosspod_guard import CrossPodGuard
@@ -33,6 +34,7 @@ class Binder:
         self.guard = CrossPodGuard(store, profiles)
         self.commits = 0  # Lua commit calls
         self.committed_pods = 0  # pods those calls committed: over `commits`, the batch size
+        self.committed_at = 0.0  # time.perf_counter() when the last commit returned
 
     def process(
         self, classes: Sequence[SchedulingSpec], decisions: Sequence[Decision]
@@ -42,6 +44,7 @@ class Binder:
         if not admitted:
             return refused
         _, outcomes = self.store.commit(classes, admitted, self.conflict_mode)
+        self.committed_at = time.perf_counter()
         self.commits += 1
         bindings: list[Binding] = []
         owners: list[UnitOutcome] = []  # the unit of each binding

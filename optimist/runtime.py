@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable
 
 import ray
@@ -90,6 +91,13 @@ class Platform:
             self._redis.stop()
 
 
+# A pod's stages as the loop sees them, for latency breakdowns: called with the
+# stage ("queued", "sent", "decided", "committed"), the pod keys and the
+# time.perf_counter() when they reached it; "sent" again on every attempt.
+# Bound pods are reported to `on_bound`.
+StageHook = Callable[[str, list[str], float], None]
+
+
 class SchedulingLoop:
     """The control loop: ingest pods, feed the shards, commit and bind what they decide."""
 
@@ -98,6 +106,7 @@ class SchedulingLoop:
         platform: Platform,
         cluster: ClusterAdapter,
         on_bound: Callable[[list[str]], None] = lambda pods: None,
+        on_stage: StageHook | None = None,
     ) -> None:
         s = platform.settings
         self.settings = s
@@ -112,6 +121,7 @@ class SchedulingLoop:
         self.store = platform.store
         self.binder = Binder(platform.store, cluster, s.profiles, s.conflict_mode)
         self.on_bound = on_bound
+        self.on_stage = on_stage
         self._inflight: dict[ray.ObjectRef, tuple[int, int]] = {}  # ref -> (shard, batch id)
         self._per_shard = [0] * len(self.shards)
         self.shard_failures = 0
@@ -132,6 +142,8 @@ class SchedulingLoop:
         for group in self.cluster.take_new_groups():
             self.dispatcher.add_group(group)
         pods, errors = self.cluster.take_new_pods()
+        if self.on_stage and pods:
+            self.on_stage("queued", [p.key for p in pods], time.perf_counter())
         for pod in pods:
             self.dispatcher.add(pod)
         for key, error in errors:
@@ -145,6 +157,9 @@ class SchedulingLoop:
                 batch = self.dispatcher.next_batch(shard, self.settings.batch_pods)
                 if batch is None:
                     break
+                if self.on_stage:
+                    sent = [key for unit in batch.units for key, _ in unit.pods]
+                    self.on_stage("sent", sent, time.perf_counter())
                 self._inflight[actor.schedule.remote(batch.encode())] = (shard, batch.batch_id)
                 self._per_shard[shard] += 1
 
@@ -169,9 +184,15 @@ class SchedulingLoop:
             self.shard_failures += 1
             result = ShardResult(shard, batch_id, 0, [])
         classes, placed = self.dispatcher.on_result(result)
-        if placed:
-            outcomes = self.binder.process(classes, placed)
-            self.on_bound(self.dispatcher.on_outcomes(batch_id, outcomes))
+        if not placed:
+            return
+        decided = time.perf_counter()
+        outcomes = self.binder.process(classes, placed)
+        bound = self.dispatcher.on_outcomes(batch_id, outcomes)
+        if self.on_stage and bound:
+            self.on_stage("decided", bound, decided)
+            self.on_stage("committed", bound, self.binder.committed_at)
+        self.on_bound(bound)
 
     def run_until_settled(self, tick: Callable[[], None] = lambda: None) -> None:
         """Schedule until every pod is bound or waits on a verdict that still holds."""

@@ -6,6 +6,8 @@ over-committed, bound twice or lost, and gangs are whole.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import yaml
 
@@ -115,3 +117,28 @@ def test_gated_pods_are_scheduled_once_their_gates_are_removed(redis_url, key_pr
             )
         assert settle(loop, cluster, platform.store) == {}
         assert len(cluster.bindings) == 5
+
+
+def test_every_bound_pod_passes_its_stages_in_order(redis_url, key_prefix):
+    settings = Settings(shards=2, redis_url=redis_url, key_prefix=key_prefix, seed=7)
+    cluster = SimulatedCluster(settings.scheduler_names)
+    cluster.create_nodes(node_doc("2"), 2)
+    seen: dict[str, dict[str, float]] = {}
+
+    def stage(name: str, pods: list[str], at: float) -> None:
+        for pod in pods:
+            seen.setdefault(pod, {}).setdefault(name, at)  # the first time, for "sent"
+
+    def bound(pods: list[str]) -> None:
+        stage("bound", pods, time.perf_counter())
+
+    with Platform(settings) as platform:
+        loop = SchedulingLoop(platform, cluster, on_bound=bound, on_stage=stage)
+        cluster.create_pods(pod_doc("1"), 6)
+        assert len(settle(loop, cluster, platform.store)) == 2
+    order = ["queued", "sent", "decided", "committed", "bound"]
+    for pod in cluster.bindings:
+        times = [seen[pod][s] for s in order]
+        assert times == sorted(times), (pod, seen[pod])
+    unbound = set(cluster.pod_manifests) - set(cluster.bindings)
+    assert all(set(seen[pod]) == {"queued", "sent"} for pod in unbound)
