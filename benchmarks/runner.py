@@ -330,7 +330,7 @@ class CaseRunner:
         now = time.perf_counter()
         op_tally = self.by_op.setdefault(index, Tally())
         ns_tally = self.by_namespace.setdefault(namespace, Tally())
-        ours = [k for k in keys if k in self.cluster.pod_manifests]
+        ours = keys if self._is_ours(keys) else []
         for key in ours:
             self.created_at[key] = now
             self.tags[key] = (index, namespace)
@@ -339,6 +339,13 @@ class CaseRunner:
         self._ours += len(ours)
         if window is not None and window.takes(namespace, labels):
             window.pods.extend(ours)
+
+    def _is_ours(self, keys: list[str]) -> bool:
+        """Whether these pods (made from one manifest) go to our profiles: others are left alone."""
+        if not keys:
+            return False
+        spec = self.cluster.pod_manifests[keys[0]].get("spec") or {}
+        return (spec.get("schedulerName") or "default-scheduler") in self.cluster.scheduler_names
 
     # --- deleting ----------------------------------------------------------------------
 
@@ -403,7 +410,7 @@ class CaseRunner:
             return [("Node", n.name) for n in self.cluster.create_nodes(manifest, count)]
         if kind == "Pod":
             keys = self.cluster.create_pods(self.priorities.admit(manifest), count, CHURN_NAMESPACE)
-            self._ours += sum(1 for k in keys if k in self.cluster.pod_manifests)
+            self._ours += len(keys) if self._is_ours(keys) else 0
             return [("Pod", key) for key in keys]
         note = "churn: Services are recorded and have no effect (no default spreading)"
         if note not in self.notes:
