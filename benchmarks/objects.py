@@ -95,11 +95,6 @@ def group_member(template: Manifest, group: str, index: int) -> dict[str, Any]:
     return pod
 
 
-def scheduling_gates(pod: Manifest) -> list[Any]:
-    """The pod's spec.schedulingGates (the queue does not honour them yet)."""
-    return list((pod.get("spec") or {}).get("schedulingGates") or [])
-
-
 def labels_of(manifest: Manifest) -> Mapping[str, str]:
     return (manifest.get("metadata") or {}).get("labels") or {}
 

@@ -83,7 +83,6 @@ class Window:
     namespaces: tuple[str, ...] = ()
     selector: dict[str, str] | None = None
     pods: list[str] = field(default_factory=list)
-    gated: int = 0  # pods made in the phase and held back by their scheduling gates
     end: float = 0.0
     counters: Counters = field(default_factory=Counters)
 
@@ -128,9 +127,9 @@ class CaseOutcome:
     created_at: dict[str, float]
     bound_at: dict[str, float]
     unschedulable: dict[str, str]
+    stages: dict[str, dict[str, float]]
     memory: dict[str, int]
     made: int  # pods of our profiles made, churn's included
-    gated: int
     deleted: int
     notes: list[str]
     error: str | None = None
@@ -151,7 +150,9 @@ class CaseRunner:
         self.cluster = SimulatedCluster(platform.settings.scheduler_names, seed=seed)
         self.rng = random.Random(seed)
         self.unique = itertools.count()
-        self.loop = SchedulingLoop(platform, self.cluster, on_bound=self._bound)
+        self.loop = SchedulingLoop(
+            platform, self.cluster, on_bound=self._bound, on_stage=self._stage
+        )
         here = ray.get_runtime_context().get_node_id()
         self.memory = PeakMemory(
             [int(i["pid"]) for i in platform.shard_info if i["ray_node_id"] == here],  # type: ignore[call-overload]
@@ -162,6 +163,10 @@ class CaseRunner:
         self.timeout_s = timeout_s
         self.created_at: dict[str, float] = {}
         self.bound_at: dict[str, float] = {}
+        # stage -> pod -> when it last reached it ("sent" again on every attempt)
+        self.stages: dict[str, dict[str, float]] = {
+            s: {} for s in ("queued", "sent", "decided", "committed")
+        }
         self.tags: dict[str, tuple[int, str]] = {}  # pod key -> (op index, namespace)
         self.by_op: dict[int, Tally] = {}
         self.by_namespace: dict[str, Tally] = {}
@@ -171,7 +176,6 @@ class CaseRunner:
         self.priorities = objects.PriorityClasses()
         self.churn: list[ChurnTask] = []
         self.deleting: list[DeleteTask] = []
-        self.gated = 0
         self.deleted = 0
         self.notes: list[str] = []
         self._ours = 0  # pods of our profiles made, for the progress bar
@@ -209,9 +213,9 @@ class CaseRunner:
             self.created_at,
             self.bound_at,
             self.loop.dispatcher.unschedulable(),
+            self.stages,
             self.memory.peaks(),
             self._ours,
-            self.gated,
             self.deleted,
             self.notes,
             error,
@@ -271,26 +275,12 @@ class CaseRunner:
         window = self._open((namespace,), None) if collect else self.collecting
         for manifest, n in batches:
             manifest = self.priorities.admit(manifest)
-            if objects.scheduling_gates(manifest):
-                self.gated += n  # held back: see _note_gates
-                if window is not None and window.takes(namespace, objects.labels_of(manifest)):
-                    window.gated += n
-                self._note_gates()
-                continue
             keys = self.cluster.create_pods(manifest, n, namespace)
             self._made(keys, index, namespace, objects.labels_of(manifest), window)
         if not skip_wait:
             self._wait([self.by_op.setdefault(index, Tally())])
         if collect and window is not None:
             self._close(window)
-
-    def _note_gates(self) -> None:
-        note = (
-            "pods with spec.schedulingGates are held back and reported pending: "
-            "the queue does not honour scheduling gates yet"
-        )
-        if note not in self.notes:
-            self.notes.append(note)
 
     def _create_groups(self, index: int, op: CreatePodGroups) -> None:
         batches: list[objects.Batch] = []
@@ -438,6 +428,11 @@ class CaseRunner:
         window.counters = Counters.of(self.loop) - window.before
         self.windows.append(window)
         self.collecting = None
+
+    def _stage(self, stage: str, keys: list[str], at: float) -> None:
+        times = self.stages[stage]
+        for key in keys:
+            times[key] = at
 
     def _bound(self, keys: list[str]) -> None:
         now = time.perf_counter()

@@ -30,6 +30,7 @@ from optimist.config import Settings
 from optimist.runtime import Platform, init_ray
 
 UPSTREAM_NOTE = "published upstream threshold, other hardware"
+GATED = "SchedulingGated"  # how the dispatcher reports a pod its gates hold back
 DEFAULT_RUN = "SchedulingBasic/5000Nodes_10000Pods"
 DEFAULT_TIMEOUT_S = 1800.0
 
@@ -134,7 +135,6 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
     run, loop = outcome.run, outcome.loop
     stats = loop.dispatcher.stats
     measured = list(dict.fromkeys(k for w in outcome.windows for k in w.pods))
-    gated = sum(w.gated for w in outcome.windows)
     samples: list[int] = []
     rates: list[float] = []
     scheduled = 0
@@ -145,12 +145,13 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
         rates += window_rates
         scheduled += len(times)
     duration = sum(w.end - w.start for w in outcome.windows)
+    gated = {k for k, reason in outcome.unschedulable.items() if reason.startswith(GATED)}
     unschedulable = {
         k: outcome.unschedulable[k]
         for k in measured
-        if k in outcome.unschedulable and k not in outcome.bound_at
+        if k in outcome.unschedulable and k not in outcome.bound_at and k not in gated
     }
-    created = len(measured) + gated
+    created = len(measured)
     c = perf_counters(outcome)
     shards = [
         {
@@ -177,10 +178,10 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
         "pods_pending": created - scheduled - len(unschedulable),
         "unschedulable_reasons": report.reason_counts(unschedulable),
         "all_pods": {
-            "created": outcome.made + outcome.gated,
+            "created": outcome.made,
             "bound": len(outcome.cluster.bindings),
-            "unschedulable": len(outcome.unschedulable),
-            "gated": outcome.gated,
+            "unschedulable": len(outcome.unschedulable) - len(gated),
+            "gated": len(gated),
             "deleted": outcome.deleted,
         },
         **c,
@@ -199,16 +200,7 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
         "duration_s": duration,
         "throughput_pods_per_s": report.throughput(scheduled, duration, rates),
         "throughput_samples": samples,
-        "latency_s": {
-            "created_to_bound": report.latency(
-                [
-                    outcome.bound_at[k] - outcome.created_at[k]
-                    for k in measured
-                    if k in outcome.bound_at
-                ]
-            ),
-            "not_measured": NOT_MEASURED,
-        },
+        "latency_s": stage_latencies(outcome, measured),
         "memory_peak_bytes": outcome.memory,
         "upstream_threshold": {"pods_per_s": run.threshold, "note": UPSTREAM_NOTE}
         if run.threshold is not None
@@ -219,11 +211,27 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
     }
 
 
-# Stages the loop does not expose yet; each needs a hook in optimist/runtime.py.
-NOT_MEASURED = {
-    "stages": "created->queued->decided->committed->bound needs per-pod stage times from the loop",
-    "attempt_sent_to_commit": "needs the time each batch is sent to a shard",
-}
+# The stages of a bound pod, in order, and the successful attempt (last sent to committed).
+STAGES = (
+    ("created_to_bound", "created", "bound"),
+    ("created_to_queued", "created", "queued"),
+    ("queued_to_decided", "queued", "decided"),
+    ("decided_to_committed", "decided", "committed"),
+    ("committed_to_bound", "committed", "bound"),
+    ("attempt_sent_to_committed", "sent", "committed"),
+)
+
+
+def stage_latencies(outcome: CaseOutcome, measured: list[str]) -> dict[str, Any]:
+    """Seconds between the stages of every measured pod that was bound."""
+    times = {**outcome.stages, "created": outcome.created_at, "bound": outcome.bound_at}
+    bound = [k for k in measured if k in outcome.bound_at]
+    return {
+        name: report.latency(
+            [times[b][k] - times[a][k] for k in bound if k in times[a] and k in times[b]]
+        )
+        for name, a, b in STAGES
+    }
 
 
 def perf_counters(outcome: CaseOutcome) -> dict[str, int]:
