@@ -27,6 +27,7 @@ from cluster.invariants import check_invariants
 from cluster.simulator import SimulatedCluster, load_template
 from optimist import report
 from optimist.config import Settings
+from optimist.quality import cluster_quality
 from optimist.runtime import Platform, init_ray
 
 UPSTREAM_NOTE = "published upstream threshold, other hardware"
@@ -202,6 +203,7 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
         "throughput_samples": samples,
         "latency_s": stage_latencies(outcome, measured),
         "memory_peak_bytes": outcome.memory,
+        "quality": cluster_quality(outcome.cluster),
         "upstream_threshold": {"pods_per_s": run.threshold, "note": UPSTREAM_NOTE}
         if run.threshold is not None
         else None,

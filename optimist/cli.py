@@ -31,6 +31,7 @@ from optimist.configuration import (
 )
 from optimist.plots import write_html
 from optimist.replay import SnapshotError, load_snapshot, run_replay, write_comparison
+from optimist.sweep import SweepError, parse_sweep, run_sweep
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 console = Console()
@@ -104,6 +105,18 @@ def bench(
         Path | None, typer.Option(help="write namespace,pod,node CSV here")
     ] = None,
     report: Annotated[Path | None, typer.Option(help="write the JSON report here")] = None,
+    html: Annotated[Path | None, typer.Option(help="write an HTML page with charts here")] = None,
+    sweep: Annotated[
+        str | None,
+        typer.Option(
+            help="run once per value of one setting, e.g. shards=1,2,4,8 (also batch, "
+            "candidates, conflict-mode, node-partitions, percentageOfNodesToScore)"
+        ),
+    ] = None,
+    node_partitions: Annotated[
+        bool | None,
+        typer.Option(help="each shard looks at its own slice of the nodes first"),
+    ] = None,
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
 ) -> None:
     """Run scheduler_perf cases on a simulated cluster and report pods/s; exits 1 if any pod
@@ -118,6 +131,8 @@ def bench(
         seed=seed,
     )
     settings = replace(settings, conflict_mode=conflict_mode, candidates=candidates)
+    if node_partitions is not None:
+        settings = replace(settings, node_partitions=node_partitions)
     if config:
         for plugin in configuration.inactive:
             log.warning("inactive plugin: %s", plugin)
@@ -133,8 +148,17 @@ def bench(
     except PerfConfigError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from e
-    run = run_bench(settings, plan, show_progress=progress)
-    console.print(summary_table(run.report))
+    try:
+        if sweep:
+            run = run_sweep(settings, plan, *parse_sweep(sweep), show_progress=progress)
+        else:
+            run = run_bench(settings, plan, show_progress=progress)
+    except SweepError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from e
+    console.print(sweep_table(run.report) if sweep else summary_table(run.report))
+    if html:
+        write_html(run.report, html)
     if placements:
         write_placements(run, placements)
     if report:
@@ -178,6 +202,24 @@ def _load_or_exit(path: Path) -> Configuration:
     except (ConfigError, OSError, UnicodeDecodeError) as e:
         typer.echo(f"error: {path}: {e}", err=True)
         raise typer.Exit(2) from e
+
+
+def sweep_table(r: dict[str, Any]) -> Table:
+    """One row per value of the swept setting: the figures to compare."""
+    name = r["sweep"]["variable"]
+    table = Table(title=f"optimist bench --sweep {name}")
+    for column in (name, "pods/s avg", "p50 / p90 / p99", "attempts/pod", "conflicts/unit"):
+        table.add_column(column, justify="right")
+    for run in r["sweep"]["runs"]:
+        t, x = run["report"]["throughput_pods_per_s"], run["report"]
+        table.add_row(
+            str(run["value"]),
+            f"{t['average']:.0f}",
+            f"{t['p50']:.0f} / {t['p90']:.0f} / {t['p99']:.0f}",
+            f"{x['attempts_per_pod']:.3f}",
+            f"{x.get('conflicts_per_committed_unit', 0.0):.3f}",
+        )
+    return table
 
 
 def summary_table(r: dict[str, Any]) -> Table:
