@@ -17,6 +17,7 @@ class Gangs:
     groups: dict[str, PodGroup] = field(default_factory=dict)
     waiting: dict[str, list[Pod]] = field(default_factory=dict)  # group -> pods not yet sent
     bound: set[str] = field(default_factory=set)  # groups whose gang is running
+    trying: set[str] = field(default_factory=set)  # groups with a gang unit in the queue
     # pods bound of gangs not yet running: a binding failed after the commit
     members_bound: dict[str, int] = field(default_factory=dict)
     _seen: set[str] = field(default_factory=set)
@@ -52,6 +53,7 @@ class Gangs:
             self.members_bound[group] = count
             return []
         self.members_bound.pop(group, None)
+        self.trying.discard(group)
         self.bound.add(group)
         return [[pod] for pod in self.waiting.pop(group, [])]
 
@@ -59,6 +61,7 @@ class Gangs:
         """A gang's unit lost members: its other pods wait for minMember again."""
         if group in self.bound:
             return [[pod] for pod in pods]
+        self.trying.discard(group)
         self.waiting.setdefault(group, []).extend(pods)
         return self._complete(group)
 
@@ -79,6 +82,8 @@ class Gangs:
                 reason = f"waiting for PodGroup {key}, which does not exist"
             elif key in self.bound:
                 continue
+            elif key in self.trying:
+                reason = f"waiting for PodGroup {key}: a gang of its pods is being scheduled"
             else:
                 reason = f"waiting for PodGroup {key}: {len(pods)} of {self.needed(key)} pods exist"
             out.update(dict.fromkeys((p.key for p in pods), reason))
@@ -89,4 +94,5 @@ class Gangs:
         if key not in self.groups or len(pods) < self.needed(key):
             return []
         del self.waiting[key]
+        self.trying.add(key)
         return [pods]

@@ -152,3 +152,13 @@ def test_queued_gang_that_loses_a_member_waits_again():
     d.add(member("c"))
     [unit] = d.next_batch(0, 10).units
     assert [p for p, _ in unit.pods] == ["default/a", "default/c"]
+
+
+def test_pods_arriving_while_their_gang_is_tried_say_so():
+    d = Dispatcher()
+    d.add_group(PodGroup("default", "train", min_member=2))
+    for name in ("a", "b", "late"):
+        d.add(member(name))
+    assert d.unschedulable() == {
+        "default/late": "waiting for PodGroup default/train: a gang of its pods is being scheduled"
+    }
