@@ -225,15 +225,22 @@ STAGES = (
 
 
 def stage_latencies(outcome: CaseOutcome, measured: list[str]) -> dict[str, Any]:
-    """Seconds between the stages of every measured pod that was bound."""
+    """Seconds between the stages of every measured pod that was bound, and the age
+    of every measured pod still waiting when the phase ended."""
     times = {**outcome.stages, "created": outcome.created_at, "bound": outcome.bound_at}
     bound = [k for k in measured if k in outcome.bound_at]
-    return {
+    out = {
         name: report.latency(
             [times[b][k] - times[a][k] for k in bound if k in times[a] and k in times[b]]
         )
         for name, a, b in STAGES
     }
+    # the other half of the picture: how long the pods still waiting had waited at the end
+    end = max((w.end for w in outcome.windows), default=0.0)
+    out["pending_age"] = report.latency(
+        [end - outcome.created_at[k] for k in measured if k not in outcome.bound_at]
+    )
+    return out
 
 
 def perf_counters(outcome: CaseOutcome) -> dict[str, int]:
