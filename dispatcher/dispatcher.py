@@ -154,13 +154,22 @@ class Dispatcher:
     def _drop(self, unit: QueuedUnit) -> None:
         """Take a unit out of the queue; a gang's pods left wait for new members again."""
         self.queue.remove(unit)
-        unit.move(PodState.DELETED)
+        self._retire(unit, PodState.DELETED)
+        if unit.group:
+            self._regather(unit.group, unit.pods)
+
+    def _retire(self, unit: QueuedUnit, state: PodState) -> None:
+        """The unit's last state: the dispatcher forgets it and its pods."""
+        unit.move(state)
         del self.units[unit.key]
         for pod in unit.pods:
             del self._unit_of[pod.key]
-        if unit.group:
-            for pods in self.gangs.wait_again(unit.group, unit.pods):
-                self._enqueue(pods, "" if unit.group in self.gangs.bound else unit.group)
+
+    def _regather(self, group: str, pods: list[Pod]) -> None:
+        """Pods of a gang whose unit is gone: they wait for minMember again, or go one
+        by one if the gang already runs."""
+        for unit_pods in self.gangs.wait_again(group, pods):
+            self._enqueue(unit_pods, "" if group in self.gangs.bound else group)
 
     # --- to shards ---------------------------------------------------------------
 
@@ -278,10 +287,7 @@ class Dispatcher:
         that waited for it, go one by one. A gang short of that (a binding
         failed) tries its other pods again, as a gang of what it still lacks.
         """
-        unit.move(PodState.BOUND)
-        del self.units[unit.key]
-        for pod in unit.pods:
-            del self._unit_of[pod.key]
+        self._retire(unit, PodState.BOUND)
         self.stats.bound_pods += len(placed)
         bound = set(placed)
         rest = [p for p in unit.pods if p.key not in bound]
@@ -293,8 +299,7 @@ class Dispatcher:
             for pods in [[p] for p in rest] + waited:
                 self._enqueue(pods)
         else:
-            for pods in self.gangs.wait_again(unit.group, rest):
-                self._enqueue(pods, unit.group)
+            self._regather(unit.group, rest)
 
     def _back_off(self, unit: QueuedUnit, reason: str, verdict_mark: int) -> None:
         unit.attempts += 1
