@@ -58,6 +58,10 @@ class Counters:
     committed_units: int = 0
     committed_pods: int = 0
     store_commits: int = 0
+    shard_rollbacks: int = 0
+    commit_rollbacks: int = 0
+    redis_calls: int = 0
+    busy_s: dict[int, float] = field(default_factory=dict)  # shard -> seconds busy
 
     @classmethod
     def of(cls, loop: SchedulingLoop) -> Counters:
@@ -68,10 +72,35 @@ class Counters:
             sum(stats.units_by_shard.values()),
             stats.bound_pods,
             loop.binder.commits,
+            stats.shard_rollbacks,
+            stats.commit_rollbacks,
+            redis_calls(loop.store.client),
+            dict(stats.busy_s_by_shard),
         )
 
     def __sub__(self, other: Counters) -> Counters:
-        return Counters(*(getattr(self, f) - getattr(other, f) for f in self.__dataclass_fields__))
+        return Counters(
+            *(_minus(getattr(self, f), getattr(other, f)) for f in self.__dataclass_fields__)
+        )
+
+
+def _minus(a: Any, b: Any) -> Any:
+    if isinstance(a, dict):
+        return {k: v - b.get(k, 0) for k, v in a.items()}
+    return a - b
+
+
+def redis_calls(client: Any) -> int:
+    """Commands the Redis server has run since it started, as INFO commandstats counts them.
+
+    Every client's together: the shards' syncs, the binder's commits, the
+    driver's own. A command a Lua script runs counts as well as the script's
+    call (and a pipeline counts each of its commands), so this bounds the round
+    trips from above. INFO is left out: only the bench calls it (these readings
+    and the memory samples), and so it costs the scheduler nothing.
+    """
+    stats = client.info("commandstats")
+    return sum(int(v["calls"]) for k, v in stats.items() if k != "cmdstat_info")
 
 
 @dataclass(slots=True)

@@ -131,6 +131,8 @@ class ShardResult:
     sync_s: float = 0.0
     decide_s: float = 0.0
     extender_errors: int = 0  # calls to extenders that failed and were skipped (ignorable)
+    # units the shard placed in part in its table and undid (fewer than minMember fit)
+    rollbacks: int = 0
 
     def encode(self) -> bytes:
         return _pack(
@@ -150,15 +152,19 @@ class ShardResult:
                 self.sync_s,
                 self.decide_s,
                 self.extender_errors,
+                self.rollbacks,
             ]
         )
 
     @classmethod
     def decode(cls, data: bytes) -> ShardResult:
         try:
-            shard, batch_id, version, decisions, sync_s, decide_s, errors = _unpack(
+            # a frame from before `rollbacks` has one field fewer
+            shard, batch_id, version, decisions, sync_s, decide_s, errors, *rest = _unpack(
                 data, "ShardResult"
             )
+            if len(rest) > 1:
+                raise ValueError(f"{7 + len(rest)} fields, expected 7 or 8")
             return cls(
                 shard=int(shard),
                 batch_id=int(batch_id),
@@ -172,6 +178,7 @@ class ShardResult:
                 sync_s=float(sync_s),
                 decide_s=float(decide_s),
                 extender_errors=int(errors),
+                rollbacks=int(rest[0]) if rest else 0,
             )
         except (TypeError, ValueError) as err:
             raise MalformedMessage(f"ShardResult: {err}") from None

@@ -38,6 +38,12 @@ class DispatchStats:
     extender_errors: int = 0  # ignorable extenders' failed calls, skipped by the shards
     units_by_shard: dict[int, int] = field(default_factory=lambda: defaultdict(int))
     pods_by_shard: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+    # seconds each shard spent syncing and deciding, as its results say
+    busy_s_by_shard: dict[int, float] = field(default_factory=lambda: defaultdict(float))
+    # units placed in part, then undone: by a shard in its own table (fewer than
+    # minMember fit), or by the store, which refused a multi-pod unit as a conflict
+    shard_rollbacks: int = 0
+    commit_rollbacks: int = 0
 
 
 class Dispatcher:
@@ -212,6 +218,8 @@ class Dispatcher:
         """Take a shard's decisions; returns the classes and the placed decisions for the binder."""
         batch = self.batches[result.batch_id]
         self.stats.extender_errors += result.extender_errors
+        self.stats.shard_rollbacks += result.rollbacks
+        self.stats.busy_s_by_shard[batch.shard] += result.sync_s + result.decide_s
         answered = set()
         placed = []
         # A placement the shard made is assumed in its table until the batch
@@ -266,6 +274,7 @@ class Dispatcher:
                     self.stats.bind_failures += 1
                 else:
                     self.stats.conflicts += 1
+                    self.stats.commit_rollbacks += len(unit.placed) > 1
                     unit.conflicts += 1
                     if unit.conflicts % self.max_conflicts == 0:
                         # a hot spot: back off instead of spinning; retried at once

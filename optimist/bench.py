@@ -154,12 +154,15 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
     }
     created = len(measured)
     c = perf_counters(outcome)
+    rollbacks = {"shard": c.pop("shard_rollbacks"), "commit": c.pop("commit_rollbacks")}
+    busy = shard_busy_s(outcome)
     shards = [
         {
             "id": info["id"],
             "ray_node_id": info["ray_node_id"],
             "units": stats.units_by_shard.get(int(info["id"]), 0),  # type: ignore[call-overload]
             "pods": stats.pods_by_shard.get(int(info["id"]), 0),  # type: ignore[call-overload]
+            **shard_idle(busy.get(int(info["id"]), 0.0), duration),  # type: ignore[call-overload]
         }
         for info in platform.shard_info
     ]
@@ -193,6 +196,9 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
         "binder_batch_pods": c["committed_pods"] / c["store_commits"]
         if c["store_commits"]
         else 0.0,
+        # commands every Redis client ran (see benchmarks.runner.redis_calls)
+        "redis_calls_per_pod": c["redis_calls"] / created if created else 0.0,
+        "rollbacks": {"total": rollbacks["shard"] + rollbacks["commit"], **rollbacks},
         "conflict_backoffs": stats.conflict_backoffs,
         "bind_failures": stats.bind_failures,
         "shard_failures": loop.shard_failures,
@@ -245,46 +251,88 @@ def stage_latencies(outcome: CaseOutcome, measured: list[str]) -> dict[str, Any]
 
 def perf_counters(outcome: CaseOutcome) -> dict[str, int]:
     """The loop's counters over the measured phase (every window together)."""
-    fields = ("pod_attempts", "conflicts", "committed_units", "committed_pods", "store_commits")
+    fields = (
+        "pod_attempts",
+        "conflicts",
+        "committed_units",
+        "committed_pods",
+        "store_commits",
+        "shard_rollbacks",
+        "commit_rollbacks",
+        "redis_calls",
+    )
     total = {f: sum(getattr(w.counters, f) for w in outcome.windows) for f in fields}
     total["attempts"] = total.pop("pod_attempts")
     return total
+
+
+def shard_busy_s(outcome: CaseOutcome) -> dict[int, float]:
+    """Seconds each shard spent syncing and deciding over the measured phase, by its results
+    that arrived within it."""
+    busy: Counter[int] = Counter()
+    for w in outcome.windows:
+        busy.update(w.counters.busy_s)
+    return dict(busy)
+
+
+def shard_idle(busy_s: float, duration_s: float) -> dict[str, Any]:
+    """A shard's busy seconds, and the fraction of the measured phase it spent otherwise:
+    waiting for a batch, or for Ray to carry one (None without a measured phase).
+
+    A result that arrives early in a window may count work done before it
+    opened, so the fraction is clamped at 0.
+    """
+    idle = min(max(1.0 - busy_s / duration_s, 0.0), 1.0) if duration_s > 0 else None
+    return {"busy_s": busy_s, "idle_fraction": idle}
+
+
+# The counts pooled over several workloads by summing them.
+SUMMED = (
+    "pods_created",
+    "pods_scheduled",
+    "pods_unschedulable",
+    "pods_pending",
+    "conflicts",
+    "attempts",
+    "committed_units",
+    "committed_pods",
+    "store_commits",
+    "redis_calls",
+    "conflict_backoffs",
+    "bind_failures",
+    "shard_failures",
+    "extender_errors",
+    "cross_pod_refusals",
+    "duration_s",
+)
 
 
 def pooled(cases: list[dict[str, Any]]) -> dict[str, Any]:
     """The run's top-level figures: the workload's own for one, pooled over several."""
     if len(cases) == 1:
         return {k: v for k, v in cases[0].items() if k not in ("name", "error")}
-    summed = (
-        "pods_created",
-        "pods_scheduled",
-        "pods_unschedulable",
-        "pods_pending",
-        "conflicts",
-        "attempts",
-        "committed_units",
-        "committed_pods",
-        "store_commits",
-        "conflict_backoffs",
-        "bind_failures",
-        "shard_failures",
-        "extender_errors",
-        "cross_pod_refusals",
-        "duration_s",
-    )
-    top: dict[str, Any] = {k: sum(c[k] for c in cases) for k in summed}
+    top: dict[str, Any] = {k: sum(c[k] for c in cases) for k in SUMMED}
     reasons: Counter[str] = Counter()
+    rollbacks: Counter[str] = Counter()
     shards: dict[Any, dict[str, Any]] = {}
     for c in cases:
         reasons.update(c["unschedulable_reasons"])
+        rollbacks.update(c["rollbacks"])
         for s in c["shards"]:
-            into = shards.setdefault(s["id"], {**s, "units": 0, "pods": 0})
+            into = shards.setdefault(s["id"], {**s, "units": 0, "pods": 0, "busy_s": 0.0})
             into["units"] += s["units"]
             into["pods"] += s["pods"]
+            into["busy_s"] += s["busy_s"]
+    for s in shards.values():
+        s.update(shard_idle(s["busy_s"], top["duration_s"]))
     rates = [float(n) for c in cases for n in c["throughput_samples"]]
     top.update(
         unschedulable_reasons=dict(reasons.most_common()),
         attempts_per_pod=top["attempts"] / top["pods_created"] if top["pods_created"] else 0.0,
+        redis_calls_per_pod=top["redis_calls"] / top["pods_created"]
+        if top["pods_created"]
+        else 0.0,
+        rollbacks={"total": 0, "shard": 0, "commit": 0, **rollbacks},
         throughput_pods_per_s=report.throughput(top["pods_scheduled"], top["duration_s"], rates),
         nodes=max((c["nodes"] for c in cases), default=0),
         shards=list(shards.values()),

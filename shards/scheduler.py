@@ -47,6 +47,7 @@ class ShardCore:
         self.profiles = {p.name: p for p in profiles}
         self.extenders = list(extenders)
         self._extender_errors = 0  # since the last result
+        self._rollbacks = 0  # units placed in part and undone, since the last result
         self._next_start = 0  # where the next search for feasible nodes begins
         self.table = NodeTable()
         self.rng = np.random.default_rng(seed)
@@ -68,6 +69,7 @@ class ShardCore:
         synced = time.perf_counter()
         decisions = self._decide(batch)
         errors, self._extender_errors = self._extender_errors, 0
+        rollbacks, self._rollbacks = self._rollbacks, 0
         return ShardResult(
             shard=self.shard_id,
             batch_id=batch.batch_id,
@@ -76,6 +78,7 @@ class ShardCore:
             sync_s=synced - started,
             decide_s=time.perf_counter() - synced,
             extender_errors=errors,
+            rollbacks=rollbacks,
         )
 
     def _stop_assuming(self, unit: str) -> None:
@@ -126,6 +129,7 @@ class ShardCore:
             if state is None:
                 profile = self.profiles.get(classes[cls].spec.profile)
                 if profile is None:
+                    self._undo(chosen)
                     why = {f"profile {classes[cls].spec.profile!r} is not configured": 1}
                     return Decision(unit.key, [], why, self.table.size), []
                 state = states[cls] = ClassState(classes[cls], profile, self.table)
@@ -151,8 +155,7 @@ class ShardCore:
             home_mask = self.home.mask(self.table) if self.home else None
             offered.append([row, *state.runners_up(row, self.candidates - 1, home_mask)])
         if len(chosen) < min(unit.min_member, len(unit.pods)) or not chosen:
-            for placed_row, pod in chosen:
-                self.table.forget(placed_row, pod.request, pod.ports, pod.peer)
+            self._undo(chosen)
             alive = int(self.table.alive[: self.table.size].sum())
             return Decision(unit.key, [], why, alive), []
         names, versions = self.table.names, self.table.version
@@ -161,6 +164,12 @@ class ShardCore:
             for (key, cls), rows in zip(placed, offered, strict=True)
         ]
         return Decision(unit.key, placements), chosen
+
+    def _undo(self, chosen: list[tuple[int, PodClass]]) -> None:
+        """Take a unit's pods placed so far out of the table again: a rollback, if any were."""
+        for row, pod in chosen:
+            self.table.forget(row, pod.request, pod.ports, pod.peer)
+        self._rollbacks += bool(chosen)
 
     def _consult(
         self, state: ClassState, manifest: dict[str, Any], extenders: list[HTTPExtender]

@@ -31,6 +31,9 @@ REPORT_KEYS = {
     "throughput_samples",
     "latency_s",
     "memory_peak_bytes",
+    "redis_calls",
+    "redis_calls_per_pod",
+    "rollbacks",
 }
 
 
@@ -67,7 +70,8 @@ def test_bench_writes_report_and_placements(tmp_path, redis_url):
     assert r["upstream_threshold"]["note"] == "published upstream threshold, other hardware"
     assert "published upstream threshold, other hardware" in result.output
     assert set(r["throughput_pods_per_s"]) == {"average", "p50", "p90", "p99"}
-    assert [set(s) >= {"id", "ray_node_id", "units", "pods"} for s in r["shards"]] == [True, True]
+    shard_keys = {"id", "ray_node_id", "units", "pods", "busy_s", "idle_fraction"}
+    assert [set(s) >= shard_keys for s in r["shards"]] == [True, True]
     assert r["machine"]["cores"] >= 1 and r["versions"]["redis_server"]
     rows = list(csv.reader(placements.open()))
     assert rows[0] == ["namespace", "pod", "node"] and len(rows) == 1 + 1000 + 300

@@ -68,7 +68,10 @@ def test_two_thousand_pods_three_shards(tmp_path, redis_url, key_prefix):
     assert_no_overcommit(run.cluster)
     assert sum(s["pods"] for s in r["shards"]) == 2000
     assert all(s["pods"] > 0 for s in r["shards"])  # every shard did work
+    assert all(s["busy_s"] > 0 and 0 <= s["idle_fraction"] <= 1 for s in r["shards"])
     assert r["throughput_pods_per_s"]["average"] > 0
+    assert r["redis_calls"] > 0 and 0 < r["redis_calls_per_pod"] < 1000
+    assert r["rollbacks"] == {"total": 0, "shard": 0, "commit": 0}  # no gangs, nothing undone
 
 
 @pytest.mark.parametrize("mode", ["fine", "coarse"])

@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 from cluster.manifests import pod_from_manifest
 from cluster.messages import Decision, PodPlacement, ShardResult, UnitOutcome
 from cluster.objects import POD_GROUP_LABEL, PodGroup
@@ -162,3 +164,27 @@ def test_pods_arriving_while_their_gang_is_tried_say_so():
     assert d.unschedulable() == {
         "default/late": "waiting for PodGroup default/train: a gang of its pods is being scheduled"
     }
+
+
+def test_shard_rollbacks_busy_time_and_refused_gangs_are_counted():
+    d = Dispatcher()
+    d.add_group(PodGroup("default", "train", min_member=2))
+    d.add(member("a"))
+    d.add(member("b"))
+    d.add(replace(member("solo"), group=""))  # no gang: a unit of its own
+    batch = d.next_batch(3, 10)
+    gang, solo = sorted(batch.units, key=lambda u: -len(u.pods))
+    assert (len(gang.pods), len(solo.pods)) == (2, 1)
+    decisions = [
+        Decision(u.key, [PodPlacement(p, c, ["n"], [1]) for p, c in u.pods]) for u in batch.units
+    ]
+    result = ShardResult(3, batch.batch_id, 1, decisions, sync_s=0.25, decide_s=0.5, rollbacks=2)
+    d.on_result(result)
+    assert d.stats.shard_rollbacks == 2
+    assert d.stats.busy_s_by_shard == {3: 0.75}
+    # the store refuses both as conflicts: only the two-pod unit had a placement undone
+    d.on_outcomes(
+        batch.batch_id,
+        [UnitOutcome(gang.key, "conflict", detail="x"), UnitOutcome(solo.key, "conflict")],
+    )
+    assert d.stats.conflicts == 2 and d.stats.commit_rollbacks == 1

@@ -47,8 +47,12 @@ def test_unit_is_placed_whole_or_not_at_all(store):
     [decision] = result.decisions
     assert not decision.placed
     assert decision.summary() == "0/2 nodes are available: 2 Insufficient cpu."
+    assert result.rollbacks == 1  # two pods were placed in the table, then taken out
     # nothing of the failed unit stays assumed: a two-pod unit still fits
-    assert core.handle(batch([spec("800m")], [[0, 0]])).decisions[0].placed
+    again = core.handle(batch([spec("800m")], [[0, 0]]))
+    assert again.decisions[0].placed and again.rollbacks == 0  # counted once, per result
+    # a unit none of whose pods fit had nothing to undo
+    assert core.handle(batch([spec("800m")], [[0, 0]])).rollbacks == 0
 
 
 def test_assumptions_last_until_resolved_then_committed_truth_takes_over(store):
@@ -175,6 +179,18 @@ def test_a_gang_keeps_what_fits_when_at_least_min_member_do(store):
     [refused] = core2.handle(strict).decisions
     assert not refused.placed and refused.reasons == {"Insufficient cpu": 1}
     assert not core2.table.assumed.any()  # nothing of the refused gang stays assumed
+
+
+def test_a_gang_with_a_pod_of_an_unknown_profile_is_undone_whole(store):
+    store.put_nodes([node("a", cpu="2")])
+    core = ShardCore(0, store, [default_profile()], seed=1)
+    other = pod_from_manifest(pod_spec({"cpu": "1"}, schedulerName="nobody")).spec
+    gang = ShardBatch(
+        next(_ids), [spec("1"), other], [UnitRequest("g", [("ns/g0", 0), ("ns/g1", 1)], 2)]
+    )
+    result = core.handle(gang)
+    assert not result.decisions[0].placed and result.rollbacks == 1
+    assert not core.table.assumed.any()  # the first pod's placement does not linger
 
 
 def test_a_partitioned_shard_fills_its_own_nodes_first_then_the_rest(store):

@@ -24,3 +24,48 @@ def test_latency_has_percentiles_and_a_histogram():
     assert sum(lat["histogram"]["counts"]) == 4
     assert lat["histogram"]["counts"][0] == 1 and lat["histogram"]["counts"][-1] == 1
     assert latency([]) == {"count": 0}
+
+
+def test_idle_fraction_is_what_the_shard_did_not_spend_busy_clamped():
+    from optimist.bench import shard_idle
+
+    assert shard_idle(1.5, 6.0) == {"busy_s": 1.5, "idle_fraction": 0.75}
+    assert shard_idle(7.0, 6.0)["idle_fraction"] == 0.0  # work from before the phase counted
+    assert shard_idle(0.0, 0.0)["idle_fraction"] is None  # no measured phase
+
+
+def test_window_counters_are_differences_per_shard_too():
+    from benchmarks.runner import Counters
+
+    before = Counters(redis_calls=100, shard_rollbacks=1, busy_s={0: 1.0})
+    after = Counters(
+        redis_calls=250, shard_rollbacks=3, commit_rollbacks=2, busy_s={0: 1.5, 1: 2.0}
+    )
+    diff = after - before
+    assert (diff.redis_calls, diff.shard_rollbacks, diff.commit_rollbacks) == (150, 2, 2)
+    assert diff.busy_s == {0: 0.5, 1: 2.0}
+
+
+def test_pooled_sums_redis_calls_rollbacks_and_shard_busy_time():
+    from optimist.bench import SUMMED, pooled
+
+    def case(pods, calls, shard, commit, busy, duration):
+        return {
+            **dict.fromkeys(SUMMED, 0),
+            "pods_created": pods,
+            "redis_calls": calls,
+            "duration_s": duration,
+            "rollbacks": {"total": shard + commit, "shard": shard, "commit": commit},
+            "shards": [{"id": 0, "units": 1, "pods": 1, "busy_s": busy, "idle_fraction": 0.0}],
+            "unschedulable_reasons": {},
+            "throughput_samples": [],
+            "nodes": 1,
+            "memory_peak_bytes": {"driver": 1},
+            "invariant_violations": [],
+        }
+
+    top = pooled([case(10, 300, 2, 1, 1.0, 2.0), case(30, 500, 0, 4, 2.0, 4.0)])
+    assert top["redis_calls"] == 800 and top["redis_calls_per_pod"] == 20.0
+    assert top["rollbacks"] == {"total": 7, "shard": 2, "commit": 5}
+    [shard] = top["shards"]
+    assert shard["busy_s"] == 3.0 and shard["idle_fraction"] == 0.5

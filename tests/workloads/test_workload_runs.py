@@ -46,9 +46,19 @@ def test_every_shipped_case_runs_tiny_and_keeps_the_invariants(redis_url, key_pr
     assert stage_sum == pytest.approx(latency["created_to_bound"]["mean"])
     assert set(case["memory_peak_bytes"]) == {"driver", "shards", "redis"}
     assert all(v > 0 for v in case["memory_peak_bytes"].values())
+    # every measured pod costs the store some commands: the shards' syncs, the commits
+    assert case["redis_calls"] > 0
+    assert 0 < case["redis_calls_per_pod"] == case["redis_calls"] / created < 1000
+    [shard] = case["shards"]
+    assert shard["busy_s"] > 0 and 0 <= shard["idle_fraction"] <= 1
+    assert shard["busy_s"] <= case["duration_s"] + 1  # the shard's own clock, results late
+    rollbacks = case["rollbacks"]
+    assert rollbacks["total"] == rollbacks["shard"] + rollbacks["commit"]
+    assert rollbacks["commit"] == 0  # one shard: nobody else takes its room
     everything = case["all_pods"]
     if run.case == "Gang":
         assert case["pods_unschedulable"] > 0  # not every gang fits the 10% left
+        assert rollbacks["shard"] > 0  # gangs that fit in part were undone in the shard
         bound = Counter(
             bench.cluster.pod_manifests[k]["metadata"]["labels"][POD_GROUP_LABEL]
             for k in bench.cluster.bindings
@@ -62,6 +72,8 @@ def test_every_shipped_case_runs_tiny_and_keeps_the_invariants(redis_url, key_pr
         assert everything["unschedulable"] == 20 and case["pods_scheduled"] == created
     else:
         assert case["pods_scheduled"] == created
+    if run.case != "Gang":
+        assert rollbacks["shard"] == 0  # single pods are never undone
 
 
 def test_the_upstream_format_fixture_runs(redis_url, key_prefix):
