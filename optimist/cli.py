@@ -110,12 +110,16 @@ def bench(
         str | None,
         typer.Option(
             help="run once per value of one setting, e.g. shards=1,2,4,8 (also batch, "
-            "candidates, conflict-mode, node-partitions, percentageOfNodesToScore)"
+            "candidates, conflict-mode, node-partitions, binders, percentageOfNodesToScore)"
         ),
     ] = None,
     node_partitions: Annotated[
         bool | None,
         typer.Option(help="each shard looks at its own slice of the nodes first"),
+    ] = None,
+    binders: Annotated[
+        int | None,
+        typer.Option(min=1, help="binders that commit: the driver's and actors beside it"),
     ] = None,
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
 ) -> None:
@@ -133,6 +137,8 @@ def bench(
     settings = replace(settings, conflict_mode=conflict_mode, candidates=candidates)
     if node_partitions is not None:
         settings = replace(settings, node_partitions=node_partitions)
+    if binders is not None:
+        settings = replace(settings, binders=binders)
     if config:
         for plugin in configuration.inactive:
             log.warning("inactive plugin: %s", plugin)

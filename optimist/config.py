@@ -34,9 +34,11 @@ class Settings:
     extenders: tuple[dict[str, Any], ...] = ()  # HTTP scheduler extenders, as in the file
     metrics_address: str = "127.0.0.1:10259"  # carried from the file; not served yet
     node_partitions: bool = False  # each shard looks first at its own slice of the nodes
+    binders: int = 1  # the driver's binder, and binder actors beside it that commit too
 
     def __post_init__(self) -> None:
-        for name in ("shards", "batch_pods", "inflight_per_shard", "max_conflicts", "candidates"):
+        positive = ("shards", "batch_pods", "inflight_per_shard", "max_conflicts", "candidates")
+        for name in (*positive, "binders"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.conflict_mode not in CONFLICT_MODES:

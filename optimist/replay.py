@@ -288,7 +288,7 @@ def _run_in_place(
             )
             for p in chunk
         ]
-        _, outcomes = store.commit(list(classes), decisions)
+        _, outcomes, _ = store.commit(list(classes), decisions)
         for pod, outcome in zip(chunk, outcomes, strict=True):
             if outcome.committed:
                 accepted.append(pod)

@@ -1,9 +1,11 @@
 """The runtime: starts Redis and Ray, places the shard actors, and runs the control loop.
 
 The control process hosts the dispatcher and the binder; shards are Ray
-actors. The loop keeps every shard's pipeline full (several batches in
-flight each, to hide the round trip), and as each answer arrives hands the
-placed units to the binder and the outcomes back to the dispatcher.
+actors, and so are the binder actors when there are several binders. The
+loop keeps every shard's pipeline full (several batches in flight each, to
+hide the round trip), and as each answer arrives hands the placed units to
+a binder (the driver's, or an actor, batch by batch) and the outcomes back
+to the dispatcher.
 """
 
 from __future__ import annotations
@@ -12,13 +14,16 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import ray
 from ray.exceptions import RayError
 
+from binder.actor import BinderActor
 from binder.binder import Binder
 from cluster.adapter import ClusterAdapter
-from cluster.messages import MalformedMessage, ShardResult
+from cluster.messages import CommitReply, Decision, MalformedMessage, ShardResult, UnitOutcome
+from cluster.objects import SchedulingSpec
 from cluster.redis_server import EmbeddedRedis, connect
 from cluster.store import Keys, NodeStore
 from dispatcher.dispatcher import Dispatcher
@@ -56,6 +61,7 @@ class Platform:
         self._redis: EmbeddedRedis | None = None
         self._own_ray = False
         self.shards: list[ray.actor.ActorHandle] = []
+        self.binders: list[ray.actor.ActorHandle] = []  # beside the driver's own binder
         self.shard_info: list[dict[str, object]] = []
 
     def __enter__(self) -> Platform:
@@ -79,16 +85,30 @@ class Platform:
             )
             for i in range(s.shards)
         ]
+        self.binders = [
+            BinderActor.remote(self.redis_url, s.key_prefix, s.conflict_mode)
+            for _ in range(s.binders - 1)
+        ]
         self.shard_info = ray.get([shard.info.remote() for shard in self.shards])
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for shard in self.shards:
-            ray.kill(shard)
+        for actor in self.shards + self.binders:
+            ray.kill(actor)
         if self._own_ray:
             ray.shutdown()
         if self._redis is not None:
             self._redis.stop()
+
+
+@dataclass(frozen=True, slots=True)
+class _Committing:
+    """A batch out with a binder actor."""
+
+    batch_id: int
+    classes: list[SchedulingSpec]
+    decisions: list[Decision]
+    decided: float  # time.perf_counter() when its shard's answer arrived
 
 
 # A pod's stages as the loop sees them, for latency breakdowns: called with the
@@ -119,12 +139,17 @@ class SchedulingLoop:
             partitions=s.partitions,
         )
         self.store = platform.store
-        self.binder = Binder(platform.store, cluster, s.profiles, s.conflict_mode)
+        self.binders = platform.binders
+        fenced = bool(self.binders)
+        self.binder = Binder(platform.store, cluster, s.profiles, s.conflict_mode, fenced)
         self.on_bound = on_bound
         self.on_stage = on_stage
         self._inflight: dict[ray.ObjectRef, tuple[int, int]] = {}  # ref -> (shard, batch id)
+        self._committing: dict[ray.ObjectRef, _Committing] = {}  # at binder actors
         self._per_shard = [0] * len(self.shards)
         self.shard_failures = 0
+        self.binder_failures = 0
+        self.commits_by_binder = [0] * (len(self.binders) + 1)  # batches; 0 is the driver's
 
     def ingest(self) -> None:
         """Take in what changed in the cluster: nodes first, so that new pods can use them."""
@@ -167,11 +192,25 @@ class SchedulingLoop:
         """One turn: take in new pods, feed shards, complete whatever answers arrived."""
         self.ingest()
         self.feed()
-        if not self._inflight:
+        if not self.busy():
             return
-        ready, _ = ray.wait(list(self._inflight), num_returns=1, timeout=timeout_s)
+        waiting = [*self._inflight, *self._committing]
+        ready, _ = ray.wait(waiting, num_returns=1, timeout=timeout_s)
         for ref in ready:
-            self._complete(ref)
+            if ref in self._committing:
+                self._complete_commit(ref)
+            else:
+                self._complete(ref)
+
+    def round_trips(self) -> int:
+        """Calls made to Redis so far: the driver's, the shards' (as their results say)
+        and the binder actors' (one script call per batch)."""
+        actors = sum(self.commits_by_binder[1:])
+        return self.store.round_trips + self.dispatcher.stats.shard_round_trips + actors
+
+    def busy(self) -> bool:
+        """A shard or a binder actor has work out."""
+        return bool(self._inflight or self._committing)
 
     def _complete(self, ref: ray.ObjectRef) -> None:
         shard, batch_id = self._inflight.pop(ref)
@@ -187,7 +226,30 @@ class SchedulingLoop:
         if not placed:
             return
         decided = time.perf_counter()
-        outcomes = self.binder.process(classes, placed)
+        slot = batch_id % (len(self.binders) + 1)  # batches take turns; 0 is the driver's
+        actor = self.binders[slot - 1] if slot else None
+        request = self.binder.request_for_actor(classes, placed) if actor else None
+        if actor is None or request is None:  # this batch is the driver's to commit
+            self.commits_by_binder[0] += 1
+            self._settle(batch_id, self.binder.process(classes, placed), decided)
+            return
+        self.commits_by_binder[slot] += 1
+        ref = actor.commit.remote(request.encode())
+        self._committing[ref] = _Committing(batch_id, classes, placed, decided)
+
+    def _complete_commit(self, ref: ray.ObjectRef) -> None:
+        job = self._committing.pop(ref)
+        try:
+            reply: CommitReply | None = CommitReply.decode(ray.get(ref))
+        except (RayError, MalformedMessage) as err:
+            # The store knows what it committed: those units are bound, the rest retried.
+            log.error("binder actor failed on batch %d: %s", job.batch_id, err)
+            self.binder_failures += 1
+            reply = None
+        outcomes = self.binder.take_reply(job.classes, job.decisions, reply)
+        self._settle(job.batch_id, outcomes, job.decided)
+
+    def _settle(self, batch_id: int, outcomes: list[UnitOutcome], decided: float) -> None:
         bound = self.dispatcher.on_outcomes(batch_id, outcomes)
         if self.on_stage and bound:
             self.on_stage("decided", bound, decided)
@@ -199,7 +261,7 @@ class SchedulingLoop:
         while True:
             self.step(timeout_s=0.05)
             tick()
-            if self._inflight or not self.dispatcher.idle():
+            if self.busy() or not self.dispatcher.idle():
                 continue
             self.ingest()
             if not self.dispatcher.idle():

@@ -45,6 +45,7 @@ VARIABLES: dict[str, tuple[Any, Any]] = {
     "candidates": (_positive, lambda s, v: replace(s, candidates=v)),
     "conflict-mode": (str, lambda s, v: replace(s, conflict_mode=v)),
     "node-partitions": (_bool, lambda s, v: replace(s, node_partitions=v)),
+    "binders": (_positive, lambda s, v: replace(s, binders=v)),
     "percentageOfNodesToScore": (
         _percentage,
         lambda s, v: replace(

@@ -60,6 +60,7 @@ class ShardCore:
 
     def handle(self, batch: ShardBatch) -> ShardResult:
         started = time.perf_counter()
+        trips = self.store.round_trips
         for batch_id in batch.resolved:
             for unit in self._batch_units.pop(batch_id, []):
                 self._stop_assuming(unit)
@@ -79,6 +80,7 @@ class ShardCore:
             decide_s=time.perf_counter() - synced,
             extender_errors=errors,
             rollbacks=rollbacks,
+            round_trips=self.store.round_trips - trips,
         )
 
     def _stop_assuming(self, unit: str) -> None:

@@ -31,8 +31,10 @@ REPORT_KEYS = {
     "throughput_samples",
     "latency_s",
     "memory_peak_bytes",
-    "redis_calls",
-    "redis_calls_per_pod",
+    "redis_commands",
+    "redis_commands_per_pod",
+    "redis_round_trips",
+    "redis_round_trips_per_pod",
     "rollbacks",
 }
 

@@ -14,6 +14,7 @@ SHIPPED = Path(__file__).parents[1] / "benchmarks" / "performance-config.yaml"
 
 def test_values_are_read_by_the_variable():
     assert parse_sweep("shards=1,2,4") == ("shards", [1, 2, 4])
+    assert parse_sweep("candidates=1,3") == ("candidates", [1, 3])
     assert parse_sweep("node-partitions=false,true") == ("node-partitions", [False, True])
     assert parse_sweep("percentageOfNodesToScore=0,50") == ("percentageOfNodesToScore", [0, 50])
 
@@ -43,17 +44,17 @@ def test_a_sweep_runs_the_same_pods_once_per_value(tmp_path, redis_url):
         [
             "bench",
             *(str(SHIPPED), "--workload", "SchedulingBasic/tiny"),
-            *("--sweep", "candidates=1,3"),
+            *("--sweep", "binders=1,2"),
             *("--redis-url", redis_url, "--no-progress"),
             *("--report", str(report), "--html", str(page)),
         ],
     )
     assert result.exit_code == 0, result.output
     r = json.loads(report.read_text())
-    assert r["sweep"]["variable"] == "candidates" and r["invariant_violations"] == []
+    assert r["sweep"]["variable"] == "binders" and r["invariant_violations"] == []
     runs = r["sweep"]["runs"]
-    assert [run["value"] for run in runs] == [1, 3]
-    assert [run["report"]["config"]["candidates"] for run in runs] == [1, 3]
+    assert [run["value"] for run in runs] == [1, 2]
+    assert [run["report"]["config"]["binders"] for run in runs] == [1, 2]
     assert len({run["report"]["pods_created"] for run in runs}) == 1
     assert all(run["report"]["pods_scheduled"] == run["report"]["pods_created"] for run in runs)
     assert "quality" in runs[0]["report"] and "<svg" in page.read_text()

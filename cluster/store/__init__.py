@@ -1,6 +1,6 @@
 """The versioned node store in Redis: the committed truth every shard syncs from."""
 
 from cluster.store.keys import Keys
-from cluster.store.node_store import Delta, NodeStore
+from cluster.store.node_store import Committed, Delta, Fences, NodeStore
 
-__all__ = ["Delta", "Keys", "NodeStore"]
+__all__ = ["Committed", "Delta", "Fences", "Keys", "NodeStore"]

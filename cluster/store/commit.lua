@@ -1,18 +1,26 @@
 -- Commit a batch of units, each all-or-nothing against the committed state.
 -- ARGV[2]: msgpack [classes, units]
---   classes: list of [names, amounts, host ports, peer id, peer] (a pod's
---            requests; names starting with '~' are score-only accounting and
---            never checked for fit; host ports as [protocol, ip, port], ip
---            0.0.0.0 for any; the peer is what other pods' affinity and
---            spreading see of the pod, stored once under its id)
+--   classes: list of [names, amounts, host ports, peer id, peer, keeps away]
+--            (a pod's requests; names starting with '~' are score-only
+--            accounting and never checked for fit; host ports as [protocol,
+--            ip, port], ip 0.0.0.0 for any; the peer is what other pods'
+--            affinity and spreading see of the pod, stored once under its id;
+--            keeps away: the pod has required anti-affinity)
 --   units:   list of [unit key, pods], pods a list of [pod key, class index
 --            (0-based), candidate nodes best first, the node versions seen]
 -- ARGV[3]: 'fine' (a pod still fits the committed state: accept) or 'coarse'
 --          (a candidate that changed since the shard saw it is a conflict,
 --          Omega's sequence-number check)
+-- ARGV[4]: optional, when several binders commit (binder/fences.py): msgpack
+--   [fence prefix, keep-away seen (-1: no check), count namespaces (boolean),
+--    fences per unit (a list of [namespace, count seen], '*' for any)]
+--   A batch routed while fewer keeping-away peers were known than now, or a
+--   unit whose namespaces got pods from another binder since its cross-pod
+--   check, is a conflict. Counting namespaces bumps the fence of each
+--   namespace this batch committed pods in, and '*'.
 -- Every pod goes on its first candidate that still fits, counting the pods
 -- of the same unit placed before it; if one pod fits none, nothing of the
--- unit is applied. Returns msgpack [seq, results], one result per unit:
+-- unit is applied. Returns msgpack [seq, results, keep-away count], one result per unit:
 --   {'committed', nodes} | {'conflict', detail} | {'duplicate', detail} | {'invalid', detail}
 local req = cmsgpack.unpack(ARGV[2])
 local coarse = ARGV[3] == 'coarse'
@@ -20,11 +28,34 @@ local classes, units = req[1], req[2]
 if type(classes) ~= 'table' or type(units) ~= 'table' then
   return redis.error_reply('commit: expected [classes, units]')
 end
+local fences = ARGV[4] and cmsgpack.unpack(ARGV[4])
+if fences ~= nil and not (type(fences) == 'table' and is_name(fences[1])
+    and type(fences[2]) == 'number' and type(fences[3]) == 'boolean' and type(fences[4]) == 'table') then
+  return redis.error_reply('commit: expected fences [prefix, keep-away seen, count namespaces, per unit]')
+end
+local keep_away = tonumber(redis.call('GET', KEEP_AWAY) or '0')
+local routed_blind = fences and fences[2] >= 0 and fences[2] ~= keep_away
+
+-- Why a unit's cross-pod check no longer holds, or nil.
+local function fenced(ui)
+  if routed_blind then
+    return 'a pod with required anti-affinity was committed after this unit was routed'
+  end
+  local mine = fences and fences[4][ui]
+  if type(mine) ~= 'table' then return nil end
+  for _, f in ipairs(mine) do
+    if type(f) ~= 'table' or not is_name(f[1]) or tonumber(redis.call('GET', fences[1] .. f[1]) or '0') ~= f[2] then
+      return 'pods in namespace ' .. tostring(f[1]) .. ' were committed by another binder after the cross-pod check'
+    end
+  end
+  return nil
+end
 
 local valid_class = {}
 for i, c in ipairs(classes) do
   local ok = type(c) == 'table' and type(c[1]) == 'table' and type(c[2]) == 'table'
     and #c[1] == #c[2] and type(c[3]) == 'table' and is_name(c[4]) and type(c[5]) == 'string'
+    and type(c[6]) == 'boolean'
   if ok then
     for j, name in ipairs(c[1]) do
       ok = ok and is_name(name) and is_amount(c[2][j])
@@ -85,7 +116,8 @@ end
 local seen = {}
 local dirty = {}
 local ports_dirty = {}
-local new_peers = {}
+local new_peers = {} -- peer id -> class
+local namespaces = {} -- of the committed pods
 local records = {}
 local results = {}
 for ui, unit in ipairs(units) do
@@ -94,6 +126,9 @@ for ui, unit in ipairs(units) do
     result = {'invalid', 'malformed unit'}
   elseif redis.call('HEXISTS', UNITS, unit[1]) == 1 then
     result = {'duplicate', 'unit ' .. unit[1] .. ' is already committed'}
+  else
+    local why = fenced(ui)
+    if why then result = {'conflict', why} end
   end
   local extra = {} -- node -> resource -> amount placed by earlier pods of this unit
   local extra_ports = {} -- node -> host ports taken by earlier pods of this unit
@@ -162,7 +197,8 @@ for ui, unit in ipairs(units) do
         ports_dirty[chosen[i]] = true
       end
       count_peer(nodes[chosen[i]].peers, cls[4], 1)
-      new_peers[cls[4]] = cls[5]
+      new_peers[cls[4]] = cls
+      namespaces[string.match(p[1], '^[^/]*')] = true
       records[#records + 1] = p[1]
       records[#records + 1] = cmsgpack.pack({chosen[i], unit[1], cls[1], cls[2], cls[3], cls[4]})
     end
@@ -190,9 +226,15 @@ if next(dirty) then
   for i = 1, #records, 1000 do
     redis.call('HSET', PODS, unpack(records, i, math.min(i + 999, #records)))
   end
-  for id, peer in pairs(new_peers) do
-    redis.call('HSETNX', PEERS, id, peer)
+  for id, cls in pairs(new_peers) do
+    if redis.call('HSETNX', PEERS, id, cls[5]) == 1 and cls[6] then
+      keep_away = redis.call('INCR', KEEP_AWAY)
+    end
+  end
+  if fences and fences[3] then
+    for ns, _ in pairs(namespaces) do redis.call('INCR', fences[1] .. ns) end
+    redis.call('INCR', fences[1] .. '*')
   end
   seq = bump(dirty)
 end
-return cmsgpack.pack({seq, results})
+return cmsgpack.pack({seq, results, keep_away})

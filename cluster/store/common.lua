@@ -1,6 +1,7 @@
 -- Shared by every node-store script (prepended when the script is loaded).
--- KEYS: seq, changes, pods, units, peers.  ARGV[1]: the node key prefix.
+-- KEYS: seq, changes, pods, units, peers, keep-away.  ARGV[1]: the node key prefix.
 local SEQ, CHANGES, PODS, UNITS, PEERS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local KEEP_AWAY = KEYS[6]
 local NODE = ARGV[1]
 local MAX_AMOUNT = 9007199254740992 -- 2^53: beyond it a Lua number is not exact
 

@@ -39,6 +39,17 @@ class Keys:
         return f"{self.prefix}peers"
 
     @property
+    def keep_away(self) -> str:
+        """Counter: distinct peers with required anti-affinity ever committed (a fence for
+        binders that commit without the cross-pod re-check; binder/fences.py)."""
+        return f"{self.prefix}keepaway"
+
+    @property
+    def fence_prefix(self) -> str:
+        """Counter per namespace (and `*` for any): pods committed there by such binders."""
+        return f"{self.prefix}fence:"
+
+    @property
     def node_prefix(self) -> str:
         """Hash per node: v, specv, spec (msgpack), a:<resource>, u:<resource>,
         hp (host ports in use), pp (peer id -> pods committed there)."""
@@ -50,4 +61,4 @@ class Keys:
     @property
     def script_keys(self) -> list[str]:
         """KEYS of every script, in this order."""
-        return [self.seq, self.changes, self.pods, self.units, self.peers]
+        return [self.seq, self.changes, self.pods, self.units, self.peers, self.keep_away]

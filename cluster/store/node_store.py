@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import msgpack
 import numpy as np
@@ -45,6 +46,29 @@ class Delta:
     peers: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
 
 
+class Committed(NamedTuple):
+    version: int
+    outcomes: list[UnitOutcome]
+    keep_away: int  # distinct peers with required anti-affinity ever committed
+
+
+@dataclass(frozen=True, slots=True)
+class Fences:
+    """What a commit re-checks when several binders commit (binder/fences.py says why)."""
+
+    keep_away_seen: int = -1  # the keep-away count the batch was routed with; -1: unchecked
+    count_namespaces: bool = False  # bump the fence of each namespace committed in
+    units: Sequence[Sequence[tuple[str, int]]] = ()  # per unit: (namespace or "*", count seen)
+
+    def to_wire(self, prefix: str) -> list[object]:
+        return [
+            prefix,
+            self.keep_away_seen,
+            self.count_namespaces,
+            [list(map(list, u)) for u in self.units],
+        ]
+
+
 @dataclass(frozen=True, slots=True)
 class Released:
     version: int
@@ -63,6 +87,11 @@ class NodeStore:
         return getattr(self._scripts, script)(
             keys=self._script_keys, args=[self.keys.node_prefix, *args]
         )
+
+    @property
+    def round_trips(self) -> int:
+        """Calls this store's client made to Redis (a client from `connect` counts them)."""
+        return int(getattr(self.client, "round_trips", 0))
 
     # --- nodes ----------------------------------------------------------------
 
@@ -120,8 +149,9 @@ class NodeStore:
         classes: Sequence[SchedulingSpec],
         decisions: Sequence[Decision],
         mode: str = "fine",
-    ) -> tuple[int, list[UnitOutcome]]:
-        """Commit placed units atomically, each all-or-nothing; returns (version, outcomes).
+        fences: Fences | None = None,
+    ) -> Committed:
+        """Commit placed units atomically, each all-or-nothing.
 
         `mode` is "fine" (a pod that still fits is accepted) or "coarse" (a
         candidate node that changed since the shard saw it is a conflict).
@@ -135,21 +165,41 @@ class NodeStore:
                 [[p.protocol, p.bind_ip, p.port] for p in c.host_ports],
                 c.peer.id,
                 msgpack.packb(c.peer.to_wire()),
+                bool(c.anti_affinity_required),
             ]
             for c in classes
         ]
         wire_units = [
             [d.unit, [[p.pod, p.cls, p.nodes, p.versions] for p in d.placements]] for d in decisions
         ]
-        reply = self._run("commit", _lua_frame([wire_classes, wire_units]), mode)
-        version, results = msgpack.unpackb(reply)  # type: ignore[arg-type]
+        args: list[object] = [_lua_frame([wire_classes, wire_units]), mode]
+        if fences is not None:
+            args.append(_lua_frame(fences.to_wire(self.keys.fence_prefix)))
+        reply = self._run("commit", *args)
+        version, results, keep_away = msgpack.unpackb(reply)  # type: ignore[arg-type]
         outcomes = []
         for decision, (status, detail) in zip(decisions, results, strict=True):
             if status == "committed":
                 outcomes.append(UnitOutcome(decision.unit, status, nodes=list(detail)))
             else:
                 outcomes.append(UnitOutcome(decision.unit, status, detail=str(detail)))
-        return int(version), outcomes
+        return Committed(int(version), outcomes, int(keep_away))
+
+    def committed_nodes(self, units: Sequence[str]) -> dict[str, dict[str, str]]:
+        """Of these units, those committed: unit -> pod -> node."""
+        records = self.client.hmget(self.keys.units, list(units)) if units else []
+        pods = {u: msgpack.unpackb(r) for u, r in zip(units, records, strict=True) if r}
+        keys = [p for unit_pods in pods.values() for p in unit_pods]
+        placed = self.client.hmget(self.keys.pods, keys) if keys else []
+        node = {p: msgpack.unpackb(r)[0] for p, r in zip(keys, placed, strict=True) if r}
+        return {u: {p: node[p] for p in ps if p in node} for u, ps in pods.items()}
+
+    def fence_counts(self, namespaces: Iterable[str]) -> tuple[int, dict[str, int]]:
+        """The keep-away count and the fence of each namespace, read together."""
+        names = sorted(namespaces)
+        keys = [self.keys.keep_away] + [f"{self.keys.fence_prefix}{ns}" for ns in names]
+        keep_away, *counts = self.client.mget(keys)
+        return int(keep_away or 0), {ns: int(c or 0) for ns, c in zip(names, counts, strict=True)}
 
     def release(self, units: Sequence[str] = (), pods: Sequence[str] = ()) -> Released:
         """Give back what committed units (all their pods) and single pods hold."""

@@ -56,6 +56,7 @@ class OptimistOptions:
     key_prefix: str | None = None
     metrics_address: str | None = None
     node_partitions: bool | None = None
+    binders: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ _OPTIMIST_FIELDS = {
     "keyPrefix",
     "metricsAddress",
     "nodePartitions",
+    "binders",
 }
 
 
@@ -37,6 +38,7 @@ def _optimist_options(doc: dict[str, Any]) -> OptimistOptions:
         key_prefix=get("keyPrefix", lambda v, p: _str(v, p, empty=False)),
         metrics_address=get("metricsAddress", _host_port),
         node_partitions=get("nodePartitions", _bool),
+        binders=get("binders", lambda v, p: _int(v, p, lo=1)),
     )
 
 

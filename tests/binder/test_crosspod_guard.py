@@ -32,7 +32,7 @@ def test_refuses_what_the_committed_pods_forbid(store):
     store.commit([web], [placed("w0", 0, "a")])  # committed by another shard's batch
     guard = CrossPodGuard(store, [DEFAULT_PROFILE])
     classes = [web, plain]
-    admitted, refused = guard.screen(
+    admitted, refused, _ = guard.screen(
         classes,
         [
             placed("w1", 0, "a"),  # the shard had not seen w0 yet
@@ -72,10 +72,10 @@ def test_existing_anti_affinity_reaches_pods_it_selects(store):
     ).spec
     cache, other = pod_spec("cache"), pod_spec("other")
     guard = CrossPodGuard(store, [DEFAULT_PROFILE])
-    admitted, _ = guard.screen([db], [placed("db", 0, "a")])
+    admitted, _, _ = guard.screen([db], [placed("db", 0, "a")])
     store.commit([db], admitted)
     guard.note_committed(db)
-    admitted, refused = guard.screen(
+    admitted, refused, _ = guard.screen(
         [cache, other], [placed("cache", 0, "a"), placed("other", 1, "a")]
     )
     assert [d.unit for d in admitted] == ["other"]

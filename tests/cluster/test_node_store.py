@@ -37,7 +37,7 @@ def test_put_nodes_versions_and_changes_since(store):
 def test_commit_applies_and_reports_new_versions(store):
     store.put_nodes([node("a", cpu="2")])
     v0 = store.version()
-    version, [outcome] = store.commit([spec()], [unit("u", ("ns/p", 0, ["a"]))])
+    version, [outcome], _ = store.commit([spec()], [unit("u", ("ns/p", 0, ["a"]))])
     assert outcome.status == "committed" and outcome.nodes == ["a"]
     assert version > v0
     assert store.usage("a")["cpu"] == 1000 and store.usage("a")["pods"] == 1
@@ -49,7 +49,7 @@ def test_commit_applies_and_reports_new_versions(store):
 
 def test_conflict_names_node_and_resource_and_applies_nothing(store):
     store.put_nodes([node("a", cpu="1")])
-    _, [first, second] = store.commit(
+    _, [first, second], _ = store.commit(
         [spec(cpu="600m")], [unit("u1", ("ns/p1", 0, ["a"])), unit("u2", ("ns/p2", 0, ["a"]))]
     )
     assert first.status == "committed"
@@ -62,7 +62,7 @@ def test_conflict_names_node_and_resource_and_applies_nothing(store):
 def test_unit_is_all_or_nothing(store):
     store.put_nodes([node("a", cpu="1"), node("b", cpu="1")])
     # second pod does not fit on b after the first: nothing of the unit may stay on a
-    _, [outcome] = store.commit(
+    _, [outcome], _ = store.commit(
         [spec(cpu="600m"), spec(cpu="2")],
         [unit("gang", ("ns/p1", 0, ["a"]), ("ns/p2", 1, ["b"]))],
     )
@@ -73,7 +73,7 @@ def test_unit_is_all_or_nothing(store):
 
 def test_pods_of_one_unit_count_against_each_other(store):
     store.put_nodes([node("a", cpu="1")])
-    _, [outcome] = store.commit(
+    _, [outcome], _ = store.commit(
         [spec(cpu="600m")], [unit("gang", ("ns/p1", 0, ["a"]), ("ns/p2", 0, ["a"]))]
     )
     assert outcome.status == "conflict"
@@ -82,7 +82,7 @@ def test_pods_of_one_unit_count_against_each_other(store):
 
 def test_pod_count_is_checked(store):
     store.put_nodes([node("a", pods="1")])
-    _, outcomes = store.commit(
+    _, outcomes, _ = store.commit(
         [spec(cpu="1m", memory="1")],
         [unit("u1", ("ns/p1", 0, ["a"])), unit("u2", ("ns/p2", 0, ["a"]))],
     )
@@ -93,15 +93,15 @@ def test_pod_count_is_checked(store):
 def test_next_candidate_used_before_conflict(store):
     store.put_nodes([node("a", cpu="1"), node("b", cpu="1")])
     store.commit([spec(cpu="1")], [unit("u0", ("ns/p0", 0, ["a"]))])
-    _, [outcome] = store.commit([spec(cpu="1")], [unit("u1", ("ns/p1", 0, ["a", "b"]))])
+    _, [outcome], _ = store.commit([spec(cpu="1")], [unit("u1", ("ns/p1", 0, ["a", "b"]))])
     assert outcome.status == "committed" and outcome.nodes == ["b"]
 
 
 def test_bound_once_duplicates_refused(store):
     store.put_nodes([node("a")])
     store.commit([spec()], [unit("u", ("ns/p", 0, ["a"]))])
-    _, [again] = store.commit([spec()], [unit("u", ("ns/p", 0, ["a"]))])
-    _, [other_unit] = store.commit([spec()], [unit("u2", ("ns/p", 0, ["a"]))])
+    _, [again], _ = store.commit([spec()], [unit("u", ("ns/p", 0, ["a"]))])
+    _, [other_unit], _ = store.commit([spec()], [unit("u2", ("ns/p", 0, ["a"]))])
     assert again.status == "duplicate" and other_unit.status == "duplicate"
     assert store.usage("a")["cpu"] == 1000
 
@@ -109,7 +109,7 @@ def test_bound_once_duplicates_refused(store):
 def test_missing_node_is_a_conflict(store):
     store.put_nodes([node("a")])
     store.remove_nodes(["a"])
-    _, [outcome] = store.commit([spec()], [unit("u", ("ns/p", 0, ["a"]))])
+    _, [outcome], _ = store.commit([spec()], [unit("u", ("ns/p", 0, ["a"]))])
     assert outcome.status == "conflict" and "does not exist" in outcome.detail
     assert store.changes_since(0, COLUMNS).deleted == ["a"]
 
@@ -145,14 +145,14 @@ def test_lua_validates_its_input(store):
         use_bin_type=False,
     )
     raw = store._scripts.commit(keys=keys.script_keys, args=[keys.node_prefix, forged])
-    _, results = msgpack.unpackb(raw)
+    _, results, _ = msgpack.unpackb(raw)
     assert [r[0] for r in results] == ["invalid", "invalid"]
     assert store.usage("a").get("cpu", 0) == 0
 
 
 def test_large_memory_amounts_stay_exact(store):
     store.put_nodes([node("a", memory="2Ti")])
-    _, [o] = store.commit([spec(memory="1536Gi")], [unit("u", ("ns/p", 0, ["a"]))])
+    _, [o], _ = store.commit([spec(memory="1536Gi")], [unit("u", ("ns/p", 0, ["a"]))])
     assert o.status == "committed"
     assert store.usage("a")["memory"] == 1536 * 2**30
 
@@ -180,7 +180,9 @@ def test_host_ports_are_rechecked_at_commit(store):
         port_spec(("TCP", "10.0.0.3", 8080)),  # clashes with 0.0.0.0:8080
         port_spec(("TCP", "", 9090)),  # clashes with 10.0.0.1:9090
     ]
-    _, outcomes = store.commit(classes, [unit(f"u{i}", (f"ns/p{i}", i, ["a"])) for i in range(6)])
+    _, outcomes, _ = store.commit(
+        classes, [unit(f"u{i}", (f"ns/p{i}", i, ["a"])) for i in range(6)]
+    )
     assert [o.status for o in outcomes] == ["committed"] * 4 + ["conflict"] * 2
     assert "host port TCP/10.0.0.3:8080 is in use" in outcomes[4].detail
     delta = store.changes_since(0, COLUMNS)
@@ -191,7 +193,7 @@ def test_host_ports_are_rechecked_at_commit(store):
         ("UDP", 8080, "0.0.0.0", 1),
     ]
     version = store.release(["u0"]).version
-    _, [again] = store.commit([classes[4]], [unit("u4b", ("ns/p4b", 0, ["a"]))])
+    _, [again], _ = store.commit([classes[4]], [unit("u4b", ("ns/p4b", 0, ["a"]))])
     assert again.status == "committed"
     assert ("TCP", 8080, "0.0.0.0", 1) not in store.changes_since(version - 1, COLUMNS).ports["a"]
 
@@ -199,9 +201,11 @@ def test_host_ports_are_rechecked_at_commit(store):
 def test_pods_of_one_unit_clash_on_ports_too(store):
     store.put_nodes([node("a"), node("b")])
     spec = port_spec(("TCP", "", 80))
-    _, [same_node] = store.commit([spec], [unit("g1", ("ns/p1", 0, ["a"]), ("ns/p2", 0, ["a"]))])
+    _, [same_node], _ = store.commit([spec], [unit("g1", ("ns/p1", 0, ["a"]), ("ns/p2", 0, ["a"]))])
     assert same_node.status == "conflict"
-    _, [spread] = store.commit([spec], [unit("g2", ("ns/p1", 0, ["a"]), ("ns/p2", 0, ["a", "b"]))])
+    _, [spread], _ = store.commit(
+        [spec], [unit("g2", ("ns/p1", 0, ["a"]), ("ns/p2", 0, ["a", "b"]))]
+    )
     assert spread.status == "committed" and spread.nodes == ["a", "b"]
 
 
@@ -212,7 +216,7 @@ def test_coarse_mode_refuses_any_change_since_the_shard_looked(store):
     def at(unit_key, pod_key, *nodes):
         return Decision(unit_key, [PodPlacement(pod_key, 0, list(nodes), [seen] * len(nodes))])
 
-    _, [first, second, third] = store.commit(
+    _, [first, second, third], _ = store.commit(
         [spec()],
         [at("u1", "ns/p1", "a"), at("u2", "ns/p2", "a"), at("u3", "ns/p3", "a", "b")],
         "coarse",
@@ -221,7 +225,7 @@ def test_coarse_mode_refuses_any_change_since_the_shard_looked(store):
     assert first.status == "committed"
     assert second.status == "conflict" and "changed since version" in second.detail
     assert third.status == "committed" and third.nodes == ["b"]
-    _, [fine] = store.commit([spec()], [at("u4", "ns/p4", "a")])
+    _, [fine], _ = store.commit([spec()], [at("u4", "ns/p4", "a")])
     assert fine.status == "committed"
 
 

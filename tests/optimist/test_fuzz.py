@@ -118,7 +118,15 @@ optimist_doc = st.fixed_dictionaries(
     {"apiVersion": st.just(OPTIMIST_API_VERSION), "kind": st.just(OPTIMIST_KIND)},
     optional={
         key: values
-        for key in ("shards", "redisURL", "batchPods", "seed", "metricsAddress", "nodePartitions")
+        for key in (
+            "shards",
+            "redisURL",
+            "batchPods",
+            "seed",
+            "metricsAddress",
+            "nodePartitions",
+            "binders",
+        )
     },
 )
 

@@ -37,23 +37,25 @@ def test_idle_fraction_is_what_the_shard_did_not_spend_busy_clamped():
 def test_window_counters_are_differences_per_shard_too():
     from benchmarks.runner import Counters
 
-    before = Counters(redis_calls=100, shard_rollbacks=1, busy_s={0: 1.0})
+    before = Counters(redis_commands=100, shard_rollbacks=1, busy_s={0: 1.0})
     after = Counters(
-        redis_calls=250, shard_rollbacks=3, commit_rollbacks=2, busy_s={0: 1.5, 1: 2.0}
+        redis_commands=250, shard_rollbacks=3, commit_rollbacks=2, busy_s={0: 1.5, 1: 2.0}
     )
     diff = after - before
-    assert (diff.redis_calls, diff.shard_rollbacks, diff.commit_rollbacks) == (150, 2, 2)
+    assert (diff.redis_commands, diff.shard_rollbacks, diff.commit_rollbacks) == (150, 2, 2)
     assert diff.busy_s == {0: 0.5, 1: 2.0}
 
 
-def test_pooled_sums_redis_calls_rollbacks_and_shard_busy_time():
+def test_pooled_sums_redis_commands_rollbacks_and_shard_busy_time():
     from optimist.bench import SUMMED, pooled
 
     def case(pods, calls, shard, commit, busy, duration):
         return {
             **dict.fromkeys(SUMMED, 0),
             "pods_created": pods,
-            "redis_calls": calls,
+            "redis_commands": calls,
+            "redis_round_trips": calls // 10,
+            "binder_batches": [pods, 1],
             "duration_s": duration,
             "rollbacks": {"total": shard + commit, "shard": shard, "commit": commit},
             "shards": [{"id": 0, "units": 1, "pods": 1, "busy_s": busy, "idle_fraction": 0.0}],
@@ -65,7 +67,9 @@ def test_pooled_sums_redis_calls_rollbacks_and_shard_busy_time():
         }
 
     top = pooled([case(10, 300, 2, 1, 1.0, 2.0), case(30, 500, 0, 4, 2.0, 4.0)])
-    assert top["redis_calls"] == 800 and top["redis_calls_per_pod"] == 20.0
+    assert top["redis_commands"] == 800 and top["redis_commands_per_pod"] == 20.0
+    assert top["redis_round_trips"] == 80 and top["redis_round_trips_per_pod"] == 2.0
+    assert top["binder_batches"] == [40, 2]
     assert top["rollbacks"] == {"total": 7, "shard": 2, "commit": 5}
     [shard] = top["shards"]
     assert shard["busy_s"] == 3.0 and shard["idle_fraction"] == 0.5
