@@ -353,8 +353,9 @@ class Dispatcher:
         out = dict(self.rejected)
         for key, pod in self.gated.items():
             out[key] = f"SchedulingGated: blocked by scheduling gates {', '.join(pod.gates)}"
-        out.update(self.gangs.waiting_reasons())
-        for unit in self.queue.backoff_units.values():
+        backoff = self.queue.backoff_units.values()
+        out.update(self.gangs.waiting_reasons({u.group: u.reason for u in backoff if u.group}))
+        for unit in backoff:
             for pod in unit.pods:
                 out[pod.key] = unit.reason
         return out

@@ -7,6 +7,7 @@ the gang's unit is still being tried wait for it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from cluster.objects import Pod, PodGroup
@@ -73,8 +74,9 @@ class Gangs:
                 self.waiting[key] = [p for p in pods if p.key != pod_key]
                 return
 
-    def waiting_reasons(self) -> dict[str, str]:
-        """Why each waiting pod is not being scheduled, for the report."""
+    def waiting_reasons(self, verdicts: Mapping[str, str]) -> dict[str, str]:
+        """Why each waiting pod is not being scheduled, for the report; `verdicts` holds
+        why the gang units now in backoff failed, by group."""
         out = {}
         for key, pods in self.waiting.items():
             group = self.groups.get(key)
@@ -82,6 +84,8 @@ class Gangs:
                 reason = f"waiting for PodGroup {key}, which does not exist"
             elif key in self.bound:
                 continue
+            elif key in verdicts:
+                reason = f"waiting for PodGroup {key}: a gang of its pods failed: {verdicts[key]}"
             elif key in self.trying:
                 reason = f"waiting for PodGroup {key}: a gang of its pods is being scheduled"
             else:

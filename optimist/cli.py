@@ -228,6 +228,15 @@ def sweep_table(r: dict[str, Any]) -> Table:
     return table
 
 
+def _pair(figures: dict[str, Any], a: str, b: str) -> str:
+    return f"{figures.get(a, 0)} / {figures.get(b, 0)}"
+
+
+def _per_pod_redis(r: dict[str, Any]) -> str:
+    trips, commands = r.get("redis_round_trips_per_pod", 0.0), r.get("redis_commands_per_pod", 0.0)
+    return f"{trips:.3f} / {commands:.1f}"
+
+
 def summary_table(r: dict[str, Any]) -> Table:
     """One row per workload when several ran; else the figures of the one that did."""
     cases = r.get("cases", [])
@@ -245,6 +254,16 @@ def summary_table(r: dict[str, Any]) -> Table:
         ("pods pending", r.get("pods_pending", 0)),
         ("conflicts", r["conflicts"]),
         ("attempts (pods sent to shards)", r["attempts"]),
+        ("rollbacks (in shards / at commit)", _pair(r.get("rollbacks", {}), "shard", "commit")),
+        ("Redis round trips / commands per pod", _per_pod_redis(r)),
+        (
+            "shards idle",
+            " / ".join(
+                f"{s['idle_fraction']:.0%}"
+                for s in r["shards"]
+                if s.get("idle_fraction") is not None
+            ),
+        ),
         ("duration", f"{r['duration_s']:.2f} s"),
         ("pods/s average", f"{t['average']:.0f}"),
         ("pods/s p50 / p90 / p99", f"{t['p50']:.0f} / {t['p90']:.0f} / {t['p99']:.0f}"),

@@ -164,6 +164,14 @@ def test_pods_arriving_while_their_gang_is_tried_say_so():
     assert d.unschedulable() == {
         "default/late": "waiting for PodGroup default/train: a gang of its pods is being scheduled"
     }
+    batch = d.next_batch(0, 10)
+    [unit] = batch.units
+    refused = Decision(unit.key, [], {"Insufficient cpu": 3}, 3)
+    d.on_result(ShardResult(0, batch.batch_id, 0, [refused]))
+    assert d.unschedulable()["default/late"] == (
+        "waiting for PodGroup default/train: a gang of its pods failed: "
+        "0/3 nodes are available: 3 Insufficient cpu."
+    )
 
 
 def test_shard_rollbacks_busy_time_and_refused_gangs_are_counted():
