@@ -3,6 +3,12 @@
 Feasibility and scores are computed once over every node, then kept up to
 date row by row as the shard places pods, and read through upstream's
 percentageOfNodesToScore window when one is configured.
+
+Catching up costs a round of every plugin however few rows changed, so it
+waits until it matters: the rows this class itself took stay stale until a
+window reaches one of them (with upstream's rotating window of 10% of 5,000
+nodes, every tenth pod), then all are judged again at once. Rows changed
+any other way are caught up before the next search.
 """
 
 from __future__ import annotations
@@ -48,8 +54,12 @@ class ClassState:
     """
 
     __slots__ = (
+        "_feasible_rows",
+        "_own",
+        "_sensitive",
         "_spanned",
         "_why",
+        "_window",
         "feasible",
         "mark",
         "parts",
@@ -65,25 +75,56 @@ class ClassState:
         self.pod, self.profile, self.table = pod, profile, table
         self.static = profile.feasible(pod, table, slice(0, table.size), dynamic=False)
         self._spanned = profile.spans_nodes(pod, table)
+        self._own = 0  # rows this class took since `mark` (see `took`)
+        self._window: np.ndarray | None = None  # the rows the last search scored; None: all
         self._judge_all()
         self._why: tuple[int, Counter[str]] | None = None
+
+    def took(self, row: int) -> None:
+        """The shard placed a pod of this class on `row` (and logged the row as changed).
+
+        Its own placements cannot make a class that does not span nodes start
+        to, so they may be caught up later, together."""
+        self._own += 1
 
     def _judge_all(self) -> None:
         every = slice(0, self.table.size)
         self.feasible = self.static & self.profile.feasible(
             self.pod, self.table, every, dynamic=True
         )
+        self._feasible_rows: np.ndarray | None = None  # np.flatnonzero(feasible), when asked
         self.raws = self.profile.raw_scores(self.pod, self.table, every)
         self.parts = self.profile.weighted(
             self.pod, self.table, np.arange(self.table.size), self.raws, self.feasible
         )
         self.scores = final_scores(self.parts, self.feasible)
-        self.mark = len(self.table.changed_rows)
+        self.mark, self._own = len(self.table.changed_rows), 0
+        self._sensitive = self._window_sensitive()
+
+    def _window_sensitive(self) -> bool:
+        """Whether a window's own normalization can rank its nodes differently from the
+        scores normalized over all feasible nodes: not if every normalizing scorer gives
+        every feasible node the same raw score (usually 0: no preferences, no taints)."""
+        for (plugin, _), raw in zip(self.profile.scorers, self.raws, strict=True):
+            if plugin.normalizes:
+                seen = raw[self.feasible]
+                if len(seen) and seen.min() != seen.max():
+                    return True
+        return False
+
+    def _pending(self) -> np.ndarray | None:
+        """The rows changed since the last catch-up, if all were this class's own
+        placements and the class spans no nodes; None if it must catch up now."""
+        log = self.table.changed_rows
+        if self._spanned or len(log) - self.mark != self._own:
+            return None
+        return np.asarray(log[self.mark :], dtype=np.intp)
 
     def _catch_up(self) -> None:
         log = self.table.changed_rows
         if len(log) == self.mark:
             return
+        self._own = 0
         spans = self.profile.spans_nodes(self.pod, self.table)
         if spans or self._spanned:
             # counts per topology domain moved (or did until this change): judge every node
@@ -96,7 +137,9 @@ class ClassState:
             self.pod, self.table, rows, dynamic=True
         )
         reshaped = not np.array_equal(feasible, self.feasible[rows])
-        self.feasible[rows] = feasible
+        if reshaped:
+            self.feasible[rows] = feasible
+            self._feasible_rows = None
         scorers = self.profile.scorers
         renormalize = reshaped
         for (plugin, _), raw in zip(scorers, self.raws, strict=True):
@@ -110,6 +153,7 @@ class ClassState:
                 self.pod, self.table, np.arange(self.table.size), self.raws, self.feasible
             )
             self.scores = final_scores(self.parts, self.feasible)
+            self._sensitive = self._window_sensitive()
             return
         for (plugin, weight), raw, part in zip(scorers, self.raws, self.parts, strict=True):
             if not plugin.normalizes:
@@ -129,30 +173,35 @@ class ClassState:
         With `home` rows (the shard's node partition), the search looks there
         first and goes to the other nodes only when no home node fits.
         """
-        self._catch_up()
+        pending = self._pending()
+        if pending is None:
+            self._catch_up()
         if home is not None:
-            row, searched = self._search(rng, start, home)
+            row, searched = self._search(rng, start, home, pending)
             if row >= 0:
                 return row, searched
-        return self._search(rng, start, None)
+        return self._search(rng, start, None, pending)
 
     def _search(
-        self, rng: np.random.Generator, start: int, rows: np.ndarray | None
+        self,
+        rng: np.random.Generator,
+        start: int,
+        rows: np.ndarray | None,
+        pending: np.ndarray | None,
     ) -> tuple[int, int]:
-        total = len(self.scores)
-        wanted = nodes_to_find(self.profile.percentage_of_nodes_to_score, total)
-        n = total if rows is None else len(rows)
-        if wanted >= n:
-            return self._pick_among(rng, rows), n
-        order = (start + np.arange(n)) % n
-        if rows is not None:
-            order = rows[order]
-        found = np.cumsum(self.feasible[order])
-        if found[-1] <= wanted:
-            return self._pick_among(rng, rows), n
-        processed = int(np.searchsorted(found, wanted)) + 1
-        window = order[:processed]
-        if any(plugin.normalizes for plugin, _ in self.profile.scorers):
+        window, processed = self._window_of(start, rows)
+        if (
+            pending is not None
+            and len(pending)
+            and (window is None or self._reaches(window, pending, start, processed, rows))
+        ):
+            # a row the window holds is stale: judge them all, and look again
+            self._catch_up()
+            window, processed = self._window_of(start, rows)
+        self._window = window
+        if window is None or window is rows:
+            return self._pick_among(rng, rows), processed
+        if self._sensitive:
             feasible = self.feasible[window]
             parts = self.profile.weighted(
                 self.pod, self.table, window, [raw[window] for raw in self.raws], feasible
@@ -161,6 +210,53 @@ class ClassState:
         else:
             scores = self.scores[window]
         return self._pick_among(rng, window, scores), processed
+
+    def _window_of(self, start: int, rows: np.ndarray | None) -> tuple[np.ndarray | None, int]:
+        """The rows upstream would score for a pod whose search starts at `start` (`rows`
+        itself, None meaning all, when that is every one of them) and how many it went
+        through to find them."""
+        total = len(self.scores)
+        wanted = nodes_to_find(self.profile.percentage_of_nodes_to_score, total)
+        n = total if rows is None else len(rows)
+        if wanted >= n:
+            return rows, n
+        if rows is None:
+            return self._window_from(start, wanted, total)
+        order = (start + np.arange(n)) % n
+        if rows is not None:
+            order = rows[order]
+        found = np.cumsum(self.feasible[order])
+        if found[-1] <= wanted:
+            return rows, n
+        processed = int(np.searchsorted(found, wanted)) + 1
+        return order[:processed], processed
+
+    def _window_from(self, start: int, wanted: int, total: int) -> tuple[np.ndarray | None, int]:
+        """`_window_of` over all rows: the first `wanted` feasible rows from `start` on,
+        wrapping round, read off the sorted feasible rows instead of walking every row."""
+        if self._feasible_rows is None:
+            self._feasible_rows = np.flatnonzero(self.feasible)
+        found = self._feasible_rows
+        if len(found) <= wanted:
+            return None, total
+        first = int(np.searchsorted(found, start % max(total, 1)))
+        window = found[first : first + wanted]
+        if len(window) < wanted:
+            window = np.concatenate((window, found[: wanted - len(window)]))
+        return window, (int(window[-1]) - start) % total + 1
+
+    def _reaches(
+        self,
+        window: np.ndarray,
+        pending: np.ndarray,
+        start: int,
+        processed: int,
+        rows: np.ndarray | None,
+    ) -> bool:
+        """Whether the search went through a pending row."""
+        if rows is None:
+            return bool(((pending - start) % len(self.scores) < processed).any())
+        return bool(np.isin(pending, window).any())
 
     def _pick_among(
         self,
@@ -175,18 +271,26 @@ class ClassState:
         return int(rows[i]) if i >= 0 else -1
 
     def runners_up(self, row: int, count: int, home: np.ndarray | None = None) -> list[int]:
-        """The next best feasible rows after `row`, best first: where the binder may fall back.
+        """The next best feasible rows after `row` among those its search scored, best
+        first: where the binder may fall back.
 
         With a `home` mask, home rows come before the others, as in `best`.
         """
-        rank = self.scores
-        if home is not None and rank.size:
-            rank = rank + home[: rank.size] * (int(rank.max()) + 1)
-        others = np.flatnonzero(self.scores >= 0)
+        if count <= 0:
+            return []
+        scored = self._window
+        if scored is None:
+            others = np.flatnonzero(self.scores >= 0)
+        else:
+            others = scored[self.scores[scored] >= 0]
         others = others[others != row]
+        rank = self.scores[others]
+        if home is not None and rank.size:
+            rank = rank + home[others] * (int(rank.max()) + 1)
         if len(others) > count:
-            others = others[np.argpartition(-rank[others], count - 1)[:count]]
-        return others[np.argsort(-rank[others], kind="stable")].tolist()
+            top = np.argpartition(-rank, count - 1)[:count]
+            others, rank = others[top], rank[top]
+        return others[np.argsort(-rank, kind="stable")].tolist()
 
     def feasible_rows(self) -> np.ndarray:
         """Every node the plugins let this pod onto, now."""

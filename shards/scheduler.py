@@ -152,6 +152,7 @@ class ShardCore:
                 continue
             pod = classes[cls]
             self.table.assume(row, pod.request, pod.ports, pod.peer)
+            state.took(row)
             chosen.append((row, pod))
             placed.append((key, cls))
             home_mask = self.home.mask(self.table) if self.home else None
