@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,7 @@ class SimulatedCluster:
     _new_nodes: list[Node] = field(default_factory=list)
     _deleted_nodes: list[str] = field(default_factory=list)
     _deleted_pods: list[str] = field(default_factory=list)
+    _parsed: dict[str, Pod] = field(default_factory=dict)  # pods created like a parsed one
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
@@ -99,26 +100,43 @@ class SimulatedCluster:
     def create_pods(
         self, template: Mapping[str, Any], count: int, namespace: str = "default"
     ) -> list[str]:
-        """Create pods as the API server would; returns their keys (namespace/name)."""
+        """Create pods as the API server would; returns their keys (namespace/name).
+
+        The pods of one call share one copy of the template's spec (nothing
+        changes a stored manifest in place), and the watch parses it once: the
+        simulator stands in for the API server, and must not be what limits
+        a benchmark. `pod_from_manifest` alone is measured in the README.
+        """
+        base = copy.deepcopy(dict(template))
+        like: Pod | None = None  # the call's first pod, parsed if valid: the others are like it
         keys = []
-        for _ in range(count):
-            manifest = copy.deepcopy(dict(template))
-            meta = manifest.setdefault("metadata", {})
+        for i in range(count):
+            meta = dict(base.get("metadata") or {})
             meta["namespace"] = meta.get("namespace") or namespace
             meta["name"] = self._name(meta, meta["namespace"])
             meta.pop("generateName", None)
+            manifest = {**base, "metadata": meta}
             key = f"{meta['namespace']}/{meta['name']}"
             self._names.add(key)
             self.pod_manifests[key] = manifest
-            self._watch(key)
+            owned = self._watch(key)  # another scheduler's pods are nobody's to parse
+            if owned and i == 0:
+                like = _valid_pod(manifest)
+                if like is not None:
+                    self._parsed[key] = like
+            elif owned and like is not None:
+                uid = str(meta.get("uid") or key)
+                self._parsed[key] = replace(like, name=meta["name"], uid=uid, manifest=manifest)
             keys.append(key)
         return keys
 
-    def _watch(self, key: str) -> None:
-        """Deliver the pod to the scheduler's watch, if one of its profiles owns it."""
+    def _watch(self, key: str) -> bool:
+        """Deliver the pod to the scheduler's watch if one of its profiles owns it; whether so."""
         spec = self.pod_manifests[key].get("spec") or {}
-        if (spec.get("schedulerName") or "default-scheduler") in self.scheduler_names:
+        owned = (spec.get("schedulerName") or "default-scheduler") in self.scheduler_names
+        if owned:
             self._new.append(key)
+        return owned
 
     def create_pod_group(self, manifest: Mapping[str, Any]) -> PodGroup:
         """A PodGroup (gang), as the coscheduling CRD defines it."""
@@ -135,6 +153,7 @@ class SimulatedCluster:
     def delete_pods(self, keys: list[str]) -> None:
         """Delete pods, bound or pending; a deleted pod is never bound afterwards."""
         for key in keys:
+            self._parsed.pop(key, None)
             if self.pod_manifests.pop(key, None) is not None:
                 self.bindings.pop(key, None)
                 self._deleted_pods.append(key)
@@ -144,6 +163,7 @@ class SimulatedCluster:
         if key not in self.pod_manifests:
             raise KeyError(f"pods {key!r} not found")
         self.pod_manifests[key] = copy.deepcopy(dict(manifest))
+        self._parsed.pop(key, None)
         if key not in self.bindings:
             self._watch(key)
 
@@ -163,8 +183,9 @@ class SimulatedCluster:
         for key in self._new:
             if key not in self.pod_manifests:
                 continue  # deleted before the watch delivered it
+            parsed = self._parsed.pop(key, None)
             try:
-                pods.append(pod_from_manifest(self.pod_manifests[key]))
+                pods.append(parsed or pod_from_manifest(self.pod_manifests[key]))
             except InvalidObject as err:
                 errors.append((key, err))
         self._new.clear()
@@ -205,3 +226,11 @@ class SimulatedCluster:
                 self.bindings[pod.key] = pod.node_name
                 errors.append(None)
         return errors
+
+
+def _valid_pod(manifest: Mapping[str, Any]) -> Pod | None:
+    """The pod, or None if it is invalid: the watch then parses (and reports) each one."""
+    try:
+        return pod_from_manifest(manifest)
+    except InvalidObject:
+        return None
