@@ -20,6 +20,7 @@ import numpy as np
 from shards.framework import PodClass, Profile, final_scores
 from shards.node_table import NodeTable
 
+_TIED_KEPT = 8  # rows tied with a pick kept as its runners-up
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE = 5
 
@@ -33,15 +34,27 @@ def nodes_to_find(percentage: int | None, total: int) -> int:
     return max(total * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
 
-def pick(scores: np.ndarray, rng: np.random.Generator) -> int:
-    """Index of the top score, ties broken uniformly at random; -1 if nothing is feasible."""
+_NONE = np.zeros(0, dtype=np.intp)
+
+
+def pick_tied(scores: np.ndarray, rng: np.random.Generator) -> tuple[int, np.ndarray]:
+    """Index of the top score, ties broken uniformly at random (-1 if nothing is
+    feasible), and a few of the indices tied with it, in the order met after it."""
     if not len(scores):
-        return -1
+        return -1, _NONE
     top = scores.max()
     if top < 0:
-        return -1
+        return -1, _NONE
     ties = np.flatnonzero(scores == top)
-    return int(ties[rng.integers(len(ties))]) if len(ties) > 1 else int(ties[0])
+    if len(ties) == 1:
+        return int(ties[0]), _NONE
+    i = int(rng.integers(len(ties)))
+    return int(ties[i]), ties[(i + 1 + np.arange(min(len(ties) - 1, _TIED_KEPT))) % len(ties)]
+
+
+def pick(scores: np.ndarray, rng: np.random.Generator) -> int:
+    """Index of the top score, ties broken uniformly at random; -1 if nothing is feasible."""
+    return pick_tied(scores, rng)[0]
 
 
 class ClassState:
@@ -58,6 +71,7 @@ class ClassState:
         "_own",
         "_sensitive",
         "_spanned",
+        "_tied",
         "_why",
         "_window",
         "feasible",
@@ -77,6 +91,7 @@ class ClassState:
         self._spanned = profile.spans_nodes(pod, table)
         self._own = 0  # rows this class took since `mark` (see `took`)
         self._window: np.ndarray | None = None  # the rows the last search scored; None: all
+        self._tied: list[int] = []  # rows that tied with the last pick, in the order met
         self._judge_all()
         self._why: tuple[int, Counter[str]] | None = None
 
@@ -264,10 +279,15 @@ class ClassState:
         rows: np.ndarray | None,
         scores: np.ndarray | None = None,
     ) -> int:
-        """The best of `rows` (all rows if None) by `scores` (theirs, or the class's)."""
+        """The best of `rows` (all rows if None) by `scores` (theirs, or the class's),
+        ties broken uniformly at random; remembers the next tied rows for `runners_up`."""
+        if scores is None:
+            scores = self.scores if rows is None else self.scores[rows]
+        i, tied = pick_tied(scores, rng)
         if rows is None:
-            return pick(self.scores, rng)
-        i = pick(self.scores[rows] if scores is None else scores, rng)
+            self._tied = tied.tolist()
+            return i
+        self._tied = rows[tied].tolist()
         return int(rows[i]) if i >= 0 else -1
 
     def runners_up(self, row: int, count: int, home: np.ndarray | None = None) -> list[int]:
@@ -278,6 +298,8 @@ class ClassState:
         """
         if count <= 0:
             return []
+        if home is None and len(self._tied) >= count:
+            return self._tied[:count]  # as good as `row`: nothing ranks above them
         scored = self._window
         if scored is None:
             others = np.flatnonzero(self.scores >= 0)
