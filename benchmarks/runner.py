@@ -39,7 +39,7 @@ from benchmarks.perf_config import (
 )
 from cluster.redis_server import connect
 from cluster.simulator import SimulatedCluster
-from optimist.report import PeakMemory
+from optimist.report import CpuClock, PeakMemory
 from optimist.runtime import Platform, SchedulingLoop
 
 STEP_S = 0.05  # longest wait for a shard's answer in one turn of the loop
@@ -64,9 +64,10 @@ class Counters:
     redis_commands: int = 0
     redis_round_trips: int = 0
     busy_s: dict[int, float] = field(default_factory=dict)  # shard -> seconds busy
+    cpu_s: dict[str, float] = field(default_factory=dict)  # role -> CPU seconds (CpuClock)
 
     @classmethod
-    def of(cls, loop: SchedulingLoop, harness: Any) -> Counters:
+    def of(cls, loop: SchedulingLoop, harness: Any, cpu: CpuClock) -> Counters:
         """`harness` is the bench's own Redis client, so that its readings count nowhere."""
         stats = loop.dispatcher.stats
         return cls(
@@ -80,6 +81,7 @@ class Counters:
             redis_commands(harness),
             loop.round_trips(),
             dict(stats.busy_s_by_shard),
+            cpu.read(),
         )
 
     def __sub__(self, other: Counters) -> Counters:
@@ -188,10 +190,9 @@ class CaseRunner:
         )
         here = ray.get_runtime_context().get_node_id()
         self.harness = connect(platform.redis_url)  # the bench's readings, apart from the loop's
-        self.memory = PeakMemory(
-            [int(i["pid"]) for i in platform.shard_info if i["ray_node_id"] == here],  # type: ignore[call-overload]
-            self.harness,
-        )
+        local = [int(i["pid"]) for i in platform.shard_info if i["ray_node_id"] == here]  # type: ignore[call-overload]
+        self.memory = PeakMemory(local, self.harness)
+        self.cpu = CpuClock(local, self.harness)
         self.progress = progress
         self.deadline = time.perf_counter() + timeout_s
         self.timeout_s = timeout_s
@@ -453,14 +454,14 @@ class CaseRunner:
     # --- measuring ---------------------------------------------------------------------
 
     def _open(self, namespaces: tuple[str, ...], selector: dict[str, str] | None) -> Window:
-        before = Counters.of(self.loop, self.harness)
+        before = Counters.of(self.loop, self.harness, self.cpu)
         window = Window(time.perf_counter(), before, namespaces, selector)
         self.collecting = window
         return window
 
     def _close(self, window: Window) -> None:
         window.end = time.perf_counter()
-        window.counters = Counters.of(self.loop, self.harness) - window.before
+        window.counters = Counters.of(self.loop, self.harness, self.cpu) - window.before
         self.windows.append(window)
         self.collecting = None
 

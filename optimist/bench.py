@@ -156,6 +156,7 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
     c = perf_counters(outcome)
     rollbacks = {"shard": c.pop("shard_rollbacks"), "commit": c.pop("commit_rollbacks")}
     busy = shard_busy_s(outcome)
+    cpu = cpu_s(outcome)
     shards = [
         {
             "id": info["id"],
@@ -196,6 +197,10 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
         "binder_batch_pods": c["committed_pods"] / c["store_commits"]
         if c["store_commits"]
         else 0.0,
+        # CPU seconds of each role over the phase, and per pod created in it; "other" is
+        # the rest of the machine (Ray's daemons, the bench's own sampling, anything else)
+        "cpu_s": cpu,
+        "cpu_us_per_pod": {role: s * 1e6 / created for role, s in cpu.items()} if created else {},
         # calls to Redis from every role; the commands Redis ran for them, scripts' included
         "redis_round_trips_per_pod": c["redis_round_trips"] / created if created else 0.0,
         "redis_commands_per_pod": c["redis_commands"] / created if created else 0.0,
@@ -280,6 +285,15 @@ def shard_busy_s(outcome: CaseOutcome) -> dict[int, float]:
     return dict(busy)
 
 
+def cpu_s(outcome: CaseOutcome) -> dict[str, float]:
+    """CPU seconds each role used over the measured phase (every window together)."""
+    used: Counter[str] = Counter()
+    for w in outcome.windows:
+        used.update(w.counters.cpu_s)
+    roles = {role: used[role] for role in ("driver", "shards", "redis")}
+    return {**roles, "other": max(used["machine"] - sum(roles.values()), 0.0)}
+
+
 def shard_idle(busy_s: float, duration_s: float) -> dict[str, Any]:
     """A shard's busy seconds, and the fraction of the measured phase it spent otherwise:
     waiting for a batch, or for Ray to carry one (None without a measured phase).
@@ -321,10 +335,12 @@ def pooled(cases: list[dict[str, Any]]) -> dict[str, Any]:
     top: dict[str, Any] = {k: sum(c[k] for c in cases) for k in SUMMED}
     reasons: Counter[str] = Counter()
     rollbacks: Counter[str] = Counter()
+    cpu: Counter[str] = Counter()
     shards: dict[Any, dict[str, Any]] = {}
     for c in cases:
         reasons.update(c["unschedulable_reasons"])
         rollbacks.update(c["rollbacks"])
+        cpu.update(c["cpu_s"])
         for s in c["shards"]:
             into = shards.setdefault(s["id"], {**s, "units": 0, "pods": 0, "busy_s": 0.0})
             into["units"] += s["units"]
@@ -344,6 +360,10 @@ def pooled(cases: list[dict[str, Any]]) -> dict[str, Any]:
         else 0.0,
         rollbacks={"total": 0, "shard": 0, "commit": 0, **rollbacks},
         binder_batches=[sum(n) for n in zip(*(c["binder_batches"] for c in cases), strict=True)],
+        cpu_s=cpu,
+        cpu_us_per_pod={r: s * 1e6 / top["pods_created"] for r, s in cpu.items()}
+        if top["pods_created"]
+        else {},
         throughput_pods_per_s=report.throughput(top["pods_scheduled"], top["duration_s"], rates),
         nodes=max((c["nodes"] for c in cases), default=0),
         shards=list(shards.values()),

@@ -257,6 +257,10 @@ def summary_table(r: dict[str, Any]) -> Table:
         ("rollbacks (in shards / at commit)", _pair(r.get("rollbacks", {}), "shard", "commit")),
         ("Redis round trips / commands per pod", _per_pod_redis(r)),
         (
+            "CPU per pod: driver / shards / redis / other",
+            " / ".join(f"{us:.0f}" for us in r.get("cpu_us_per_pod", {}).values()) + " us",
+        ),
+        (
             "shards idle",
             " / ".join(
                 f"{s['idle_fraction']:.0%}"

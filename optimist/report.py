@@ -88,12 +88,7 @@ class PeakMemory:
 
     def __init__(self, shard_pids: list[int], redis: Any) -> None:
         self.driver = psutil.Process()
-        self.shards = []
-        for pid in shard_pids:
-            try:
-                self.shards.append(psutil.Process(pid))
-            except psutil.NoSuchProcess:
-                continue
+        self.shards = [p for p in map(_process, shard_pids) if p is not None]
         self.redis = redis
         self.peak = {"driver": 0, "shards": 0, "redis": 0}
 
@@ -114,6 +109,45 @@ class PeakMemory:
 
     def peaks(self) -> dict[str, int]:
         return dict(self.peak)
+
+
+class CpuClock:
+    """CPU seconds used so far by each role: the driver (dispatcher, binder, the simulated
+    cluster), the shard processes on this machine together, Redis (as it reports its
+    own), and the whole machine, whose rest is Ray's daemons and anything else running.
+    A phase's figures are the differences of two readings."""
+
+    def __init__(self, shard_pids: list[int], redis: Any) -> None:
+        self.driver = psutil.Process()
+        self.shards = [p for p in map(_process, shard_pids) if p is not None]
+        self.redis = redis
+
+    def read(self) -> dict[str, float]:
+        shards = 0.0
+        for process in self.shards:
+            try:
+                shards += _busy(process.cpu_times())
+            except psutil.Error:
+                continue
+        cpu = self.redis.info("cpu")
+        machine = psutil.cpu_times()
+        return {
+            "driver": _busy(self.driver.cpu_times()),
+            "shards": shards,
+            "redis": float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"]),
+            "machine": sum(machine) - machine.idle - getattr(machine, "iowait", 0.0),
+        }
+
+
+def _process(pid: int) -> psutil.Process | None:
+    try:
+        return psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return None
+
+
+def _busy(times: Any) -> float:
+    return float(times.user + times.system)
 
 
 def machine() -> dict[str, Any]:

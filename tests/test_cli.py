@@ -35,6 +35,8 @@ REPORT_KEYS = {
     "redis_commands_per_pod",
     "redis_round_trips",
     "redis_round_trips_per_pod",
+    "cpu_s",
+    "cpu_us_per_pod",
     "rollbacks",
 }
 

@@ -56,6 +56,7 @@ def test_pooled_sums_redis_commands_rollbacks_and_shard_busy_time():
             "redis_commands": calls,
             "redis_round_trips": calls // 10,
             "binder_batches": [pods, 1],
+            "cpu_s": {"driver": pods / 10, "shards": 1.0, "redis": 0.5, "other": 0.0},
             "duration_s": duration,
             "rollbacks": {"total": shard + commit, "shard": shard, "commit": commit},
             "shards": [{"id": 0, "units": 1, "pods": 1, "busy_s": busy, "idle_fraction": 0.0}],
@@ -70,6 +71,8 @@ def test_pooled_sums_redis_commands_rollbacks_and_shard_busy_time():
     assert top["redis_commands"] == 800 and top["redis_commands_per_pod"] == 20.0
     assert top["redis_round_trips"] == 80 and top["redis_round_trips_per_pod"] == 2.0
     assert top["binder_batches"] == [40, 2]
+    assert top["cpu_s"] == {"driver": 4.0, "shards": 2.0, "redis": 1.0, "other": 0.0}
+    assert top["cpu_us_per_pod"]["driver"] == 100_000
     assert top["rollbacks"] == {"total": 7, "shard": 2, "commit": 5}
     [shard] = top["shards"]
     assert shard["busy_s"] == 3.0 and shard["idle_fraction"] == 0.5
