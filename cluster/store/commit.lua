@@ -113,18 +113,44 @@ local function valid_pod(p)
     and valid_class[p[2] + 1] and type(p[3]) == 'table' and #p[3] > 0
 end
 
+-- Which units and pods are committed already: read once for the whole batch.
+local unit_keys, pod_keys = {}, {}
+for _, unit in ipairs(units) do
+  if type(unit) == 'table' and is_name(unit[1]) then
+    unit_keys[#unit_keys + 1] = unit[1]
+    if type(unit[2]) == 'table' then
+      for _, p in ipairs(unit[2]) do
+        if type(p) == 'table' and is_name(p[1]) then pod_keys[#pod_keys + 1] = p[1] end
+      end
+    end
+  end
+end
+local function present(hash, keys)
+  local found = {}
+  for i = 1, #keys, 1000 do
+    local last = math.min(i + 999, #keys)
+    local values = redis.call('HMGET', hash, unpack(keys, i, last))
+    for j = i, last do
+      if values[j - i + 1] then found[keys[j]] = true end
+    end
+  end
+  return found
+end
+local units_before, pods_before = present(UNITS, unit_keys), present(PODS, pod_keys)
+
 local seen = {}
 local dirty = {}
 local ports_dirty = {}
 local new_peers = {} -- peer id -> class
 local namespaces = {} -- of the committed pods
-local records = {}
+local records = {} -- pod key, record, ... for PODS
+local unit_records = {} -- unit key, its pods, ... for UNITS
 local results = {}
 for ui, unit in ipairs(units) do
   local result = nil
   if type(unit) ~= 'table' or not is_name(unit[1]) or type(unit[2]) ~= 'table' or #unit[2] == 0 then
     result = {'invalid', 'malformed unit'}
-  elseif redis.call('HEXISTS', UNITS, unit[1]) == 1 then
+  elseif units_before[unit[1]] then
     result = {'duplicate', 'unit ' .. unit[1] .. ' is already committed'}
   else
     local why = fenced(ui)
@@ -140,7 +166,7 @@ for ui, unit in ipairs(units) do
         break
       end
       local pod, cls = p[1], classes[p[2] + 1]
-      if seen[pod] or redis.call('HEXISTS', PODS, pod) == 1 then
+      if seen[pod] or pods_before[pod] then
         result = {'duplicate', 'pod ' .. pod .. ' is already committed'}
         break
       end
@@ -204,28 +230,41 @@ for ui, unit in ipairs(units) do
     end
     local pods = {}
     for i, p in ipairs(unit[2]) do pods[i] = p[1] end
-    redis.call('HSET', UNITS, unit[1], cmsgpack.pack(pods))
+    unit_records[#unit_records + 1] = unit[1]
+    unit_records[#unit_records + 1] = cmsgpack.pack(pods)
     result = {'committed', chosen}
   end
   results[ui] = result
 end
 
+-- Field/value (or score/member) pairs, written in calls of at most 500 pairs.
+local function write_pairs(command, key, flat)
+  for i = 1, #flat, 1000 do
+    redis.call(command, key, unpack(flat, i, math.min(i + 999, #flat)))
+  end
+end
+
 local seq = tonumber(redis.call('GET', SEQ) or '0')
 if next(dirty) then
+  -- Every changed node in one write: its usage, its pods by peer (it holds one at
+  -- least now) and its version; `bump` of common.lua, in fewer calls.
+  seq = redis.call('INCR', SEQ)
+  local changes = {}
   for name, _ in pairs(dirty) do
     local n = nodes[name]
-    local args = {}
+    local args = {'v', seq, 'pp', cmsgpack.pack(n.peers)}
     for r, amount in pairs(n.used) do
       args[#args + 1] = 'u:' .. r
       args[#args + 1] = int(amount)
     end
     redis.call('HSET', NODE .. name, unpack(args))
     if ports_dirty[name] then write_map(NODE .. name, 'hp', n.ports) end
-    write_map(NODE .. name, 'pp', n.peers)
+    changes[#changes + 1] = seq
+    changes[#changes + 1] = name
   end
-  for i = 1, #records, 1000 do
-    redis.call('HSET', PODS, unpack(records, i, math.min(i + 999, #records)))
-  end
+  write_pairs('ZADD', CHANGES, changes)
+  write_pairs('HSET', PODS, records)
+  write_pairs('HSET', UNITS, unit_records)
   for id, cls in pairs(new_peers) do
     if redis.call('HSETNX', PEERS, id, cls[5]) == 1 and cls[6] then
       keep_away = redis.call('INCR', KEEP_AWAY)
@@ -235,6 +274,5 @@ if next(dirty) then
     for ns, _ in pairs(namespaces) do redis.call('INCR', fences[1] .. ns) end
     redis.call('INCR', fences[1] .. '*')
   end
-  seq = bump(dirty)
 end
 return cmsgpack.pack({seq, results, keep_away})
