@@ -46,10 +46,14 @@ def pick_tied(scores: np.ndarray, rng: np.random.Generator) -> tuple[int, np.nda
     if top < 0:
         return -1, _NONE
     ties = np.flatnonzero(scores == top)
-    if len(ties) == 1:
+    n = len(ties)
+    if n == 1:
         return int(ties[0]), _NONE
-    i = int(rng.integers(len(ties)))
-    return int(ties[i]), ties[(i + 1 + np.arange(min(len(ties) - 1, _TIED_KEPT))) % len(ties)]
+    i = min(int(rng.random() * n), n - 1)  # uniform; Generator.integers costs more per call
+    after = ties[i + 1 : i + 1 + _TIED_KEPT]
+    if len(after) < min(n - 1, _TIED_KEPT):  # wrap round to the ties before it
+        after = np.concatenate((after, ties[: min(n - 1, _TIED_KEPT) - len(after)]))
+    return int(ties[i]), after
 
 
 def pick(scores: np.ndarray, rng: np.random.Generator) -> int:
@@ -127,13 +131,13 @@ class ClassState:
                     return True
         return False
 
-    def _pending(self) -> np.ndarray | None:
+    def _pending(self) -> list[int] | None:
         """The rows changed since the last catch-up, if all were this class's own
         placements and the class spans no nodes; None if it must catch up now."""
         log = self.table.changed_rows
         if self._spanned or len(log) - self.mark != self._own:
             return None
-        return np.asarray(log[self.mark :], dtype=np.intp)
+        return log[self.mark :]
 
     def _catch_up(self) -> None:
         log = self.table.changed_rows
@@ -202,7 +206,7 @@ class ClassState:
         rng: np.random.Generator,
         start: int,
         rows: np.ndarray | None,
-        pending: np.ndarray | None,
+        pending: list[int] | None,
     ) -> tuple[int, int]:
         window, processed = self._window_of(start, rows)
         if (
@@ -263,14 +267,15 @@ class ClassState:
     def _reaches(
         self,
         window: np.ndarray,
-        pending: np.ndarray,
+        pending: list[int],
         start: int,
         processed: int,
         rows: np.ndarray | None,
     ) -> bool:
-        """Whether the search went through a pending row."""
+        """Whether the search went through a pending row (a few: plain Python is quicker)."""
         if rows is None:
-            return bool(((pending - start) % len(self.scores) < processed).any())
+            total = len(self.scores)
+            return any((row - start) % total < processed for row in pending)
         return bool(np.isin(pending, window).any())
 
     def _pick_among(
