@@ -201,6 +201,59 @@ class ClassState:
                 return row, searched
         return self._search(rng, start, None, pending)
 
+    def best_of_run(
+        self, rng: np.random.Generator, start: int, pods: int, runners: int
+    ) -> list[tuple[int, int, list[int]]]:
+        """`best` and `runners_up` for up to `pods` pods of this class placed one after
+        another, decided together where their windows are apart: for each, (row, nodes
+        searched, runners-up). Returns one at least; the caller assumes them in order.
+
+        Consecutive pods search consecutive windows of the feasible rows, so as long as
+        those windows hold none of the rows changed since the last catch-up, each pod's
+        choice is what it would be alone: the best of its window, ties broken at random.
+        """
+        pending = self._pending()
+        total = len(self.scores)
+        wanted = nodes_to_find(self.profile.percentage_of_nodes_to_score, total)
+        if pending is None or self._sensitive or pods < 2 or wanted >= total:
+            return [self._one(rng, start, runners)]
+        if self._feasible_rows is None:
+            self._feasible_rows = np.flatnonzero(self.feasible)
+        found = self._feasible_rows
+        windows = min(pods, len(found) // wanted)  # never round onto its own first window
+        if windows < 2:
+            return [self._one(rng, start, runners)]
+        first = int(np.searchsorted(found, start % total))
+        span = found[first : first + windows * wanted]
+        if len(span) < windows * wanted:
+            span = np.concatenate((span, found[: windows * wanted - len(span)]))
+        lasts = span[wanted - 1 :: wanted]
+        reach = (lasts - start) % total  # how far from `start` each window ends
+        if pending:
+            nearest = min((row - start) % total for row in pending)
+            windows = int(np.searchsorted(reach, nearest))  # windows ending before it
+        if windows < 2:
+            return [self._one(rng, start, runners)]
+        grid = span[: windows * wanted].reshape(windows, wanted)
+        # the score first, then a random key: the best, ties broken uniformly, and the next
+        keys = (self.scores[grid] << 20) | rng.integers(0, 1 << 20, size=grid.shape)
+        keep = min(runners + 1, wanted)
+        top = np.argpartition(-keys, keep - 1, axis=1)[:, :keep]
+        order = np.take_along_axis(top, np.argsort(-np.take_along_axis(keys, top, 1), 1), 1)
+        ranked = np.take_along_axis(grid, order, 1).tolist()
+        ends = [start, *(lasts[: windows - 1] + 1).tolist()]
+        self._window = None
+        return [
+            (rows[0], (int(last) - begin) % total + 1, rows[1:])
+            for rows, begin, last in zip(ranked, ends, lasts[:windows].tolist(), strict=True)
+        ]
+
+    def _one(
+        self, rng: np.random.Generator, start: int, runners: int
+    ) -> tuple[int, int, list[int]]:
+        row, searched = self.best(rng, start)
+        return row, searched, self.runners_up(row, runners) if row >= 0 else []
+
     def _search(
         self,
         rng: np.random.Generator,

@@ -104,15 +104,66 @@ class ShardCore:
         states: dict[int, ClassState] = {}
         decisions = []
         placed = []
-        for unit in batch.units:
-            decision, assumed = self._place(unit, classes, states)
-            if assumed:
-                self._assumed[unit.key] = assumed
-                placed.append(unit.key)
-            decisions.append(decision)
+        units = batch.units
+        i = 0
+        while i < len(units):
+            run = self._run_length(units, i, classes)
+            if run > 1:
+                outcomes = self._place_run(units[i : i + run], classes, states)
+            else:
+                outcomes = [self._place(units[i], classes, states)]
+            for unit, (decision, assumed) in zip(units[i : i + run], outcomes, strict=True):
+                if assumed:
+                    self._assumed[unit.key] = assumed
+                    placed.append(unit.key)
+                decisions.append(decision)
+            i += run
         if placed:
             self._batch_units[batch.batch_id] = placed
         return decisions
+
+    def _run_length(self, units: list[UnitRequest], i: int, classes: list[PodClass]) -> int:
+        """How many units from `i` on are single pods of one class that nothing but the
+        class's own state decides for (no extenders, no node partitions): a run."""
+        if self.extenders or self.home is not None:
+            return 1
+        first = units[i]
+        if len(first.pods) != 1 or classes[first.pods[0][1]].spec.profile not in self.profiles:
+            return 1
+        cls = first.pods[0][1]
+        end = i + 1
+        while end < len(units) and len(units[end].pods) == 1 and units[end].pods[0][1] == cls:
+            end += 1
+        return end - i
+
+    def _place_run(
+        self, units: list[UnitRequest], classes: list[PodClass], states: dict[int, ClassState]
+    ) -> list[tuple[Decision, list[tuple[int, PodClass]]]]:
+        """Single-pod units of one class, placed one after another (`ClassState.best_of_run`)."""
+        cls = units[0].pods[0][1]
+        pod = classes[cls]
+        state = states.get(cls)
+        if state is None:
+            state = states[cls] = ClassState(pod, self.profiles[pod.spec.profile], self.table)
+        names, out = self.table.names, []
+        while len(out) < len(units):
+            left = len(units) - len(out)
+            for row, searched, runners in state.best_of_run(
+                self.rng, self._next_start, left, self.candidates - 1
+            ):
+                self._next_start = (self._next_start + searched) % max(self.table.size, 1)
+                unit = units[len(out)]
+                if row < 0:
+                    alive = int(self.table.alive[: self.table.size].sum())
+                    out.append((Decision(unit.key, [], dict(state.why()), alive), []))
+                    continue
+                self.table.assume(row, pod.request, pod.ports, pod.peer)
+                state.took(row)
+                rows = [row, *runners]
+                versions = [int(self.table.version[r]) for r in rows]
+                placement = PodPlacement(unit.pods[0][0], cls, [names[r] for r in rows], versions)
+                out.append((Decision(unit.key, [placement]), [(row, pod)]))
+        return out
 
     def _place(
         self, unit: UnitRequest, classes: list[PodClass], states: dict[int, ClassState]

@@ -244,3 +244,43 @@ def test_pods_placed_with_deferred_catch_up_go_where_a_fresh_look_would_put_them
         state.took(row)
         start = (start + searched) % table.size
     assert 0 < lazy_catch_ups < 900  # caught up now and then, not after every pod
+
+
+def test_a_run_of_pods_decided_together_goes_where_each_would_go_alone():
+    """`best_of_run` decides several pods of a class at once while their windows are
+    apart; each choice and its runners-up are checked against a fresh ClassState."""
+    from optimist.config import DEFAULT_PROFILE
+    from shards.class_state import ClassState
+    from shards.framework import PodClass
+    from shards.plugins import build_profile
+    from shards.testing import table_of
+
+    nodes = [node(f"n{i:03}", cpu=str(1 + i % 3)) for i in range(600)]
+    table = table_of(nodes)
+    profile = build_profile(DEFAULT_PROFILE)
+    pod = PodClass.compile(spec("700m"), table)
+    state = ClassState(pod, profile, table)
+    rng, start, placed, together = np.random.default_rng(1), 0, 0, 0
+    while placed < 1000:
+        run = state.best_of_run(rng, start, 1000 - placed, 2)
+        together += len(run) > 1
+        for row, searched, runners in run:
+            fresh = ClassState(pod, profile, table)
+            window, processed = fresh._window_of(start, None)
+            assert searched == processed
+            if row < 0:
+                assert not fresh.feasible.any()
+                break
+            scored = np.arange(table.size) if window is None else window
+            ranked = sorted(fresh.scores[scored].tolist(), reverse=True)
+            assert fresh.scores[row] == ranked[0] >= 0
+            assert sorted(fresh.scores[runners].tolist(), reverse=True) == ranked[1:3]
+            assert set(runners) <= set(scored.tolist()) - {row}
+            table.assume(row, pod.request, pod.ports, pod.peer)
+            state.took(row)
+            start = (start + searched) % table.size
+            placed += 1
+        else:
+            continue
+        break
+    assert together > 10  # most pods were decided in runs, not one by one
