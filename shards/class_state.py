@@ -71,33 +71,52 @@ class ClassState:
     """
 
     __slots__ = (
+        "_feasible",
         "_feasible_rows",
+        "_judged",
         "_own",
+        "_scores",
         "_sensitive",
         "_spanned",
         "_tied",
         "_why",
         "_window",
-        "feasible",
+        "_window_scores",
         "mark",
         "parts",
         "pod",
         "profile",
         "raws",
-        "scores",
         "static",
         "table",
     )
 
     def __init__(self, pod: PodClass, profile: Profile, table: NodeTable) -> None:
         self.pod, self.profile, self.table = pod, profile, table
-        self.static = profile.feasible(pod, table, slice(0, table.size), dynamic=False)
         self._spanned = profile.spans_nodes(pod, table)
         self._own = 0  # rows this class took since `mark` (see `took`)
+        self.mark = len(table.changed_rows)
         self._window: np.ndarray | None = None  # the rows the last search scored; None: all
+        self._window_scores: np.ndarray | None = None  # their scores, as that search saw them
         self._tied: list[int] = []  # rows that tied with the last pick, in the order met
-        self._judge_all()
         self._why: tuple[int, Counter[str]] | None = None
+        # Nothing is judged until asked: a class's first search judges only the rows it
+        # goes through (`_first_search`); anything more judges every row (`_judge_all`).
+        self._judged = False
+
+    @property
+    def feasible(self) -> np.ndarray:
+        """Per row: the plugins let this class's pods onto it."""
+        if not self._judged:
+            self._judge_all()
+        return self._feasible
+
+    @property
+    def scores(self) -> np.ndarray:
+        """Per row: the final score, -1 where infeasible."""
+        if not self._judged:
+            self._judge_all()
+        return self._scores
 
     def took(self, row: int) -> None:
         """The shard placed a pod of this class on `row` (and logged the row as changed).
@@ -108,15 +127,18 @@ class ClassState:
 
     def _judge_all(self) -> None:
         every = slice(0, self.table.size)
-        self.feasible = self.static & self.profile.feasible(
+        if not self._judged:  # specs do not change within a batch: once is enough
+            self.static = self.profile.feasible(self.pod, self.table, every, dynamic=False)
+            self._judged = True
+        self._feasible = self.static & self.profile.feasible(
             self.pod, self.table, every, dynamic=True
         )
         self._feasible_rows: np.ndarray | None = None  # np.flatnonzero(feasible), when asked
         self.raws = self.profile.raw_scores(self.pod, self.table, every)
         self.parts = self.profile.weighted(
-            self.pod, self.table, np.arange(self.table.size), self.raws, self.feasible
+            self.pod, self.table, np.arange(self.table.size), self.raws, self._feasible
         )
-        self.scores = final_scores(self.parts, self.feasible)
+        self._scores = final_scores(self.parts, self._feasible)
         self.mark, self._own = len(self.table.changed_rows), 0
         self._sensitive = self._window_sensitive()
 
@@ -126,7 +148,7 @@ class ClassState:
         every feasible node the same raw score (usually 0: no preferences, no taints)."""
         for (plugin, _), raw in zip(self.profile.scorers, self.raws, strict=True):
             if plugin.normalizes:
-                seen = raw[self.feasible]
+                seen = raw[self._feasible]
                 if len(seen) and seen.min() != seen.max():
                     return True
         return False
@@ -140,6 +162,9 @@ class ClassState:
         return log[self.mark :]
 
     def _catch_up(self) -> None:
+        if not self._judged:
+            self._judge_all()
+            return
         log = self.table.changed_rows
         if len(log) == self.mark:
             return
@@ -155,9 +180,9 @@ class ClassState:
         feasible = self.static[rows] & self.profile.feasible(
             self.pod, self.table, rows, dynamic=True
         )
-        reshaped = not np.array_equal(feasible, self.feasible[rows])
+        reshaped = not np.array_equal(feasible, self._feasible[rows])
         if reshaped:
-            self.feasible[rows] = feasible
+            self._feasible[rows] = feasible
             self._feasible_rows = None
         scorers = self.profile.scorers
         renormalize = reshaped
@@ -169,15 +194,15 @@ class ClassState:
         if renormalize:
             # the feasible set or a normalized plugin's raw score moved: every node may rank anew
             self.parts = self.profile.weighted(
-                self.pod, self.table, np.arange(self.table.size), self.raws, self.feasible
+                self.pod, self.table, np.arange(self.table.size), self.raws, self._feasible
             )
-            self.scores = final_scores(self.parts, self.feasible)
+            self._scores = final_scores(self.parts, self._feasible)
             self._sensitive = self._window_sensitive()
             return
         for (plugin, weight), raw, part in zip(scorers, self.raws, self.parts, strict=True):
             if not plugin.normalizes:
                 part[rows] = raw[rows] * weight
-        self.scores[rows] = final_scores([part[rows] for part in self.parts], feasible)
+        self._scores[rows] = final_scores([part[rows] for part in self.parts], feasible)
 
     def best(
         self, rng: np.random.Generator, start: int, home: np.ndarray | None = None
@@ -192,6 +217,12 @@ class ClassState:
         With `home` rows (the shard's node partition), the search looks there
         first and goes to the other nodes only when no home node fits.
         """
+        if not self._judged:
+            never_searched = self._window_scores is None
+            first = self._first_search(rng, start) if home is None and never_searched else None
+            if first is not None:
+                return first
+            self._judge_all()
         pending = self._pending()
         if pending is None:
             self._catch_up()
@@ -212,13 +243,15 @@ class ClassState:
         those windows hold none of the rows changed since the last catch-up, each pod's
         choice is what it would be alone: the best of its window, ties broken at random.
         """
+        if not self._judged:
+            return [self._one(rng, start, runners)]
         pending = self._pending()
-        total = len(self.scores)
+        total = len(self._scores)
         wanted = nodes_to_find(self.profile.percentage_of_nodes_to_score, total)
         if pending is None or self._sensitive or pods < 2 or wanted >= total:
             return [self._one(rng, start, runners)]
         if self._feasible_rows is None:
-            self._feasible_rows = np.flatnonzero(self.feasible)
+            self._feasible_rows = np.flatnonzero(self._feasible)
         found = self._feasible_rows
         windows = min(pods, len(found) // wanted)  # never round onto its own first window
         if windows < 2:
@@ -236,7 +269,7 @@ class ClassState:
             return [self._one(rng, start, runners)]
         grid = span[: windows * wanted].reshape(windows, wanted)
         # the score first, then a random key: the best, ties broken uniformly, and the next
-        keys = (self.scores[grid] << 20) | rng.integers(0, 1 << 20, size=grid.shape)
+        keys = (self._scores[grid] << 20) | rng.integers(0, 1 << 20, size=grid.shape)
         keep = min(runners + 1, wanted)
         top = np.argpartition(-keys, keep - 1, axis=1)[:, :keep]
         order = np.take_along_axis(top, np.argsort(-np.take_along_axis(keys, top, 1), 1), 1)
@@ -247,6 +280,37 @@ class ClassState:
             (rows[0], (int(last) - begin) % total + 1, rows[1:])
             for rows, begin, last in zip(ranked, ends, lasts[:windows].tolist(), strict=True)
         ]
+
+    def _first_search(self, rng: np.random.Generator, start: int) -> tuple[int, int] | None:
+        """The first pod of a class, searched as upstream does: judge the rows from
+        `start` on, a window's worth at a time, until more than enough are feasible
+        (or none is left), and score only the first that are enough. None when the
+        window is every row: judging every row then costs no more."""
+        total = self.table.size
+        wanted = nodes_to_find(self.profile.percentage_of_nodes_to_score, total)
+        if wanted >= total:
+            return None
+        found: list[np.ndarray] = []
+        count = went = 0
+        step = wanted
+        while count <= wanted and went < total:
+            step = min(step, total - went)
+            rows = (start + went + np.arange(step)) % total
+            rows = rows[self.profile.feasible(self.pod, self.table, rows, dynamic=False)]
+            rows = rows[self.profile.feasible(self.pod, self.table, rows, dynamic=True)]
+            found.append(rows)
+            count, went = count + len(rows), went + step
+            # the next step, from the share of rows found feasible so far: every call of
+            # the filters costs the same few microseconds however few rows it is given
+            step = max(wanted, int((wanted + 1 - count) * went / max(count, 1) * 1.25))
+        window = np.concatenate(found)[:wanted]
+        # too few feasible rows: upstream went through every row and scores all it found
+        searched = total if count <= wanted else (int(window[-1]) - start) % total + 1
+        everywhere = np.ones(len(window), dtype=bool)
+        raws = self.profile.raw_scores(self.pod, self.table, window)
+        parts = self.profile.weighted(self.pod, self.table, window, raws, everywhere)
+        self._window, self._window_scores = window, final_scores(parts, everywhere)
+        return self._pick_among(rng, window, self._window_scores), searched
 
     def _one(
         self, rng: np.random.Generator, start: int, runners: int
@@ -270,34 +334,33 @@ class ClassState:
             # a row the window holds is stale: judge them all, and look again
             self._catch_up()
             window, processed = self._window_of(start, rows)
-        self._window = window
+        self._window, self._window_scores = window, None
         if window is None or window is rows:
             return self._pick_among(rng, rows), processed
         if self._sensitive:
-            feasible = self.feasible[window]
+            feasible = self._feasible[window]
             parts = self.profile.weighted(
                 self.pod, self.table, window, [raw[window] for raw in self.raws], feasible
             )
-            scores = final_scores(parts, feasible)
+            self._window_scores = final_scores(parts, feasible)
         else:
-            scores = self.scores[window]
-        return self._pick_among(rng, window, scores), processed
+            self._window_scores = self._scores[window]
+        return self._pick_among(rng, window, self._window_scores), processed
 
     def _window_of(self, start: int, rows: np.ndarray | None) -> tuple[np.ndarray | None, int]:
         """The rows upstream would score for a pod whose search starts at `start` (`rows`
         itself, None meaning all, when that is every one of them) and how many it went
         through to find them."""
-        total = len(self.scores)
+        feasible = self.feasible
+        total = len(feasible)
         wanted = nodes_to_find(self.profile.percentage_of_nodes_to_score, total)
         n = total if rows is None else len(rows)
         if wanted >= n:
             return rows, n
         if rows is None:
             return self._window_from(start, wanted, total)
-        order = (start + np.arange(n)) % n
-        if rows is not None:
-            order = rows[order]
-        found = np.cumsum(self.feasible[order])
+        order = rows[(start + np.arange(n)) % n]
+        found = np.cumsum(feasible[order])
         if found[-1] <= wanted:
             return rows, n
         processed = int(np.searchsorted(found, wanted)) + 1
@@ -307,7 +370,7 @@ class ClassState:
         """`_window_of` over all rows: the first `wanted` feasible rows from `start` on,
         wrapping round, read off the sorted feasible rows instead of walking every row."""
         if self._feasible_rows is None:
-            self._feasible_rows = np.flatnonzero(self.feasible)
+            self._feasible_rows = np.flatnonzero(self._feasible)
         found = self._feasible_rows
         if len(found) <= wanted:
             return None, total
@@ -327,7 +390,7 @@ class ClassState:
     ) -> bool:
         """Whether the search went through a pending row (a few: plain Python is quicker)."""
         if rows is None:
-            total = len(self.scores)
+            total = len(self._scores)
             return any((row - start) % total < processed for row in pending)
         return bool(np.isin(pending, window).any())
 
@@ -340,7 +403,7 @@ class ClassState:
         """The best of `rows` (all rows if None) by `scores` (theirs, or the class's),
         ties broken uniformly at random; remembers the next tied rows for `runners_up`."""
         if scores is None:
-            scores = self.scores if rows is None else self.scores[rows]
+            scores = self._scores if rows is None else self._scores[rows]
         i, tied = pick_tied(scores, rng)
         if rows is None:
             self._tied = tied.tolist()
@@ -358,13 +421,13 @@ class ClassState:
             return []
         if home is None and len(self._tied) >= count:
             return self._tied[:count]  # as good as `row`: nothing ranks above them
-        scored = self._window
+        scored, scores = self._window, self._window_scores
         if scored is None:
-            others = np.flatnonzero(self.scores >= 0)
-        else:
-            others = scored[self.scores[scored] >= 0]
-        others = others[others != row]
-        rank = self.scores[others]
+            scored, scores = np.arange(len(self._scores)), self._scores
+        elif scores is None:
+            scores = self._scores[scored]
+        keep = (scores >= 0) & (scored != row)
+        others, rank = scored[keep], scores[keep]
         if home is not None and rank.size:
             rank = rank + home[others] * (int(rank.max()) + 1)
         if len(others) > count:
@@ -375,7 +438,7 @@ class ClassState:
     def feasible_rows(self) -> np.ndarray:
         """Every node the plugins let this pod onto, now."""
         self._catch_up()
-        return np.flatnonzero(self.feasible)
+        return np.flatnonzero(self._feasible)
 
     def why(self) -> Counter[str]:
         """Why no node fits, computed once until the table changes again."""

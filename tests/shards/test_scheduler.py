@@ -3,6 +3,7 @@
 import itertools
 
 import numpy as np
+import pytest
 
 from cluster.manifests import pod_from_manifest
 from cluster.messages import ShardBatch, UnitRequest
@@ -284,3 +285,33 @@ def test_a_run_of_pods_decided_together_goes_where_each_would_go_alone():
             continue
         break
     assert together > 10  # most pods were decided in runs, not one by one
+
+
+@pytest.mark.parametrize("one_in", [4, 20])  # more feasible nodes than a window, and fewer
+def test_the_first_pod_of_a_class_judges_only_the_rows_its_search_goes_through(one_in):
+    """A class's first search judges rows a window's worth at a time until enough are
+    feasible, as upstream filters; its window and choice are a full judgement's."""
+    from optimist.config import DEFAULT_PROFILE
+    from shards.class_state import ClassState
+    from shards.framework import PodClass
+    from shards.plugins import build_profile
+    from shards.testing import table_of
+
+    # few nodes are in rack "a": the search goes through several windows' worth
+    nodes = [node(f"n{i:04}", labels={"rack": "ab"[i % one_in > 0]}) for i in range(5000)]
+    table = table_of(nodes)
+    profile = build_profile(DEFAULT_PROFILE)
+    rng, start = np.random.default_rng(2), 0
+    for i in range(40):
+        manifest = pod_spec({"cpu": f"{100 + i}m"}, nodeSelector={"rack": "a"})
+        pod = PodClass.compile(pod_from_manifest(manifest).spec, table)
+        state, fresh = ClassState(pod, profile, table), ClassState(pod, profile, table)
+        window, processed = fresh._window_of(start, None)
+        if window is None:  # every feasible node is scored
+            window = np.flatnonzero(fresh.feasible)
+        row, searched = state.best(rng, start)
+        assert (searched, row in set(window.tolist())) == (processed, True)
+        assert fresh.scores[row] == fresh.scores[window].max()
+        assert not state._judged  # it judged what it went through, not every row
+        table.assume(row, pod.request, pod.ports, pod.peer)
+        start = (start + searched) % table.size
