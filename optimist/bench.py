@@ -157,6 +157,7 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
     rollbacks = {"shard": c.pop("shard_rollbacks"), "commit": c.pop("commit_rollbacks")}
     busy = shard_busy_s(outcome)
     cpu = cpu_s(outcome)
+    decided = outcome.stages["decided"].values()
     shards = [
         {
             "id": info["id"],
@@ -214,6 +215,9 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
         "extender_errors": stats.extender_errors,
         "cross_pod_refusals": loop.binder.guard.refused,
         "duration_s": duration,
+        # from the start of this process (`optimist bench`) to the workload's first
+        # decision: Ray, Redis, the nodes, the shards' first sync included
+        "first_decision_s": report.since_process_start(min(decided)) if decided else None,
         "throughput_pods_per_s": report.throughput(scheduled, duration, rates),
         "throughput_samples": samples,
         "latency_s": stage_latencies(outcome, measured),
@@ -360,6 +364,7 @@ def pooled(cases: list[dict[str, Any]]) -> dict[str, Any]:
         else 0.0,
         rollbacks={"total": 0, "shard": 0, "commit": 0, **rollbacks},
         binder_batches=[sum(n) for n in zip(*(c["binder_batches"] for c in cases), strict=True)],
+        first_decision_s=cases[0]["first_decision_s"],
         cpu_s=cpu,
         cpu_us_per_pod={r: s * 1e6 / top["pods_created"] for r, s in cpu.items()}
         if top["pods_created"]

@@ -228,6 +228,10 @@ def sweep_table(r: dict[str, Any]) -> Table:
     return table
 
 
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f} s"
+
+
 def _pair(figures: dict[str, Any], a: str, b: str) -> str:
     return f"{figures.get(a, 0)} / {figures.get(b, 0)}"
 
@@ -270,6 +274,7 @@ def summary_table(r: dict[str, Any]) -> Table:
         ),
         ("duration", f"{r['duration_s']:.2f} s"),
         ("pods/s average", f"{t['average']:.0f}"),
+        ("first decision, from the start of the command", _seconds(r.get("first_decision_s"))),
         ("pods/s p50 / p90 / p99", f"{t['p50']:.0f} / {t['p90']:.0f} / {t['p99']:.0f}"),
     ]
     latency = r.get("latency_s", {}).get("created_to_bound", {})

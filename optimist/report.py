@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
+import time
 from collections import Counter
 from importlib import metadata
 from typing import Any
@@ -137,6 +138,12 @@ class CpuClock:
             "redis": float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"]),
             "machine": sum(machine) - machine.idle - getattr(machine, "iowait", 0.0),
         }
+
+
+def since_process_start(perf_counter: float) -> float:
+    """Seconds from this process's start to a `time.perf_counter()` reading."""
+    wall = time.time() - (time.perf_counter() - perf_counter)
+    return wall - psutil.Process().create_time()
 
 
 def _process(pid: int) -> psutil.Process | None:

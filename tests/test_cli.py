@@ -37,6 +37,7 @@ REPORT_KEYS = {
     "redis_round_trips_per_pod",
     "cpu_s",
     "cpu_us_per_pod",
+    "first_decision_s",
     "rollbacks",
 }
 

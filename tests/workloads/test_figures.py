@@ -56,6 +56,7 @@ def test_pooled_sums_redis_commands_rollbacks_and_shard_busy_time():
             "redis_commands": calls,
             "redis_round_trips": calls // 10,
             "binder_batches": [pods, 1],
+            "first_decision_s": duration,
             "cpu_s": {"driver": pods / 10, "shards": 1.0, "redis": 0.5, "other": 0.0},
             "duration_s": duration,
             "rollbacks": {"total": shard + commit, "shard": shard, "commit": commit},

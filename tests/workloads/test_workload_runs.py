@@ -51,6 +51,7 @@ def test_every_shipped_case_runs_tiny_and_keeps_the_invariants(redis_url, key_pr
     assert 0 < case["redis_commands_per_pod"] == case["redis_commands"] / created < 1000
     # the calls made: far fewer than the commands, as scripts run many commands per call
     assert 0 < case["redis_round_trips"] < case["redis_commands"]
+    assert 0 < case["first_decision_s"] < 600  # since this test process started
     # every role worked for the measured pods, and the figures say how much per pod
     assert set(case["cpu_s"]) == {"driver", "shards", "redis", "other"}
     assert case["cpu_s"]["driver"] > 0 and case["cpu_s"]["redis"] > 0
