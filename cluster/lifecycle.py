@@ -48,6 +48,10 @@ class PodState(Enum):
     REJECTED = "rejected"
     DELETED = "deleted"
 
+    # Members are singletons compared by identity: hash them so, in C, not by name in
+    # Python (Enum's own __hash__), as every transition of every unit looks one up.
+    __hash__ = object.__hash__
+
 
 TRANSITIONS: dict[PodState, frozenset[PodState]] = {
     PodState.ACTIVE: frozenset({PodState.IN_FLIGHT, PodState.DELETED}),

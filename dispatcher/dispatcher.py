@@ -119,7 +119,8 @@ class Dispatcher:
             shard=self._home_shard(pods),
         )
         self.units[unit.key] = unit
-        self._unit_of.update(dict.fromkeys((p.key for p in pods), unit.key))
+        for pod in pods:
+            self._unit_of[pod.key] = unit.key
         self.queue.push_active(unit)
 
     def _home_shard(self, pods: list[Pod]) -> int:

@@ -69,14 +69,16 @@ class SchedulingQueue:
 
     def pop_active(self, shard: int = ANY_SHARD) -> QueuedUnit | None:
         """The first active unit for this shard: its own or a shared one, by priority."""
-        heaps = [h for h in (self._active.get(ANY_SHARD), self._active.get(shard)) if h]
-        for heap in heaps:
+        heaps = []
+        for heap in (self._active.get(ANY_SHARD), self._active.get(shard)):
             while heap and not _current(heap[0]):
                 heapq.heappop(heap)
-        heaps = [h for h in heaps if h]
+            if heap:
+                heaps.append(heap)
         if not heaps:
             return None
-        _, _, _, unit = heapq.heappop(min(heaps, key=lambda h: h[0][:2]))
+        first = heaps[0] if len(heaps) == 1 else min(heaps, key=lambda h: h[0][:2])
+        _, _, _, unit = heapq.heappop(first)
         self.active_count -= 1
         return unit
 

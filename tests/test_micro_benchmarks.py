@@ -12,3 +12,13 @@ def test_shard_micro_decides_and_reports(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "shard: 200 nodes, batch 32:" in out and "pods/s" in out
     assert "tottime" in out  # the profile was printed
+
+
+def test_dispatcher_micro_moves_every_pod_through(monkeypatch, capsys):
+    from benchmarks import dispatcher_micro
+
+    monkeypatch.setattr(sys, "argv", ["dispatcher_micro", "--pods", "2000", "--batch", "64"])
+    dispatcher_micro.main()
+    out = capsys.readouterr().out
+    assert "dispatcher: 2,000 pods, batches of 64:" in out and "2,000 bound" in out
+    assert all(f"  {stage}:" in out for stage in ("add", "next_batch", "on_result", "on_outcomes"))
