@@ -1,21 +1,23 @@
 -- What changed after version ARGV[2], for a reader that keeps the columns ARGV[3]
 -- and awaits the units ARGV[4] (its own placements not yet known to be settled).
--- Returns {msgpack [seq, names, flat, deleted, committed, ports, peers], name, spec, ...}:
+-- Returns {msgpack [seq, names, flat, deleted, committed, ports, specs, peered],
+-- spec, ..., pods, ...}:
 -- `ports` lists, for changed nodes with host ports in use, [name, [[protocol,
--- port, ip, pods], ...]]; `peers`, for changed nodes with pods, [name, [[peer
--- id, pods], ...]];
+-- port, ip, pods], ...]]; `peered` names the changed nodes with pods, whose
+-- maps of peer id -> pods follow the specs as stored (msgpack), for the
+-- reader to decode: quicker there than taking them apart here;
 -- `committed` lists the awaited units that are committed, in this same
 -- snapshot, so the reader can stop assuming them without counting them twice;
 -- `flat` holds, per name, its version then its committed usage of each
--- column; the name/spec pairs (specs are binary, so they travel outside the
--- msgpack frame) are the nodes whose spec changed after ARGV[2].
+-- column; `specs` counts the specs that follow the frame (binary, so they
+-- travel outside it): the nodes whose spec changed after ARGV[2].
 local since = tonumber(ARGV[2])
 local cols = cmsgpack.unpack(ARGV[3])
 local awaited = cmsgpack.unpack(ARGV[4])
 local seq = tonumber(redis.call('GET', SEQ) or '0')
 local fields = {'v', 'specv', 'hp', 'pp'}
 for _, c in ipairs(cols) do fields[#fields + 1] = 'u:' .. c end
-local names, flat, deleted, ports, peers = {}, {}, {}, {}, {}
+local names, flat, deleted, ports, peered, maps = {}, {}, {}, {}, {}, {}
 local reply = {false}
 for _, name in ipairs(redis.call('ZRANGEBYSCORE', CHANGES, '(' .. since, '+inf')) do
   local key = NODE .. name
@@ -39,21 +41,22 @@ for _, name in ipairs(redis.call('ZRANGEBYSCORE', CHANGES, '(' .. since, '+inf')
       ports[#ports + 1] = {name, entries}
     end
     if vals[4] then
-      local entries = {}
-      for id, pods in pairs(cmsgpack.unpack(vals[4])) do
-        entries[#entries + 1] = {id, pods}
-      end
-      peers[#peers + 1] = {name, entries}
+      peered[#peered + 1] = name
+      maps[#maps + 1] = vals[4]
     end
     if tonumber(vals[2]) > since then
-      reply[#reply + 1] = name
       reply[#reply + 1] = redis.call('HGET', key, 'spec')
     end
   end
 end
 local committed = {}
-for _, unit in ipairs(awaited) do
-  if redis.call('HEXISTS', UNITS, unit) == 1 then committed[#committed + 1] = unit end
+for i = 1, #awaited, 1000 do
+  local last = math.min(i + 999, #awaited)
+  local found = redis.call('HMGET', UNITS, unpack(awaited, i, last))
+  for j = i, last do
+    if found[j - i + 1] then committed[#committed + 1] = awaited[j] end
+  end
 end
-reply[1] = cmsgpack.pack({seq, names, flat, deleted, committed, ports, peers})
+reply[1] = cmsgpack.pack({seq, names, flat, deleted, committed, ports, #reply - 1, peered})
+for _, map in ipairs(maps) do reply[#reply + 1] = map end
 return reply

@@ -122,19 +122,23 @@ class NodeStore:
         reply = self._run(
             "changes_since", since, _lua_frame(list(columns)), _lua_frame(list(awaited))
         )
-        head, *specs = reply  # type: ignore[misc]
-        version, names, flat, deleted, committed, ports, peers = msgpack.unpackb(head)
+        head, *blobs = reply  # type: ignore[misc]
+        version, names, flat, deleted, committed, ports, spec_count, peered = msgpack.unpackb(head)
+        specs, maps = blobs[:spec_count], blobs[spec_count:]
         table = np.asarray(flat, dtype=np.int64).reshape(len(names), len(columns) + 1)
         return Delta(
             version=version,
             names=names,
             versions=table[:, 0],
             usage=table[:, 1:],
-            specs=[Node.from_wire(msgpack.unpackb(blob)) for blob in specs[1::2]],
+            specs=[Node.from_wire(msgpack.unpackb(blob)) for blob in specs],
             deleted=deleted,
             committed=committed,
             ports={name: [tuple(e) for e in entries] for name, entries in ports},
-            peers={name: [tuple(e) for e in entries] for name, entries in peers},
+            peers={
+                name: list(msgpack.unpackb(blob).items())
+                for name, blob in zip(peered, maps, strict=True)
+            },
         )
 
     def peers(self, ids: Sequence[str]) -> dict[str, Peer]:
