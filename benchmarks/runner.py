@@ -64,6 +64,7 @@ class Counters:
     redis_commands: int = 0
     redis_round_trips: int = 0
     busy_s: dict[int, float] = field(default_factory=dict)  # shard -> seconds busy
+    decided: dict[int, int] = field(default_factory=dict)  # shard -> pods it decided on
     cpu_s: dict[str, float] = field(default_factory=dict)  # role -> CPU seconds (CpuClock)
 
     @classmethod
@@ -81,6 +82,7 @@ class Counters:
             redis_commands(harness),
             loop.round_trips(),
             dict(stats.busy_s_by_shard),
+            dict(stats.decided_by_shard),
             cpu.read(),
         )
 

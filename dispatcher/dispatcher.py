@@ -40,6 +40,8 @@ class DispatchStats:
     pods_by_shard: dict[int, int] = field(default_factory=lambda: defaultdict(int))
     # seconds each shard spent syncing and deciding, as its results say
     busy_s_by_shard: dict[int, float] = field(default_factory=lambda: defaultdict(float))
+    # pods each shard decided on (placed, or found no node for), as its results say
+    decided_by_shard: dict[int, int] = field(default_factory=lambda: defaultdict(int))
     # units placed in part, then undone: by a shard in its own table (fewer than
     # minMember fit), or by the store, which refused a multi-pod unit as a conflict
     shard_rollbacks: int = 0
@@ -223,6 +225,9 @@ class Dispatcher:
         self.stats.shard_rollbacks += result.rollbacks
         self.stats.shard_round_trips += result.round_trips
         self.stats.busy_s_by_shard[batch.shard] += result.sync_s + result.decide_s
+        self.stats.decided_by_shard[batch.shard] += sum(
+            len(self.units[k].pods) for k in batch.units if k in self.units
+        )
         answered = set()
         placed = []
         # A placement the shard made is assumed in its table until the batch

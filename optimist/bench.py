@@ -10,6 +10,7 @@ case file, the run is the shipped SchedulingBasic case.
 from __future__ import annotations
 
 import csv
+import os
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
 import ray
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -96,7 +98,11 @@ class BenchRun:
 
 
 def run_bench(
-    settings: Settings, workload: Workload | Plan, *, show_progress: bool = False
+    settings: Settings,
+    workload: Workload | Plan,
+    *,
+    show_progress: bool = False,
+    cpu_affinity: bool = False,
 ) -> BenchRun:
     plan = Plan((workload.case(),)) if isinstance(workload, Workload) else workload
     cases: list[dict[str, Any]] = []
@@ -112,6 +118,8 @@ def run_bench(
                     bar.update(task, completed=done, total=total)
 
             with Platform(settings) as platform:
+                if cpu_affinity:
+                    pin_shards(platform.shard_info)
                 platform.store.clear()
                 outcome = CaseRunner(
                     run, platform, seed=settings.seed, timeout_s=plan.timeout_s, progress=progress
@@ -129,6 +137,19 @@ def run_bench(
         versions=versions,
     )
     return BenchRun(top, clusters)
+
+
+def pin_shards(shard_info: list[dict[str, Any]]) -> None:
+    """Each shard on this machine to a core of its own, round robin (`--cpu-affinity`):
+    a shard's decision rate without its neighbours' share of the core. Notes the core
+    in the shard's info for the report."""
+    here = ray.get_runtime_context().get_node_id()
+    cores = sorted(psutil.Process().cpu_affinity() or range(os.cpu_count() or 1))
+    local = [info for info in shard_info if info["ray_node_id"] == here]
+    for i, info in enumerate(local):
+        core = cores[i % len(cores)]
+        psutil.Process(int(info["pid"])).cpu_affinity([core])
+        info["core"] = core
 
 
 def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
@@ -155,9 +176,9 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
     created = len(measured)
     c = perf_counters(outcome)
     rollbacks = {"shard": c.pop("shard_rollbacks"), "commit": c.pop("commit_rollbacks")}
-    busy = shard_busy_s(outcome)
+    busy, decided = per_shard(outcome, "busy_s"), per_shard(outcome, "decided")
     cpu = cpu_s(outcome)
-    decided = outcome.stages["decided"].values()
+    decided_at = outcome.stages["decided"].values()
     shards = [
         {
             "id": info["id"],
@@ -165,6 +186,8 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
             "units": stats.units_by_shard.get(int(info["id"]), 0),  # type: ignore[call-overload]
             "pods": stats.pods_by_shard.get(int(info["id"]), 0),  # type: ignore[call-overload]
             **shard_idle(busy.get(int(info["id"]), 0.0), duration),  # type: ignore[call-overload]
+            **decision_rate(decided.get(int(info["id"]), 0), busy.get(int(info["id"]), 0.0)),  # type: ignore[call-overload]
+            "core": info.get("core"),
         }
         for info in platform.shard_info
     ]
@@ -217,7 +240,7 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
         "duration_s": duration,
         # from the start of this process (`optimist bench`) to the workload's first
         # decision: Ray, Redis, the nodes, the shards' first sync included
-        "first_decision_s": report.since_process_start(min(decided)) if decided else None,
+        "first_decision_s": report.since_process_start(min(decided_at)) if decided_at else None,
         "throughput_pods_per_s": report.throughput(scheduled, duration, rates),
         "throughput_samples": samples,
         "latency_s": stage_latencies(outcome, measured),
@@ -280,13 +303,13 @@ def perf_counters(outcome: CaseOutcome) -> dict[str, int]:
     return total
 
 
-def shard_busy_s(outcome: CaseOutcome) -> dict[int, float]:
-    """Seconds each shard spent syncing and deciding over the measured phase, by its results
-    that arrived within it."""
-    busy: Counter[int] = Counter()
+def per_shard(outcome: CaseOutcome, counter: str) -> dict[int, float]:
+    """A per-shard counter over the measured phase (`busy_s`: seconds spent syncing and
+    deciding; `decided`: pods decided on), by the results that arrived within it."""
+    total: Counter[int] = Counter()
     for w in outcome.windows:
-        busy.update(w.counters.busy_s)
-    return dict(busy)
+        total.update(getattr(w.counters, counter))
+    return dict(total)
 
 
 def cpu_s(outcome: CaseOutcome) -> dict[str, float]:
@@ -296,6 +319,12 @@ def cpu_s(outcome: CaseOutcome) -> dict[str, float]:
         used.update(w.counters.cpu_s)
     roles = {role: used[role] for role in ("driver", "shards", "redis")}
     return {**roles, "other": max(used["machine"] - sum(roles.values()), 0.0)}
+
+
+def decision_rate(decided: float, busy_s: float) -> dict[str, Any]:
+    """Pods a shard decided on over the phase, and per second of its busy time: its own
+    rate, whatever else shared its core."""
+    return {"decided_pods": decided, "decisions_per_busy_s": decided / busy_s if busy_s else None}
 
 
 def shard_idle(busy_s: float, duration_s: float) -> dict[str, Any]:
@@ -346,12 +375,13 @@ def pooled(cases: list[dict[str, Any]]) -> dict[str, Any]:
         rollbacks.update(c["rollbacks"])
         cpu.update(c["cpu_s"])
         for s in c["shards"]:
-            into = shards.setdefault(s["id"], {**s, "units": 0, "pods": 0, "busy_s": 0.0})
-            into["units"] += s["units"]
-            into["pods"] += s["pods"]
-            into["busy_s"] += s["busy_s"]
+            zero = {"units": 0, "pods": 0, "busy_s": 0.0, "decided_pods": 0}
+            into = shards.setdefault(s["id"], {**s, **zero})
+            for key in zero:
+                into[key] += s[key]
     for s in shards.values():
         s.update(shard_idle(s["busy_s"], top["duration_s"]))
+        s.update(decision_rate(s["decided_pods"], s["busy_s"]))
     rates = [float(n) for c in cases for n in c["throughput_samples"]]
     top.update(
         unschedulable_reasons=dict(reasons.most_common()),

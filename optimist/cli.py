@@ -121,6 +121,12 @@ def bench(
         int | None,
         typer.Option(min=1, help="binders that commit: the driver's and actors beside it"),
     ] = None,
+    cpu_affinity: Annotated[
+        bool,
+        typer.Option(
+            "--cpu-affinity", help="pin each shard to a core of its own, to read its decision rate"
+        ),
+    ] = False,
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
 ) -> None:
     """Run scheduler_perf cases on a simulated cluster and report pods/s; exits 1 if any pod
@@ -156,9 +162,15 @@ def bench(
         raise typer.Exit(2) from e
     try:
         if sweep:
-            run = run_sweep(settings, plan, *parse_sweep(sweep), show_progress=progress)
+            run = run_sweep(
+                settings,
+                plan,
+                *parse_sweep(sweep),
+                show_progress=progress,
+                cpu_affinity=cpu_affinity,
+            )
         else:
-            run = run_bench(settings, plan, show_progress=progress)
+            run = run_bench(settings, plan, show_progress=progress, cpu_affinity=cpu_affinity)
     except SweepError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from e

@@ -74,7 +74,13 @@ def parse_sweep(text: str) -> tuple[str, list[Any]]:
 
 
 def run_sweep(
-    settings: Settings, plan: Plan, name: str, values: list[Any], *, show_progress: bool = False
+    settings: Settings,
+    plan: Plan,
+    name: str,
+    values: list[Any],
+    *,
+    show_progress: bool = False,
+    cpu_affinity: bool = False,
 ) -> BenchRun:
     """One run per value; the report keeps each run's whole report under `sweep.runs`."""
     change = VARIABLES[name][1]
@@ -84,7 +90,10 @@ def run_sweep(
             variants.append((value, change(settings, value)))
         except ValueError as e:
             raise SweepError(f"--sweep {name}: value {value!r}: {e}") from None
-    runs = [(v, run_bench(s, plan, show_progress=show_progress)) for v, s in variants]
+    runs = [
+        (v, run_bench(s, plan, show_progress=show_progress, cpu_affinity=cpu_affinity))
+        for v, s in variants
+    ]
     first = runs[0][1].report
     report = {
         "sweep": {"variable": name, "runs": [{"value": v, "report": r.report} for v, r in runs]},

@@ -2,6 +2,7 @@
 
 import csv
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,7 @@ def test_bench_writes_report_and_placements(tmp_path, redis_url):
             "300",
             "--shards",
             "2",
+            "--cpu-affinity",
             "--no-progress",
             "--redis-url",
             redis_url,
@@ -67,6 +69,12 @@ def test_bench_writes_report_and_placements(tmp_path, redis_url):
     assert "pods/s average" in result.output
     r = json.loads(report.read_text())
     assert r.keys() >= REPORT_KEYS
+    # each shard pinned to a core of its own (round robin), its own decision rate beside
+    cores = sorted(os.sched_getaffinity(0))
+    assert [s["core"] for s in r["shards"]] == [cores[0], cores[1 % len(cores)]]
+    assert sum(s["decided_pods"] for s in r["shards"]) >= 300
+    rates = [s["decisions_per_busy_s"] for s in r["shards"] if s["decided_pods"]]
+    assert rates and all(rate > 0 for rate in rates)
     # the shipped SchedulingBasic case, its initNodes and measurePods set by the flags
     [case] = r["cases"]
     assert case["name"] == "SchedulingBasic/5000Nodes_10000Pods"

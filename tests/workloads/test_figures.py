@@ -60,7 +60,16 @@ def test_pooled_sums_redis_commands_rollbacks_and_shard_busy_time():
             "cpu_s": {"driver": pods / 10, "shards": 1.0, "redis": 0.5, "other": 0.0},
             "duration_s": duration,
             "rollbacks": {"total": shard + commit, "shard": shard, "commit": commit},
-            "shards": [{"id": 0, "units": 1, "pods": 1, "busy_s": busy, "idle_fraction": 0.0}],
+            "shards": [
+                {
+                    "id": 0,
+                    "units": 1,
+                    "pods": 1,
+                    "busy_s": busy,
+                    "idle_fraction": 0.0,
+                    "decided_pods": pods,
+                }
+            ],
             "unschedulable_reasons": {},
             "throughput_samples": [],
             "nodes": 1,
@@ -77,3 +86,4 @@ def test_pooled_sums_redis_commands_rollbacks_and_shard_busy_time():
     assert top["rollbacks"] == {"total": 7, "shard": 2, "commit": 5}
     [shard] = top["shards"]
     assert shard["busy_s"] == 3.0 and shard["idle_fraction"] == 0.5
+    assert shard["decided_pods"] == 40 and shard["decisions_per_busy_s"] == 40 / 3.0
