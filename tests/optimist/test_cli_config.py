@@ -84,7 +84,9 @@ def benches(monkeypatch: pytest.MonkeyPatch) -> list[Settings]:
     """The settings each `optimist bench` would have run with."""
     seen: list[Settings] = []
 
-    def fake(settings: Settings, workload: Workload, *, show_progress: bool) -> _Run:
+    def fake(
+        settings: Settings, workload: Workload, *, show_progress: bool, cpu_affinity: bool
+    ) -> _Run:
         seen.append(settings)
         return _Run()
 
