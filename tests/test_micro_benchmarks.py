@@ -2,6 +2,8 @@
 
 import sys
 
+import pytest
+
 from benchmarks import shard_micro
 
 
@@ -22,3 +24,16 @@ def test_dispatcher_micro_moves_every_pod_through(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "dispatcher: 2,000 pods, batches of 64:" in out and "2,000 bound" in out
     assert all(f"  {stage}:" in out for stage in ("add", "next_batch", "on_result", "on_outcomes"))
+
+
+@pytest.mark.usefixtures("ray_session")
+def test_memory_pending_queues_every_pod_and_reports_each_role(monkeypatch, capsys):
+    from benchmarks import memory_pending
+
+    argv = ["memory_pending", "--nodes", "100", "--pods", "3000", "--shards", "1"]
+    monkeypatch.setattr(sys, "argv", argv)
+    memory_pending.main()
+    out = capsys.readouterr().out
+    assert "3,000 pending pods, 100 nodes, 1 shards" in out
+    assert "pending in the dispatcher: 3,000 units" in out
+    assert "optimist's processes together:" in out and "the simulated cluster, apart:" in out
