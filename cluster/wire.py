@@ -21,13 +21,26 @@ _SCALARS = (int, str, bool, float, bytes)
 
 
 def to_wire(obj: Any) -> Any:
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return [to_wire(getattr(obj, f.name)) for f in dataclasses.fields(obj)]
+    kind = type(obj)
+    if kind in _SCALARS or obj is None:
+        return obj
+    names = _names(kind)
+    if names is not None:
+        return [to_wire(getattr(obj, name)) for name in names]
     if isinstance(obj, (list, tuple)):
         return [to_wire(x) for x in obj]
     if isinstance(obj, dict):
         return {k: to_wire(v) for k, v in obj.items()}
     return obj
+
+
+@functools.cache
+def _names(kind: type) -> tuple[str, ...] | None:
+    """A dataclass's field names, looked up once per class (None for anything else):
+    every batch encodes its classes, and every new class is digested."""
+    if not dataclasses.is_dataclass(kind):
+        return None
+    return tuple(f.name for f in dataclasses.fields(kind))
 
 
 @functools.cache
