@@ -86,7 +86,8 @@ def bench(
     ] = None,
     ray_address: Annotated[str | None, typer.Option(help="join this Ray cluster")] = None,
     batch_pods: Annotated[
-        int | None, typer.Option(min=1, help="pods per batch sent to a shard [default: 256]")
+        int | None,
+        typer.Option(min=1, help="pods per batch sent to a shard [default: 512/shards, 64..256]"),
     ] = None,
     conflict_mode: Annotated[
         str,

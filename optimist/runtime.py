@@ -179,7 +179,7 @@ class SchedulingLoop:
         """Top up every shard's pipeline with batches from the active queue."""
         for shard, actor in enumerate(self.shards):
             while self._per_shard[shard] < self.settings.inflight_per_shard:
-                batch = self.dispatcher.next_batch(shard, self.settings.batch_pods)
+                batch = self.dispatcher.next_batch(shard, self.settings.pods_per_batch)
                 if batch is None:
                     break
                 if self.on_stage:

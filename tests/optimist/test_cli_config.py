@@ -117,7 +117,7 @@ def test_bench_without_config_uses_the_defaults(benches, caplog):
         result = CliRunner().invoke(cli.app, ["bench", "--seed", "3", "--no-progress"])
     assert result.exit_code == 0, result.output
     [settings] = benches
-    assert settings.shards == 2 and settings.seed == 3 and settings.batch_pods == 256
+    assert settings.shards == 2 and settings.seed == 3 and settings.pods_per_batch == 256
     assert not [r for r in caplog.records if "inactive plugin" in r.getMessage()]
 
 

@@ -895,3 +895,10 @@ extenders:
     )
     fit = config.profiles[0].args["NodeResourcesFit"]
     assert fit["ignoredResources"] == ["example.com/fpga"]
+
+
+def test_pods_per_batch_keeps_about_a_thousand_pods_in_flight_unless_set():
+    assert [Settings(shards=n).pods_per_batch for n in (1, 2, 4, 8, 16)] == [256, 256, 128, 64, 64]
+    assert Settings(shards=4, batch_pods=300).pods_per_batch == 300
+    with pytest.raises(ValueError, match="batch_pods must be at least 1"):
+        Settings(batch_pods=0)
