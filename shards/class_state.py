@@ -250,16 +250,11 @@ class ClassState:
         wanted = nodes_to_find(self.profile.percentage_of_nodes_to_score, total)
         if pending is None or self._sensitive or pods < 2 or wanted >= total:
             return [self._one(rng, start, runners)]
-        if self._feasible_rows is None:
-            self._feasible_rows = np.flatnonzero(self._feasible)
-        found = self._feasible_rows
-        windows = min(pods, len(found) // wanted)  # never round onto its own first window
+        # never round onto its own first window
+        windows = min(pods, len(self._sorted_feasible()) // wanted)
         if windows < 2:
             return [self._one(rng, start, runners)]
-        first = int(np.searchsorted(found, start % total))
-        span = found[first : first + windows * wanted]
-        if len(span) < windows * wanted:
-            span = np.concatenate((span, found[: windows * wanted - len(span)]))
+        span = self._feasible_from(start, windows * wanted)
         lasts = span[wanted - 1 :: wanted]
         reach = (lasts - start) % total  # how far from `start` each window ends
         if pending:
@@ -367,18 +362,26 @@ class ClassState:
         return order[:processed], processed
 
     def _window_from(self, start: int, wanted: int, total: int) -> tuple[np.ndarray | None, int]:
-        """`_window_of` over all rows: the first `wanted` feasible rows from `start` on,
-        wrapping round, read off the sorted feasible rows instead of walking every row."""
+        """`_window_of` over all rows, read off the sorted feasible rows instead of
+        walking every row."""
+        if len(self._sorted_feasible()) <= wanted:
+            return None, total
+        window = self._feasible_from(start, wanted)
+        return window, (int(window[-1]) - start) % total + 1
+
+    def _sorted_feasible(self) -> np.ndarray:
         if self._feasible_rows is None:
             self._feasible_rows = np.flatnonzero(self._feasible)
-        found = self._feasible_rows
-        if len(found) <= wanted:
-            return None, total
-        first = int(np.searchsorted(found, start % max(total, 1)))
-        window = found[first : first + wanted]
-        if len(window) < wanted:
-            window = np.concatenate((window, found[: wanted - len(window)]))
-        return window, (int(window[-1]) - start) % total + 1
+        return self._feasible_rows
+
+    def _feasible_from(self, start: int, count: int) -> np.ndarray:
+        """The first `count` feasible rows from `start` on, wrapping round (at most all)."""
+        found = self._sorted_feasible()
+        first = int(np.searchsorted(found, start % max(len(self._feasible), 1)))
+        rows = found[first : first + count]
+        if len(rows) < count:
+            rows = np.concatenate((rows, found[: min(count, len(found)) - len(rows)]))
+        return rows
 
     def _reaches(
         self,

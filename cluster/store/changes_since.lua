@@ -49,13 +49,9 @@ for _, name in ipairs(redis.call('ZRANGEBYSCORE', CHANGES, '(' .. since, '+inf')
     end
   end
 end
-local committed = {}
-for i = 1, #awaited, 1000 do
-  local last = math.min(i + 999, #awaited)
-  local found = redis.call('HMGET', UNITS, unpack(awaited, i, last))
-  for j = i, last do
-    if found[j - i + 1] then committed[#committed + 1] = awaited[j] end
-  end
+local committed, found = {}, present(UNITS, awaited)
+for _, unit in ipairs(awaited) do
+  if found[unit] then committed[#committed + 1] = unit end
 end
 reply[1] = cmsgpack.pack({seq, names, flat, deleted, committed, ports, #reply - 1, peered})
 for _, map in ipairs(maps) do reply[#reply + 1] = map end

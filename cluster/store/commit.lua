@@ -125,17 +125,6 @@ for _, unit in ipairs(units) do
     end
   end
 end
-local function present(hash, keys)
-  local found = {}
-  for i = 1, #keys, 1000 do
-    local last = math.min(i + 999, #keys)
-    local values = redis.call('HMGET', hash, unpack(keys, i, last))
-    for j = i, last do
-      if values[j - i + 1] then found[keys[j]] = true end
-    end
-  end
-  return found
-end
 local units_before, pods_before = present(UNITS, unit_keys), present(PODS, pod_keys)
 
 local seen = {}

@@ -71,6 +71,19 @@ local function count_peer(peers, id, sign)
   if peers[id] <= 0 then peers[id] = nil end
 end
 
+-- Which of `keys` the hash holds, as a set, read in calls of at most 1,000 keys.
+local function present(hash, keys)
+  local found = {}
+  for i = 1, #keys, 1000 do
+    local last = math.min(i + 999, #keys)
+    local values = redis.call('HMGET', hash, unpack(keys, i, last))
+    for j = i, last do
+      if values[j - i + 1] then found[keys[j]] = true end
+    end
+  end
+  return found
+end
+
 -- Record that the given nodes changed at a new global version.
 local function bump(dirty)
   local seq = redis.call('INCR', SEQ)
