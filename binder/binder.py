@@ -72,9 +72,8 @@ class Binder:
         """Bind what an actor committed. Without a reply (the actor died) the store
         tells which units it had committed; the others were not."""
         if reply is None:
-            reply = CommitReply(self._recover(decisions), -1)
-        else:
-            self.guard.saw_keep_away(reply.keep_away)
+            return self.bind(classes, decisions, self._recover(decisions))
+        self.guard.saw_keep_away(reply.keep_away)
         return self.bind(classes, decisions, reply.outcomes)
 
     def _recover(self, decisions: Sequence[Decision]) -> list[UnitOutcome]:
