@@ -50,10 +50,11 @@ def pod_batches(template: Manifest, count: int, per_index: PerIndex | None) -> l
     """`count` pods of the template; with a per-index strategy, each one different."""
     if per_index is None:
         return [(dict(template), count)] if count else []
-    return [(_indexed(template, per_index, i), 1) for i in range(count)]
+    return [(indexed_pod(template, per_index, i), 1) for i in range(count)]
 
 
-def _indexed(template: Manifest, s: PerIndex, i: int) -> dict[str, Any]:
+def indexed_pod(template: Manifest, s: PerIndex, i: int) -> dict[str, Any]:
+    """Pod `i` of a createPods op with a per-index strategy."""
     pod = copy.deepcopy(dict(template))
     cpu_span = s.cpu_milli[1] - s.cpu_milli[0] + 1
     memory_span = s.memory_mi[1] - s.memory_mi[0] + 1

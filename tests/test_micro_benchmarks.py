@@ -7,12 +7,15 @@ import pytest
 from benchmarks import shard_micro
 
 
-def test_shard_micro_decides_and_reports(monkeypatch, capsys):
+@pytest.mark.parametrize("kind", ["alike", "heterogeneous"])
+def test_shard_micro_decides_and_reports(monkeypatch, capsys, kind):
     argv = ["shard_micro", "--nodes", "200", "--batch", "32", "--batches", "3", "--profile"]
+    if kind == "heterogeneous":
+        argv.append("--heterogeneous")
     monkeypatch.setattr(sys, "argv", argv)
     shard_micro.main()
     out = capsys.readouterr().out
-    assert "shard: 200 nodes, batch 32:" in out and "pods/s" in out
+    assert f"shard: 200 nodes, batch 32 ({kind}):" in out and "pods/s" in out
     assert "tottime" in out  # the profile was printed
 
 
