@@ -128,7 +128,7 @@ class ClassState:
     def _judge_all(self) -> None:
         every = slice(0, self.table.size)
         if not self._judged:  # specs do not change within a batch: once is enough
-            self.static = self.profile.feasible(self.pod, self.table, every, dynamic=False)
+            self.static = self.profile.static_rows(self.pod, self.table)[0]
             self._judged = True
         self._feasible = self.static & self.profile.feasible(
             self.pod, self.table, every, dynamic=True
@@ -280,18 +280,22 @@ class ClassState:
         """The first pod of a class, searched as upstream does: judge the rows from
         `start` on, a window's worth at a time, until more than enough are feasible
         (or none is left), and score only the first that are enough. None when the
-        window is every row: judging every row then costs no more."""
+        window is every row: judging every row then costs no more.
+
+        The spec-only filters' answer is shared between classes (`Profile.static_rows`),
+        so only the usage-dependent filters walk the rows, over those it lets through."""
         total = self.table.size
         wanted = nodes_to_find(self.profile.percentage_of_nodes_to_score, total)
         if wanted >= total:
             return None
+        static = self.profile.static_rows(self.pod, self.table)[1]
+        first = int(np.searchsorted(static, start))
+        order = np.concatenate((static[first:], static[:first]))
         found: list[np.ndarray] = []
         count = went = 0
         step = wanted
-        while count <= wanted and went < total:
-            step = min(step, total - went)
-            rows = (start + went + np.arange(step)) % total
-            rows = rows[self.profile.feasible(self.pod, self.table, rows, dynamic=False)]
+        while count <= wanted and went < len(order):
+            rows = order[went : went + step]
             rows = rows[self.profile.feasible(self.pod, self.table, rows, dynamic=True)]
             found.append(rows)
             count, went = count + len(rows), went + step

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import Counter
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -69,6 +70,12 @@ class FilterPlugin(ABC):
         (pods counted per topology domain): the shard then judges every node again."""
         return False
 
+    def static_key(self, spec: SchedulingSpec) -> Hashable:
+        """For a filter that reads node specs only (not `dynamic`): the part of the pod
+        it reads. Classes that agree on it get the same answer on every node, so the
+        shard judges it once for all of them (`Profile.static_rows`)."""
+        return spec
+
 
 class ScorePlugin(ABC):
     """Score: how good each of the given rows is for the pod.
@@ -121,8 +128,10 @@ class Profile:
     percentage_of_nodes_to_score: int | None = None  # None: upstream's adaptive rule
     # each plugin that can span nodes, once (a filter that also scores is one plugin)
     _spanning: list[FilterPlugin | ScorePlugin] = field(init=False, default_factory=list)
+    _static: list[FilterPlugin] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
+        self._static = [plugin for plugin in self.filters if not plugin.dynamic]
         plugins = [*self.filters, *(plugin for plugin, _ in self.scorers)]
         self._spanning = [
             plugin
@@ -137,6 +146,19 @@ class Profile:
             if plugin.dynamic == dynamic:
                 mask &= plugin.filter(pod, table, rows)
         return mask
+
+    def static_rows(self, pod: PodClass, table: NodeTable) -> tuple[np.ndarray, np.ndarray]:
+        """The rows the spec-only filters let the pod onto: a mask over every row and the
+        sorted row numbers, both read-only. Judged once per distinct `static_key` and
+        kept by the table until a node's spec changes: most classes share them."""
+        key = ("static", self.name, *(plugin.static_key(pod.spec) for plugin in self._static))
+        return table.derived(key, lambda: self._judge_static(pod, table))
+
+    def _judge_static(self, pod: PodClass, table: NodeTable) -> tuple[np.ndarray, np.ndarray]:
+        mask = self.feasible(pod, table, slice(0, table.size), dynamic=False)
+        rows = np.flatnonzero(mask)
+        mask.flags.writeable = rows.flags.writeable = False
+        return mask, rows
 
     def raw_scores(self, pod: PodClass, table: NodeTable, rows: Rows) -> list[np.ndarray]:
         """Each scorer's raw scores for the rows, in the order of `scorers`."""

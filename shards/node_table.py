@@ -9,7 +9,8 @@ use on a node is `alloc - used - assumed`, in exact int64.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -20,11 +21,21 @@ from cluster.store import Delta, NodeStore
 HostPortKey = tuple[str, str, int]  # (protocol, bind ip, port)
 Ports = tuple[HostPortKey, ...]
 _FIRST_COLUMNS = (res.PODS, res.CPU, res.MEMORY, res.NONZERO_CPU, res.NONZERO_MEMORY)
+_DERIVED_KEPT = 1024
+_MISSING = object()
+T = TypeVar("T")
+
+
+def take_rows(matrix: np.ndarray, rows: slice | np.ndarray) -> np.ndarray:
+    """`matrix[rows]`: numpy's `take` gathers whole rows of a 2-D array several times
+    faster than indexing with an array (7 against 25 us for 1,000 rows here)."""
+    return matrix[rows] if isinstance(rows, slice) else matrix.take(rows, 0)
 
 
 class NodeTable:
     def __init__(self, capacity: int = 1024) -> None:
         self.columns: list[str] = list(_FIRST_COLUMNS)
+        self.columns_key = tuple(self.columns)  # the columns as they are now, for caches
         self.col: dict[str, int] = {c: i for i, c in enumerate(self.columns)}
         self.names: list[str] = []
         self.index: dict[str, int] = {}
@@ -49,6 +60,8 @@ class NodeTable:
         self.assumed_peer_pods = np.zeros((cap, 0), dtype=np.int32)
         self._labels: dict[str, tuple[int, np.ndarray, dict[str, int]]] = {}
         self._taints: tuple[int, np.ndarray, list[tuple[Taint, ...]]] | None = None
+        self._derived: dict[Hashable, Any] = {}
+        self._derived_epoch = -1
 
     @property
     def size(self) -> int:
@@ -64,6 +77,7 @@ class NodeTable:
         for name in new:
             self.col[name] = len(self.columns)
             self.columns.append(name)
+        self.columns_key = tuple(self.columns)
         pad = ((0, 0), (0, len(new)))
         self.alloc = np.pad(self.alloc, pad)
         self.used = np.pad(self.used, pad)
@@ -185,6 +199,10 @@ class NodeTable:
             self.assumed_peer_pods[row, peer] -= 1
         self.changed_rows.append(row)
 
+    def in_use(self, rows: slice | np.ndarray) -> np.ndarray:
+        """Per row and column, what is committed and assumed."""
+        return take_rows(self.used, rows) + take_rows(self.assumed, rows)
+
     def pods_of(self, peers: np.ndarray, rows: slice | np.ndarray) -> np.ndarray:
         """Per row, how many pods of the selected peer columns it holds (committed and assumed)."""
         cols = np.flatnonzero(peers)
@@ -213,6 +231,19 @@ class NodeTable:
                 codes[row] = vocab.setdefault(spec.labels[key], len(vocab))
         self._labels[key] = (self.spec_epoch, codes, vocab)
         return codes, vocab
+
+    def derived(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """A value computed from node specs alone, kept until a spec changes (at most
+        `_DERIVED_KEPT` of them, the oldest dropped first)."""
+        if self._derived_epoch != self.spec_epoch:
+            self._derived.clear()
+            self._derived_epoch = self.spec_epoch
+        value = self._derived.get(key, _MISSING)
+        if value is _MISSING:
+            if len(self._derived) >= _DERIVED_KEPT:
+                del self._derived[next(iter(self._derived))]
+            value = self._derived[key] = compute()
+        return value  # type: ignore[no-any-return]
 
     def taint_groups(self) -> tuple[np.ndarray, list[tuple[Taint, ...]]]:
         """Per row, the index of its set of taints in a short list of distinct sets."""

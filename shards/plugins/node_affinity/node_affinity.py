@@ -13,11 +13,12 @@ extra slot for "label absent", which code -1 picks) are gathered by code.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
+from cluster.objects import SchedulingSpec
 from cluster.selectors import NodeSelectorTerm, Requirement
 from shards.framework import FilterPlugin, PodClass, Rows, ScorePlugin, default_normalize
 from shards.node_table import NodeTable
@@ -122,6 +123,9 @@ class NodeAffinity(FilterPlugin, ScorePlugin):
         if pod.spec.required_terms is not None:
             mask &= _any_term(pod.spec.required_terms, table, rows)
         return mask
+
+    def static_key(self, spec: SchedulingSpec) -> Hashable:
+        return spec.node_selector, spec.required_terms
 
     def reasons(self, pod: PodClass, table: NodeTable, rows: np.ndarray) -> Counter[str]:
         """Upstream checks the added affinity first and names it apart."""

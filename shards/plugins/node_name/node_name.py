@@ -6,6 +6,7 @@ from collections import Counter
 
 import numpy as np
 
+from cluster.objects import SchedulingSpec
 from shards.framework import FilterPlugin, PodClass, Rows
 from shards.node_table import NodeTable
 
@@ -20,6 +21,9 @@ class NodeName(FilterPlugin):
         if not pod.spec.node_name:
             return np.ones(ids.shape, dtype=bool)
         return ids == table.index.get(pod.spec.node_name, -1)
+
+    def static_key(self, spec: SchedulingSpec) -> str:
+        return spec.node_name
 
     def reasons(self, pod: PodClass, table: NodeTable, rows: np.ndarray) -> Counter[str]:
         return Counter({REASON: len(rows)})

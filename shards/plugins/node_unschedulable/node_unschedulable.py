@@ -6,7 +6,7 @@ from collections import Counter
 
 import numpy as np
 
-from cluster.objects import Taint
+from cluster.objects import SchedulingSpec, Taint
 from shards.framework import FilterPlugin, PodClass, Rows
 from shards.node_table import NodeTable
 
@@ -19,9 +19,13 @@ class NodeUnschedulable(FilterPlugin):
     name = "NodeUnschedulable"
 
     def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
-        if any(t.tolerates(UNSCHEDULABLE_TAINT) for t in pod.spec.tolerations):
+        if self.static_key(pod.spec):
             return np.ones(table.alive[rows].shape, dtype=bool)
         return ~table.unschedulable[rows]
+
+    def static_key(self, spec: SchedulingSpec) -> bool:
+        """Whether the pod tolerates the cordon: all this filter asks of it."""
+        return any(t.tolerates(UNSCHEDULABLE_TAINT) for t in spec.tolerations)
 
     def reasons(self, pod: PodClass, table: NodeTable, rows: np.ndarray) -> Counter[str]:
         return Counter({REASON: len(rows)})

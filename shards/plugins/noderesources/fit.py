@@ -10,7 +10,7 @@ import numpy as np
 
 from cluster import resources as res
 from shards.framework import FilterPlugin, PodClass, Rows, ScorePlugin
-from shards.node_table import NodeTable
+from shards.node_table import NodeTable, take_rows
 from shards.plugins.noderesources.least_allocated import LeastAllocated
 from shards.plugins.noderesources.most_allocated import MostAllocated
 from shards.plugins.noderesources.requested_to_capacity_ratio import (
@@ -85,7 +85,7 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin):
     def _short(self, pod: PodClass, table: NodeTable, rows: Rows) -> tuple[np.ndarray, np.ndarray]:
         """The checked columns, and per row and column whether the node has too little left."""
         cols = self._checked(pod, table)
-        free = table.alloc[rows][:, cols] - table.used[rows][:, cols] - table.assumed[rows][:, cols]
+        free = take_rows(table.alloc, rows)[:, cols] - table.in_use(rows)[:, cols]
         return cols, free < pod.request[cols]
 
     def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:

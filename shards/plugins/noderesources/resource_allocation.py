@@ -20,7 +20,7 @@ import numpy as np
 
 from cluster import resources as res
 from shards.framework import PodClass, Rows
-from shards.node_table import NodeTable
+from shards.node_table import NodeTable, take_rows
 
 _NONZERO_COLUMN = {res.CPU: res.NONZERO_CPU, res.MEMORY: res.NONZERO_MEMORY}
 
@@ -72,50 +72,56 @@ def requested_and_capacity(
     pod does not ask for, a resource the node does not have, or one upstream
     never scores (such as `pods`).
     """
-    scored, cap_cols, used_cols, asked = _layout(
-        pod.spec.requests, tuple(table.columns), resources, use_requested
-    )
-    count = len(table.alive[rows])
-    requested = np.zeros((count, len(resources)), dtype=np.int64)
-    capacity = np.zeros_like(requested)
-    if len(scored):
-        capacity[:, scored] = table.alloc[rows][:, cap_cols]
-        used = table.used[rows][:, used_cols] + table.assumed[rows][:, used_cols]
-        requested[:, scored] = used + asked
+    layout = _layout(table.columns_key, resources, use_requested)
+    scored, cap_cols, used_cols = layout.scored, layout.capacity, layout.usage
+    request = pod.request
+    if len(request) < len(table.columns):  # the class was laid out before a column was added
+        request = np.pad(request, (0, len(table.columns) - len(request)))
+    asked = request[used_cols]
+    if layout.scalar.any():
+        kept = ~layout.scalar | (asked != 0)
+        scored, cap_cols, used_cols, asked = (a[kept] for a in (scored, cap_cols, used_cols, asked))
+    capacity = take_rows(table.alloc, rows)[:, cap_cols]
+    requested = table.in_use(rows)[:, used_cols] + asked
     requested[capacity == 0] = 0
-    return requested, capacity
+    if len(scored) == len(resources):
+        return requested, capacity
+    full_requested = np.zeros((len(capacity), len(resources)), dtype=np.int64)
+    full_capacity = np.zeros_like(full_requested)
+    full_requested[:, scored], full_capacity[:, scored] = requested, capacity
+    return full_requested, full_capacity
 
 
-@functools.lru_cache(maxsize=4096)
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """Where the resources a scorer judges are found in a table's columns."""
+
+    scored: np.ndarray  # intp: positions in `resources` the table has
+    capacity: np.ndarray  # intp: their allocatable columns
+    usage: np.ndarray  # intp: the columns their requests are read from
+    scalar: np.ndarray  # bool: scored only when the pod asks for it
+
+
+@functools.lru_cache(maxsize=256)
 def _layout(
-    requests: tuple[tuple[str, int], ...],
-    columns: tuple[str, ...],
-    resources: tuple[ResourceWeight, ...],
-    use_requested: bool,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Which resources a class is scored on, and where: worked out once per class and layout.
-
-    Returns the scored resources' positions, their allocatable and usage
-    columns, and the pod's own request of each.
-    """
+    columns: tuple[str, ...], resources: tuple[ResourceWeight, ...], use_requested: bool
+) -> _Layout:
+    """Worked out once per table layout, not per class: classes differ in amounts only."""
     col = {name: i for i, name in enumerate(columns)}
-    asks = dict(requests)
-    scored, cap_cols, used_cols, asked = [], [], [], []
+    scored, cap_cols, used_cols, scalar = [], [], [], []
     for i, resource in enumerate(resources):
         source = _usage_column(resource.name, use_requested)
         if source not in col or resource.name not in col:
             continue  # no node has it: allocatable is 0 everywhere
-        if asks.get(source, 0) == 0 and is_scalar(resource.name):
-            continue
         scored.append(i)
         cap_cols.append(col[resource.name])
         used_cols.append(col[source])
-        asked.append(asks.get(source, 0))
-    return (
+        scalar.append(is_scalar(resource.name))
+    return _Layout(
         np.array(scored, dtype=np.intp),
         np.array(cap_cols, dtype=np.intp),
         np.array(used_cols, dtype=np.intp),
-        np.array(asked, dtype=np.int64),
+        np.array(scalar, dtype=bool),
     )
 
 

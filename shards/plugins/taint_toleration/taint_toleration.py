@@ -11,7 +11,7 @@ from collections import Counter
 
 import numpy as np
 
-from cluster.objects import Taint, Toleration
+from cluster.objects import SchedulingSpec, Taint, Toleration
 from shards.framework import FilterPlugin, PodClass, Rows, ScorePlugin, default_normalize
 from shards.node_table import NodeTable
 
@@ -53,6 +53,9 @@ class TaintToleration(FilterPlugin, ScorePlugin):
             [first_untolerated(g, pod.spec.tolerations) is None for g in groups], dtype=bool
         )
         return ok[codes[rows]]
+
+    def static_key(self, spec: SchedulingSpec) -> tuple[Toleration, ...]:
+        return spec.tolerations
 
     def reasons(self, pod: PodClass, table: NodeTable, rows: np.ndarray) -> Counter[str]:
         codes, groups = table.taint_groups()
