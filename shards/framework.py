@@ -177,13 +177,16 @@ class Profile:
         `raws` and `feasible` are aligned with `rows`, the table rows they are for.
         """
         parts = []
+        every = bool(feasible.all())  # a first search scores feasible rows only
         for (plugin, weight), raw in zip(self.scorers, raws, strict=True):
-            if plugin.normalizes:
+            if not plugin.normalizes:
+                part = raw
+            elif every:
+                part = plugin.normalize(pod, table, rows, raw)
+            else:
                 part = np.zeros_like(raw)
                 part[feasible] = plugin.normalize(pod, table, rows[feasible], raw[feasible])
-                parts.append(part * weight)
-            else:
-                parts.append(raw * weight)
+            parts.append(part if weight == 1 else part * weight)
         return parts
 
     def spans_nodes(self, pod: PodClass, table: NodeTable) -> bool:

@@ -26,11 +26,16 @@ from shards.plugins.noderesources.resource_allocation import (
 def balanced_score(requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
     """Upstream's balancedResourceScorer for every row of [rows, resources]."""
     counted = capacity > 0
+    if counted.all():  # every node has every resource (int64 / int64 divides as float64)
+        fractions = np.minimum(requested / capacity, 1.0)
+        if fractions.shape[1] == 2:  # the default (cpu, memory): |a - b| / 2
+            std = np.abs((fractions[:, 0] - fractions[:, 1]) / 2)
+            return np.trunc((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
     fractions = np.minimum(
         requested.astype(np.float64) / np.where(counted, capacity, 1).astype(np.float64), 1.0
     )
     fractions = np.where(counted, fractions, 0.0)
-    if fractions.shape[1] == 2:  # the default (cpu, memory): |a - b| / 2, or 0 if one is left out
+    if fractions.shape[1] == 2:  # |a - b| / 2, or 0 if one is left out
         std = np.where(counted.all(axis=1), np.abs((fractions[:, 0] - fractions[:, 1]) / 2), 0.0)
         return np.trunc((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
     n = counted.sum(axis=1)

@@ -24,6 +24,6 @@ class LeastAllocated:
         """Per resource (capacity - requested) x 100 / capacity, 0 when over; weighted mean."""
         requested, capacity = requested_and_capacity(pod, table, rows, self.resources)
         counted = capacity > 0
-        room = np.where(requested <= capacity, capacity - requested, 0)
-        per_resource = room * MAX_NODE_SCORE // np.where(counted, capacity, 1)
-        return weighted_mean(per_resource, counted, self.resources)
+        room = np.maximum(capacity - requested, 0)
+        divisor = capacity if counted.all() else np.where(counted, capacity, 1)
+        return weighted_mean(room * MAX_NODE_SCORE // divisor, counted, self.resources)

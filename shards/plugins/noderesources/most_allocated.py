@@ -29,5 +29,5 @@ class MostAllocated:
         requested, capacity = requested_and_capacity(pod, table, rows, self.resources)
         counted = capacity > 0
         used = np.minimum(requested, capacity)
-        per_resource = used * MAX_NODE_SCORE // np.where(counted, capacity, 1)
-        return weighted_mean(per_resource, counted, self.resources)
+        divisor = capacity if counted.all() else np.where(counted, capacity, 1)
+        return weighted_mean(used * MAX_NODE_SCORE // divisor, counted, self.resources)

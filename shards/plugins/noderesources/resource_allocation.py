@@ -83,7 +83,8 @@ def requested_and_capacity(
         scored, cap_cols, used_cols, asked = (a[kept] for a in (scored, cap_cols, used_cols, asked))
     capacity = take_rows(table.alloc, rows)[:, cap_cols]
     requested = table.in_use(rows)[:, used_cols] + asked
-    requested[capacity == 0] = 0
+    if not capacity.all():
+        requested[capacity == 0] = 0
     if len(scored) == len(resources):
         return requested, capacity
     full_requested = np.zeros((len(capacity), len(resources)), dtype=np.int64)
@@ -129,7 +130,7 @@ def weighted_sums(
     scores: np.ndarray, counted: np.ndarray, resources: tuple[ResourceWeight, ...]
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per row, the sum of score x weight and the sum of weights, over the counted resources."""
-    weights = np.where(counted, np.array([r.weight for r in resources], dtype=np.int64), 0)
+    weights = np.where(counted, _weights(resources), 0)
     return (scores * weights).sum(axis=1), weights.sum(axis=1)
 
 
@@ -137,5 +138,16 @@ def weighted_mean(
     scores: np.ndarray, counted: np.ndarray, resources: tuple[ResourceWeight, ...]
 ) -> np.ndarray:
     """The integer weighted mean over the counted resources; 0 where none counts, as upstream."""
-    total, weights = weighted_sums(scores, counted, resources)
-    return np.where(weights > 0, total // np.maximum(weights, 1), 0)
+    if counted.all():  # every node has every resource: one divisor for all rows
+        weights = _weights(resources)
+        total = scores.sum(axis=1) if (weights == 1).all() else (scores * weights).sum(axis=1)
+        return total // int(weights.sum())  # type: ignore[no-any-return]
+    total, sums = weighted_sums(scores, counted, resources)
+    return np.where(sums > 0, total // np.maximum(sums, 1), 0)
+
+
+@functools.lru_cache(maxsize=64)
+def _weights(resources: tuple[ResourceWeight, ...]) -> np.ndarray:
+    weights = np.array([r.weight for r in resources], dtype=np.int64)
+    weights.flags.writeable = False
+    return weights
