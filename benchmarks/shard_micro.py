@@ -103,7 +103,7 @@ def main() -> None:
         print(
             f"shard: {args.nodes} nodes, batch {args.batch} ({kind}): median "
             f"{median * 1e3:.1f} ms per batch = {args.batch / median:,.0f} pods/s "
-            f"({per_pod_us:.0f} us/pod)"
+            f"({per_pod_us:.0f} us/pod; best batch {timings[0] / args.batch * 1e6:.0f})"
         )
         if args.profile:
             pstats.Stats(profiler).sort_stats(args.sort).print_stats(30)

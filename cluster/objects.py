@@ -8,9 +8,13 @@ equivalence class that a shard judges once.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import msgpack
 
 from cluster.selectors import LabelSelector, NodeSelectorTerm
 from cluster.wire import Wire
@@ -100,7 +104,20 @@ class Peer(Wire):
 
     @property
     def id(self) -> str:
-        return self.wire_digest(12).hex()
+        return _peer_wire(self)[0]
+
+    @property
+    def packed(self) -> bytes:
+        """The wire form, packed: what the store keeps of a peer."""
+        return _peer_wire(self)[1]
+
+
+@functools.lru_cache(maxsize=16384)
+def _peer_wire(peer: Peer) -> tuple[str, bytes]:
+    """A peer's id and packed form, worked out once: many classes share a peer (the
+    pods of one app differ in requests, not in labels), and every commit names it."""
+    packed = msgpack.packb(peer.to_wire())
+    return hashlib.blake2b(packed, digest_size=12).hexdigest(), packed
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,10 +140,6 @@ class SchedulingSpec(Wire):
     affinity_preferred: tuple[WeightedPodAffinityTerm, ...] = ()
     anti_affinity_required: tuple[PodAffinityTerm, ...] = ()
     anti_affinity_preferred: tuple[WeightedPodAffinityTerm, ...] = ()
-
-    @property
-    def digest(self) -> bytes:
-        return self.wire_digest(16)
 
     @property
     def peer(self) -> Peer:

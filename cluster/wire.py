@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import operator
 import types
 import typing
 from collections.abc import Callable
 from typing import Any, Self, TypeVar
-
-import msgpack
 
 T = TypeVar("T")
 _SCALARS = (int, str, bool, float, bytes)
@@ -176,7 +173,7 @@ def _scalar_decoder(tp: type) -> Decoder:
 
 
 class Wire:
-    """For dataclasses that travel: `to_wire`, `from_wire` and a digest of the wire form."""
+    """For dataclasses that travel: `to_wire` and `from_wire`."""
 
     __slots__ = ()
 
@@ -186,7 +183,3 @@ class Wire:
     @classmethod
     def from_wire(cls, wire: list[Any]) -> Self:
         return from_wire(cls, wire)
-
-    def wire_digest(self, size: int) -> bytes:
-        """A stable name for the value: equal values, equal digests, in every process."""
-        return hashlib.blake2b(msgpack.packb(self.to_wire()), digest_size=size).digest()

@@ -56,7 +56,7 @@ class ShardCore:
         # holds it) or the dispatcher says its batch is settled
         self._assumed: dict[str, list[tuple[int, PodClass]]] = {}
         self._batch_units: dict[int, list[str]] = {}
-        self._classes: OrderedDict[bytes, PodClass] = OrderedDict()
+        self._classes: OrderedDict[SchedulingSpec, PodClass] = OrderedDict()
 
     def handle(self, batch: ShardBatch) -> ShardResult:
         started = time.perf_counter()
@@ -88,14 +88,13 @@ class ShardCore:
             self.table.forget(row, pod.request, pod.ports, pod.peer)
 
     def _compile(self, spec: SchedulingSpec) -> PodClass:
-        digest = spec.digest
-        pod = self._classes.get(digest)
+        pod = self._classes.get(spec)  # by value: hashing a spec costs less than a digest
         if pod is None:
-            pod = self._classes[digest] = PodClass.compile(spec, self.table)
+            pod = self._classes[spec] = PodClass.compile(spec, self.table)
             if len(self._classes) > _CLASS_CACHE:
                 self._classes.popitem(last=False)
         else:
-            self._classes.move_to_end(digest)
+            self._classes.move_to_end(spec)
         return pod
 
     def _decide(self, batch: ShardBatch) -> list[Decision]:

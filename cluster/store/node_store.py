@@ -167,8 +167,8 @@ class NodeStore:
                 [n for n, _ in c.requests],
                 [a for _, a in c.requests],
                 [[p.protocol, p.bind_ip, p.port] for p in c.host_ports],
-                c.peer.id,
-                msgpack.packb(c.peer.to_wire()),
+                (peer := c.peer).id,
+                peer.packed,
                 bool(c.anti_affinity_required),
             ]
             for c in classes
