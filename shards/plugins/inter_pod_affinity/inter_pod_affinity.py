@@ -4,8 +4,10 @@ normalized from min..max), with kube-scheduler v1.30's semantics.
 
 The exact per-node rule is `cluster.crosspod.inter_pod_affinity`; this is its
 vectorized form. Whether a term selects a kind of pod depends only on the two
-kinds, never on counts, so the class is matched against each peer once and the
-answers are kept (`_Relations`), extended as the table learns new peers. A call
+kinds, never on counts, so a kind of pod (its peer: namespace, labels, terms;
+classes that differ only in requests share it) is matched against each peer
+once and the answers are kept (`_Relations`), extended as the table learns
+new peers. A call
 then counts the selected pods per row with `pods_of` and sums them per topology
 domain with a bincount over the label's codes: never a loop over pods or nodes.
 """
@@ -29,11 +31,11 @@ from cluster.crosspod.inter_pod_affinity import (
     terms_of,
 )
 from cluster.crosspod.view import default_namespace_labels
-from cluster.objects import Peer, SchedulingSpec
+from cluster.objects import Peer
 from shards.framework import FilterPlugin, PodClass, Rows, ScorePlugin
 from shards.node_table import NodeTable
 
-_CACHED_CLASSES = 4096
+_CACHED_PEERS = 4096
 
 
 def _grown(
@@ -49,7 +51,7 @@ def _grown(
 
 
 class _Relations:
-    """How one pod class relates to each peer of one table, in the table's peer order."""
+    """How one kind of pod relates to each peer of one table, in the table's peer order."""
 
     __slots__ = (
         "all_affinity",
@@ -62,14 +64,12 @@ class _Relations:
         "pod",
         "scoring",
         "self_affinity",
-        "spec",
         "weights",
     )
 
-    def __init__(self, spec: SchedulingSpec, peers: list[Peer], hard: int, scoring: bool) -> None:
-        self.spec = spec  # held, so the id it is cached under cannot be reused
+    def __init__(self, peer: Peer, peers: list[Peer], hard: int, scoring: bool) -> None:
         self.peers = peers  # the table's list, which only grows
-        self.pod = terms_of(spec.peer)
+        self.pod = terms_of(peer)
         self.hard, self.scoring = hard, scoring
         self.done = 0
         self.self_affinity = self.pod.selected_by_all(
@@ -145,7 +145,8 @@ class InterPodAffinity(FilterPlugin, ScorePlugin):
     ) -> None:
         self.hard_pod_affinity_weight = hard_pod_affinity_weight
         self.ignore_preferred_terms_of_existing_pods = ignore_preferred_terms_of_existing_pods
-        self._relations_by_spec: OrderedDict[int, _Relations] = OrderedDict()
+        # by the pod's peer column in the table (`PodClass.peer`): one per kind of pod
+        self._relations_by_peer: OrderedDict[int, _Relations] = OrderedDict()
 
     @classmethod
     def from_args(cls, args: dict[str, Any]) -> InterPodAffinity:
@@ -156,18 +157,17 @@ class InterPodAffinity(FilterPlugin, ScorePlugin):
         )
 
     def _relations(self, pod: PodClass, table: NodeTable) -> _Relations:
-        cache, key = self._relations_by_spec, id(pod.spec)
+        cache, key = self._relations_by_peer, pod.peer
         rel = cache.get(key)
-        if rel is None or rel.spec is not pod.spec or rel.peers is not table.peers:
-            terms = terms_of(pod.spec.peer)
+        if rel is None or rel.peers is not table.peers:
+            peer = table.peers[pod.peer]
+            terms = terms_of(peer)
             # upstream skips scoring when told to ignore existing pods' terms and the pod has none
             scoring = not self.ignore_preferred_terms_of_existing_pods or bool(
                 terms.affinity_preferred or terms.anti_affinity_preferred
             )
-            rel = cache[key] = _Relations(
-                pod.spec, table.peers, self.hard_pod_affinity_weight, scoring
-            )
-            if len(cache) > _CACHED_CLASSES:
+            rel = cache[key] = _Relations(peer, table.peers, self.hard_pod_affinity_weight, scoring)
+            if len(cache) > _CACHED_PEERS:
                 cache.popitem(last=False)
         else:
             cache.move_to_end(key)
