@@ -293,7 +293,8 @@ class ClassState:
         order = np.concatenate((static[first:], static[:first]))
         found: list[np.ndarray] = []
         count = went = 0
-        step = wanted
+        # enough for more than `wanted` when few of these rows are full: one call, not two
+        step = wanted + 1 + wanted // 8
         while count <= wanted and went < len(order):
             rows = order[went : went + step]
             rows = rows[self.profile.feasible(self.pod, self.table, rows, dynamic=True)]
