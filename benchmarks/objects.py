@@ -7,7 +7,6 @@ makes different are made one at a time.
 
 from __future__ import annotations
 
-import copy
 import random
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -15,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.perf_config import CreateNodes, Manifest, PerIndex
+from cluster.manifests import copy_manifest
 from cluster.objects import POD_GROUP_LABEL
 
 Batch = tuple[dict[str, Any], int]
@@ -22,7 +22,7 @@ Batch = tuple[dict[str, Any], int]
 
 def node_batches(op: CreateNodes, rng: random.Random, unique: Iterator[int]) -> list[Batch]:
     """The op's nodes: allocatable set, then labelled as its strategies say."""
-    base = copy.deepcopy(dict(op.template))
+    base = copy_manifest(dict(op.template))
     if op.allocatable is not None:
         base.setdefault("status", {})["allocatable"] = dict(op.allocatable)
     values: list[str | None] = [None] * op.count
@@ -37,7 +37,7 @@ def node_batches(op: CreateNodes, rng: random.Random, unique: Iterator[int]) -> 
 
 
 def _labelled(base: Manifest, op: CreateNodes, value: str | None, unique: str = "") -> dict:
-    node = copy.deepcopy(dict(base))
+    node = copy_manifest(dict(base))
     labels = node.setdefault("metadata", {}).setdefault("labels", {})
     if value is not None and op.label_values is not None:
         labels[op.label_values.key] = value
@@ -55,7 +55,7 @@ def pod_batches(template: Manifest, count: int, per_index: PerIndex | None) -> l
 
 def indexed_pod(template: Manifest, s: PerIndex, i: int) -> dict[str, Any]:
     """Pod `i` of a createPods op with a per-index strategy."""
-    pod = copy.deepcopy(dict(template))
+    pod = copy_manifest(dict(template))
     cpu_span = s.cpu_milli[1] - s.cpu_milli[0] + 1
     memory_span = s.memory_mi[1] - s.memory_mi[0] + 1
     amounts = {
@@ -88,7 +88,7 @@ def pod_group(name: str, namespace: str, min_member: int) -> dict[str, Any]:
 
 def group_member(template: Manifest, group: str, index: int) -> dict[str, Any]:
     """Pod `<group>-<index>` of a gang, labelled with its PodGroup."""
-    pod = copy.deepcopy(dict(template))
+    pod = copy_manifest(dict(template))
     meta = pod.setdefault("metadata", {})
     meta.pop("generateName", None)
     meta["name"] = f"{group}-{index}"
@@ -127,7 +127,7 @@ class PriorityClasses:
             return pod
         if name is not None and name not in self.values:
             raise ValueError(f"Pod: spec.priorityClassName={name!r}: no such PriorityClass")
-        admitted = copy.deepcopy(dict(pod))
+        admitted = copy_manifest(dict(pod))
         priority = self.values[name] if name is not None else self.global_default
         admitted.setdefault("spec", {})["priority"] = priority
         return admitted

@@ -7,7 +7,6 @@ refusing a second binding of a pod as the API server does (409).
 
 from __future__ import annotations
 
-import copy
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -18,7 +17,12 @@ import yaml
 
 from cluster.adapter import Binding
 from cluster.errors import InvalidObject
-from cluster.manifests import node_from_manifest, pod_from_manifest, podgroup_from_manifest
+from cluster.manifests import (
+    copy_manifest,
+    node_from_manifest,
+    pod_from_manifest,
+    podgroup_from_manifest,
+)
 from cluster.objects import Node, Pod, PodGroup
 
 # Kubernetes' generateName alphabet: no vowels, no look-alike characters.
@@ -69,7 +73,7 @@ class SimulatedCluster:
     def create_nodes(self, template: Mapping[str, Any], count: int) -> list[Node]:
         made = []
         for _ in range(count):
-            manifest = copy.deepcopy(dict(template))
+            manifest = copy_manifest(dict(template))
             meta = manifest.setdefault("metadata", {})
             meta["name"] = self._name(meta, "")
             meta.pop("generateName", None)
@@ -107,7 +111,7 @@ class SimulatedCluster:
         simulator stands in for the API server, and must not be what limits
         a benchmark. `pod_from_manifest` alone is measured in the README.
         """
-        base = copy.deepcopy(dict(template))
+        base = copy_manifest(dict(template))
         like: Pod | None = None  # the call's first pod, parsed if valid: the others are like it
         keys = []
         for i in range(count):
@@ -162,7 +166,7 @@ class SimulatedCluster:
         """Replace a pod's manifest (e.g. its scheduling gates removed); a watch sees it again."""
         if key not in self.pod_manifests:
             raise KeyError(f"pods {key!r} not found")
-        self.pod_manifests[key] = copy.deepcopy(dict(manifest))
+        self.pod_manifests[key] = copy_manifest(dict(manifest))
         self._parsed.pop(key, None)
         if key not in self.bindings:
             self._watch(key)
@@ -222,7 +226,7 @@ class SimulatedCluster:
                 errors.append(f"node {pod.node_name!r} not found")
             else:
                 self._names.add(pod.key)
-                self.pod_manifests[pod.key] = copy.deepcopy(dict(pod.manifest))
+                self.pod_manifests[pod.key] = copy_manifest(dict(pod.manifest))
                 self.bindings[pod.key] = pod.node_name
                 errors.append(None)
         return errors
