@@ -200,7 +200,7 @@ class ClassState:
             self._sensitive = self._window_sensitive()
             return
         for (plugin, weight), raw, part in zip(scorers, self.raws, self.parts, strict=True):
-            if not plugin.normalizes:
+            if plugin.dynamic and not plugin.normalizes:
                 part[rows] = raw[rows] * weight
         self._scores[rows] = final_scores([part[rows] for part in self.parts], feasible)
 

@@ -84,10 +84,19 @@ class ImageLocality(ScorePlugin):
         return cached[2]
 
     def score(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
+        images = pod.spec.images
+        every = table.derived((self.name, images), lambda: self._every_row(images, table))
+        return np.array(every[rows])  # the caller's own, as every plugin's answer is
+
+    def _every_row(self, images: tuple[str, ...], table: NodeTable) -> np.ndarray:
+        """Every row's score for these images: a spec-only answer, kept by the table for
+        every class that runs the same images."""
         spreads = self._spreads(table)
         sums = np.zeros(table.size, dtype=np.int64)
-        for image in pod.spec.images:
+        for image in images:
             spread = spreads.get(normalized_image_name(image))
             if spread is not None:
                 sums[spread.rows] += spread.scores
-        return calculate_priority(sums[rows], len(pod.spec.images))
+        scores = calculate_priority(sums, len(images))
+        scores.flags.writeable = False
+        return scores
