@@ -216,6 +216,8 @@ class InterPodAffinity(FilterPlugin, ScorePlugin):
     def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
         """Anti-affinity either way bars a node alike, so it is counted once per topology key."""
         rel = self._relations(pod, table)
+        if not (rel.keeps_away or rel.pod.affinity_required or rel.pod.anti_affinity_required):
+            return np.ones(table.alive[rows].shape, dtype=bool)  # upstream's PreFilter Skip
         barred = dict(rel.keeps_away)
         for key, selected in rel.anti_selections():
             barred[key] = barred[key] | selected if key in barred else selected

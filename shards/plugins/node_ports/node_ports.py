@@ -39,9 +39,9 @@ class NodePorts(FilterPlugin):
     dynamic = True
 
     def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
-        ids = np.arange(table.size)[rows]
         if not pod.ports:
-            return np.ones(ids.shape, dtype=bool)
+            return np.ones(table.alive[rows].shape, dtype=bool)
+        ids = np.arange(table.size)[rows]
         busy = [
             row
             for row in table.ports.keys() | table.assumed_ports.keys()
