@@ -504,7 +504,7 @@ class CaseRunner:
             self._tick()
             if loop.dispatcher.idle():
                 loop.ingest()
-                if loop.dispatcher.idle() and not loop.dispatcher.requeue_stale():
+                if loop.dispatcher.idle() and not loop.dispatcher.skip_backoff():
                     if settle and not self.deleting:
                         return True
                     time.sleep(0.005)  # nothing to try: do not spin while a sleep or pacing runs

@@ -7,12 +7,17 @@ to BOUND and refuses any transition not listed here.
     gated pod ──► GATED ──┐ last scheduling gate removed
                           ▼
     new pod ──► ACTIVE ──► IN_FLIGHT ──► AWAITING_COMMIT ──► BOUND
-                  ▲  ▲         │               │
-                  │  │         │ unschedulable │ conflict, bind failed
-                  │  │         ▼               │
-                  │  └───── BACKOFF ◄──────────┘ (conflict: straight to ACTIVE)
-                  │   backoff over, or an event that may have freed room
-    bad manifest ─┴─► REJECTED (reported unschedulable with its reason, never retried)
+                  ▲  ▲         │                 │
+                  │  │         │ no node fits    │ conflict, bind failed
+                  │  │         ▼                 │ (a conflict: straight to ACTIVE)
+                  │  └── UNSCHEDULABLE           │
+                  │   an event it waits for, or  │
+                  │   5 minutes; to BACKOFF while│
+                  │   its backoff is not over    │
+                  │              ▼               ▼
+                  └──────────── BACKOFF ◄────────┘
+                     backoff over, or nothing else queued
+    bad manifest ─► REJECTED (reported unschedulable with its reason, never retried)
 
     deleted in the cluster, from any state but BOUND ──► DELETED
 
@@ -23,9 +28,14 @@ to BOUND and refuses any transition not listed here.
 - IN_FLIGHT: in a batch sent to a shard; the shard has not answered.
 - AWAITING_COMMIT: a shard placed it; the binder commits it in the store and
   binds it in the cluster.
-- BACKOFF: the last attempt found no node (the reason is kept and reported),
-  or the attempt failed; retried when the backoff (1 s doubling to 10 s) is
-  over, or at once when an event may have freed room.
+- UNSCHEDULABLE: the last attempt found no node (the reason is kept and
+  reported). The shard names the cluster events that could change that
+  (`cluster.events`); the unit waits, costing no attempt, until one of them
+  happens, or 5 minutes have passed (upstream's unschedulable queue and its
+  QueueingHints). It then goes to BACKOFF if its backoff is not over yet.
+- BACKOFF: waits out its backoff (1 s doubling to 10 s): an event it waits for
+  happened while it was being tried, it was moved out of UNSCHEDULABLE early,
+  or it met a conflict too often. Tried at once when nothing else is queued.
 - BOUND: committed in the store and bound in the cluster; the dispatcher
   forgets it.
 - REJECTED: its manifest cannot be scheduled as written.
@@ -43,6 +53,7 @@ class PodState(Enum):
     ACTIVE = "active"
     IN_FLIGHT = "in-flight"
     AWAITING_COMMIT = "awaiting-commit"
+    UNSCHEDULABLE = "unschedulable"
     BACKOFF = "backoff"
     BOUND = "bound"
     REJECTED = "rejected"
@@ -56,11 +67,24 @@ class PodState(Enum):
 TRANSITIONS: dict[PodState, frozenset[PodState]] = {
     PodState.ACTIVE: frozenset({PodState.IN_FLIGHT, PodState.DELETED}),
     PodState.IN_FLIGHT: frozenset(
-        {PodState.AWAITING_COMMIT, PodState.BACKOFF, PodState.ACTIVE, PodState.DELETED}
+        {
+            PodState.AWAITING_COMMIT,
+            PodState.UNSCHEDULABLE,
+            PodState.BACKOFF,
+            PodState.ACTIVE,
+            PodState.DELETED,
+        }
     ),
     PodState.AWAITING_COMMIT: frozenset(
-        {PodState.BOUND, PodState.ACTIVE, PodState.BACKOFF, PodState.DELETED}
+        {
+            PodState.BOUND,
+            PodState.ACTIVE,
+            PodState.UNSCHEDULABLE,
+            PodState.BACKOFF,
+            PodState.DELETED,
+        }
     ),
+    PodState.UNSCHEDULABLE: frozenset({PodState.ACTIVE, PodState.BACKOFF, PodState.DELETED}),
     PodState.BACKOFF: frozenset({PodState.ACTIVE, PodState.DELETED}),
     PodState.BOUND: frozenset(),
     PodState.REJECTED: frozenset(),

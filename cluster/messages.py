@@ -103,6 +103,10 @@ class Decision:
     placements: list[PodPlacement]
     reasons: dict[str, int] = field(default_factory=dict)  # reason -> nodes that gave it
     nodes: int = 0  # nodes the shard considered
+    # when nothing was placed: the filters that rejected nodes, and the cluster
+    # events (`cluster.events`) that could make one pass; none means any event
+    plugins: list[str] = field(default_factory=list)
+    events: list[str] = field(default_factory=list)
 
     @property
     def placed(self) -> bool:
@@ -114,12 +118,21 @@ class Decision:
             [[p.pod, p.cls, p.nodes, p.versions] for p in self.placements],
             self.reasons,
             self.nodes,
+            self.plugins,
+            self.events,
         ]
 
     @classmethod
     def from_wire(cls, wire: list[Any]) -> Decision:
-        unit, placements, reasons, nodes = wire
-        return cls(unit, [PodPlacement(*p) for p in placements], dict(reasons), int(nodes))
+        unit, placements, reasons, nodes, plugins, events = wire
+        return cls(
+            unit,
+            [PodPlacement(*p) for p in placements],
+            dict(reasons),
+            int(nodes),
+            [str(p) for p in plugins],
+            [str(e) for e in events],
+        )
 
     def summary(self) -> str:
         """kube-scheduler's FailedScheduling wording: `0/5 nodes are available: ...`."""

@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from cluster.events import ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, EVENTS, UNSCHEDULABLE_TIMEOUT_S
 from cluster.lifecycle import PodState
 from cluster.messages import Decision, ShardBatch, ShardResult, UnitOutcome, UnitRequest
 from cluster.objects import Pod, PodGroup, SchedulingSpec
@@ -47,6 +48,9 @@ class DispatchStats:
     shard_rollbacks: int = 0
     commit_rollbacks: int = 0
     shard_round_trips: int = 0  # the shards' calls to Redis, as their results say
+    events: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # seen, by kind
+    moved_by_events: int = 0  # unschedulable units an event sent back to be tried again
+    moved_by_timeout: int = 0  # unschedulable units tried again after waiting too long
 
 
 class Dispatcher:
@@ -58,7 +62,9 @@ class Dispatcher:
         send_manifests: bool = False,
         max_conflicts: int = 5,
         partitions: int = 0,
+        unschedulable_timeout_s: float = UNSCHEDULABLE_TIMEOUT_S,
     ) -> None:
+        self.unschedulable_timeout_s = unschedulable_timeout_s
         self.partitions = partitions  # node partitions, one per shard; 0: none
         self.max_conflicts = max_conflicts  # conflicts in a row before a unit backs off
         self.send_manifests = send_manifests  # scheduler extenders need whole pods
@@ -74,10 +80,11 @@ class Dispatcher:
         self._resolved: dict[int, list[int]] = defaultdict(list)
         self._next_batch = 0
         self._arrivals = 0
-        # Counts events that may have freed room (a conflict drops a shard's
-        # assumption, a failed bind releases a reservation).
-        # A verdict "no node fits" made before the latest event may be stale.
-        self._releases = 0
+        # Cluster events seen, and the count when each kind was last seen: a unit
+        # found unschedulable after an event it waits for happened while it was
+        # being tried was judged on a view from before it (upstream's in-flight events).
+        self._events = 0
+        self._last_event: dict[str, int] = {}
 
     # --- intake ----------------------------------------------------------------
 
@@ -152,14 +159,22 @@ class Dispatcher:
             if unit is None:
                 continue
             unit.pods = [p for p in unit.pods if p.key != key]
-            waiting = unit.state in (PodState.ACTIVE, PodState.BACKOFF)
+            waiting = unit.state in (PodState.ACTIVE, PodState.UNSCHEDULABLE, PodState.BACKOFF)
             if not unit.pods or (waiting and len(unit.pods) < unit.min_member):
                 self._drop(unit)
 
-    def room_freed(self) -> None:
-        """Something outside the scheduler freed room (a pod deleted, a node added):
-        every "no node fits" verdict given before now may be stale."""
-        self._releases += 1
+    def on_event(self, event: str) -> int:
+        """A cluster event (`cluster.events`): the unschedulable units waiting for it are
+        tried again (after what is left of their backoff). Returns how many moved."""
+        self._events += 1
+        self._last_event[event] = self._events
+        self.stats.events[event] += 1
+        now = self.clock()
+        units = self.queue.waiting_for(event)
+        for unit in units:
+            self.queue.retry(unit, now)
+        self.stats.moved_by_events += len(units)
+        return len(units)
 
     def _drop(self, unit: QueuedUnit) -> None:
         """Take a unit out of the queue; a gang's pods left wait for new members again."""
@@ -185,7 +200,11 @@ class Dispatcher:
 
     def next_batch(self, shard: int, max_pods: int) -> ShardBatch | None:
         """Up to `max_pods` pods of the highest-priority active units, for one shard."""
-        self.queue.flush_expired(self.clock())
+        now = self.clock()
+        for unit in self.queue.waited_too_long(now, self.unschedulable_timeout_s):
+            self.queue.retry(unit, now)
+            self.stats.moved_by_timeout += 1
+        self.queue.flush_expired(now)
         classes: dict[SchedulingSpec, int] = {}  # equal specs share a class
         specs: list[SchedulingSpec] = []
         units: list[UnitRequest] = []
@@ -195,7 +214,7 @@ class Dispatcher:
             if unit is None:
                 break
             unit.move(PodState.IN_FLIGHT)
-            unit.sent_mark = self._releases
+            unit.sent_mark = self._events
             members = []
             for pod in unit.pods:
                 index = classes.get(pod.spec)
@@ -247,7 +266,7 @@ class Dispatcher:
                 unit.placed = {p.pod for p in decision.placements}
                 placed.append(decision)
             else:
-                self._back_off(unit, decision.summary(), unit.sent_mark)
+                self._unschedulable(unit, decision)
         for key in batch.units:
             unit = self.units.get(key)
             if key not in answered and unit is not None and unit.state is PodState.IN_FLIGHT:
@@ -263,13 +282,14 @@ class Dispatcher:
         """Apply the binder's outcomes for a batch; returns the pod keys now bound."""
         shard = self.batches[batch_id].shard
         bound: list[str] = []
+        released: list[str] = []  # the events these outcomes are
         for outcome in outcomes:
             unit = self.units.get(outcome.unit)
             if unit is None or unit.state is not PodState.AWAITING_COMMIT:
                 continue
             if outcome.status in ("bound", "partly-bound"):
                 if outcome.unbound:
-                    self._releases += 1
+                    released.append(ASSIGNED_POD_DELETE)
                     self.stats.bind_failures += 1
                 placed = [k for k in unit.placed if k not in outcome.unbound]
                 self._bound(unit, placed)
@@ -277,7 +297,8 @@ class Dispatcher:
                 self.stats.units_by_shard[shard] += 1
                 self.stats.pods_by_shard[shard] += len(placed)
             elif outcome.status in ("conflict", "bind-failed"):
-                self._releases += 1
+                # a shard's assumption, or a reservation, gave its room back
+                released.append(ASSIGNED_POD_DELETE)
                 if outcome.status == "bind-failed":
                     self.stats.bind_failures += 1
                 else:
@@ -286,15 +307,19 @@ class Dispatcher:
                     unit.conflicts += 1
                     if unit.conflicts % self.max_conflicts == 0:
                         # a hot spot: back off instead of spinning; retried at once
-                        # when nothing else is going on (the mark is always stale)
+                        # when nothing else is going on
                         self.stats.conflict_backoffs += 1
-                        self._back_off(unit, f"conflict: {outcome.detail}", -1)
+                        self._back_off(unit, f"conflict: {outcome.detail}")
                         continue
                 unit.move(PodState.ACTIVE)
                 self.queue.push_active(unit)
-            else:  # duplicate or invalid: the store refused the request itself
-                self._back_off(unit, f"{outcome.status}: {outcome.detail}", self._releases)
+            else:  # duplicate or invalid: the store refused the request; no event helps
+                self._wait_unschedulable(unit, f"{outcome.status}: {outcome.detail}", frozenset())
         self._settle(batch_id)
+        if bound:
+            released.append(ASSIGNED_POD_ADD)  # pods with affinity to these may fit now
+        for event in dict.fromkeys(released):
+            self.on_event(event)
         return bound
 
     def _bound(self, unit: QueuedUnit, placed: list[str]) -> None:
@@ -318,17 +343,38 @@ class Dispatcher:
         else:
             self._regather(unit.group, rest)
 
-    def _back_off(self, unit: QueuedUnit, reason: str, verdict_mark: int) -> None:
+    def _unschedulable(self, unit: QueuedUnit, decision: Decision) -> None:
+        """No node fits: the unit waits for an event its filters named (none named: any
+        event), unless one already happened while it was being tried."""
+        events = frozenset(decision.events) or EVENTS
+        if any(self._last_event.get(e, 0) > unit.sent_mark for e in events):
+            self._back_off(unit, decision.summary())
+        else:
+            self._wait_unschedulable(unit, decision.summary(), events)
+
+    def _wait_unschedulable(self, unit: QueuedUnit, reason: str, events: frozenset[str]) -> None:
+        self._failed(unit, reason)
+        unit.requeue_on = events
+        unit.unschedulable_since = self.clock()
+        unit.move(PodState.UNSCHEDULABLE)
+        self.queue.push_unschedulable(unit)
+
+    def _back_off(self, unit: QueuedUnit, reason: str) -> None:
+        self._failed(unit, reason)
+        unit.move(PodState.BACKOFF)
+        self.queue.push_backoff(unit)
+
+    def _failed(self, unit: QueuedUnit, reason: str) -> None:
+        """An attempt that ended without a commit: counted, its backoff set, its reason kept."""
         unit.attempts += 1
+        now = self.clock()
+        unit.backoff_until = now + self.queue.backoff.duration(unit.attempts)
         group = self.gangs.groups.get(unit.group)
-        if group and self.clock() - unit.since > group.schedule_timeout_s:
+        if group and now - unit.since > group.schedule_timeout_s:
             reason = (
                 f"PodGroup {group.key} not scheduled within {group.schedule_timeout_s}s: {reason}"
             )
         unit.reason = reason
-        unit.verdict_mark = verdict_mark
-        unit.move(PodState.BACKOFF)
-        self.queue.push_backoff(unit, self.clock())
 
     def _settle(self, batch_id: int) -> None:
         batch = self.batches.pop(batch_id)
@@ -336,32 +382,30 @@ class Dispatcher:
 
     # --- progress ---------------------------------------------------------------
 
-    def requeue_stale(self) -> int:
-        """Retry at once every unit whose "no node fits" predates an event that freed room."""
-        stale = [u for u in self.queue.backoff_units.values() if u.verdict_mark < self._releases]
-        for unit in stale:
+    def skip_backoff(self) -> int:
+        """Nothing else is queued: every unit waiting out a backoff is tried now, since a
+        retry costs nothing then. Returns how many."""
+        waiting = list(self.queue.backoff_units.values())
+        for unit in waiting:
             self.queue.release_from_backoff(unit)
-        return len(stale)
-
-    def has_stale(self) -> bool:
-        return any(u.verdict_mark < self._releases for u in self.queue.backoff_units.values())
+        return len(waiting)
 
     def idle(self) -> bool:
         """Nothing queued to send and nothing out with a shard or the binder."""
         return self.queue.active_count == 0 and not self.batches
 
     def settled(self) -> bool:
-        """Every pod is bound, rejected, or waits on a verdict that still holds."""
-        return self.idle() and not self.has_stale()
+        """Every pod is bound, rejected, or unschedulable until an event it waits for."""
+        return self.idle() and not self.queue.backoff_units
 
     def unschedulable(self) -> dict[str, str]:
         """Pod key -> reason, for every pod reported unschedulable and not since bound."""
         out = dict(self.rejected)
         for key, pod in self.gated.items():
             out[key] = f"SchedulingGated: blocked by scheduling gates {', '.join(pod.gates)}"
-        backoff = self.queue.backoff_units.values()
-        out.update(self.gangs.waiting_reasons({u.group: u.reason for u in backoff if u.group}))
-        for unit in backoff:
+        waiting = [*self.queue.unschedulable_units.values(), *self.queue.backoff_units.values()]
+        out.update(self.gangs.waiting_reasons({u.group: u.reason for u in waiting if u.group}))
+        for unit in waiting:
             for pod in unit.pods:
                 out[pod.key] = unit.reason
         return out

@@ -1,14 +1,18 @@
-"""The scheduling queue: active (priority, then arrival) and backoff (by expiry).
+"""The scheduling queue: active (priority, then arrival), backoff (by expiry), and
+unschedulable (by the cluster events each unit waits for).
 
-Both are heaps with lazy deletion: moving a unit bumps its generation, and
-heap entries of an older generation are skipped when they surface. A unit
-bound to one shard (its node is in that shard's partition) waits in that
-shard's own active heap; every other unit in the shared one.
+Active and backoff are heaps with lazy deletion: moving a unit bumps its
+generation, and heap entries of an older generation are skipped when they
+surface. A unit bound to one shard (its node is in that shard's partition)
+waits in that shard's own active heap; every other unit in the shared one.
+Unschedulable units are indexed by event, so an event costs the units it
+moves, not the units that wait.
 """
 
 from __future__ import annotations
 
 import heapq
+from collections import deque
 from dataclasses import dataclass, field
 
 from cluster.lifecycle import PodState, check_transition
@@ -39,8 +43,10 @@ class QueuedUnit:
     attempts: int = 0  # scheduling attempts that ended without a commit
     conflicts: int = 0
     reason: str = ""  # why the last attempt found no node
-    verdict_mark: int = -1  # the dispatcher's release count when that attempt was sent
-    sent_mark: int = 0
+    requeue_on: frozenset[str] = frozenset()  # the cluster events that may let it fit
+    backoff_until: float = 0.0  # when its backoff after the last failed attempt ends
+    unschedulable_since: float = 0.0
+    sent_mark: int = 0  # the dispatcher's event count when its last attempt was sent
     generation: int = 0
     group: str = ""  # the PodGroup, for a gang
     min_member: int = 1  # pods that must be placed together (a gang's minMember)
@@ -61,6 +67,11 @@ class SchedulingQueue:
     _backoff: list[tuple[float, int, int, QueuedUnit]] = field(default_factory=list)
     active_count: int = 0
     backoff_units: dict[str, QueuedUnit] = field(default_factory=dict)
+    unschedulable_units: dict[str, QueuedUnit] = field(default_factory=dict)
+    # event -> the unschedulable units waiting for it, by key
+    _waiting_on: dict[str, dict[str, QueuedUnit]] = field(default_factory=dict)
+    # (since, generation, unit) in the order units became unschedulable
+    _unschedulable_order: deque[tuple[float, int, QueuedUnit]] = field(default_factory=deque)
 
     def push_active(self, unit: QueuedUnit) -> None:
         heap = self._active.setdefault(unit.shard, [])
@@ -82,10 +93,17 @@ class SchedulingQueue:
         self.active_count -= 1
         return unit
 
-    def push_backoff(self, unit: QueuedUnit, now: float) -> None:
-        until = now + self.backoff.duration(unit.attempts)
-        heapq.heappush(self._backoff, (until, unit.arrival, unit.generation, unit))
+    def push_backoff(self, unit: QueuedUnit) -> None:
+        """A BACKOFF unit, until its `backoff_until`."""
+        heapq.heappush(self._backoff, (unit.backoff_until, unit.arrival, unit.generation, unit))
         self.backoff_units[unit.key] = unit
+
+    def push_unschedulable(self, unit: QueuedUnit) -> None:
+        """An UNSCHEDULABLE unit, until one of its `requeue_on` events or the timeout."""
+        self.unschedulable_units[unit.key] = unit
+        for event in unit.requeue_on:
+            self._waiting_on.setdefault(event, {})[unit.key] = unit
+        self._unschedulable_order.append((unit.unschedulable_since, unit.generation, unit))
 
     def remove(self, unit: QueuedUnit) -> None:
         """Forget a waiting unit; its heap entry is skipped when it surfaces."""
@@ -93,6 +111,40 @@ class SchedulingQueue:
             self.active_count -= 1
         elif unit.state is PodState.BACKOFF:
             del self.backoff_units[unit.key]
+        elif unit.state is PodState.UNSCHEDULABLE:
+            del self.unschedulable_units[unit.key]
+            for event in unit.requeue_on:
+                del self._waiting_on[event][unit.key]
+
+    def waiting_for(self, event: str) -> list[QueuedUnit]:
+        """The unschedulable units this event may help, taken out of the index."""
+        units = list(self._waiting_on.pop(event, {}).values())
+        for unit in units:
+            del self.unschedulable_units[unit.key]
+            for other in unit.requeue_on - {event}:
+                del self._waiting_on[other][unit.key]
+        return units
+
+    def waited_too_long(self, now: float, timeout_s: float) -> list[QueuedUnit]:
+        """The unschedulable units that have waited `timeout_s` or more, taken out."""
+        units = []
+        order = self._unschedulable_order
+        while order and order[0][0] + timeout_s <= now:
+            _, generation, unit = order.popleft()
+            if generation == unit.generation and unit.state is PodState.UNSCHEDULABLE:
+                self.remove(unit)
+                units.append(unit)
+        return units
+
+    def retry(self, unit: QueuedUnit, now: float) -> None:
+        """UNSCHEDULABLE -> ACTIVE, or BACKOFF while its backoff is not over yet (the unit
+        was taken out of the unschedulable index already)."""
+        if now < unit.backoff_until:
+            unit.move(PodState.BACKOFF)
+            self.push_backoff(unit)
+        else:
+            unit.move(PodState.ACTIVE)
+            self.push_active(unit)
 
     def release_from_backoff(self, unit: QueuedUnit) -> None:
         """BACKOFF -> ACTIVE, before or at the end of its backoff."""

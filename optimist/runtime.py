@@ -22,6 +22,7 @@ from ray.exceptions import RayError
 from binder.actor import BinderActor
 from binder.binder import Binder
 from cluster.adapter import ClusterAdapter
+from cluster.events import ASSIGNED_POD_DELETE, NODE_ADD, NODE_DELETE
 from cluster.messages import CommitReply, Decision, MalformedMessage, ShardResult, UnitOutcome
 from cluster.objects import SchedulingSpec
 from cluster.redis_server import EmbeddedRedis, connect
@@ -156,14 +157,15 @@ class SchedulingLoop:
         made, gone = self.cluster.take_node_events()
         if made:
             self.store.put_nodes(made)
-            self.dispatcher.room_freed()
+            self.dispatcher.on_event(NODE_ADD)
         if gone:
             self.store.remove_nodes(gone)
+            self.dispatcher.on_event(NODE_DELETE)
         deleted = self.cluster.take_deleted_pods()
         if deleted:
             self.dispatcher.forget(deleted)
             if self.store.release(pods=deleted).pods:
-                self.dispatcher.room_freed()
+                self.dispatcher.on_event(ASSIGNED_POD_DELETE)
         for group in self.cluster.take_new_groups():
             self.dispatcher.add_group(group)
         pods, errors = self.cluster.take_new_pods()
@@ -266,5 +268,5 @@ class SchedulingLoop:
             self.ingest()
             if not self.dispatcher.idle():
                 continue
-            if not self.dispatcher.requeue_stale():
+            if not self.dispatcher.skip_backoff():
                 return

@@ -13,11 +13,9 @@ any other way are caught up before the next search.
 
 from __future__ import annotations
 
-from collections import Counter
-
 import numpy as np
 
-from shards.framework import PodClass, Profile, final_scores
+from shards.framework import PodClass, Profile, Rejection, final_scores
 from shards.node_table import NodeTable
 
 _TIED_KEPT = 8  # rows tied with a pick kept as its runners-up
@@ -99,7 +97,7 @@ class ClassState:
         self._window: np.ndarray | None = None  # the rows the last search scored; None: all
         self._window_scores: np.ndarray | None = None  # their scores, as that search saw them
         self._tied: list[int] = []  # rows that tied with the last pick, in the order met
-        self._why: tuple[int, Counter[str]] | None = None
+        self._why: tuple[int, Rejection] | None = None
         # Nothing is judged until asked: a class's first search judges only the rows it
         # goes through (`_first_search`); anything more judges every row (`_judge_all`).
         self._judged = False
@@ -448,7 +446,7 @@ class ClassState:
         self._catch_up()
         return np.flatnonzero(self._feasible)
 
-    def why(self) -> Counter[str]:
+    def why(self) -> Rejection:
         """Why no node fits, computed once until the table changes again."""
         mark = len(self.table.changed_rows)
         if self._why is None or self._why[0] != mark:

@@ -17,6 +17,7 @@ from typing import ClassVar
 import numpy as np
 
 from cluster import resources as res
+from cluster.events import EVENTS
 from cluster.objects import SchedulingSpec
 from shards.node_table import NodeTable, Ports
 
@@ -56,6 +57,9 @@ class FilterPlugin(ABC):
     # True when the answer depends on usage, so it must be recomputed for a
     # node after a pod is placed there; False when it depends on specs only.
     dynamic: ClassVar[bool] = False
+    # The cluster events (`cluster.events`) that can make a node this filter
+    # rejected pass, upstream's EventsToRegister; every event unless narrowed.
+    events: ClassVar[frozenset[str]] = EVENTS
 
     @abstractmethod
     def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
@@ -193,9 +197,11 @@ class Profile:
         """Whether a placement anywhere can change this pod's answers on other nodes."""
         return any(plugin.spans_nodes(pod, table) for plugin in self._spanning)
 
-    def explain(self, pod: PodClass, table: NodeTable) -> Counter[str]:
-        """Per reason, how many nodes the first failing filter rejected, as upstream counts."""
+    def explain(self, pod: PodClass, table: NodeTable) -> Rejection:
+        """Per reason, how many nodes the first failing filter rejected, as upstream
+        counts; and which filters those were, with the events that could change them."""
         reasons: Counter[str] = Counter()
+        plugins: list[FilterPlugin] = []
         remaining = np.flatnonzero(table.alive[: table.size])
         for plugin in self.filters:
             if not len(remaining):
@@ -203,8 +209,33 @@ class Profile:
             ok = plugin.filter(pod, table, remaining)
             if not ok.all():
                 reasons.update(plugin.reasons(pod, table, remaining[~ok]))
+                plugins.append(plugin)
             remaining = remaining[ok]
-        return reasons
+        return Rejection(
+            reasons,
+            tuple(p.name for p in plugins),
+            frozenset().union(*(p.events for p in plugins)) if plugins else EVENTS,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """Why no node can take a class. With no filter to blame (no node at all), any event
+    may help, as upstream requeues a pod that no plugin rejected on any event."""
+
+    reasons: Counter[str]
+    plugins: tuple[str, ...]  # the filters that rejected some node, in profile order
+    events: frozenset[str]  # the cluster events that can make one of those nodes pass
+
+    @classmethod
+    def unexplained(cls) -> Rejection:
+        return cls(Counter(), (), EVENTS)
+
+    def joined(self, other: Rejection) -> Rejection:
+        """A gang's: the reasons of its first pod that found no node, the plugins and
+        events of all of them (any of those pods finding a node may be enough)."""
+        plugins = tuple(dict.fromkeys(self.plugins + other.plugins))
+        return Rejection(self.reasons, plugins, self.events | other.events)
 
 
 def final_scores(parts: list[np.ndarray], feasible: np.ndarray) -> np.ndarray:

@@ -14,12 +14,13 @@ from typing import Any
 
 import numpy as np
 
+from cluster.events import EVENTS
 from cluster.messages import Decision, PodPlacement, ShardBatch, ShardResult, UnitRequest
 from cluster.objects import SchedulingSpec
 from cluster.store import NodeStore
 from shards.class_state import ClassState, pick
 from shards.extender import ExtenderError, HTTPExtender
-from shards.framework import PodClass, Profile
+from shards.framework import PodClass, Profile, Rejection
 from shards.home_nodes import HomeNodes
 from shards.node_table import NodeTable
 
@@ -153,8 +154,7 @@ class ShardCore:
                 self._next_start = (self._next_start + searched) % max(self.table.size, 1)
                 unit = units[len(out)]
                 if row < 0:
-                    alive = int(self.table.alive[: self.table.size].sum())
-                    out.append((Decision(unit.key, [], dict(state.why()), alive), []))
+                    out.append((self._unplaced(unit.key, state.why()), []))
                     continue
                 self.table.assume(row, pod.request, pod.ports, pod.peer)
                 state.took(row)
@@ -175,28 +175,30 @@ class ShardCore:
         chosen: list[tuple[int, PodClass]] = []
         offered: list[list[int]] = []
         placed: list[tuple[str, int]] = []
-        why: dict[str, int] = {}
+        rejection: Rejection | None = None
         for i, (key, cls) in enumerate(unit.pods):
             state = states.get(cls)
             if state is None:
                 profile = self.profiles.get(classes[cls].spec.profile)
                 if profile is None:
                     self._undo(chosen)
-                    why = {f"profile {classes[cls].spec.profile!r} is not configured": 1}
-                    return Decision(unit.key, [], why, self.table.size), []
+                    why = f"profile {classes[cls].spec.profile!r} is not configured"
+                    return Decision(unit.key, [], {why: 1}, self.table.size), []
                 state = states[cls] = ClassState(classes[cls], profile, self.table)
             manifest = unit.manifests[i] if unit.manifests else None
             consulted = [e for e in self.extenders if manifest and e.interested(manifest)]
+            refused = None
             if manifest and consulted:
-                row, reasons = self._consult(state, manifest, consulted)
+                row, refused = self._consult(state, manifest, consulted)
             else:
                 home = self.home.rows(self.table) if self.home else None
                 row, searched = state.best(self.rng, self._next_start, home)
                 self._next_start = (self._next_start + searched) % max(self.table.size, 1)
-                reasons = {}
             if row < 0:
-                # the reasons count the unit's own pods placed so far
-                why = why or reasons or dict(state.why())
+                # the reasons count the unit's own pods placed so far; the events of
+                # every pod that found no node may help the unit
+                failed = refused or state.why()
+                rejection = failed if rejection is None else rejection.joined(failed)
                 if len(unit.pods) - i - 1 + len(chosen) < unit.min_member:
                     break  # too few pods left to reach min_member
                 continue
@@ -209,14 +211,18 @@ class ShardCore:
             offered.append([row, *state.runners_up(row, self.candidates - 1, home_mask)])
         if len(chosen) < min(unit.min_member, len(unit.pods)) or not chosen:
             self._undo(chosen)
-            alive = int(self.table.alive[: self.table.size].sum())
-            return Decision(unit.key, [], why, alive), []
+            return self._unplaced(unit.key, rejection or Rejection.unexplained()), []
         names, versions = self.table.names, self.table.version
         placements = [
             PodPlacement(key, cls, [names[r] for r in rows], [int(versions[r]) for r in rows])
             for (key, cls), rows in zip(placed, offered, strict=True)
         ]
         return Decision(unit.key, placements), chosen
+
+    def _unplaced(self, unit: str, rejection: Rejection) -> Decision:
+        alive = int(self.table.alive[: self.table.size].sum())
+        reasons, plugins = dict(rejection.reasons), list(rejection.plugins)
+        return Decision(unit, [], reasons, alive, plugins, sorted(rejection.events))
 
     def _undo(self, chosen: list[tuple[int, PodClass]]) -> None:
         """Take a unit's pods placed so far out of the table again: a rollback, if any were."""
@@ -226,7 +232,7 @@ class ShardCore:
 
     def _consult(
         self, state: ClassState, manifest: dict[str, Any], extenders: list[HTTPExtender]
-    ) -> tuple[int, dict[str, int]]:
+    ) -> tuple[int, Rejection | None]:
         """Upstream's extender steps for one pod: filter after the plugins, then add scores.
 
         Extenders see every feasible node. A failed filter call fails the
@@ -243,15 +249,16 @@ class ShardCore:
                 answer = extender.filter(manifest, nodes)
             except ExtenderError as err:
                 if not extender.ignorable:
-                    return -1, {f"extender {extender.name} failed: {err}": len(nodes)}
+                    why = f"extender {extender.name} failed: {err}"
+                    return -1, Rejection(Counter({why: len(nodes)}), (), EVENTS)
                 self._extender_errors += 1
                 continue
             failed.update(answer.failed.values())
             failed.update(answer.unresolvable.values())
             kept = set(answer.passed)
             nodes = [n for n in nodes if n.name in kept]
-        if not nodes:
-            return -1, dict(failed) or dict(state.why())
+        if not nodes:  # an extender's verdict is opaque: any event may change it
+            return -1, Rejection(failed, (), EVENTS) if failed else state.why()
         rows = np.array([self.table.index[n.name] for n in nodes], dtype=np.intp)
         scores = state.scores[rows].copy()
         for extender in extenders:
@@ -264,4 +271,4 @@ class ShardCore:
                 continue
             extra = extender.weighted_scores(raw)
             scores += np.array([extra.get(n.name, 0) for n in nodes], dtype=np.int64)
-        return int(rows[pick(scores, self.rng)]), {}
+        return int(rows[pick(scores, self.rng)]), None

@@ -1,5 +1,12 @@
 import pytest
 
+from cluster.events import (
+    ASSIGNED_POD_ADD,
+    ASSIGNED_POD_DELETE,
+    NODE_ADD,
+    NODE_UPDATE,
+    UNSCHEDULABLE_TIMEOUT_S,
+)
 from cluster.lifecycle import IllegalTransition, PodState
 from cluster.manifests import pod_from_manifest
 from cluster.messages import Decision, PodPlacement, ShardResult, UnitOutcome
@@ -28,8 +35,18 @@ def placed(batch, node="n1"):
     ]
 
 
-def unschedulable(batch):
-    return [Decision(u.key, [], {"Insufficient cpu": 3}, 3) for u in batch.units]
+FIT_EVENTS = [ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE]  # NodeResourcesFit's
+
+
+def unschedulable(batch, events=FIT_EVENTS):
+    return [
+        Decision(u.key, [], {"Insufficient cpu": 3}, 3, ["NodeResourcesFit"], list(events))
+        for u in batch.units
+    ]
+
+
+def fail(dispatcher, batch, events=FIT_EVENTS):
+    dispatcher.on_result(ShardResult(0, batch.batch_id, 1, unschedulable(batch, events)))
 
 
 @pytest.fixture
@@ -88,21 +105,79 @@ def test_backoff_doubles_to_the_cap():
     assert [Backoff(1.0, 10.0).duration(n) for n in range(1, 7)] == [1, 2, 4, 8, 10, 10]
 
 
-def test_unschedulable_unit_comes_back_after_its_backoff(dispatcher, clock):
+def test_an_unschedulable_unit_waits_for_an_event_its_filters_named(dispatcher, clock):
     dispatcher.add(pod("a"))
-    batch = dispatcher.next_batch(0, 10)
+    fail(dispatcher, dispatcher.next_batch(0, 10))
+    unit = dispatcher.units["default/a"]
+    assert unit.state is PodState.UNSCHEDULABLE and unit.requeue_on == set(FIT_EVENTS)
+    assert dispatcher.unschedulable() == {
+        "default/a": "0/3 nodes are available: 3 Insufficient cpu."
+    }
+    clock.now += 60
+    assert dispatcher.next_batch(0, 10) is None and dispatcher.settled()  # costs no attempt
+    assert dispatcher.on_event(ASSIGNED_POD_ADD) == 0  # cannot give it room
+    assert dispatcher.on_event(NODE_ADD) == 1
+    assert dispatcher.next_batch(0, 10).units[0].key == "default/a"
+    assert dispatcher.stats.events == {ASSIGNED_POD_ADD: 1, NODE_ADD: 1}
+    assert dispatcher.stats.moved_by_events == 1
+
+
+def test_an_event_moves_a_unit_to_backoff_until_its_backoff_is_over(dispatcher, clock):
+    dispatcher.add(pod("a"))
     waits = []
+    batch = dispatcher.next_batch(0, 10)
     for _ in range(4):
-        dispatcher.on_result(ShardResult(0, batch.batch_id, 1, unschedulable(batch)))
-        assert dispatcher.unschedulable() == {
-            "default/a": "0/3 nodes are available: 3 Insufficient cpu."
-        }
-        assert dispatcher.settled()  # its verdict still holds
+        fail(dispatcher, batch)
+        dispatcher.on_event(ASSIGNED_POD_DELETE)  # at once: its backoff is still running
+        assert dispatcher.units["default/a"].state is PodState.BACKOFF
+        assert not dispatcher.settled()
         start = clock.now
         while (batch := dispatcher.next_batch(0, 10)) is None:
             clock.now += 0.25
         waits.append(clock.now - start)
     assert waits == [1.0, 2.0, 4.0, 8.0]
+
+
+def test_an_unschedulable_unit_is_tried_again_after_five_minutes(dispatcher, clock):
+    dispatcher.add(pod("a"))
+    fail(dispatcher, dispatcher.next_batch(0, 10))
+    clock.now += UNSCHEDULABLE_TIMEOUT_S - 1
+    assert dispatcher.next_batch(0, 10) is None
+    clock.now += 1
+    assert dispatcher.next_batch(0, 10).units[0].key == "default/a"
+    assert dispatcher.stats.moved_by_timeout == 1
+
+
+def test_a_unit_no_filter_explains_waits_for_any_event(dispatcher):
+    dispatcher.add(pod("a"))
+    fail(dispatcher, dispatcher.next_batch(0, 10), events=[])
+    assert dispatcher.on_event(ASSIGNED_POD_ADD) == 1
+
+
+def test_an_event_while_the_unit_was_tried_sends_it_to_backoff(dispatcher):
+    dispatcher.add(pod("a"))
+    batch = dispatcher.next_batch(0, 10)
+    dispatcher.on_event(ASSIGNED_POD_ADD)  # not one it would wait for
+    fail(dispatcher, batch)
+    assert dispatcher.units["default/a"].state is PodState.UNSCHEDULABLE
+    dispatcher.on_event(NODE_ADD)
+    dispatcher.skip_backoff()
+    batch = dispatcher.next_batch(0, 10)
+    dispatcher.on_event(NODE_ADD)  # the shard judged a view from before this node
+    fail(dispatcher, batch)
+    assert dispatcher.units["default/a"].state is PodState.BACKOFF
+
+
+def test_an_event_costs_the_units_it_moves_not_those_that_wait(dispatcher):
+    for i in range(1000):
+        dispatcher.add(pod(f"p{i}"))
+    fail(dispatcher, dispatcher.next_batch(0, 1000))
+    dispatcher.add(pod("spread"))
+    fail(dispatcher, dispatcher.next_batch(0, 10), events=[ASSIGNED_POD_ADD])
+    waiting = dispatcher.queue._waiting_on
+    assert len(waiting[NODE_ADD]) == 1000 and len(waiting[ASSIGNED_POD_ADD]) == 1
+    assert dispatcher.on_event(ASSIGNED_POD_ADD) == 1
+    assert len(dispatcher.queue.unschedulable_units) == 1000
 
 
 def test_conflict_requeues_at_once_and_makes_old_verdicts_stale(dispatcher):
@@ -118,9 +193,12 @@ def test_conflict_requeues_at_once_and_makes_old_verdicts_stale(dispatcher):
     )
     assert dispatcher.units["default/placed"].state is PodState.ACTIVE
     assert dispatcher.stats.conflicts == 1
-    # "refused" was judged while "placed" was assumed: that verdict may be stale now
-    assert dispatcher.has_stale() and not dispatcher.settled()
-    assert dispatcher.requeue_stale() == 1
+    # "refused" was judged while "placed" was assumed: its room is back, so it is
+    # tried again once its backoff is over, or at once when nothing else is queued
+    assert dispatcher.units["default/refused"].state is PodState.BACKOFF
+    assert dispatcher.stats.events[ASSIGNED_POD_DELETE] == 1 and not dispatcher.settled()
+    dispatcher.next_batch(0, 10)  # "placed" again
+    assert dispatcher.skip_backoff() == 1
     assert dispatcher.units["default/refused"].state is PodState.ACTIVE
 
 
@@ -162,7 +240,7 @@ def test_a_hot_spot_backs_off_after_max_conflicts(clock):
     assert d.unschedulable() == {"default/hot": "conflict: node n1: cpu"}
     assert d.stats.conflicts == 3 and d.stats.conflict_backoffs == 1
     # nothing else going on: its backoff need not be waited out
-    assert d.requeue_stale() == 1
+    assert d.skip_backoff() == 1
 
 
 def test_deleted_pods_leave_the_queue_wherever_they_wait(dispatcher, clock):
@@ -174,7 +252,8 @@ def test_deleted_pods_leave_the_queue_wherever_they_wait(dispatcher, clock):
     second = dispatcher.next_batch(0, 1)
     dispatcher.forget(["default/backoff", "default/in-flight", "default/bad"])
     assert dispatcher.unschedulable() == {}
-    assert dispatcher.queue.backoff_units == {} and dispatcher.queue.active_count == 1
+    assert dispatcher.queue.unschedulable_units == {} and dispatcher.queue.active_count == 1
+    assert all(not units for units in dispatcher.queue._waiting_on.values())
     # the late answer for the deleted pod is ignored, and its batch resolved
     assert dispatcher.on_result(ShardResult(0, second.batch_id, 1, placed(second))) == (
         second.classes,
@@ -185,13 +264,12 @@ def test_deleted_pods_leave_the_queue_wherever_they_wait(dispatcher, clock):
     assert batch.resolved == [second.batch_id]
 
 
-def test_freed_room_makes_earlier_verdicts_stale(dispatcher):
+def test_a_new_node_sends_units_short_of_room_back(dispatcher):
     dispatcher.add(pod("p"))
-    batch = dispatcher.next_batch(0, 1)
-    dispatcher.on_result(ShardResult(0, batch.batch_id, 1, unschedulable(batch)))
+    fail(dispatcher, dispatcher.next_batch(0, 1))
     assert dispatcher.settled()
-    dispatcher.room_freed()
-    assert not dispatcher.settled() and dispatcher.requeue_stale() == 1
+    dispatcher.on_event(NODE_ADD)
+    assert not dispatcher.settled() and dispatcher.skip_backoff() == 1
 
 
 def test_pods_pinned_to_a_node_go_to_the_shard_of_its_partition():

@@ -5,6 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
+from cluster.events import ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE
 from cluster.manifests import pod_from_manifest
 from cluster.messages import ShardBatch, UnitRequest
 from shards.scheduler import ShardCore
@@ -48,6 +49,9 @@ def test_unit_is_placed_whole_or_not_at_all(store):
     [decision] = result.decisions
     assert not decision.placed
     assert decision.summary() == "0/2 nodes are available: 2 Insufficient cpu."
+    # the filter that said no, and the events that can change its mind (QueueingHints)
+    assert decision.plugins == ["NodeResourcesFit"]
+    assert decision.events == sorted([ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE])
     assert result.rollbacks == 1  # two pods were placed in the table, then taken out
     # nothing of the failed unit stays assumed: a two-pod unit still fits
     again = core.handle(batch([spec("800m")], [[0, 0]]))
@@ -180,6 +184,21 @@ def test_a_gang_keeps_what_fits_when_at_least_min_member_do(store):
     [refused] = core2.handle(strict).decisions
     assert not refused.placed and refused.reasons == {"Insufficient cpu": 1}
     assert not core2.table.assumed.any()  # nothing of the refused gang stays assumed
+
+
+def test_a_unit_refused_by_several_filters_waits_for_the_events_of_any(store):
+    store.put_nodes([node("a", cpu="1", labels={"zone": "z1"}), node("b", cpu="8")])
+    core = ShardCore(0, store, [default_profile()], seed=1)
+    zoned = pod_from_manifest(pod_spec({"cpu": "2"}, nodeSelector={"zone": "z1"})).spec
+    [decision] = core.handle(
+        ShardBatch(next(_ids), [zoned], [UnitRequest("u", [("ns/u", 0)])])
+    ).decisions
+    assert decision.reasons == {
+        "node(s) didn't match Pod's node affinity/selector": 1,
+        "Insufficient cpu": 1,
+    }
+    assert decision.plugins == ["NodeAffinity", "NodeResourcesFit"]
+    assert set(decision.events) == {ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE}
 
 
 def test_a_gang_with_a_pod_of_an_unknown_profile_is_undone_whole(store):

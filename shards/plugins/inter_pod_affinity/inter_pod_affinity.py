@@ -31,6 +31,7 @@ from cluster.crosspod.inter_pod_affinity import (
     terms_of,
 )
 from cluster.crosspod.view import default_namespace_labels
+from cluster.events import ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE
 from cluster.objects import Peer
 from shards.framework import FilterPlugin, PodClass, Rows, ScorePlugin
 from shards.node_table import NodeTable
@@ -135,6 +136,7 @@ def _occupied(table: NodeTable, key: str, selected: np.ndarray, rows: Rows) -> n
 
 class InterPodAffinity(FilterPlugin, ScorePlugin):
     name = "InterPodAffinity"
+    events = frozenset({ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE})
     dynamic = True  # counts of pods per domain
     normalizes = True
 

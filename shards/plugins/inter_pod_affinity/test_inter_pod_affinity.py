@@ -363,4 +363,5 @@ def test_the_shard_judges_every_node_again_after_each_placement() -> None:
         placed.append(row)
     assert sorted(placed) == [0, 1, 2, 3]  # one cache per host
     assert state.best(rng, 0)[0] == -1
-    assert state.why() == {ANTI: 4}
+    assert state.why().reasons == {ANTI: 4}
+    assert state.why().plugins == ("InterPodAffinity",)

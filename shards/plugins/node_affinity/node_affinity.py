@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from cluster.events import NODE_ADD, NODE_UPDATE
 from cluster.objects import SchedulingSpec
 from cluster.selectors import NodeSelectorTerm, Requirement
 from shards.framework import FilterPlugin, PodClass, Rows, ScorePlugin, default_normalize
@@ -87,6 +88,7 @@ def term_from_args(raw: Mapping[str, Any]) -> NodeSelectorTerm:
 
 class NodeAffinity(FilterPlugin, ScorePlugin):
     name = "NodeAffinity"
+    events = frozenset({NODE_ADD, NODE_UPDATE})  # a new node, or its labels changed
     dynamic = False  # labels and names are specs
     normalizes = True
 

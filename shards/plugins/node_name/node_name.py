@@ -6,6 +6,7 @@ from collections import Counter
 
 import numpy as np
 
+from cluster.events import NODE_ADD, NODE_UPDATE
 from cluster.objects import SchedulingSpec
 from shards.framework import FilterPlugin, PodClass, Rows
 from shards.node_table import NodeTable
@@ -15,6 +16,7 @@ REASON = "node(s) didn't match the requested node name"
 
 class NodeName(FilterPlugin):
     name = "NodeName"
+    events = frozenset({NODE_ADD, NODE_UPDATE})
 
     def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
         ids = np.arange(table.size)[rows]

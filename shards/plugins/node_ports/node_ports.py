@@ -16,6 +16,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from cluster.events import ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE
 from cluster.objects import ANY_IP
 from shards.framework import FilterPlugin, PodClass, Rows
 from shards.node_table import HostPortKey, NodeTable
@@ -36,6 +37,7 @@ def clashes(in_use: Counter[HostPortKey], wanted: Iterable[HostPortKey]) -> bool
 
 class NodePorts(FilterPlugin):
     name = "NodePorts"
+    events = frozenset({ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE})
     dynamic = True
 
     def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:

@@ -6,6 +6,7 @@ from collections import Counter
 
 import numpy as np
 
+from cluster.events import NODE_ADD, NODE_UPDATE
 from cluster.objects import SchedulingSpec, Taint
 from shards.framework import FilterPlugin, PodClass, Rows
 from shards.node_table import NodeTable
@@ -17,6 +18,7 @@ REASON = "node(s) were unschedulable"
 
 class NodeUnschedulable(FilterPlugin):
     name = "NodeUnschedulable"
+    events = frozenset({NODE_ADD, NODE_UPDATE})  # a new node, or the cordon lifted
 
     def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
         if self.static_key(pod.spec):

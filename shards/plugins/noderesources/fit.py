@@ -9,6 +9,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from cluster import resources as res
+from cluster.events import ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE
 from shards.framework import FilterPlugin, PodClass, Rows, ScorePlugin
 from shards.node_table import NodeTable, take_rows
 from shards.plugins.noderesources.least_allocated import LeastAllocated
@@ -40,6 +41,8 @@ def _reason(resource: str) -> str:
 
 class NodeResourcesFit(FilterPlugin, ScorePlugin):
     name = "NodeResourcesFit"
+    # room given back on a node, or a node with more room
+    events = frozenset({ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE})
     dynamic = True
 
     def __init__(

@@ -11,6 +11,7 @@ from collections import Counter
 
 import numpy as np
 
+from cluster.events import NODE_ADD, NODE_UPDATE
 from cluster.objects import SchedulingSpec, Taint, Toleration
 from shards.framework import FilterPlugin, PodClass, Rows, ScorePlugin, default_normalize
 from shards.node_table import NodeTable
@@ -44,6 +45,7 @@ def intolerable_preferences(taints: tuple[Taint, ...], tolerations: tuple[Tolera
 
 class TaintToleration(FilterPlugin, ScorePlugin):
     name = "TaintToleration"
+    events = frozenset({NODE_ADD, NODE_UPDATE})  # a new node, or a taint removed
     dynamic = False  # taints and tolerations are specs
     normalizes = True
 
