@@ -390,6 +390,13 @@ class Dispatcher:
             self.queue.release_from_backoff(unit)
         return len(waiting)
 
+    def waiting_attempts(self) -> tuple[int, int]:
+        """The pods waiting as unschedulable (for an event or a backoff), and the attempts
+        their units have failed so far, counted per pod: what proving again and again
+        that they do not fit has cost."""
+        waiting = [*self.queue.unschedulable_units.values(), *self.queue.backoff_units.values()]
+        return sum(len(u.pods) for u in waiting), sum(len(u.pods) * u.attempts for u in waiting)
+
     def idle(self) -> bool:
         """Nothing queued to send and nothing out with a shard or the binder."""
         return self.queue.active_count == 0 and not self.batches

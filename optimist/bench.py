@@ -27,6 +27,7 @@ from benchmarks.perf_config import CaseWorkload, CreateNodes, CreatePods
 from benchmarks.runner import CaseOutcome, CaseRunner
 from cluster.invariants import check_invariants
 from cluster.simulator import SimulatedCluster, load_template
+from dispatcher.dispatcher import Dispatcher
 from optimist import report
 from optimist.config import Settings
 from optimist.quality import cluster_quality
@@ -237,6 +238,7 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
         "binder_batches": loop.commits_by_binder,
         "extender_errors": stats.extender_errors,
         "cross_pod_refusals": loop.binder.guard.refused,
+        "queue": queue_figures(loop.dispatcher),
         "duration_s": duration,
         # from the start of this process (`optimist bench`) to the workload's first
         # decision: Ray, Redis, the nodes, the shards' first sync included
@@ -283,6 +285,21 @@ def stage_latencies(outcome: CaseOutcome, measured: list[str]) -> dict[str, Any]
         [end - outcome.created_at[k] for k in measured if k not in outcome.bound_at]
     )
     return out
+
+
+def queue_figures(dispatcher: Dispatcher) -> dict[str, Any]:
+    """How the unschedulable queue worked over the whole run: the cluster events seen, the
+    units they (and the 5-minute timeout) sent back, and what the pods still waiting at
+    the end cost: their failed attempts per pod, every attempt since each was created."""
+    stats = dispatcher.stats
+    pods, attempts = dispatcher.waiting_attempts()
+    return {
+        "events": dict(stats.events),
+        "moved_by_events": stats.moved_by_events,
+        "moved_by_timeout": stats.moved_by_timeout,
+        "waiting_pods": pods,
+        "attempts_per_waiting_pod": attempts / pods if pods else 0.0,
+    }
 
 
 def perf_counters(outcome: CaseOutcome) -> dict[str, int]:

@@ -254,6 +254,13 @@ def _per_pod_redis(r: dict[str, Any]) -> str:
     return f"{trips:.3f} / {commands:.1f}"
 
 
+def _waiting(r: dict[str, Any]) -> str:
+    queue = r.get("queue") or {}
+    if not queue.get("waiting_pods"):
+        return "-"
+    return f"{queue['attempts_per_waiting_pod']:.2f} ({queue['waiting_pods']} pods)"
+
+
 def summary_table(r: dict[str, Any]) -> Table:
     """One row per workload when several ran; else the figures of the one that did."""
     cases = r.get("cases", [])
@@ -271,6 +278,7 @@ def summary_table(r: dict[str, Any]) -> Table:
         ("pods pending", r.get("pods_pending", 0)),
         ("conflicts", r["conflicts"]),
         ("attempts (pods sent to shards)", r["attempts"]),
+        ("attempts per pod left unschedulable (all run)", _waiting(r)),
         ("rollbacks (in shards / at commit)", _pair(r.get("rollbacks", {}), "shard", "commit")),
         ("Redis round trips / commands per pod", _per_pod_redis(r)),
         (

@@ -165,6 +165,7 @@ def test_the_shipped_cases_all_load_with_a_tiny_workload():
         "SchedulingPodAntiAffinity",
         "SchedulingPodAffinity",
         "Unschedulable",
+        "UnschedulableStorm",
         "SchedulingWithMixedChurn",
         "SchedulingWhileGated",
         "Gang",

@@ -77,6 +77,13 @@ def test_every_shipped_case_runs_tiny_and_keeps_the_invariants(redis_url, key_pr
         assert everything["unschedulable"] == 0  # gated pods are pending, not unschedulable
     elif run.case == "Unschedulable":
         assert everything["unschedulable"] == 20 and case["pods_scheduled"] == created
+    elif run.case == "UnschedulableStorm":
+        assert everything["unschedulable"] == 40 and case["pods_scheduled"] == created
+        # the storm waits for an event that could give it room: one attempt each, and
+        # the measured pods' binds (AssignedPodAdd) send none of it back
+        queue = case["queue"]
+        assert queue["waiting_pods"] == 40 and queue["attempts_per_waiting_pod"] == 1.0
+        assert queue["events"].get("AssignedPodAdd", 0) > 0 and queue["moved_by_events"] == 0
     else:
         assert case["pods_scheduled"] == created
     if run.case != "Gang":
