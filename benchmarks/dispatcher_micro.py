@@ -5,7 +5,9 @@
 Pods of one template go through the dispatcher as the loop drives it: added,
 batched for a shard, answered as placed, reported bound. Each stage is timed
 apart; memory per queued pod is the driver's resident growth while they wait.
-`--profile` prints where the time goes (cProfile).
+Then the unschedulable queue: as many pods answered "no node fits" (by
+NodeResourcesFit), the cost of an event none of them waits for, and of one
+that sends them all back. `--profile` prints where the time goes (cProfile).
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ import time
 import psutil
 
 from benchmarks import template
+from cluster.events import ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE
 from cluster.messages import Decision, PodPlacement, ShardResult, UnitOutcome
+from cluster.objects import Pod
 from cluster.simulator import SimulatedCluster, load_template
 from dispatcher.dispatcher import Dispatcher
 
@@ -75,8 +79,37 @@ def main() -> None:
     )
     for stage, seconds in spent.items():
         print(f"  {stage}: {seconds / args.pods * 1e6:.1f} us/pod")
+    unschedulable_queue(pods, args.batch)
     if args.profile:
         pstats.Stats(profiler).sort_stats("tottime").print_stats(20)
+
+
+def unschedulable_queue(pods: list[Pod], batch_pods: int) -> None:
+    """Every pod found unschedulable, then two events: one that helps none, one that helps all."""
+    dispatcher = Dispatcher()
+    for pod in pods:
+        dispatcher.add(pod)
+    fit_events = sorted([ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE])
+    started = time.perf_counter()
+    while (batch := dispatcher.next_batch(0, batch_pods)) is not None:
+        refused = [
+            Decision(u.key, [], {"Insufficient cpu": 1}, 1, ["NodeResourcesFit"], fit_events)
+            for u in batch.units
+        ]
+        dispatcher.on_result(ShardResult(0, batch.batch_id, 1, refused))
+    answered = time.perf_counter() - started
+    waiting = len(dispatcher.queue.unschedulable_units)
+    t = time.perf_counter()
+    dispatcher.on_event(ASSIGNED_POD_ADD)
+    none = time.perf_counter() - t
+    t = time.perf_counter()
+    moved = dispatcher.on_event(NODE_ADD)
+    every = time.perf_counter() - t
+    print(
+        f"unschedulable queue: {waiting:,} units waiting ({answered / len(pods) * 1e6:.1f} us "
+        f"per pod to send and answer); an event none waits for: {none * 1e6:.0f} us; "
+        f"one that sends all {moved:,} back: {every / max(moved, 1) * 1e6:.2f} us per unit"
+    )
 
 
 if __name__ == "__main__":

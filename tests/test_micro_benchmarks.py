@@ -27,6 +27,7 @@ def test_dispatcher_micro_moves_every_pod_through(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "dispatcher: 2,000 pods, batches of 64:" in out and "2,000 bound" in out
     assert all(f"  {stage}:" in out for stage in ("add", "next_batch", "on_result", "on_outcomes"))
+    assert "unschedulable queue: 2,000 units waiting" in out and "sends all 2,000 back" in out
 
 
 @pytest.mark.usefixtures("ray_session")
