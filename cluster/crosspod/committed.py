@@ -21,6 +21,8 @@ class CommittedView(StaticView):
         delta = store.changes_since(self.version, [])
         unknown = {i for entries in delta.peers.values() for i, _ in entries} - self._peers.keys()
         self._peers.update(store.peers(sorted(unknown)))
+        if delta.specs or delta.deleted:
+            self.spec_version += 1
         for node in delta.specs:
             self.nodes[node.name] = node
         for name in delta.deleted:

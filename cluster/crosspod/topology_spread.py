@@ -137,17 +137,51 @@ def pods_counted(spread: Spread, namespace: str, peers: Mapping[Peer, int]) -> i
 def domain_counts(
     spec: SchedulingSpec, constraints: Sequence[Spread], view: ClusterView
 ) -> list[dict[str, int]]:
-    """Per constraint, the counted pods of each eligible domain (domains with none included)."""
-    out: list[dict[str, int]] = [{} for _ in constraints]
+    """Per constraint, the counted pods of each eligible domain (domains with none included).
+
+    Which nodes count, and in which domain, depends on node specs only: it is worked
+    out once per view and kept (`eligible_nodes`); the pods are then read off the
+    nodes that hold counted peers, not off every node.
+    """
+    out = []
+    placed = view.placed()
+    for spread, value_of in zip(constraints, eligible_nodes(spec, constraints, view), strict=True):
+        domains = dict.fromkeys(value_of.values(), 0)
+        for peer, nodes in placed.items():
+            if spread.counts(peer, spec.namespace):
+                for name, pods in nodes.items():
+                    value = value_of.get(name)
+                    if value is not None:
+                        domains[value] += pods
+        out.append(domains)
+    return out
+
+
+def eligible_nodes(
+    spec: SchedulingSpec, constraints: Sequence[Spread], view: ClusterView
+) -> list[dict[str, str]]:
+    """Per constraint, each node whose pods count for it, with its domain: nodes carrying
+    every constraint's key that the constraint's inclusion policies admit."""
+    key = (
+        "topology-spread",
+        constraints,
+        spec.node_selector,
+        spec.required_terms,
+        spec.tolerations if any(c.honor_taints for c in constraints) else (),
+    )
+    return view.derived(key, lambda: _eligible_nodes(spec, constraints, view))
+
+
+def _eligible_nodes(
+    spec: SchedulingSpec, constraints: Sequence[Spread], view: ClusterView
+) -> list[dict[str, str]]:
+    out: list[dict[str, str]] = [{} for _ in constraints]
     for name in view.node_names():
         node = view.node(name)
-        if not has_keys(node, constraints):
-            continue
-        peers = view.peers_on(name)
-        for spread, domains in zip(constraints, out, strict=True):
-            if includes(spread, spec, node):
-                value = node.labels[spread.topology_key]
-                domains[value] = domains.get(value, 0) + pods_counted(spread, spec.namespace, peers)
+        if has_keys(node, constraints):
+            for spread, value_of in zip(constraints, out, strict=True):
+                if includes(spread, spec, node):
+                    value_of[name] = node.labels[spread.topology_key]
     return out
 
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 from cluster.objects import Node, Peer
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+_DERIVED_KEPT = 1024
+T = TypeVar("T")
 
 
 def default_namespace_labels(namespace: str) -> dict[str, str]:
@@ -31,6 +33,9 @@ class ClusterView(Protocol):
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
         """Labels of a namespace, for namespaceSelector (empty until namespaces are watched)."""
 
+    def derived(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """A value computed from the node specs alone, kept until they change."""
+
 
 @dataclass
 class StaticView:
@@ -40,6 +45,21 @@ class StaticView:
     pods: dict[str, Counter[Peer]] = field(default_factory=dict)
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
     holders: dict[Peer, dict[str, int]] = field(default_factory=dict)  # `pods`, by peer
+    # bumped by whoever changes a node's spec in `nodes` (adding or removing one is seen)
+    spec_version: int = 0
+    _derived: dict[Hashable, Any] = field(default_factory=dict, repr=False)
+    _derived_for: tuple[int, int] = (-1, -1)
+
+    def derived(self, key: Hashable, compute: Callable[[], T]) -> T:
+        now = (self.spec_version, len(self.nodes))
+        if self._derived_for != now:
+            self._derived.clear()
+            self._derived_for = now
+        if key not in self._derived:
+            if len(self._derived) >= _DERIVED_KEPT:
+                del self._derived[next(iter(self._derived))]
+            self._derived[key] = compute()
+        return self._derived[key]  # type: ignore[no-any-return]
 
     def node_names(self) -> Iterable[str]:
         return self.nodes.keys()

@@ -42,3 +42,36 @@ def test_view_follows_commits_and_releases(store):
     store.remove_nodes(["b"])
     view.sync(store)
     assert set(view.node_names()) == {"a"}
+
+
+def test_spread_domains_follow_the_node_specs_and_the_pods(store):
+    """Which nodes count for a constraint is kept per view until a node's spec changes;
+    the counts are read off the pods every time."""
+    from cluster.crosspod.topology_spread import DO_NOT_SCHEDULE, domain_counts, spreads
+
+    store.put_nodes([node("a", labels={"zone": "z1"}), node("b", labels={"zone": "z2"})])
+    manifest = {
+        "metadata": {"name": "s", "labels": {"app": "web"}},
+        "spec": {
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}],
+            "topologySpreadConstraints": [
+                {
+                    "maxSkew": 1,
+                    "topologyKey": "zone",
+                    "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": {"matchLabels": {"app": "web"}},
+                }
+            ],
+        },
+    }
+    spread = pod_from_manifest(manifest).spec
+    constraints = spreads(spread, DO_NOT_SCHEDULE)
+    view = CommittedView()
+    view.sync(store)
+    assert domain_counts(spread, constraints, view) == [{"z1": 0, "z2": 0}]
+    store.commit([labelled("web")], [Decision("u1", [PodPlacement("ns/w1", 0, ["a"], [0])])])
+    view.sync(store)
+    assert domain_counts(spread, constraints, view) == [{"z1": 1, "z2": 0}]
+    store.put_nodes([node("b", labels={"zone": "z3"}), node("c")])  # relabelled; no zone
+    view.sync(store)
+    assert domain_counts(spread, constraints, view) == [{"z1": 1, "z3": 0}]
