@@ -192,7 +192,8 @@ def spread_filter(spec: SchedulingSpec, node_name: str, view: ClusterView) -> st
         return None
     node = view.node(node_name)
     labels = dict(spec.labels)
-    for spread, domains in zip(constraints, domain_counts(spec, constraints, view), strict=True):
+    counts = view.counted(("topology-spread", spec), lambda: domain_counts(spec, constraints, view))
+    for spread, domains in zip(constraints, counts, strict=True):
         value = node.labels.get(spread.topology_key)
         if value is None:
             return REASON_MISSING_LABEL

@@ -36,6 +36,10 @@ class ClusterView(Protocol):
     def derived(self, key: Hashable, compute: Callable[[], T]) -> T:
         """A value computed from the node specs alone, kept until they change."""
 
+    def counted(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """A value computed from the node specs and the pods on them, kept until either
+        changes: a pod's candidates are checked against the same counts."""
+
 
 @dataclass
 class StaticView:
@@ -47,19 +51,16 @@ class StaticView:
     holders: dict[Peer, dict[str, int]] = field(default_factory=dict)  # `pods`, by peer
     # bumped by whoever changes a node's spec in `nodes` (adding or removing one is seen)
     spec_version: int = 0
-    _derived: dict[Hashable, Any] = field(default_factory=dict, repr=False)
-    _derived_for: tuple[int, int] = (-1, -1)
+    pods_version: int = 0  # bumped whenever a node's pods change
+    _derived: _Memo = field(default_factory=lambda: _Memo(), repr=False)
+    _counted: _Memo = field(default_factory=lambda: _Memo(), repr=False)
 
     def derived(self, key: Hashable, compute: Callable[[], T]) -> T:
-        now = (self.spec_version, len(self.nodes))
-        if self._derived_for != now:
-            self._derived.clear()
-            self._derived_for = now
-        if key not in self._derived:
-            if len(self._derived) >= _DERIVED_KEPT:
-                del self._derived[next(iter(self._derived))]
-            self._derived[key] = compute()
-        return self._derived[key]  # type: ignore[no-any-return]
+        return self._derived.get((self.spec_version, len(self.nodes)), key, compute)
+
+    def counted(self, key: Hashable, compute: Callable[[], T]) -> T:
+        state = (self.spec_version, len(self.nodes), self.pods_version)
+        return self._counted.get(state, key, compute)
 
     def node_names(self) -> Iterable[str]:
         return self.nodes.keys()
@@ -93,6 +94,7 @@ class StaticView:
                 self._hold(name, peer, pods)
 
     def _hold(self, name: str, peer: Peer, pods: int) -> None:
+        self.pods_version += 1
         nodes = self.holders.setdefault(peer, {})
         if pods > 0:
             nodes[name] = pods
@@ -100,3 +102,21 @@ class StaticView:
             nodes.pop(name, None)
             if not nodes:
                 del self.holders[peer]
+
+
+@dataclass
+class _Memo:
+    """Values computed from a view's state, dropped when the state moves on."""
+
+    state: Hashable = None
+    values: dict[Hashable, Any] = field(default_factory=dict)
+
+    def get(self, state: Hashable, key: Hashable, compute: Callable[[], T]) -> T:
+        if self.state != state:
+            self.values.clear()
+            self.state = state
+        if key not in self.values:
+            if len(self.values) >= _DERIVED_KEPT:
+                del self.values[next(iter(self.values))]
+            self.values[key] = compute()
+        return self.values[key]  # type: ignore[no-any-return]
