@@ -74,6 +74,7 @@ class ClassState:
         "_judged",
         "_own",
         "_scores",
+        "_searched_at",
         "_sensitive",
         "_spanned",
         "_tied",
@@ -92,6 +93,7 @@ class ClassState:
     def __init__(self, pod: PodClass, profile: Profile, table: NodeTable) -> None:
         self.pod, self.profile, self.table = pod, profile, table
         self._spanned = profile.spans_nodes(pod, table)
+        self._searched_at = -1  # the table's change count at the last first search; -1: none
         self._own = 0  # rows this class took since `mark` (see `took`)
         self.mark = len(table.changed_rows)
         self._window: np.ndarray | None = None  # the rows the last search scored; None: all
@@ -215,6 +217,13 @@ class ClassState:
         With `home` rows (the shard's node partition), the search looks there
         first and goes to the other nodes only when no home node fits.
         """
+        if home is None and self._spanned and self._searched_at != len(self.table.changed_rows):
+            # a placement moved counts per domain, so every row may answer anew: search
+            # afresh as upstream does, judging only the rows the search goes through,
+            # rather than judging every row again to catch up
+            fresh = self._first_search(rng, start)
+            if fresh is not None:
+                return fresh
         if not self._judged:
             never_searched = self._window_scores is None
             first = self._first_search(rng, start) if home is None and never_searched else None
@@ -301,6 +310,7 @@ class ClassState:
             # the next step, from the share of rows found feasible so far: every call of
             # the filters costs the same few microseconds however few rows it is given
             step = max(wanted, int((wanted + 1 - count) * went / max(count, 1) * 1.25))
+        self._searched_at = len(self.table.changed_rows)
         window = np.concatenate(found)[:wanted]
         # too few feasible rows: upstream went through every row and scores all it found
         searched = total if count <= wanted else (int(window[-1]) - start) % total + 1

@@ -334,3 +334,46 @@ def test_the_first_pod_of_a_class_judges_only_the_rows_its_search_goes_through(o
         assert not state._judged  # it judged what it went through, not every row
         table.assume(row, pod.request, pod.ports, pod.peer)
         start = (start + searched) % table.size
+
+
+def test_a_class_that_spans_nodes_searches_afresh_after_each_placement():
+    """A spread pod moves its domain's count, so every row may answer anew after each
+    placement: the class searches afresh from where the last search stopped, judging
+    only the rows it goes through. Pod by pod against a fresh ClassState's window."""
+    from optimist.config import DEFAULT_PROFILE
+    from shards.class_state import ClassState
+    from shards.framework import PodClass
+    from shards.plugins import build_profile
+    from shards.testing import table_of
+
+    zones = ["z1", "z1", "z2", "z3"]  # uneven: the skew bites in z1's direction
+    nodes = [node(f"n{i:03}", cpu="2", labels={"zone": zones[i % 4]}) for i in range(600)]
+    table = table_of(nodes)
+    profile = build_profile(DEFAULT_PROFILE)
+    manifest = pod_spec({"cpu": "300m"}, labels={"app": "web"})
+    manifest["spec"]["topologySpreadConstraints"] = [
+        {
+            "maxSkew": 2,
+            "topologyKey": "zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "web"}},
+        }
+    ]
+    pod = PodClass.compile(pod_from_manifest(manifest).spec, table)
+    state = ClassState(pod, profile, table)
+    rng, start = np.random.default_rng(3), 0
+    for placed in range(400):
+        fresh = ClassState(pod, profile, table)
+        window, processed = fresh._window_of(start, None)
+        row, searched = state.best(rng, start)
+        assert searched == processed
+        if window is None:
+            window = np.flatnonzero(fresh.feasible)
+        assert row in set(window.tolist())
+        # the best of the window, normalized over the window as upstream normalizes
+        fresh._search(np.random.default_rng(0), start, None, None)
+        assert fresh._window_scores[list(window).index(row)] == fresh._window_scores.max()
+        assert placed == 0 or not state._judged  # never judged every row to catch up
+        table.assume(row, pod.request, pod.ports, pod.peer)
+        state.took(row)
+        start = (start + searched) % table.size
