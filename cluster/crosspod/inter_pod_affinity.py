@@ -175,10 +175,6 @@ def score_weights(
             yield term.topology_key, -weight
 
 
-def _in_domain(labels: Mapping[str, str], node: Mapping[str, str], key: str) -> bool:
-    return key in labels and key in node and labels[key] == node[key]
-
-
 @dataclass(frozen=True, slots=True)
 class _Bearing:
     """How one kind of placed pod bears on the incoming pod's filter."""
@@ -205,23 +201,57 @@ def _bearing(pod: PodTerms, other: PodTerms, namespace_labels: NamespaceLabels) 
 def filter_node(spec: SchedulingSpec, node_name: str, view: ClusterView) -> str | None:
     """Why the pod cannot go to the node, as upstream words it; None when it can.
 
-    Upstream's three checks, in its order, from one pass over the placed pods:
-    affinity (every term has, in the node's domain, a pod matching all terms;
-    or, for the first of a group, no such pod on any node with one of the keys
-    and the pod matching its own terms; the node must have every key), the
-    pod's anti-affinity (no selected pod in the node's domain for the term's
-    key), and the placed pods' anti-affinity (none of them selects the pod from
-    within the node's domain for its term's key).
+    Upstream's three checks, in its order: affinity (every term has, in the
+    node's domain, a pod matching all terms; or, for the first of a group, no
+    such pod on any node with one of the keys and the pod matching its own
+    terms; the node must have every key), the pod's anti-affinity (no selected
+    pod in the node's domain for the term's key), and the placed pods'
+    anti-affinity (none of them selects the pod from within the node's domain
+    for its term's key). The domains that hold such pods are gathered once per
+    kind of pod until the view's pods change (`Domains`): a pod's candidates
+    are all checked against them.
     """
     pod = terms_of(spec.peer)
     node = view.node(node_name).labels
-    ns = view.namespace_labels
+    held = view.counted(("inter-pod-affinity", spec.peer), lambda: _domains(pod, view))
     affinity = pod.affinity_required
-    found = [False] * len(affinity)
-    anywhere = barred = kept_away = False
+    if affinity and not (
+        all(t.topology_key in node for t in affinity)
+        and (
+            all(
+                node[t.topology_key] in values
+                for t, values in zip(affinity, held.found, strict=True)
+            )
+            or (not held.anywhere and pod.selected_by_all(affinity, view.namespace_labels))
+        )
+    ):
+        return AFFINITY_REASON
+    if any(node.get(key) in values for key, values in held.barred.items()):
+        return ANTI_AFFINITY_REASON
+    if any(node.get(key) in values for key, values in held.kept_away.items()):
+        return EXISTING_ANTI_AFFINITY_REASON
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Domains:
+    """The domains holding placed pods that bear on one kind of incoming pod."""
+
+    found: list[set[str]]  # per required affinity term: domains with a pod matching all terms
+    anywhere: bool  # such a pod is on a node with one of the terms' keys
+    barred: dict[str, set[str]]  # key -> domains with a pod the pod's anti-affinity selects
+    kept_away: dict[str, set[str]]  # key -> domains with a pod whose anti-affinity selects it
+
+
+def _domains(pod: PodTerms, view: ClusterView) -> Domains:
+    affinity = pod.affinity_required
+    found: list[set[str]] = [set() for _ in affinity]
+    anywhere = False
+    barred: defaultdict[str, set[str]] = defaultdict(set)
+    kept_away: defaultdict[str, set[str]] = defaultdict(set)
     # by peer, so that kinds of pods that do not concern this one cost nothing per node
     for peer, holders in view.placed().items():
-        bearing = _bearing(pod, terms_of(peer), ns)
+        bearing = _bearing(pod, terms_of(peer), view.namespace_labels)
         if bearing is None:
             continue
         for name, pods in holders.items():
@@ -230,22 +260,16 @@ def filter_node(spec: SchedulingSpec, node_name: str, view: ClusterView) -> str 
             labels = view.node(name).labels
             if bearing.matches_affinity and any(t.topology_key in labels for t in affinity):
                 anywhere = True
-                for i, term in enumerate(affinity):
-                    found[i] = found[i] or _in_domain(labels, node, term.topology_key)
-            if bearing.barred and not barred:
-                barred = any(_in_domain(labels, node, k) for k in bearing.barred)
-            if bearing.keeps_away and not kept_away:
-                kept_away = any(_in_domain(labels, node, k) for k in bearing.keeps_away)
-    if affinity and not (
-        all(t.topology_key in node for t in affinity)
-        and (all(found) or (not anywhere and pod.selected_by_all(affinity, ns)))
-    ):
-        return AFFINITY_REASON
-    if barred:
-        return ANTI_AFFINITY_REASON
-    if kept_away:
-        return EXISTING_ANTI_AFFINITY_REASON
-    return None
+                for term, values in zip(affinity, found, strict=True):
+                    if term.topology_key in labels:
+                        values.add(labels[term.topology_key])
+            for key in bearing.barred:
+                if key in labels:
+                    barred[key].add(labels[key])
+            for key in bearing.keeps_away:
+                if key in labels:
+                    kept_away[key].add(labels[key])
+    return Domains(found, anywhere, dict(barred), dict(kept_away))
 
 
 def normalize(scores: Sequence[int]) -> list[int]:
