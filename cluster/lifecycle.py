@@ -17,6 +17,9 @@ to BOUND and refuses any transition not listed here.
                   │              ▼               ▼
                   └──────────── BACKOFF ◄────────┘
                      backoff over, or nothing else queued
+
+    ACTIVE ◄──► QUOTA_WAIT   over its quota when its turn came (no attempt made);
+                             back to ACTIVE when quota is freed
     bad manifest ─► REJECTED (reported unschedulable with its reason, never retried)
 
     deleted in the cluster, from any state but BOUND ──► DELETED
@@ -25,6 +28,9 @@ to BOUND and refuses any transition not listed here.
   counting for no gang, and is reported `SchedulingGated` until the last gate
   is removed (gates can only be removed, never added).
 - ACTIVE: in the active queue, ordered by priority, then arrival.
+- QUOTA_WAIT: its quota (`cluster/quota.py`) has no room for it now; it waits,
+  costing no attempt, until quota is freed (a pod of the quota deleted, an
+  attempt given back, more room in the cluster), then goes back to ACTIVE.
 - IN_FLIGHT: in a batch sent to a shard; the shard has not answered.
 - AWAITING_COMMIT: a shard placed it; the binder commits it in the store and
   binds it in the cluster.
@@ -53,6 +59,7 @@ class PodState(Enum):
     ACTIVE = "active"
     IN_FLIGHT = "in-flight"
     AWAITING_COMMIT = "awaiting-commit"
+    QUOTA_WAIT = "quota-wait"
     UNSCHEDULABLE = "unschedulable"
     BACKOFF = "backoff"
     BOUND = "bound"
@@ -65,7 +72,8 @@ class PodState(Enum):
 
 
 TRANSITIONS: dict[PodState, frozenset[PodState]] = {
-    PodState.ACTIVE: frozenset({PodState.IN_FLIGHT, PodState.DELETED}),
+    PodState.ACTIVE: frozenset({PodState.IN_FLIGHT, PodState.QUOTA_WAIT, PodState.DELETED}),
+    PodState.QUOTA_WAIT: frozenset({PodState.ACTIVE, PodState.DELETED}),
     PodState.IN_FLIGHT: frozenset(
         {
             PodState.AWAITING_COMMIT,

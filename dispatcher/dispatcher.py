@@ -17,6 +17,7 @@ from cluster.lifecycle import PodState
 from cluster.messages import Decision, ShardBatch, ShardResult, UnitOutcome, UnitRequest
 from cluster.objects import Pod, PodGroup, SchedulingSpec
 from cluster.partitions import partition_of, pinned_node
+from cluster.quota import QuotaTree
 from dispatcher.gangs import Gangs
 from dispatcher.queue import ANY_SHARD, Backoff, QueuedUnit, SchedulingQueue
 
@@ -51,6 +52,7 @@ class DispatchStats:
     events: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # seen, by kind
     moved_by_events: int = 0  # unschedulable units an event sent back to be tried again
     moved_by_timeout: int = 0  # unschedulable units tried again after waiting too long
+    quota_waits: int = 0  # times a unit was held back, unattempted, by its quota
 
 
 class Dispatcher:
@@ -63,8 +65,10 @@ class Dispatcher:
         max_conflicts: int = 5,
         partitions: int = 0,
         unschedulable_timeout_s: float = UNSCHEDULABLE_TIMEOUT_S,
+        quotas: QuotaTree | None = None,
     ) -> None:
         self.unschedulable_timeout_s = unschedulable_timeout_s
+        self.quotas = quotas  # elastic quota: a unit is admitted only where it fits
         self.partitions = partitions  # node partitions, one per shard; 0: none
         self.max_conflicts = max_conflicts  # conflicts in a row before a unit backs off
         self.send_manifests = send_manifests  # scheduler extenders need whole pods
@@ -130,6 +134,8 @@ class Dispatcher:
         self.units[unit.key] = unit
         for pod in pods:
             self._unit_of[pod.key] = unit.key
+        if self.quotas is not None:
+            self.quotas.wait(pods)
         self.queue.push_active(unit)
 
     def _home_shard(self, pods: list[Pod]) -> int:
@@ -151,6 +157,9 @@ class Dispatcher:
         A unit out with a shard or the binder keeps its place there; the
         binding of a deleted pod fails, and nothing is retried for it.
         """
+        if self.quotas is not None:
+            self.quotas.forget(pod_keys)
+            self._quota_room()
         for key in pod_keys:
             self.rejected.pop(key, None)
             self.gated.pop(key, None)
@@ -159,7 +168,12 @@ class Dispatcher:
             if unit is None:
                 continue
             unit.pods = [p for p in unit.pods if p.key != key]
-            waiting = unit.state in (PodState.ACTIVE, PodState.UNSCHEDULABLE, PodState.BACKOFF)
+            waiting = unit.state in (
+                PodState.ACTIVE,
+                PodState.QUOTA_WAIT,
+                PodState.UNSCHEDULABLE,
+                PodState.BACKOFF,
+            )
             if not unit.pods or (waiting and len(unit.pods) < unit.min_member):
                 self._drop(unit)
 
@@ -213,6 +227,15 @@ class Dispatcher:
             unit = self.queue.pop_active(shard)
             if unit is None:
                 break
+            if self.quotas is not None:
+                over = self.quotas.blocked(unit.pods)
+                if over is not None:  # no attempt: it waits until quota is freed
+                    unit.reason = f"Quota: {over}"
+                    unit.move(PodState.QUOTA_WAIT)
+                    self.queue.quota_waiting[unit.key] = unit
+                    self.stats.quota_waits += 1
+                    continue
+                self.quotas.admit(unit.pods)
             unit.move(PodState.IN_FLIGHT)
             unit.sent_mark = self._events
             members = []
@@ -270,6 +293,7 @@ class Dispatcher:
         for key in batch.units:
             unit = self.units.get(key)
             if key not in answered and unit is not None and unit.state is PodState.IN_FLIGHT:
+                self._return_quota(unit.pods)
                 unit.move(PodState.ACTIVE)  # the shard dropped it: try again
                 self.queue.push_active(unit)
         if not assumed:
@@ -311,6 +335,7 @@ class Dispatcher:
                         self.stats.conflict_backoffs += 1
                         self._back_off(unit, f"conflict: {outcome.detail}")
                         continue
+                self._return_quota(unit.pods)
                 unit.move(PodState.ACTIVE)
                 self.queue.push_active(unit)
             else:  # duplicate or invalid: the store refused the request; no event helps
@@ -333,6 +358,7 @@ class Dispatcher:
         self.stats.bound_pods += len(placed)
         bound = set(placed)
         rest = [p for p in unit.pods if p.key not in bound]
+        self._return_quota(rest)
         if not unit.group:
             self._enqueue(rest)
             return
@@ -365,7 +391,9 @@ class Dispatcher:
         self.queue.push_backoff(unit)
 
     def _failed(self, unit: QueuedUnit, reason: str) -> None:
-        """An attempt that ended without a commit: counted, its backoff set, its reason kept."""
+        """An attempt that ended without a commit: counted, its backoff set, its reason kept,
+        its quota given back."""
+        self._return_quota(unit.pods)
         unit.attempts += 1
         now = self.clock()
         unit.backoff_until = now + self.queue.backoff.duration(unit.attempts)
@@ -375,6 +403,26 @@ class Dispatcher:
                 f"PodGroup {group.key} not scheduled within {group.schedule_timeout_s}s: {reason}"
             )
         unit.reason = reason
+
+    def _return_quota(self, pods: list[Pod]) -> None:
+        if self.quotas is not None:
+            self.quotas.return_to_queue(pods)
+            self._quota_room()
+
+    def set_capacity(self, capacity: dict[str, int]) -> None:
+        """The cluster's allocatable, which the quotas at the top of the tree share."""
+        if self.quotas is not None:
+            self.quotas.set_capacity(capacity)
+            self._quota_room()
+
+    def _quota_room(self) -> None:
+        """Quota may have room again: the units waiting for it are tried again."""
+        if self.quotas is not None and self.quotas.take_room_grew():
+            waiting = self.queue.quota_waiting
+            for unit in waiting.values():
+                unit.move(PodState.ACTIVE)
+                self.queue.push_active(unit)
+            waiting.clear()
 
     def _settle(self, batch_id: int) -> None:
         batch = self.batches.pop(batch_id)
@@ -410,7 +458,11 @@ class Dispatcher:
         out = dict(self.rejected)
         for key, pod in self.gated.items():
             out[key] = f"SchedulingGated: blocked by scheduling gates {', '.join(pod.gates)}"
-        waiting = [*self.queue.unschedulable_units.values(), *self.queue.backoff_units.values()]
+        waiting = [
+            *self.queue.quota_waiting.values(),
+            *self.queue.unschedulable_units.values(),
+            *self.queue.backoff_units.values(),
+        ]
         out.update(self.gangs.waiting_reasons({u.group: u.reason for u in waiting if u.group}))
         for unit in waiting:
             for pod in unit.pods:

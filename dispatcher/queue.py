@@ -68,6 +68,7 @@ class SchedulingQueue:
     active_count: int = 0
     backoff_units: dict[str, QueuedUnit] = field(default_factory=dict)
     unschedulable_units: dict[str, QueuedUnit] = field(default_factory=dict)
+    quota_waiting: dict[str, QueuedUnit] = field(default_factory=dict)  # over their quota
     # event -> the unschedulable units waiting for it, by key
     _waiting_on: dict[str, dict[str, QueuedUnit]] = field(default_factory=dict)
     # (since, generation, unit) in the order units became unschedulable
@@ -111,6 +112,8 @@ class SchedulingQueue:
             self.active_count -= 1
         elif unit.state is PodState.BACKOFF:
             del self.backoff_units[unit.key]
+        elif unit.state is PodState.QUOTA_WAIT:
+            del self.quota_waiting[unit.key]
         elif unit.state is PodState.UNSCHEDULABLE:
             del self.unschedulable_units[unit.key]
             for event in unit.requeue_on:

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from cluster.profile_config import ProfileConfig
+from cluster.quota import Quota
 from cluster.redis_server import redact
 from cluster.store.node_store import CONFLICT_MODES
 from optimist.configuration import Configuration, default_configuration
@@ -35,6 +36,7 @@ class Settings:
     metrics_address: str = "127.0.0.1:10259"  # carried from the file; not served yet
     node_partitions: bool = False  # each shard looks first at its own slice of the nodes
     binders: int = 1  # the driver's binder, and binder actors beside it that commit too
+    quotas: tuple[Quota, ...] = ()  # elastic quota tree (cluster/quota.py); none: no limit
 
     def __post_init__(self) -> None:
         positive = ("shards", "batch_pods", "inflight_per_shard", "max_conflicts", "candidates")

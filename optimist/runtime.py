@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -25,6 +26,7 @@ from cluster.adapter import ClusterAdapter
 from cluster.events import ASSIGNED_POD_DELETE, NODE_ADD, NODE_DELETE
 from cluster.messages import CommitReply, Decision, MalformedMessage, ShardResult, UnitOutcome
 from cluster.objects import SchedulingSpec
+from cluster.quota import QuotaTree
 from cluster.redis_server import EmbeddedRedis, connect
 from cluster.store import Keys, NodeStore
 from dispatcher.dispatcher import Dispatcher
@@ -138,7 +140,9 @@ class SchedulingLoop:
             send_manifests=bool(s.extenders),
             max_conflicts=s.max_conflicts,
             partitions=s.partitions,
+            quotas=QuotaTree(s.quotas) if s.quotas else None,
         )
+        self._allocatable: dict[str, dict[str, int]] = {}  # node -> allocatable, for quotas
         self.store = platform.store
         self.binders = platform.binders
         fenced = bool(self.binders)
@@ -161,6 +165,14 @@ class SchedulingLoop:
         if gone:
             self.store.remove_nodes(gone)
             self.dispatcher.on_event(NODE_DELETE)
+        if (made or gone) and self.dispatcher.quotas is not None:
+            self._allocatable.update((n.name, dict(n.allocatable)) for n in made)
+            for name in gone:
+                self._allocatable.pop(name, None)
+            total: Counter[str] = Counter()
+            for allocatable in self._allocatable.values():
+                total.update(allocatable)
+            self.dispatcher.set_capacity(dict(total))
         deleted = self.cluster.take_deleted_pods()
         if deleted:
             self.dispatcher.forget(deleted)

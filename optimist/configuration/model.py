@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cluster.profile_config import ProfileConfig
+from cluster.quota import Quota
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
@@ -57,6 +58,7 @@ class OptimistOptions:
     metrics_address: str | None = None
     node_partitions: bool | None = None
     binders: int | None = None
+    quotas: tuple[Quota, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

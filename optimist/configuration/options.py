@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from cluster.errors import InvalidObject
+from cluster.quota import Quota, quotas_from_config
 from optimist.configuration.fields import _INT64, ConfigError, _bool, _int, _mapping, _str
 from optimist.configuration.model import _TYPE_META, OptimistOptions
 
@@ -19,6 +21,7 @@ _OPTIMIST_FIELDS = {
     "metricsAddress",
     "nodePartitions",
     "binders",
+    "quotas",
 }
 
 
@@ -39,7 +42,17 @@ def _optimist_options(doc: dict[str, Any]) -> OptimistOptions:
         metrics_address=get("metricsAddress", _host_port),
         node_partitions=get("nodePartitions", _bool),
         binders=get("binders", lambda v, p: _int(v, p, lo=1)),
+        quotas=get("quotas", _quotas),
     )
+
+
+def _quotas(value: Any, path: str) -> tuple[Quota, ...]:
+    """The elastic quota tree (`cluster/quota.py`), checked whole."""
+    try:
+        return tuple(quotas_from_config(value, path))
+    except InvalidObject as err:
+        at = err.field if err.field.startswith(path) else f"{path}: {err.obj}: {err.field}"
+        raise ConfigError(at, err.value, err.problem) from None
 
 
 def _redis_url(value: Any, path: str) -> str:

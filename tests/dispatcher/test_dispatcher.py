@@ -311,3 +311,42 @@ def test_gated_pods_wait_apart_until_their_last_gate_is_removed(dispatcher):
     dispatcher.add(pod_from_manifest(manifest))  # seen again unchanged: still one unit
     [unit] = dispatcher.next_batch(0, 10).units
     assert unit.key == "default/gated" and dispatcher.unschedulable() == {}
+
+
+def quota_dispatcher(clock, cpus=2):
+    from cluster.quota import Quota, QuotaTree
+
+    quotas = QuotaTree([Quota("a", max={"cpu": cpus * 1000}, namespaces=("default",))])
+    return Dispatcher(Backoff(1.0, 10.0), clock=clock, quotas=quotas)
+
+
+def test_a_unit_over_its_quota_waits_and_costs_no_attempt(clock):
+    d = quota_dispatcher(clock, cpus=2)
+    for name in ("p1", "p2", "p3"):
+        d.add(pod(name))  # 1 CPU each
+    batch = d.next_batch(0, 10)
+    assert [u.key for u in batch.units] == ["default/p1", "default/p2"]
+    assert d.units["default/p3"].state is PodState.QUOTA_WAIT
+    assert d.stats.pod_attempts == 2 and d.stats.quota_waits == 1
+    assert d.unschedulable()["default/p3"].startswith("Quota: quota a: cpu 2000 in use")
+    assert d.next_batch(0, 10) is None  # it is not tried again while the quota is full
+    assert d.stats.quota_waits == 1
+
+
+def test_quota_given_back_by_a_failed_attempt_or_a_deleted_pod_lets_a_unit_in(clock):
+    d = quota_dispatcher(clock, cpus=1)
+    d.add(pod("p1"))
+    d.add(pod("p2"))
+    first = d.next_batch(0, 10)
+    assert [u.key for u in first.units] == ["default/p1"]
+    fail(d, first)  # no node: p1 waits for an event, holding no quota
+    second = d.next_batch(0, 10)
+    assert [u.key for u in second.units] == ["default/p2"]
+    d.on_result(ShardResult(0, second.batch_id, 1, placed(second)))
+    d.on_outcomes(second.batch_id, [UnitOutcome("default/p2", "bound", ["n1"])])
+    d.on_event(NODE_ADD)  # p1 may fit a node now, but the bound p2 holds the quota
+    d.skip_backoff()
+    assert d.next_batch(0, 10).units == []
+    assert d.units["default/p1"].state is PodState.QUOTA_WAIT
+    d.forget(["default/p2"])  # the bound pod is deleted: its quota is free again
+    assert [u.key for u in d.next_batch(0, 10).units] == ["default/p1"]

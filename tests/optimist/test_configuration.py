@@ -902,3 +902,32 @@ def test_pods_per_batch_keeps_about_a_thousand_pods_in_flight_unless_set():
     assert Settings(shards=4, batch_pods=300).pods_per_batch == 300
     with pytest.raises(ValueError, match="batch_pods must be at least 1"):
         Settings(batch_pods=0)
+
+
+def test_quotas_come_from_the_optimist_document():
+    text = (
+        "apiVersion: optimist.io/v1alpha1\nkind: OptimistConfiguration\nquotas:\n"
+        "  - {name: org, max: {cpu: '64'}}\n"
+        "  - {name: team-a, parent: org, min: {cpu: '8', memory: 16Gi}, sharedWeight: 2,"
+        " namespaces: [a]}\n"
+    )
+    settings = Settings.from_configuration(parse_configuration(text))
+    org, team = settings.quotas
+    assert (org.name, org.max) == ("org", {"cpu": 64000})
+    assert (team.parent, team.weight, team.namespaces) == ("org", 2, ("a",))
+    assert team.min == {"cpu": 8000, "memory": 16 * 2**30}
+
+
+@pytest.mark.parametrize(
+    ("quotas", "path", "shown"),
+    [
+        ("[{name: a, min: {cpu: '2'}, max: {cpu: '1'}}]", "quotas[0].min.cpu", '"2"'),
+        ("[{name: a, parent: b}]", "quotas: quota a: parent", '"b"'),
+        ("{name: a}", "quotas", '{"name": "a"}'),
+    ],
+)
+def test_a_bad_quota_names_its_path_and_value(quotas, path, shown):
+    text = f"apiVersion: optimist.io/v1alpha1\nkind: OptimistConfiguration\nquotas: {quotas}\n"
+    with pytest.raises(ConfigError) as caught:
+        parse_configuration(text)
+    assert caught.value.path == path and shown in str(caught.value), str(caught.value)
