@@ -164,10 +164,11 @@ class Pod:
     manifest: Mapping[str, Any] | None = None  # the source object, for scheduler extenders
     group: str = ""  # the key of its PodGroup (namespace/name), when it belongs to a gang
     gates: tuple[str, ...] = ()  # spec.schedulingGates: not scheduled while any remains
+    # namespace/name, made once: the queue looks it up several times per pod
+    key: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+    def __post_init__(self) -> None:
+        self.key = f"{self.namespace}/{self.name}"
 
     @property
     def scheduler_name(self) -> str:

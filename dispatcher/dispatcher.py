@@ -271,6 +271,7 @@ class Dispatcher:
             len(self.units[k].pods) for k in batch.units if k in self.units
         )
         answered = set()
+        sent = set(batch.units)
         placed = []
         # A placement the shard made is assumed in its table until the batch
         # is resolved, even one ignored here.
@@ -280,7 +281,7 @@ class Dispatcher:
             if (
                 unit is None
                 or unit.state is not PodState.IN_FLIGHT
-                or decision.unit not in batch.units
+                or decision.unit not in sent
             ):
                 continue  # not ours to act on: a late or forged answer
             answered.add(decision.unit)
