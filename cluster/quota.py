@@ -205,21 +205,20 @@ class QuotaTree:
 
     def admit(self, pods: Iterable[Pod]) -> None:
         """Waiting pods now count as used (what is asked of each quota does not change)."""
-        for pod in pods:
-            entry = self.waiting_pods.pop(pod.key, None)
-            if entry is not None:
-                self.admitted_pods[pod.key] = entry
-                self._add(entry[0], "waiting", entry[1], -1)
-                self._add(entry[0], "used", entry[1], 1)
+        self._move(pods, "waiting", "used")
 
     def return_to_queue(self, pods: Iterable[Pod]) -> None:
         """Admitted pods back in the queue (their attempt failed): they wait again."""
+        self._move(pods, "used", "waiting")
+
+    def _move(self, pods: Iterable[Pod], source: str, target: str) -> None:
+        books = {"waiting": self.waiting_pods, "used": self.admitted_pods}
         for pod in pods:
-            entry = self.admitted_pods.pop(pod.key, None)
+            entry = books[source].pop(pod.key, None)
             if entry is not None:
-                self.waiting_pods[pod.key] = entry
-                self._add(entry[0], "used", entry[1], -1)
-                self._add(entry[0], "waiting", entry[1], 1)
+                books[target][pod.key] = entry
+                self._add(entry[0], source, entry[1], -1)
+                self._add(entry[0], target, entry[1], 1)
 
     def forget(self, pod_keys: Iterable[str]) -> bool:
         """Pods gone from the cluster; True if admitted room was freed."""

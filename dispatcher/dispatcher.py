@@ -278,11 +278,7 @@ class Dispatcher:
         assumed = any(d.placed for d in result.decisions)
         for decision in result.decisions:
             unit = self.units.get(decision.unit)
-            if (
-                unit is None
-                or unit.state is not PodState.IN_FLIGHT
-                or decision.unit not in sent
-            ):
+            if unit is None or unit.state is not PodState.IN_FLIGHT or decision.unit not in sent:
                 continue  # not ours to act on: a late or forged answer
             answered.add(decision.unit)
             if decision.placed:

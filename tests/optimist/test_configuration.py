@@ -837,10 +837,17 @@ def test_optimist_document_alone():
     ],
 )
 def test_optimist_document_errors(field, value, shown):
-    text = f"apiVersion: optimist.io/v1alpha1\nkind: OptimistConfiguration\n{field}: {value}\n"
+    error = optimist_error(f"{field}: {value}")
+    assert error.path == field and shown in str(error), str(error)
+
+
+def optimist_error(body: str) -> ConfigError:
+    """The error an OptimistConfiguration document with this body is refused with."""
     with pytest.raises(ConfigError) as caught:
-        parse_configuration(text)
-    assert caught.value.path == field and shown in str(caught.value), str(caught.value)
+        parse_configuration(
+            f"apiVersion: optimist.io/v1alpha1\nkind: OptimistConfiguration\n{body}\n"
+        )
+    return caught.value
 
 
 def test_optimist_document_needs_its_own_api_version():
@@ -927,7 +934,5 @@ def test_quotas_come_from_the_optimist_document():
     ],
 )
 def test_a_bad_quota_names_its_path_and_value(quotas, path, shown):
-    text = f"apiVersion: optimist.io/v1alpha1\nkind: OptimistConfiguration\nquotas: {quotas}\n"
-    with pytest.raises(ConfigError) as caught:
-        parse_configuration(text)
-    assert caught.value.path == path and shown in str(caught.value), str(caught.value)
+    error = optimist_error(f"quotas: {quotas}")
+    assert error.path == path and shown in str(error), str(error)
