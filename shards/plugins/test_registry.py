@@ -46,3 +46,26 @@ def test_usage_dependence_and_normalization(name, dynamic, normalizes):
     plugin = REGISTRY[name]({})
     assert plugin.dynamic is dynamic
     assert getattr(plugin, "normalizes", False) is normalizes
+
+
+@pytest.mark.parametrize(
+    ("name", "events"),
+    [
+        # upstream v1.30's EventsToRegister, as the events of cluster/events.py
+        ("NodeUnschedulable", {"NodeAdd", "NodeUpdate"}),
+        ("NodeName", {"NodeAdd", "NodeUpdate"}),
+        ("TaintToleration", {"NodeAdd", "NodeUpdate"}),
+        ("NodeAffinity", {"NodeAdd", "NodeUpdate"}),
+        ("NodePorts", {"AssignedPodDelete", "NodeAdd", "NodeUpdate"}),
+        ("NodeResourcesFit", {"AssignedPodDelete", "NodeAdd", "NodeUpdate"}),
+        ("InterPodAffinity", {"AssignedPodAdd", "AssignedPodDelete", "NodeAdd", "NodeUpdate"}),
+        # pods and nodes alike move its counts per domain
+        (
+            "PodTopologySpread",
+            {"AssignedPodAdd", "AssignedPodDelete", "NodeAdd", "NodeUpdate", "NodeDelete"},
+        ),
+    ],
+)
+def test_each_filter_names_the_events_that_can_make_it_pass(name, events):
+    """The queue's hints: a unit a filter rejected waits for one of these events."""
+    assert REGISTRY[name]({}).events == events
