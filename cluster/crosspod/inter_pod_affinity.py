@@ -207,69 +207,46 @@ def filter_node(spec: SchedulingSpec, node_name: str, view: ClusterView) -> str 
     terms; the node must have every key), the pod's anti-affinity (no selected
     pod in the node's domain for the term's key), and the placed pods'
     anti-affinity (none of them selects the pod from within the node's domain
-    for its term's key). The domains that hold such pods are gathered once per
-    kind of pod until the view's pods change (`Domains`): a pod's candidates
-    are all checked against them.
+    for its term's key). How each kind of placed pod bears on this one is
+    worked out once until the view's pods change; the pods in the node's
+    domain are then read off the view's counts by domain (`pods_by_domain`),
+    never by going through the nodes that hold them.
     """
     pod = terms_of(spec.peer)
     node = view.node(node_name).labels
-    held = view.counted(("inter-pod-affinity", spec.peer), lambda: _domains(pod, view))
+    bearings = view.counted(("inter-pod-affinity", spec.peer), lambda: _bearings(pod, view))
+
+    def held(peer: Peer, key: str) -> bool:  # a pod of the peer in the node's domain for key
+        return key in node and view.pods_by_domain(peer, key).get(node[key], 0) > 0
+
     affinity = pod.affinity_required
-    if affinity and not (
-        all(t.topology_key in node for t in affinity)
-        and (
-            all(
-                node[t.topology_key] in values
-                for t, values in zip(affinity, held.found, strict=True)
+    if affinity:
+        matching = [peer for peer, b in bearings if b.matches_affinity]
+        if not all(t.topology_key in node for t in affinity):
+            return AFFINITY_REASON
+        if not all(any(held(p, t.topology_key) for p in matching) for t in affinity):
+            anywhere = any(
+                any(view.pods_by_domain(p, t.topology_key).values())
+                for p in matching
+                for t in affinity
             )
-            or (not held.anywhere and pod.selected_by_all(affinity, view.namespace_labels))
-        )
-    ):
-        return AFFINITY_REASON
-    if any(node.get(key) in values for key, values in held.barred.items()):
+            if anywhere or not pod.selected_by_all(affinity, view.namespace_labels):
+                return AFFINITY_REASON
+    if any(held(peer, key) for peer, b in bearings for key in b.barred):
         return ANTI_AFFINITY_REASON
-    if any(node.get(key) in values for key, values in held.kept_away.items()):
+    if any(held(peer, key) for peer, b in bearings for key in b.keeps_away):
         return EXISTING_ANTI_AFFINITY_REASON
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class Domains:
-    """The domains holding placed pods that bear on one kind of incoming pod."""
-
-    found: list[set[str]]  # per required affinity term: domains with a pod matching all terms
-    anywhere: bool  # such a pod is on a node with one of the terms' keys
-    barred: dict[str, set[str]]  # key -> domains with a pod the pod's anti-affinity selects
-    kept_away: dict[str, set[str]]  # key -> domains with a pod whose anti-affinity selects it
-
-
-def _domains(pod: PodTerms, view: ClusterView) -> Domains:
-    affinity = pod.affinity_required
-    found: list[set[str]] = [set() for _ in affinity]
-    anywhere = False
-    barred: defaultdict[str, set[str]] = defaultdict(set)
-    kept_away: defaultdict[str, set[str]] = defaultdict(set)
-    # by peer, so that kinds of pods that do not concern this one cost nothing per node
-    for peer, holders in view.placed().items():
+def _bearings(pod: PodTerms, view: ClusterView) -> list[tuple[Peer, _Bearing]]:
+    """The placed kinds of pods that bear on this one, and how."""
+    out = []
+    for peer in view.placed():
         bearing = _bearing(pod, terms_of(peer), view.namespace_labels)
-        if bearing is None:
-            continue
-        for name, pods in holders.items():
-            if pods <= 0:
-                continue
-            labels = view.node(name).labels
-            if bearing.matches_affinity and any(t.topology_key in labels for t in affinity):
-                anywhere = True
-                for term, values in zip(affinity, found, strict=True):
-                    if term.topology_key in labels:
-                        values.add(labels[term.topology_key])
-            for key in bearing.barred:
-                if key in labels:
-                    barred[key].add(labels[key])
-            for key in bearing.keeps_away:
-                if key in labels:
-                    kept_away[key].add(labels[key])
-    return Domains(found, anywhere, dict(barred), dict(kept_away))
+        if bearing is not None:
+            out.append((peer, bearing))
+    return out
 
 
 def normalize(scores: Sequence[int]) -> list[int]:

@@ -40,6 +40,10 @@ class ClusterView(Protocol):
         """A value computed from the node specs and the pods on them, kept until either
         changes: a pod's candidates are checked against the same counts."""
 
+    def pods_by_domain(self, peer: Peer, key: str) -> Mapping[str, int]:
+        """Per value of label `key`, the pods of this peer on nodes with that value (nodes
+        without the key left out)."""
+
 
 @dataclass
 class StaticView:
@@ -54,6 +58,10 @@ class StaticView:
     pods_version: int = 0  # bumped whenever a node's pods change
     _derived: _Memo = field(default_factory=lambda: _Memo(), repr=False)
     _counted: _Memo = field(default_factory=lambda: _Memo(), repr=False)
+    # peer -> key -> value -> pods, for the (peer, key) pairs asked for so far; kept up to
+    # date as pods move, dropped when a node's spec changes (`_by_domain_for`)
+    _by_domain: dict[Peer, dict[str, Counter[str]]] = field(default_factory=dict, repr=False)
+    _by_domain_for: tuple[int, int] = (-1, -1)
 
     def derived(self, key: Hashable, compute: Callable[[], T]) -> T:
         return self._derived.get((self.spec_version, len(self.nodes)), key, compute)
@@ -61,6 +69,23 @@ class StaticView:
     def counted(self, key: Hashable, compute: Callable[[], T]) -> T:
         state = (self.spec_version, len(self.nodes), self.pods_version)
         return self._counted.get(state, key, compute)
+
+    def pods_by_domain(self, peer: Peer, key: str) -> Mapping[str, int]:
+        keys = self._domains_of(peer)
+        counts = keys.get(key)
+        if counts is None:
+            counts = keys[key] = Counter()
+            for name, pods in self.holders.get(peer, {}).items():
+                value = self.nodes[name].labels.get(key) if name in self.nodes else None
+                if value is not None:
+                    counts[value] += pods
+        return counts
+
+    def _domains_of(self, peer: Peer) -> dict[str, Counter[str]]:
+        if self._by_domain_for != (self.spec_version, len(self.nodes)):
+            self._by_domain.clear()
+            self._by_domain_for = (self.spec_version, len(self.nodes))
+        return self._by_domain.setdefault(peer, {})
 
     def node_names(self) -> Iterable[str]:
         return self.nodes.keys()
@@ -96,6 +121,13 @@ class StaticView:
     def _hold(self, name: str, peer: Peer, pods: int) -> None:
         self.pods_version += 1
         nodes = self.holders.setdefault(peer, {})
+        tracked = self._domains_of(peer) if peer in self._by_domain else {}
+        if tracked and name in self.nodes:
+            moved = max(pods, 0) - nodes.get(name, 0)
+            labels = self.nodes[name].labels
+            for key, counts in tracked.items():
+                if key in labels:
+                    counts[labels[key]] += moved
         if pods > 0:
             nodes[name] = pods
         else:

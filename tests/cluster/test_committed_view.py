@@ -1,3 +1,5 @@
+from collections import Counter
+
 from cluster.crosspod.committed import CommittedView
 from cluster.manifests import pod_from_manifest
 from cluster.messages import Decision, PodPlacement
@@ -75,3 +77,30 @@ def test_spread_domains_follow_the_node_specs_and_the_pods(store):
     store.put_nodes([node("b", labels={"zone": "z3"}), node("c")])  # relabelled; no zone
     view.sync(store)
     assert domain_counts(spread, constraints, view) == [{"z1": 1, "z3": 0}]
+
+
+def test_pods_by_domain_follow_commits_releases_and_relabelled_nodes(store):
+    store.put_nodes([node("a", labels={"zone": "z1"}), node("b", labels={"zone": "z1"})])
+    web = labelled("web")
+    view = CommittedView()
+    view.sync(store)
+    assert view.pods_by_domain(web.peer, "zone") == {}  # asked before any pod: kept up to date
+    store.commit(
+        [web],
+        [
+            Decision(
+                "u1", [PodPlacement("ns/w1", 0, ["a"], [0]), PodPlacement("ns/w2", 0, ["b"], [0])]
+            )
+        ],
+    )
+    view.sync(store)
+    assert view.pods_by_domain(web.peer, "zone") == {"z1": 2}
+    view.add("a", web.peer)  # a placement the binder is checking
+    assert view.pods_by_domain(web.peer, "zone") == {"z1": 3}
+    view.add("a", web.peer, -1)
+    store.release(pods=["ns/w1"])
+    view.sync(store)
+    assert +Counter(view.pods_by_domain(web.peer, "zone")) == {"z1": 1}
+    store.put_nodes([node("b", labels={"zone": "z2"})])  # relabelled: counted anew
+    view.sync(store)
+    assert +Counter(view.pods_by_domain(web.peer, "zone")) == {"z2": 1}
