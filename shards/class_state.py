@@ -257,18 +257,18 @@ class ClassState:
         wanted = nodes_to_find(self.profile.percentage_of_nodes_to_score, total)
         if pending is None or self._sensitive or pods < 2 or wanted >= total:
             return [self._one(rng, start, runners)]
+        if pending:
+            # the rows this class took since its last catch-up: judged again now, so that
+            # the run may go a whole round of the nodes (the next round meets them anyway)
+            self._catch_up()
+            if self._sensitive:
+                return [self._one(rng, start, runners)]
         # never round onto its own first window
         windows = min(pods, len(self._sorted_feasible()) // wanted)
         if windows < 2:
             return [self._one(rng, start, runners)]
         span = self._feasible_from(start, windows * wanted)
         lasts = span[wanted - 1 :: wanted]
-        reach = (lasts - start) % total  # how far from `start` each window ends
-        if pending:
-            nearest = min((row - start) % total for row in pending)
-            windows = int(np.searchsorted(reach, nearest))  # windows ending before it
-        if windows < 2:
-            return [self._one(rng, start, runners)]
         grid = span[: windows * wanted].reshape(windows, wanted)
         # the score first, then a random key: the best, ties broken uniformly, and the next
         keys = (self._scores[grid] << 20) | rng.integers(0, 1 << 20, size=grid.shape)
