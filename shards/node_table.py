@@ -10,20 +10,17 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from typing import Any, TypeVar
 
 import numpy as np
 
 from cluster import resources as res
+from cluster.memo import Memo, T
 from cluster.objects import Node, Peer, Taint
 from cluster.store import Delta, NodeStore
 
 HostPortKey = tuple[str, str, int]  # (protocol, bind ip, port)
 Ports = tuple[HostPortKey, ...]
 _FIRST_COLUMNS = (res.PODS, res.CPU, res.MEMORY, res.NONZERO_CPU, res.NONZERO_MEMORY)
-_DERIVED_KEPT = 1024
-_MISSING = object()
-T = TypeVar("T")
 
 
 def take_rows(matrix: np.ndarray, rows: slice | np.ndarray) -> np.ndarray:
@@ -60,8 +57,7 @@ class NodeTable:
         self.assumed_peer_pods = np.zeros((cap, 0), dtype=np.int32)
         self._labels: dict[str, tuple[int, np.ndarray, dict[str, int]]] = {}
         self._taints: tuple[int, np.ndarray, list[tuple[Taint, ...]]] | None = None
-        self._derived: dict[Hashable, Any] = {}
-        self._derived_epoch = -1
+        self._derived = Memo()
 
     @property
     def size(self) -> int:
@@ -233,17 +229,8 @@ class NodeTable:
         return codes, vocab
 
     def derived(self, key: Hashable, compute: Callable[[], T]) -> T:
-        """A value computed from node specs alone, kept until a spec changes (at most
-        `_DERIVED_KEPT` of them, the oldest dropped first)."""
-        if self._derived_epoch != self.spec_epoch:
-            self._derived.clear()
-            self._derived_epoch = self.spec_epoch
-        value = self._derived.get(key, _MISSING)
-        if value is _MISSING:
-            if len(self._derived) >= _DERIVED_KEPT:
-                del self._derived[next(iter(self._derived))]
-            value = self._derived[key] = compute()
-        return value  # type: ignore[no-any-return]
+        """A value computed from node specs alone, kept until a spec changes."""
+        return self._derived.get(self.spec_epoch, key, compute)
 
     def taint_groups(self) -> tuple[np.ndarray, list[tuple[Taint, ...]]]:
         """Per row, the index of its set of taints in a short list of distinct sets."""

@@ -5,13 +5,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Protocol
 
+from cluster.memo import Memo, T
 from cluster.objects import Node, Peer
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-_DERIVED_KEPT = 1024
-T = TypeVar("T")
 
 
 def default_namespace_labels(namespace: str) -> dict[str, str]:
@@ -56,8 +55,8 @@ class StaticView:
     # bumped by whoever changes a node's spec in `nodes` (adding or removing one is seen)
     spec_version: int = 0
     pods_version: int = 0  # bumped whenever a node's pods change
-    _derived: _Memo = field(default_factory=lambda: _Memo(), repr=False)
-    _counted: _Memo = field(default_factory=lambda: _Memo(), repr=False)
+    _derived: Memo = field(default_factory=Memo, repr=False)
+    _counted: Memo = field(default_factory=Memo, repr=False)
     # peer -> key -> value -> pods, for the (peer, key) pairs asked for so far; kept up to
     # date as pods move, dropped when a node's spec changes (`_by_domain_for`)
     _by_domain: dict[Peer, dict[str, Counter[str]]] = field(default_factory=dict, repr=False)
@@ -134,21 +133,3 @@ class StaticView:
             nodes.pop(name, None)
             if not nodes:
                 del self.holders[peer]
-
-
-@dataclass
-class _Memo:
-    """Values computed from a view's state, dropped when the state moves on."""
-
-    state: Hashable = None
-    values: dict[Hashable, Any] = field(default_factory=dict)
-
-    def get(self, state: Hashable, key: Hashable, compute: Callable[[], T]) -> T:
-        if self.state != state:
-            self.values.clear()
-            self.state = state
-        if key not in self.values:
-            if len(self.values) >= _DERIVED_KEPT:
-                del self.values[next(iter(self.values))]
-            self.values[key] = compute()
-        return self.values[key]  # type: ignore[no-any-return]
