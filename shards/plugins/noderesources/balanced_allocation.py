@@ -18,6 +18,7 @@ from shards.node_table import NodeTable
 from shards.plugins.noderesources.resource_allocation import (
     DEFAULT_RESOURCES,
     ResourceWeight,
+    divisors,
     requested_and_capacity,
     resources_from_args,
 )
@@ -32,7 +33,7 @@ def balanced_score(requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
             std = np.abs((fractions[:, 0] - fractions[:, 1]) / 2)
             return np.trunc((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
     fractions = np.minimum(
-        requested.astype(np.float64) / np.where(counted, capacity, 1).astype(np.float64), 1.0
+        requested.astype(np.float64) / divisors(capacity, counted).astype(np.float64), 1.0
     )
     fractions = np.where(counted, fractions, 0.0)
     if fractions.shape[1] == 2:  # |a - b| / 2, or 0 if one is left out

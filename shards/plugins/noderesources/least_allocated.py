@@ -11,6 +11,7 @@ from shards.node_table import NodeTable
 from shards.plugins.noderesources.resource_allocation import (
     DEFAULT_RESOURCES,
     ResourceWeight,
+    divisors,
     requested_and_capacity,
     weighted_mean,
 )
@@ -25,5 +26,5 @@ class LeastAllocated:
         requested, capacity = requested_and_capacity(pod, table, rows, self.resources)
         counted = capacity > 0
         room = np.maximum(capacity - requested, 0)
-        divisor = capacity if counted.all() else np.where(counted, capacity, 1)
-        return weighted_mean(room * MAX_NODE_SCORE // divisor, counted, self.resources)
+        per_resource = room * MAX_NODE_SCORE // divisors(capacity, counted)
+        return weighted_mean(per_resource, counted, self.resources)

@@ -18,6 +18,7 @@ from shards.framework import MAX_NODE_SCORE, PodClass, Rows
 from shards.node_table import NodeTable
 from shards.plugins.noderesources.resource_allocation import (
     ResourceWeight,
+    divisors,
     requested_and_capacity,
     weighted_sums,
 )
@@ -82,7 +83,7 @@ class RequestedToCapacityRatio:
         """
         requested, capacity = requested_and_capacity(pod, table, rows, self.resources)
         counted = capacity > 0
-        ratio = requested * MAX_UTILIZATION // np.where(counted, capacity, 1)
+        ratio = requested * MAX_UTILIZATION // divisors(capacity, counted)
         utilization = np.where(requested <= capacity, ratio, MAX_UTILIZATION)
         per_resource = broken_linear(self.shape, utilization)
         total, weights = weighted_sums(per_resource, counted & (per_resource > 0), self.resources)

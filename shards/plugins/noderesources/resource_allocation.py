@@ -126,6 +126,12 @@ def _layout(
     )
 
 
+def divisors(capacity: np.ndarray, counted: np.ndarray) -> np.ndarray:
+    """Capacity to divide by: 1 where a resource does not count (its score is left out
+    anyway); the capacity itself, with no copy, when every node counts every resource."""
+    return capacity if counted.all() else np.where(counted, capacity, 1)
+
+
 def weighted_sums(
     scores: np.ndarray, counted: np.ndarray, resources: tuple[ResourceWeight, ...]
 ) -> tuple[np.ndarray, np.ndarray]:
