@@ -181,6 +181,7 @@ class QuotaTree:
                 request = quota_request(pod)
                 self.waiting_pods[pod.key] = (leaf, request)
                 self._add(leaf, "waiting", request, 1)
+                self._runtime = None  # more is asked: the shares move
 
     def blocked(self, pods: Sequence[Pod]) -> str | None:
         """Why these pods, admitted together, would overrun a quota; None if they fit."""
@@ -204,33 +205,44 @@ class QuotaTree:
         return None
 
     def admit(self, pods: Iterable[Pod]) -> None:
-        """Waiting pods now count as used (what is asked of each quota does not change)."""
+        """Waiting pods now count as used. What is asked of each quota does not change,
+        so neither do the shares."""
         self._move(pods, "waiting", "used")
 
     def return_to_queue(self, pods: Iterable[Pod]) -> None:
-        """Admitted pods back in the queue (their attempt failed): they wait again."""
-        self._move(pods, "used", "waiting")
+        """Admitted pods back in the queue (their attempt failed): they wait again, and
+        what they held is room for others of their quota."""
+        if self._move(pods, "used", "waiting"):
+            self._room_grew = True
 
-    def _move(self, pods: Iterable[Pod], source: str, target: str) -> None:
+    def _move(self, pods: Iterable[Pod], source: str, target: str) -> bool:
         books = {"waiting": self.waiting_pods, "used": self.admitted_pods}
+        moved = False
         for pod in pods:
             entry = books[source].pop(pod.key, None)
             if entry is not None:
                 books[target][pod.key] = entry
                 self._add(entry[0], source, entry[1], -1)
                 self._add(entry[0], target, entry[1], 1)
+                moved = True
+        return moved
 
     def forget(self, pod_keys: Iterable[str]) -> bool:
-        """Pods gone from the cluster; True if admitted room was freed."""
-        freed = False
+        """Pods gone from the cluster; True if admitted room was freed. Less is asked
+        either way, so other quotas' shares may grow."""
+        freed = gone = False
         for key in pod_keys:
             entry = self.waiting_pods.pop(key, None)
             if entry is not None:
                 self._add(entry[0], "waiting", entry[1], -1)
+                gone = True
             entry = self.admitted_pods.pop(key, None)
             if entry is not None:
                 self._add(entry[0], "used", entry[1], -1)
-                freed = True
+                freed = gone = True
+        if gone:
+            self._runtime = None
+            self._room_grew = True
         return freed
 
     def set_capacity(self, capacity: Amounts) -> None:
@@ -244,10 +256,6 @@ class QuotaTree:
             counter: Counter[str] = getattr(node, kind)
             for resource, amount in request.items():
                 counter[resource] += sign * amount
-        if kind == "waiting" or sign < 0:
-            self._runtime = None  # what is asked changed: shares move
-        if sign < 0:
-            self._room_grew = True
 
     # --- runtime quota ------------------------------------------------------------------
 
