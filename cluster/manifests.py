@@ -39,6 +39,7 @@ TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 PROTOCOLS = ("TCP", "UDP", "SCTP")
 WHEN_UNSATISFIABLE = ("DoNotSchedule", "ScheduleAnyway")
 INCLUSION_POLICIES = ("Honor", "Ignore")
+PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER = "PreemptLowerPriority", "Never"  # spec.preemptionPolicy
 
 
 def copy_manifest(raw: Any) -> Any:
@@ -377,6 +378,14 @@ def pod_from_manifest(raw: Mapping[str, Any]) -> Pod:
     priority = spec.get("priority", 0)
     if not isinstance(priority, int) or isinstance(priority, bool):
         raise InvalidObject(obj, "spec.priority", priority, "must be an integer")
+    policy = spec.get("preemptionPolicy") or PREEMPT_LOWER_PRIORITY
+    if policy not in (PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER):
+        raise InvalidObject(
+            obj,
+            "spec.preemptionPolicy",
+            policy,
+            f"must be {PREEMPT_LOWER_PRIORITY} or {PREEMPT_NEVER}",
+        )
     node_name = spec.get("nodeName") or ""
     if not isinstance(node_name, str):
         raise InvalidObject(obj, "spec.nodeName", node_name, "must be a string")
@@ -418,6 +427,7 @@ def pod_from_manifest(raw: Mapping[str, Any]) -> Pod:
         manifest=raw,
         group=f"{namespace}/{labels[POD_GROUP_LABEL]}" if labels.get(POD_GROUP_LABEL) else "",
         gates=_scheduling_gates(obj, spec),
+        preempts=policy == PREEMPT_LOWER_PRIORITY,
     )
 
 

@@ -164,6 +164,8 @@ class Pod:
     manifest: Mapping[str, Any] | None = None  # the source object, for scheduler extenders
     group: str = ""  # the key of its PodGroup (namespace/name), when it belongs to a gang
     gates: tuple[str, ...] = ()  # spec.schedulingGates: not scheduled while any remains
+    # spec.preemptionPolicy is not Never: it may evict pods of lower priority to fit
+    preempts: bool = True
     # namespace/name, made once: the queue looks it up several times per pod
     key: str = field(init=False, repr=False, compare=False)
 

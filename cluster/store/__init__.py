@@ -1,6 +1,21 @@
 """The versioned node store in Redis: the committed truth every shard syncs from."""
 
 from cluster.store.keys import Keys
-from cluster.store.node_store import Committed, Delta, Fences, NodeStore
+from cluster.store.node_store import (
+    Committed,
+    Delta,
+    Fences,
+    NodeStore,
+    Preempted,
+    Reservation,
+)
 
-__all__ = ["Committed", "Delta", "Fences", "Keys", "NodeStore"]
+__all__ = [
+    "Committed",
+    "Delta",
+    "Fences",
+    "Keys",
+    "NodeStore",
+    "Preempted",
+    "Reservation",
+]

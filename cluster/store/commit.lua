@@ -19,8 +19,8 @@
 --   check, is a conflict. Counting namespaces bumps the fence of each
 --   namespace this batch committed pods in, and '*'.
 -- Every pod goes on its first candidate that still fits, counting the pods
--- of the same unit placed before it; if one pod fits none, nothing of the
--- unit is applied. Returns msgpack [seq, results, keep-away count], one result per unit:
+-- of the same unit placed before it and the room reserved for any of them;
+-- if one pod fits none, nothing of the unit is applied. Returns msgpack [seq, results, keep-away count], one result per unit:
 --   {'committed', nodes} | {'conflict', detail} | {'duplicate', detail} | {'invalid', detail}
 local req = cmsgpack.unpack(ARGV[2])
 local coarse = ARGV[3] == 'coarse'
@@ -127,6 +127,20 @@ for _, unit in ipairs(units) do
 end
 local units_before, pods_before = present(UNITS, unit_keys), present(PODS, pod_keys)
 
+-- Room reserved for pods of the batch (common.lua's release_reservation): a pod
+-- that commits consumes its reservation, on whichever node it goes to.
+local held = {} -- pod key -> [node, resource names, amounts, expires at]
+if #pod_keys > 0 and redis.call('HLEN', RESERVATIONS) > 0 then
+  for i = 1, #pod_keys, 1000 do
+    local last = math.min(i + 999, #pod_keys)
+    local values = redis.call('HMGET', RESERVATIONS, unpack(pod_keys, i, last))
+    for j = i, last do
+      if values[j - i + 1] then held[pod_keys[j]] = cmsgpack.unpack(values[j - i + 1]) end
+    end
+  end
+end
+local consumed = {} -- reservations of committed pods, to delete
+
 local seen = {}
 local dirty = {}
 local ports_dirty = {}
@@ -158,6 +172,14 @@ for ui, unit in ipairs(units) do
       if seen[pod] or pods_before[pod] then
         result = {'duplicate', 'pod ' .. pod .. ' is already committed'}
         break
+      end
+      local h = held[pod]
+      if h and load(h[1]) then
+        -- its reserved room is free for the unit: given back wherever the pod goes
+        local credit = extra[h[1]] or {}
+        extra[h[1]] = credit
+        extra_ports[h[1]] = extra_ports[h[1]] or {}
+        for i, r in ipairs(h[2]) do credit[r] = (credit[r] or 0) - h[3][i] end
       end
       local why = nil
       for c, name in ipairs(p[3]) do
@@ -206,6 +228,7 @@ for ui, unit in ipairs(units) do
     end
     for i, p in ipairs(unit[2]) do
       seen[p[1]] = true
+      if held[p[1]] then consumed[#consumed + 1] = p[1] end
       local cls = classes[p[2] + 1]
       if #cls[3] > 0 then
         count_ports(nodes[chosen[i]].ports, cls[3], 1)
@@ -254,6 +277,9 @@ if next(dirty) then
   write_pairs('ZADD', CHANGES, changes)
   write_pairs('HSET', PODS, records)
   write_pairs('HSET', UNITS, unit_records)
+  for i = 1, #consumed, 1000 do
+    redis.call('HDEL', RESERVATIONS, unpack(consumed, i, math.min(i + 999, #consumed)))
+  end
   for id, cls in pairs(new_peers) do
     if redis.call('HSETNX', PEERS, id, cls[5]) == 1 and cls[6] then
       keep_away = redis.call('INCR', KEEP_AWAY)

@@ -1,7 +1,8 @@
 -- Shared by every node-store script (prepended when the script is loaded).
--- KEYS: seq, changes, pods, units, peers, keep-away.  ARGV[1]: the node key prefix.
+-- KEYS: seq, changes, pods, units, peers, keep-away, reservations.
+-- ARGV[1]: the node key prefix.
 local SEQ, CHANGES, PODS, UNITS, PEERS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local KEEP_AWAY = KEYS[6]
+local KEEP_AWAY, RESERVATIONS = KEYS[6], KEYS[7]
 local NODE = ARGV[1]
 local MAX_AMOUNT = 9007199254740992 -- 2^53: beyond it a Lua number is not exact
 
@@ -94,4 +95,65 @@ local function bump(dirty)
     redis.call('ZADD', CHANGES, seq, name)
   end
   return seq
+end
+
+-- Give back what a committed pod holds (requests, ports, peer) and forget it.
+-- Marks its node in `dirty`; returns whether the pod was committed.
+local function release_pod(pod, dirty)
+  local rec = redis.call('HGET', PODS, pod)
+  if not rec then return false end
+  local r = cmsgpack.unpack(rec)
+  local node, names, amounts, ports, peer = r[1], r[3], r[4], r[5], r[6]
+  local key = NODE .. node
+  if redis.call('EXISTS', key) == 1 then
+    for i, name in ipairs(names) do
+      redis.call('HINCRBY', key, 'u:' .. name, int(-amounts[i]))
+    end
+    if #ports > 0 then
+      local blob = redis.call('HGET', key, 'hp')
+      local used = blob and cmsgpack.unpack(blob) or {}
+      count_ports(used, ports, -1)
+      write_map(key, 'hp', used)
+    end
+    local blob = redis.call('HGET', key, 'pp')
+    local peers = blob and cmsgpack.unpack(blob) or {}
+    count_peer(peers, peer, -1)
+    write_map(key, 'pp', peers)
+  end
+  dirty[node] = true
+  redis.call('HDEL', PODS, pod)
+  -- its unit forgets it; a unit with no pod left is forgotten too, so that a pod
+  -- made again under the same name is not taken for a duplicate
+  local members = redis.call('HGET', UNITS, r[2])
+  if members then
+    local left = {}
+    for _, p in ipairs(cmsgpack.unpack(members)) do
+      if p ~= pod then left[#left + 1] = p end
+    end
+    if #left > 0 then
+      redis.call('HSET', UNITS, r[2], cmsgpack.pack(left))
+    else
+      redis.call('HDEL', UNITS, r[2])
+    end
+  end
+  return true
+end
+
+-- Room held on a node for one pod (a preemptor keeping what it freed): RESERVATIONS
+-- maps the pod key to msgpack [node, resource names, amounts, expires at (unix s)],
+-- and the amounts count in the node's usage, so everybody else sees them as used.
+-- Give one back; marks its node in `dirty`; returns whether there was one.
+local function release_reservation(pod, dirty)
+  local rec = redis.call('HGET', RESERVATIONS, pod)
+  if not rec then return false end
+  local r = cmsgpack.unpack(rec)
+  local key = NODE .. r[1]
+  if redis.call('EXISTS', key) == 1 then
+    for i, name in ipairs(r[2]) do
+      redis.call('HINCRBY', key, 'u:' .. name, int(-r[3][i]))
+    end
+  end
+  dirty[r[1]] = true
+  redis.call('HDEL', RESERVATIONS, pod)
+  return true
 end

@@ -39,6 +39,13 @@ class Keys:
         return f"{self.prefix}peers"
 
     @property
+    def reservations(self) -> str:
+        """Hash: pod key -> msgpack [node, resource names, amounts, expires at (unix s)]:
+        room held for a pod that has not committed yet (a preemptor's), counted in the
+        node's usage meanwhile."""
+        return f"{self.prefix}reservations"
+
+    @property
     def keep_away(self) -> str:
         """Counter: distinct peers with required anti-affinity ever committed (a fence for
         binders that commit without the cross-pod re-check; binder/fences.py)."""
@@ -61,4 +68,12 @@ class Keys:
     @property
     def script_keys(self) -> list[str]:
         """KEYS of every script, in this order."""
-        return [self.seq, self.changes, self.pods, self.units, self.peers, self.keep_away]
+        return [
+            self.seq,
+            self.changes,
+            self.pods,
+            self.units,
+            self.peers,
+            self.keep_away,
+            self.reservations,
+        ]

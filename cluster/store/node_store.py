@@ -74,6 +74,42 @@ class Released:
     version: int
     units: int
     pods: int
+    reservations: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """Room held on a node for one pod that has not committed yet: a preemptor keeps
+    what its victims freed. It counts as used for every other pod; the owner consumes
+    it when it commits, on whichever node; it is given back at `expires_at`."""
+
+    pod: str
+    node: str
+    requests: tuple[tuple[str, int], ...]  # as SchedulingSpec.requests
+    expires_at: float  # unix seconds
+
+    def to_wire(self) -> list[object]:
+        return [
+            self.pod,
+            self.node,
+            [n for n, _ in self.requests],
+            [a for _, a in self.requests],
+            self.expires_at,
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class Preempted:
+    """The store's verdict on a preemption: `reserved` (victims released, room held)
+    or `conflict` / `invalid` with why (nothing changed)."""
+
+    version: int
+    status: str
+    detail: str = ""
+
+    @property
+    def reserved(self) -> bool:
+        return self.status == "reserved"
 
 
 class NodeStore:
@@ -208,8 +244,31 @@ class NodeStore:
     def release(self, units: Sequence[str] = (), pods: Sequence[str] = ()) -> Released:
         """Give back what committed units (all their pods) and single pods hold."""
         reply = self._run("release", _lua_frame(list(units)), _lua_frame(list(pods)))
-        version, unit_count, pod_count = reply  # type: ignore[misc]
-        return Released(int(version), int(unit_count), int(pod_count))
+        version, unit_count, pod_count, reservation_count = reply  # type: ignore[misc]
+        return Released(int(version), int(unit_count), int(pod_count), int(reservation_count))
+
+    # --- preemption --------------------------------------------------------------
+
+    def preempt(self, victims: Sequence[str], reservations: Sequence[Reservation]) -> Preempted:
+        """Release the victims and hold their room for the preemptors, in one step, or
+        change nothing if a victim is gone or a reservation does not fit."""
+        frame = _lua_frame([list(victims), [r.to_wire() for r in reservations]])
+        version, status, detail = msgpack.unpackb(self._run("preempt", frame))  # type: ignore[arg-type]
+        return Preempted(int(version), str(status), str(detail))
+
+    def expire_reservations(self, now: float) -> int:
+        """Give back the reservations whose time is up; returns how many."""
+        _, released = self._run("expire", now)  # type: ignore[misc]
+        return int(released)
+
+    def reservations(self) -> dict[str, Reservation]:
+        """Pod key -> the room held for it."""
+        out = {}
+        for pod, blob in self.client.hgetall(self.keys.reservations).items():
+            node, names, amounts, expires_at = msgpack.unpackb(blob)
+            key = pod.decode()
+            out[key] = Reservation(key, node, tuple(zip(names, amounts, strict=True)), expires_at)
+        return out
 
     # --- reading the committed truth (checkers, reports) ------------------------
 

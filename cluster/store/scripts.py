@@ -12,7 +12,15 @@ from importlib import resources
 import redis
 from redis.commands.core import Script
 
-_NAMES = ("put_nodes", "remove_nodes", "changes_since", "commit", "release")
+_NAMES = (
+    "put_nodes",
+    "remove_nodes",
+    "changes_since",
+    "commit",
+    "release",
+    "preempt",
+    "expire",
+)
 
 
 def _source(name: str) -> str:
@@ -26,6 +34,8 @@ class Scripts:
     changes_since: Script
     commit: Script
     release: Script
+    preempt: Script
+    expire: Script
 
     @classmethod
     def register(cls, client: redis.Redis) -> Scripts:

@@ -100,6 +100,7 @@ def test_extended_resources_are_whole_numbers():
         ({"containers": []}, "spec.containers"),
         ({"schedulingGates": [{"name": ""}]}, "spec.schedulingGates[0].name"),
         ({"schedulingGates": "later"}, "spec.schedulingGates"),
+        ({"preemptionPolicy": "Sometimes"}, "spec.preemptionPolicy"),
     ],
 )
 def test_bad_pods_name_the_field(spec, field):
@@ -109,6 +110,13 @@ def test_bad_pods_name_the_field(spec, field):
         pod_from_manifest(m)
     assert field in str(err.value)
     assert "Pod default/p" in str(err.value)
+
+
+def test_preemption_policy_never_keeps_a_pod_from_preempting():
+    assert pod_from_manifest(pod_spec({"cpu": "1"})).preempts
+    lower = pod_spec({"cpu": "1"}, preemptionPolicy="PreemptLowerPriority")
+    assert pod_from_manifest(lower).preempts
+    assert not pod_from_manifest(pod_spec({"cpu": "1"}, preemptionPolicy="Never")).preempts
 
 
 def test_node_allocatable_falls_back_to_capacity():
