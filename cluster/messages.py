@@ -42,6 +42,12 @@ class UnitRequest:
     min_member: int = 1
     # the pods' manifests, sent only when scheduler extenders need whole pods
     manifests: list[dict[str, Any]] = field(default_factory=list)
+    # if no node fits: name the nodes where evicting pods might make room
+    # (`Decision.preemptible`): its pods may preempt, and some pod bound is of lower priority
+    preempt: bool = False
+    # per pod, the node that room is reserved on for it after a preemption ("": none);
+    # empty when no pod has one
+    nominated: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -63,7 +69,17 @@ class ShardBatch:
             [
                 self.batch_id,
                 [c.to_wire() for c in self.classes],
-                [[u.key, [list(p) for p in u.pods], u.min_member, u.manifests] for u in self.units],
+                [
+                    [
+                        u.key,
+                        [list(p) for p in u.pods],
+                        u.min_member,
+                        u.manifests,
+                        u.preempt,
+                        u.nominated,
+                    ]
+                    for u in self.units
+                ],
                 self.resolved,
             ]
         )
@@ -76,8 +92,15 @@ class ShardBatch:
                 batch_id=int(batch_id),
                 classes=[SchedulingSpec.from_wire(c) for c in classes],
                 units=[
-                    UnitRequest(k, [(str(p), int(c)) for p, c in pods], int(m), list(manifests))
-                    for k, pods, m, manifests in units
+                    UnitRequest(
+                        k,
+                        [(str(p), int(c)) for p, c in pods],
+                        int(m),
+                        list(manifests),
+                        bool(preempt),
+                        [str(n) for n in nominated],
+                    )
+                    for k, pods, m, manifests, preempt, nominated in units
                 ],
                 resolved=[int(b) for b in resolved],
             )
@@ -107,6 +130,9 @@ class Decision:
     # events (`cluster.events`) that could make one pass; none means any event
     plugins: list[str] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
+    # when nothing was placed and the unit asked (`UnitRequest.preempt`): per class
+    # index, the nodes that only filters evicting pods can satisfy rejected
+    preemptible: dict[int, list[str]] = field(default_factory=dict)
 
     @property
     def placed(self) -> bool:
@@ -120,11 +146,12 @@ class Decision:
             self.nodes,
             self.plugins,
             self.events,
+            self.preemptible,
         ]
 
     @classmethod
     def from_wire(cls, wire: list[Any]) -> Decision:
-        unit, placements, reasons, nodes, plugins, events = wire
+        unit, placements, reasons, nodes, plugins, events, preemptible = wire
         return cls(
             unit,
             [PodPlacement(*p) for p in placements],
@@ -132,6 +159,7 @@ class Decision:
             int(nodes),
             [str(p) for p in plugins],
             [str(e) for e in events],
+            {int(c): [str(n) for n in names] for c, names in preemptible.items()},
         )
 
     def summary(self) -> str:

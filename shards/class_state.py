@@ -73,6 +73,7 @@ class ClassState:
         "_feasible_rows",
         "_judged",
         "_own",
+        "_preemptible",
         "_scores",
         "_searched_at",
         "_sensitive",
@@ -100,6 +101,7 @@ class ClassState:
         self._window_scores: np.ndarray | None = None  # their scores, as that search saw them
         self._tied: list[int] = []  # rows that tied with the last pick, in the order met
         self._why: tuple[int, Rejection] | None = None
+        self._preemptible: tuple[int, list[str]] | None = None
         # Nothing is judged until asked: a class's first search judges only the rows it
         # goes through (`_first_search`); anything more judges every row (`_judge_all`).
         self._judged = False
@@ -462,3 +464,13 @@ class ClassState:
         if self._why is None or self._why[0] != mark:
             self._why = (mark, self.profile.explain(self.pod, self.table))
         return self._why[1]
+
+    def preemptible(self) -> list[str]:
+        """The nodes where evicting pods might make room (`Profile.preemption_rows`),
+        by name, worked out once until the table changes again."""
+        mark = len(self.table.changed_rows)
+        if self._preemptible is None or self._preemptible[0] != mark:
+            rows = self.profile.preemption_rows(self.pod, self.table)
+            names = self.table.names
+            self._preemptible = (mark, [names[r] for r in rows.tolist()])
+        return self._preemptible[1]

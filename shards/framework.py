@@ -60,6 +60,10 @@ class FilterPlugin(ABC):
     # The cluster events (`cluster.events`) that can make a node this filter
     # rejected pass, upstream's EventsToRegister; every event unless narrowed.
     events: ClassVar[frozenset[str]] = EVENTS
+    # True when evicting pods of lower priority from a node can make it pass
+    # (upstream's Unschedulable, as against UnschedulableAndUnresolvable): preemption
+    # looks only at nodes that every other filter lets the pod onto.
+    preemptible: ClassVar[bool] = False
 
     @abstractmethod
     def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
@@ -163,6 +167,16 @@ class Profile:
         rows = np.flatnonzero(mask)
         mask.flags.writeable = rows.flags.writeable = False
         return mask, rows
+
+    def preemption_rows(self, pod: PodClass, table: NodeTable) -> np.ndarray:
+        """The rows only `preemptible` filters reject the pod from, or none: where
+        evicting pods might make room (upstream's nodesWherePreemptionMightHelp)."""
+        _, rows = self.static_rows(pod, table)
+        keep = np.ones(len(rows), dtype=bool)
+        for plugin in self.filters:
+            if plugin.dynamic and not plugin.preemptible and len(rows):
+                keep &= plugin.filter(pod, table, rows)
+        return rows[keep]
 
     def raw_scores(self, pod: PodClass, table: NodeTable, rows: Rows) -> list[np.ndarray]:
         """Each scorer's raw scores for the rows, in the order of `scorers`."""

@@ -128,11 +128,20 @@ class ShardCore:
         if self.extenders or self.home is not None:
             return 1
         first = units[i]
-        if len(first.pods) != 1 or classes[first.pods[0][1]].spec.profile not in self.profiles:
+        if (
+            len(first.pods) != 1
+            or first.nominated
+            or classes[first.pods[0][1]].spec.profile not in self.profiles
+        ):
             return 1
         cls = first.pods[0][1]
         end = i + 1
-        while end < len(units) and len(units[end].pods) == 1 and units[end].pods[0][1] == cls:
+        while (
+            end < len(units)
+            and len(units[end].pods) == 1
+            and units[end].pods[0][1] == cls
+            and not units[end].nominated
+        ):
             end += 1
         return end - i
 
@@ -154,7 +163,8 @@ class ShardCore:
                 self._next_start = (self._next_start + searched) % max(self.table.size, 1)
                 unit = units[len(out)]
                 if row < 0:
-                    out.append((self._unplaced(unit.key, state.why()), []))
+                    preemptible = {cls: state.preemptible()} if unit.preempt else {}
+                    out.append((self._unplaced(unit.key, state.why(), preemptible), []))
                     continue
                 self.table.assume(row, pod.request, pod.ports, pod.peer)
                 state.took(row)
@@ -188,7 +198,10 @@ class ShardCore:
             manifest = unit.manifests[i] if unit.manifests else None
             consulted = [e for e in self.extenders if manifest and e.interested(manifest)]
             refused = None
-            if manifest and consulted:
+            nominated = self._on_nominated(state, unit.nominated[i] if unit.nominated else "")
+            if nominated >= 0:
+                row = nominated
+            elif manifest and consulted:
                 row, refused = self._consult(state, manifest, consulted)
             else:
                 home = self.home.rows(self.table) if self.home else None
@@ -211,7 +224,14 @@ class ShardCore:
             offered.append([row, *state.runners_up(row, self.candidates - 1, home_mask)])
         if len(chosen) < min(unit.min_member, len(unit.pods)) or not chosen:
             self._undo(chosen)
-            return self._unplaced(unit.key, rejection or Rejection.unexplained()), []
+            preemptible = {}
+            for _, cls in unit.pods if unit.preempt else ():
+                profile = self.profiles.get(classes[cls].spec.profile)
+                if cls not in states and profile is not None:  # too few were left to try it
+                    states[cls] = ClassState(classes[cls], profile, self.table)
+                if cls in states:
+                    preemptible[cls] = states[cls].preemptible()
+            return self._unplaced(unit.key, rejection or Rejection.unexplained(), preemptible), []
         names, versions = self.table.names, self.table.version
         placements = [
             PodPlacement(key, cls, [names[r] for r in rows], [int(versions[r]) for r in rows])
@@ -219,10 +239,28 @@ class ShardCore:
         ]
         return Decision(unit.key, placements), chosen
 
-    def _unplaced(self, unit: str, rejection: Rejection) -> Decision:
+    def _on_nominated(self, state: ClassState, node: str) -> int:
+        """The row of the node room is reserved on for this pod, if every filter lets it on
+        there counting that room as its own (upstream tries the nominated node first); -1
+        if not. The reservation is in the node's usage: it is credited for this check."""
+        row = self.table.index.get(node, -1) if node else -1
+        pod = state.pod
+        if row < 0 or not state.profile.static_rows(pod, self.table)[0][row]:
+            return -1
+        rows = np.array([row], dtype=np.intp)
+        self.table.forget(row, pod.request)
+        fits = bool(state.profile.feasible(pod, self.table, rows, dynamic=True)[0])
+        self.table.assume(row, pod.request)
+        return row if fits else -1
+
+    def _unplaced(
+        self, unit: str, rejection: Rejection, preemptible: dict[int, list[str]] | None = None
+    ) -> Decision:
         alive = int(self.table.alive[: self.table.size].sum())
         reasons, plugins = dict(rejection.reasons), list(rejection.plugins)
-        return Decision(unit, [], reasons, alive, plugins, sorted(rejection.events))
+        return Decision(
+            unit, [], reasons, alive, plugins, sorted(rejection.events), preemptible or {}
+        )
 
     def _undo(self, chosen: list[tuple[int, PodClass]]) -> None:
         """Take a unit's pods placed so far out of the table again: a rollback, if any were."""

@@ -44,6 +44,7 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin):
     # room given back on a node, or a node with more room
     events = frozenset({ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE})
     dynamic = True
+    preemptible = True  # evicting pods gives their requests back
 
     def __init__(
         self,
