@@ -33,3 +33,7 @@ class ClusterAdapter(Protocol):
 
     def bind(self, bindings: list[Binding]) -> list[str | None]:
         """Bind pods to nodes; one error (or None) per binding."""
+
+    def evict(self, pods: list[str]) -> list[str | None]:
+        """Delete bound pods, preemption's victims; one error (or None) per pod. Their
+        deletion is confirmed later, by `take_deleted_pods`."""

@@ -93,10 +93,29 @@ def check_invariants(
                 )
         for pod in cluster.bindings.keys() - committed.keys():
             violations.append(f"pod {pod} is bound but holds no reservation in the store")
-        for name, used in usage.items():
+        # Room held for preemptors counts in the store's usage, for pods still pending.
+        held: dict[str, dict[str, int]] = {name: dict(used) for name, used in usage.items()}
+        for pod, reservation in store.reservations().items():
+            if pod in cluster.bindings or pod not in cluster.pod_manifests:
+                violations.append(
+                    f"room is reserved on {reservation.node} for pod {pod}, which is bound or gone"
+                )
+            if reservation.node in held:
+                res.add(held[reservation.node], dict(reservation.requests))
+        for name, expected in held.items():
             stored = {k: v for k, v in store.usage(name).items() if v}
-            if stored != {k: v for k, v in used.items() if v}:
-                violations.append(f"node {name}: store usage {stored} != recomputed {used}")
+            if stored != {k: v for k, v in expected.items() if v}:
+                violations.append(
+                    f"node {name}: store usage {stored} != recomputed {expected} "
+                    "(bound pods and reservations)"
+                )
+            allocatable = cluster.nodes[name].allocatable
+            for resource, amount in expected.items():
+                if not res.is_score_only(resource) and amount > allocatable.get(resource, 0):
+                    violations.append(
+                        f"node {name} promises more {resource} than it has: {amount} bound "
+                        f"and reserved > {allocatable.get(resource, 0)} allocatable"
+                    )
     return violations
 
 

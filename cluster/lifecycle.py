@@ -20,6 +20,9 @@ to BOUND and refuses any transition not listed here.
 
     ACTIVE ◄──► QUOTA_WAIT   over its quota when its turn came (no attempt made);
                              back to ACTIVE when quota is freed
+    IN_FLIGHT ──► PREEMPTING ──► ACTIVE       no node fits, but evicting pods of lower
+                      │                       priority may make room: victims found and
+                      └──► UNSCHEDULABLE      deleted (room reserved for it), or none found
     bad manifest ─► REJECTED (reported unschedulable with its reason, never retried)
 
     deleted in the cluster, from any state but BOUND ──► DELETED
@@ -32,6 +35,12 @@ to BOUND and refuses any transition not listed here.
   costing no attempt, until quota is freed (a pod of the quota deleted, an
   attempt given back, more room in the cluster), then goes back to ACTIVE.
 - IN_FLIGHT: in a batch sent to a shard; the shard has not answered.
+- PREEMPTING: no node fits, its pods may preempt, and the shard named nodes where
+  evicting pods might help. Victims are chosen (`binder/preemption.py`), the store
+  evicts them and reserves their room for the unit's pods in one step, and the
+  unit waits for the cluster to confirm every victim deleted; it is then tried at
+  once, on its nominated nodes first (or after 5 minutes anyway). With no victims
+  to be found, it is UNSCHEDULABLE as any other.
 - AWAITING_COMMIT: a shard placed it; the binder commits it in the store and
   binds it in the cluster.
 - UNSCHEDULABLE: the last attempt found no node (the reason is kept and
@@ -59,6 +68,7 @@ class PodState(Enum):
     ACTIVE = "active"
     IN_FLIGHT = "in-flight"
     AWAITING_COMMIT = "awaiting-commit"
+    PREEMPTING = "preempting"
     QUOTA_WAIT = "quota-wait"
     UNSCHEDULABLE = "unschedulable"
     BACKOFF = "backoff"
@@ -77,6 +87,7 @@ TRANSITIONS: dict[PodState, frozenset[PodState]] = {
     PodState.IN_FLIGHT: frozenset(
         {
             PodState.AWAITING_COMMIT,
+            PodState.PREEMPTING,
             PodState.UNSCHEDULABLE,
             PodState.BACKOFF,
             PodState.ACTIVE,
@@ -91,6 +102,9 @@ TRANSITIONS: dict[PodState, frozenset[PodState]] = {
             PodState.BACKOFF,
             PodState.DELETED,
         }
+    ),
+    PodState.PREEMPTING: frozenset(
+        {PodState.ACTIVE, PodState.UNSCHEDULABLE, PodState.BACKOFF, PodState.DELETED}
     ),
     PodState.UNSCHEDULABLE: frozenset({PodState.ACTIVE, PodState.BACKOFF, PodState.DELETED}),
     PodState.BACKOFF: frozenset({PodState.ACTIVE, PodState.DELETED}),

@@ -47,6 +47,7 @@ class SimulatedCluster:
     pod_manifests: dict[str, dict[str, Any]] = field(default_factory=dict)
     bindings: dict[str, str] = field(default_factory=dict)
     bind_log: list[Binding] = field(default_factory=list)
+    evicted: list[str] = field(default_factory=list)  # pods deleted by preemption, in order
     pod_groups: dict[str, PodGroup] = field(default_factory=dict)
     _new: list[str] = field(default_factory=list)
     _new_groups: list[PodGroup] = field(default_factory=list)
@@ -161,6 +162,15 @@ class SimulatedCluster:
             if self.pod_manifests.pop(key, None) is not None:
                 self.bindings.pop(key, None)
                 self._deleted_pods.append(key)
+
+    def evict(self, pods: list[str]) -> list[str | None]:
+        """Preemption's victims: deleted at once, as a pod with no grace period would be."""
+        errors: list[str | None] = [
+            None if key in self.pod_manifests else f"pods {key!r} not found" for key in pods
+        ]
+        self.evicted.extend(key for key, error in zip(pods, errors, strict=True) if error is None)
+        self.delete_pods(pods)
+        return errors
 
     def update_pod(self, key: str, manifest: Mapping[str, Any]) -> None:
         """Replace a pod's manifest (e.g. its scheduling gates removed); a watch sees it again."""

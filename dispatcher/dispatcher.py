@@ -29,6 +29,15 @@ class InFlightBatch:
     units: list[str]
 
 
+@dataclass(frozen=True, slots=True)
+class PreemptionAsk:
+    """A unit that fits nowhere and may preempt: each pod with the nodes where evicting
+    pods might make room for it, as its shard named them."""
+
+    unit: str
+    pods: list[tuple[Pod, list[str]]]
+
+
 @dataclass(slots=True)
 class DispatchStats:
     attempts: int = 0  # unit attempts sent to shards
@@ -53,6 +62,9 @@ class DispatchStats:
     moved_by_events: int = 0  # unschedulable units an event sent back to be tried again
     moved_by_timeout: int = 0  # unschedulable units tried again after waiting too long
     quota_waits: int = 0  # times a unit was held back, unattempted, by its quota
+    preemption_attempts: int = 0  # units that fit nowhere and looked for victims
+    preemptions: int = 0  # units that found victims and had room reserved
+    victims: int = 0  # pods evicted for them
 
 
 class Dispatcher:
@@ -66,7 +78,14 @@ class Dispatcher:
         partitions: int = 0,
         unschedulable_timeout_s: float = UNSCHEDULABLE_TIMEOUT_S,
         quotas: QuotaTree | None = None,
+        may_preempt: Callable[[int], bool] = lambda priority: False,
     ) -> None:
+        # whether some bound pod has a lower priority than this: only then does a unit
+        # that fits nowhere look for victims
+        self.may_preempt = may_preempt
+        # units PREEMPTING whose victims are not chosen yet, with their decision
+        self._asks: dict[str, tuple[PreemptionAsk, Decision]] = {}
+        self._awaited_victims: dict[str, str] = {}  # victim pod key -> the unit that waits
         self.unschedulable_timeout_s = unschedulable_timeout_s
         self.quotas = quotas  # elastic quota: a unit is admitted only where it fits
         self.partitions = partitions  # node partitions, one per shard; 0: none
@@ -161,6 +180,7 @@ class Dispatcher:
             self.quotas.forget(pod_keys)
             self._quota_room()
         for key in pod_keys:
+            self._victim_gone(key)
             self.rejected.pop(key, None)
             self.gated.pop(key, None)
             self.gangs.forget(key)
@@ -173,9 +193,58 @@ class Dispatcher:
                 PodState.QUOTA_WAIT,
                 PodState.UNSCHEDULABLE,
                 PodState.BACKOFF,
+                PodState.PREEMPTING,
             )
             if not unit.pods or (waiting and len(unit.pods) < unit.min_member):
                 self._drop(unit)
+
+    # --- preemption ---------------------------------------------------------------
+
+    def take_preemption_asks(self) -> list[PreemptionAsk]:
+        """The PREEMPTING units whose victims are not chosen yet; the caller answers each
+        with `nominate` or `no_victims`."""
+        return [ask for ask, _ in self._asks.values()]
+
+    def nominate(self, unit_key: str, nominated: dict[str, str], victims: list[str]) -> None:
+        """Victims were evicted for the unit and room reserved for its pods on these
+        nodes: it waits for the victims' deletion (none: it is tried at once)."""
+        self._asks.pop(unit_key, None)
+        unit = self.units.get(unit_key)
+        if unit is None or unit.state is not PodState.PREEMPTING:
+            return
+        self.stats.preemptions += 1
+        self.stats.victims += len(victims)
+        unit.nominated = dict(nominated)
+        unit.victims = set(victims)
+        unit.unschedulable_since = self.clock()
+        for victim in victims:
+            self._awaited_victims[victim] = unit_key
+        self.queue.preempting[unit_key] = unit
+        if not victims:
+            self._preempted(unit)
+
+    def no_victims(self, unit_key: str) -> None:
+        """No preemption helps the unit: it is unschedulable as any other."""
+        entry = self._asks.pop(unit_key, None)
+        unit = self.units.get(unit_key)
+        if entry is not None and unit is not None and unit.state is PodState.PREEMPTING:
+            self._unschedulable(unit, entry[1])
+
+    def _victim_gone(self, key: str) -> None:
+        unit = self.units.get(self._awaited_victims.pop(key, ""))
+        if unit is not None and unit.state is PodState.PREEMPTING:
+            unit.victims.discard(key)
+            if not unit.victims:
+                self._preempted(unit)
+
+    def _preempted(self, unit: QueuedUnit) -> None:
+        """Its victims are gone (or it waited too long for them): tried again at once."""
+        self.queue.remove(unit)
+        for victim in unit.victims:
+            self._awaited_victims.pop(victim, None)
+        unit.victims = set()
+        unit.move(PodState.ACTIVE)
+        self.queue.push_active(unit)
 
     def on_event(self, event: str) -> int:
         """A cluster event (`cluster.events`): the unschedulable units waiting for it are
@@ -218,6 +287,10 @@ class Dispatcher:
         for unit in self.queue.waited_too_long(now, self.unschedulable_timeout_s):
             self.queue.retry(unit, now)
             self.stats.moved_by_timeout += 1
+        for unit in list(self.queue.preempting.values()):
+            if unit.unschedulable_since + self.unschedulable_timeout_s <= now:
+                self._preempted(unit)  # its victims' deletion never showed: try anyway
+                self.stats.moved_by_timeout += 1
         self.queue.flush_expired(now)
         classes: dict[SchedulingSpec, int] = {}  # equal specs share a class
         specs: list[SchedulingSpec] = []
@@ -246,7 +319,11 @@ class Dispatcher:
                     specs.append(pod.spec)
                 members.append((pod.key, index))
             manifests = [dict(p.manifest or {}) for p in unit.pods] if self.send_manifests else []
-            units.append(UnitRequest(unit.key, members, unit.min_member, manifests))
+            preempt = all(p.preempts for p in unit.pods) and self.may_preempt(unit.priority)
+            nominated = [unit.nominated.get(p.key, "") for p in unit.pods] if unit.nominated else []
+            units.append(
+                UnitRequest(unit.key, members, unit.min_member, manifests, preempt, nominated)
+            )
             pods += len(unit.pods)
         resolved = self._resolved.pop(shard, [])
         if not units and not resolved:
@@ -283,8 +360,10 @@ class Dispatcher:
             answered.add(decision.unit)
             if decision.placed:
                 unit.move(PodState.AWAITING_COMMIT)
-                unit.placed = {p.pod for p in decision.placements}
+                unit.placed = [p.pod for p in decision.placements]
                 placed.append(decision)
+            elif decision.preemptible:
+                self._ask_to_preempt(unit, decision, batch.classes)
             else:
                 self._unschedulable(unit, decision)
         for key in batch.units:
@@ -299,10 +378,21 @@ class Dispatcher:
             self._settle(result.batch_id)
         return batch.classes, placed
 
-    def on_outcomes(self, batch_id: int, outcomes: list[UnitOutcome]) -> list[str]:
-        """Apply the binder's outcomes for a batch; returns the pod keys now bound."""
+    def _ask_to_preempt(
+        self, unit: QueuedUnit, decision: Decision, classes: list[SchedulingSpec]
+    ) -> None:
+        index = {spec: i for i, spec in enumerate(classes)}
+        pods = [(p, decision.preemptible.get(index[p.spec], [])) for p in unit.pods]
+        self.stats.preemption_attempts += 1
+        self._failed(unit, decision.summary())
+        unit.move(PodState.PREEMPTING)
+        self._asks[unit.key] = (PreemptionAsk(unit.key, pods), decision)
+
+    def on_outcomes(self, batch_id: int, outcomes: list[UnitOutcome]) -> list[tuple[Pod, str]]:
+        """Apply the binder's outcomes for a batch; returns the pods now bound, with their
+        nodes."""
         shard = self.batches[batch_id].shard
-        bound: list[str] = []
+        bound: list[tuple[Pod, str]] = []
         released: list[str] = []  # the events these outcomes are
         for outcome in outcomes:
             unit = self.units.get(outcome.unit)
@@ -313,8 +403,10 @@ class Dispatcher:
                     released.append(ASSIGNED_POD_DELETE)
                     self.stats.bind_failures += 1
                 placed = [k for k in unit.placed if k not in outcome.unbound]
+                nodes = dict(zip(unit.placed, outcome.nodes, strict=False))
+                pods = {p.key: p for p in unit.pods}
                 self._bound(unit, placed)
-                bound.extend(placed)
+                bound.extend((pods[k], nodes.get(k, "")) for k in placed)
                 self.stats.units_by_shard[shard] += 1
                 self.stats.pods_by_shard[shard] += len(placed)
             elif outcome.status in ("conflict", "bind-failed"):
@@ -376,14 +468,16 @@ class Dispatcher:
             self._wait_unschedulable(unit, decision.summary(), events)
 
     def _wait_unschedulable(self, unit: QueuedUnit, reason: str, events: frozenset[str]) -> None:
-        self._failed(unit, reason)
+        if unit.state is not PodState.PREEMPTING:  # counted when it started to preempt
+            self._failed(unit, reason)
         unit.requeue_on = events
         unit.unschedulable_since = self.clock()
         unit.move(PodState.UNSCHEDULABLE)
         self.queue.push_unschedulable(unit)
 
     def _back_off(self, unit: QueuedUnit, reason: str) -> None:
-        self._failed(unit, reason)
+        if unit.state is not PodState.PREEMPTING:
+            self._failed(unit, reason)
         unit.move(PodState.BACKOFF)
         self.queue.push_backoff(unit)
 
@@ -448,7 +542,7 @@ class Dispatcher:
 
     def settled(self) -> bool:
         """Every pod is bound, rejected, or unschedulable until an event it waits for."""
-        return self.idle() and not self.queue.backoff_units
+        return self.idle() and not self.queue.backoff_units and not self.queue.preempting
 
     def unschedulable(self) -> dict[str, str]:
         """Pod key -> reason, for every pod reported unschedulable and not since bound."""
@@ -459,6 +553,7 @@ class Dispatcher:
             *self.queue.quota_waiting.values(),
             *self.queue.unschedulable_units.values(),
             *self.queue.backoff_units.values(),
+            *self.queue.preempting.values(),
         ]
         out.update(self.gangs.waiting_reasons({u.group: u.reason for u in waiting if u.group}))
         for unit in waiting:

@@ -50,7 +50,11 @@ class QueuedUnit:
     generation: int = 0
     group: str = ""  # the PodGroup, for a gang
     min_member: int = 1  # pods that must be placed together (a gang's minMember)
-    placed: set[str] = field(default_factory=set)  # pods of the placement now being committed
+    placed: list[str] = field(default_factory=list)  # pods of the placement being committed
+    # after a preemption: pod -> the node room is reserved on for it, and the
+    # victims whose deletion the unit waits for before it is tried there
+    nominated: dict[str, str] = field(default_factory=dict)
+    victims: set[str] = field(default_factory=set)
     since: float = 0.0  # when the unit became complete (a gang's timeout counts from here)
     shard: int = ANY_SHARD  # the shard that should try it, when its node is in a partition
 
@@ -69,6 +73,7 @@ class SchedulingQueue:
     backoff_units: dict[str, QueuedUnit] = field(default_factory=dict)
     unschedulable_units: dict[str, QueuedUnit] = field(default_factory=dict)
     quota_waiting: dict[str, QueuedUnit] = field(default_factory=dict)  # over their quota
+    preempting: dict[str, QueuedUnit] = field(default_factory=dict)  # awaiting their victims
     # event -> the unschedulable units waiting for it, by key
     _waiting_on: dict[str, dict[str, QueuedUnit]] = field(default_factory=dict)
     # (since, generation, unit) in the order units became unschedulable
@@ -114,6 +119,8 @@ class SchedulingQueue:
             del self.backoff_units[unit.key]
         elif unit.state is PodState.QUOTA_WAIT:
             del self.quota_waiting[unit.key]
+        elif unit.state is PodState.PREEMPTING:
+            self.preempting.pop(unit.key, None)
         elif unit.state is PodState.UNSCHEDULABLE:
             del self.unschedulable_units[unit.key]
             for event in unit.requeue_on:

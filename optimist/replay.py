@@ -208,6 +208,7 @@ def run_replay(snapshot: Snapshot, settings: Settings) -> ReplayRun:
         for manifest in snapshot.group_manifests:
             cluster.create_pod_group(manifest)
         loop = SchedulingLoop(platform, cluster)
+        loop.add_running(background)
         start = time.perf_counter()
         for pod in snapshot.replayed:
             cluster.create_pods(pod.manifest or {}, 1)

@@ -17,19 +17,22 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import ray
 from ray.exceptions import RayError
 
 from binder.actor import BinderActor
 from binder.binder import Binder
+from binder.preemption import PreemptionPlanner, Preemptor
 from cluster.adapter import ClusterAdapter
 from cluster.events import ASSIGNED_POD_DELETE, NODE_ADD, NODE_DELETE
+from cluster.inventory import BoundPods
 from cluster.messages import CommitReply, Decision, MalformedMessage, ShardResult, UnitOutcome
-from cluster.objects import SchedulingSpec
+from cluster.objects import Pod, SchedulingSpec
 from cluster.quota import QuotaTree
 from cluster.redis_server import EmbeddedRedis, connect
-from cluster.store import Keys, NodeStore
-from dispatcher.dispatcher import Dispatcher
+from cluster.store import Keys, NodeStore, Reservation
+from dispatcher.dispatcher import Dispatcher, PreemptionAsk
 from dispatcher.queue import Backoff
 from optimist.config import Settings
 from shards.actor import ShardActor
@@ -135,12 +138,18 @@ class SchedulingLoop:
         self.settings = s
         self.shards = platform.shards
         self.cluster = cluster
+        self.bound_pods = BoundPods()  # what preemption may evict
+        self.preemption = PreemptionPlanner(
+            platform.store, self.bound_pods, np.random.default_rng(s.seed)
+        )
+        self._reservations_checked = 0.0  # time.time() when expired reservations were last freed
         self.dispatcher = Dispatcher(
             Backoff(s.backoff_initial_s, s.backoff_max_s),
             send_manifests=bool(s.extenders),
             max_conflicts=s.max_conflicts,
             partitions=s.partitions,
             quotas=QuotaTree(s.quotas) if s.quotas else None,
+            may_preempt=self.bound_pods.any_below,
         )
         self._allocatable: dict[str, dict[str, int]] = {}  # node -> allocatable, for quotas
         self.store = platform.store
@@ -175,9 +184,15 @@ class SchedulingLoop:
             self.dispatcher.set_capacity(dict(total))
         deleted = self.cluster.take_deleted_pods()
         if deleted:
+            self.bound_pods.remove(deleted)
             self.dispatcher.forget(deleted)
             if self.store.release(pods=deleted).pods:
                 self.dispatcher.on_event(ASSIGNED_POD_DELETE)
+        now = time.time()
+        if now - self._reservations_checked >= 1.0:
+            self._reservations_checked = now
+            if self.store.expire_reservations(now):
+                self.dispatcher.on_event(ASSIGNED_POD_DELETE)  # held room is free again
         for group in self.cluster.take_new_groups():
             self.dispatcher.add_group(group)
         pods, errors = self.cluster.take_new_pods()
@@ -237,6 +252,8 @@ class SchedulingLoop:
             self.shard_failures += 1
             result = ShardResult(shard, batch_id, 0, [])
         classes, placed = self.dispatcher.on_result(result)
+        for ask in self.dispatcher.take_preemption_asks():
+            self._preempt(ask)
         if not placed:
             return
         decided = time.perf_counter()
@@ -251,6 +268,36 @@ class SchedulingLoop:
         ref = actor.commit.remote(request.encode())
         self._committing[ref] = _Committing(batch_id, classes, placed, decided)
 
+    def add_running(self, pods: list[Pod]) -> None:
+        """Pods the cluster already runs (committed to the store by the caller): they count
+        for preemption like the pods optimist binds."""
+        for pod in pods:
+            self.bound_pods.add(pod, pod.node_name)
+
+    def _preempt(self, ask: PreemptionAsk) -> None:
+        """Find victims for a unit that fits nowhere; evict them and reserve their room for
+        it in one step in the store, then delete them in the cluster."""
+        preemptors = [Preemptor(p.key, p.priority, p.spec.requests, nodes) for p, nodes in ask.pods]
+        plan = self.preemption.plan(preemptors)
+        if plan is None:
+            self.dispatcher.no_victims(ask.unit)
+            return
+        expires_at = time.time() + self.settings.reservation_ttl_s
+        reservations = [
+            Reservation(p.key, plan.nominated[p.key], p.requests, expires_at) for p in preemptors
+        ]
+        victims = [v.key for v in plan.victims]
+        verdict = self.store.preempt(victims, reservations)
+        if not verdict.reserved:  # the plan met a changed store: tried again as usual
+            log.info("preemption for %s refused by the store: %s", ask.unit, verdict.detail)
+            self.dispatcher.no_victims(ask.unit)
+            return
+        self.dispatcher.nominate(ask.unit, plan.nominated, victims)
+        if victims:
+            for victim, error in zip(victims, self.cluster.evict(victims), strict=True):
+                if error is not None:
+                    log.warning("evicting %s for %s failed: %s", victim, ask.unit, error)
+
     def _complete_commit(self, ref: ray.ObjectRef) -> None:
         job = self._committing.pop(ref)
         try:
@@ -264,7 +311,10 @@ class SchedulingLoop:
         self._settle(job.batch_id, outcomes, job.decided)
 
     def _settle(self, batch_id: int, outcomes: list[UnitOutcome], decided: float) -> None:
-        bound = self.dispatcher.on_outcomes(batch_id, outcomes)
+        placed = self.dispatcher.on_outcomes(batch_id, outcomes)
+        for pod, node in placed:
+            self.bound_pods.add(pod, node)
+        bound = [pod.key for pod, _ in placed]
         if self.on_stage and bound:
             self.on_stage("decided", bound, decided)
             self.on_stage("committed", bound, self.binder.committed_at)

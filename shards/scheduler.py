@@ -220,6 +220,9 @@ class ShardCore:
             state.took(row)
             chosen.append((row, pod))
             placed.append((key, cls))
+            if nominated >= 0:  # its reserved room is there and nowhere else
+                offered.append([row])
+                continue
             home_mask = self.home.mask(self.table) if self.home else None
             offered.append([row, *state.runners_up(row, self.candidates - 1, home_mask)])
         if len(chosen) < min(unit.min_member, len(unit.pods)) or not chosen:

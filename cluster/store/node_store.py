@@ -272,6 +272,26 @@ class NodeStore:
 
     # --- reading the committed truth (checkers, reports) ------------------------
 
+    def room(self, names: Sequence[str]) -> dict[str, dict[str, int]]:
+        """Per node that exists: allocatable minus committed usage (reservations included),
+        per resource, read in one round trip."""
+        pipe = self.client.pipeline(transaction=False)
+        for name in names:
+            pipe.hgetall(self.keys.node(name))
+        out = {}
+        for name, raw in zip(names, pipe.execute() if names else [], strict=True):
+            if not raw:
+                continue
+            free: dict[str, int] = {}
+            for key, value in raw.items():
+                kind, resource = key[:2], key[2:].decode()
+                if kind == b"a:":
+                    free[resource] = free.get(resource, 0) + int(value)
+                elif kind == b"u:":
+                    free[resource] = free.get(resource, 0) - int(value)
+            out[name] = free
+        return out
+
     def usage(self, name: str) -> dict[str, int]:
         raw = self.client.hgetall(self.keys.node(name))
         return {k.decode()[2:]: int(v) for k, v in raw.items() if k.startswith(b"u:")}

@@ -1,0 +1,183 @@
+"""Preemption (upstream's DefaultPreemption): which lower-priority pods to evict, where.
+
+For a unit that fits nowhere, the shard names the nodes where only room is
+missing. Here each pod of the unit gets a node and victims: on each node,
+every pod of lower priority is taken away in thought; if the pod then fits,
+the victims are given back one by one, the most important first (those a
+disruption budget protects before the others), as long as it still fits.
+What is left are the victims. Of the nodes tried, the one chosen has, in
+this order: the fewest budget violations, the lowest highest victim
+priority, the lowest sum of priorities, the fewest victims, the latest
+start of its most important victims. A gang preempts for every member or
+not at all. The store then evicts and reserves in one step (`preempt.lua`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from cluster import resources as res
+from cluster.inventory import BoundPod, BoundPods
+from cluster.store import NodeStore
+
+_INT32_OFFSET = 2**31  # upstream adds MaxInt32 + 1 to each priority before summing
+
+# Nodes tried per pod, as upstream's DefaultPreemptionArgs defaults: at least
+# this share of the nodes named, and never fewer than this many.
+MIN_CANDIDATE_NODES_PERCENTAGE = 10
+MIN_CANDIDATE_NODES_ABSOLUTE = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Preemptor:
+    """One pod of a unit that asks to preempt, and the nodes the shard named for it."""
+
+    key: str
+    priority: int
+    requests: tuple[tuple[str, int], ...]  # as SchedulingSpec.requests
+    nodes: Sequence[str]
+
+
+@dataclass(slots=True)
+class Candidate:
+    node: str
+    victims: list[BoundPod]  # most important first
+    violations: int  # victims whose eviction a disruption budget does not allow
+
+    def rank(self) -> tuple[int, int, int, int, int]:
+        """Smaller is better: upstream's pickOneNodeForPreemption, criterion by criterion."""
+        if not self.victims:
+            return (0, -_INT32_OFFSET, 0, 0, 0)
+        top = self.victims[0].priority
+        earliest = min(v.started for v in self.victims if v.priority == top)
+        return (
+            self.violations,
+            top,
+            sum(v.priority + _INT32_OFFSET for v in self.victims),
+            len(self.victims),
+            -earliest,
+        )
+
+
+@dataclass(slots=True)
+class Plan:
+    """Where each pod of the unit goes once its victims are gone."""
+
+    nominated: dict[str, str] = field(default_factory=dict)  # pod key -> node
+    victims: list[BoundPod] = field(default_factory=list)
+
+
+def _shift(room: dict[str, int], requests: Sequence[tuple[str, int]], sign: int) -> None:
+    """Give (`sign` 1) or take (-1) a pod's requests to or from `room`."""
+    for name, amount in requests:
+        room[name] = room.get(name, 0) + sign * amount
+
+
+def fits(requests: Sequence[tuple[str, int]], free: dict[str, int]) -> bool:
+    return all(
+        amount <= free.get(name, 0)
+        for name, amount in requests
+        if amount > 0 and not res.is_score_only(name)
+    )
+
+
+def select_victims(
+    pod: Preemptor,
+    free: dict[str, int],
+    pods: Sequence[BoundPod],
+    protected: Callable[[BoundPod], bool] = lambda _: False,
+) -> Candidate | None:
+    """The fewest pods of lower priority to evict from one node for `pod` to fit, or None
+    if evicting all of them is not enough. `free` is the node's room now."""
+    if fits(pod.requests, free):
+        return Candidate("", [], 0)
+    lower = [p for p in pods if p.priority < pod.priority]
+    room = dict(free)
+    for victim in lower:
+        _shift(room, victim.requests, 1)
+    if not fits(pod.requests, room):
+        return None
+    # the most important first: higher priority, then the one running longer
+    lower.sort(key=lambda p: (-p.priority, p.started))
+    victims: list[BoundPod] = []
+    violations = 0
+    for guarded in (True, False):
+        for pod_on_node in lower:
+            if protected(pod_on_node) != guarded:
+                continue
+            _shift(room, pod_on_node.requests, -1)
+            if fits(pod.requests, room):
+                continue  # reprieved
+            _shift(room, pod_on_node.requests, 1)
+            victims.append(pod_on_node)
+            violations += guarded
+    victims.sort(key=lambda p: (-p.priority, p.started))
+    return Candidate("", victims, violations)
+
+
+class PreemptionPlanner:
+    def __init__(
+        self,
+        store: NodeStore,
+        inventory: BoundPods,
+        rng: np.random.Generator,
+        protected: Callable[[BoundPod], bool] = lambda _: False,
+    ) -> None:
+        self.store = store
+        self.inventory = inventory
+        self.rng = rng
+        self.protected = protected  # eviction not allowed by a disruption budget
+
+    def plan(self, pods: Sequence[Preemptor]) -> Plan | None:
+        """A node and victims for every pod, or None if one of them finds none."""
+        plan = Plan()
+        given: dict[str, dict[str, int]] = {}  # node -> room given (+) and taken (-) so far
+        taken: set[str] = set()  # victims already chosen for an earlier pod
+        for pod in pods:
+            best = self._best_node(pod, given, taken)
+            if best is None:
+                return None
+            plan.nominated[pod.key] = best.node
+            plan.victims.extend(best.victims)
+            taken.update(v.key for v in best.victims)
+            change = given.setdefault(best.node, {})
+            for victim in best.victims:
+                _shift(change, victim.requests, 1)
+            _shift(change, pod.requests, -1)
+        return plan
+
+    def _best_node(
+        self, pod: Preemptor, given: dict[str, dict[str, int]], taken: set[str]
+    ) -> Candidate | None:
+        """Upstream's dry run: nodes from a random offset, until enough candidates are
+        found; the best of them."""
+        nodes = list(pod.nodes)
+        if not nodes:
+            return None
+        wanted = max(
+            MIN_CANDIDATE_NODES_ABSOLUTE, len(nodes) * MIN_CANDIDATE_NODES_PERCENTAGE // 100
+        )
+        start = int(self.rng.integers(len(nodes)))
+        order = nodes[start:] + nodes[:start]
+        found: list[Candidate] = []
+        for i in range(0, len(order), wanted):
+            chunk = order[i : i + wanted]
+            for node, free in self.store.room(chunk).items():
+                change = given.get(node)
+                if change:
+                    free = dict(free)
+                    _shift(free, tuple(change.items()), 1)
+                on_node = [p for p in self.inventory.on(node) if p.key not in taken]
+                candidate = select_victims(pod, free, on_node, self.protected)
+                if candidate is None:
+                    continue
+                candidate.node = node
+                if not candidate.victims:
+                    return candidate  # fits as it is: nothing to evict
+                found.append(candidate)
+            if len(found) >= wanted:
+                break
+        return min(found, key=Candidate.rank) if found else None

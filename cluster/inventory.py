@@ -1,0 +1,75 @@
+"""The pods bound in the cluster, by node, with what preemption weighs of each.
+
+The node store counts usage per node; preemption must also know which pods
+make it up, their priority and how long they have run. This inventory is
+kept beside the store from what the scheduler binds and what the cluster
+says was deleted (and, for a cluster that already runs pods, what it had).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from cluster.objects import Pod
+
+
+@dataclass(frozen=True, slots=True)
+class BoundPod:
+    key: str
+    node: str
+    priority: int
+    requests: tuple[tuple[str, int], ...]  # as SchedulingSpec.requests
+    started: int  # the order it was bound in: a later pod has a larger number
+    namespace: str
+    labels: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def of(cls, pod: Pod, node: str, started: int) -> BoundPod:
+        spec = pod.spec
+        return cls(pod.key, node, pod.priority, spec.requests, started, pod.namespace, spec.labels)
+
+
+class BoundPods:
+    def __init__(self) -> None:
+        self._by_node: dict[str, dict[str, BoundPod]] = {}
+        self._node_of: dict[str, str] = {}
+        self._priorities: Counter[int] = Counter()
+        self._started = 0
+
+    def __len__(self) -> int:
+        return len(self._node_of)
+
+    def add(self, pod: Pod, node: str) -> None:
+        if pod.key in self._node_of:
+            return
+        self._started += 1
+        self._by_node.setdefault(node, {})[pod.key] = BoundPod.of(pod, node, self._started)
+        self._node_of[pod.key] = node
+        self._priorities[pod.priority] += 1
+
+    def remove(self, keys: Iterable[str]) -> None:
+        """Pods deleted; keys of pods not bound are ignored."""
+        for key in keys:
+            node = self._node_of.pop(key, None)
+            if node is None:
+                continue
+            pods = self._by_node[node]
+            gone = pods.pop(key)
+            if not pods:
+                del self._by_node[node]
+            self._priorities[gone.priority] -= 1
+            if not self._priorities[gone.priority]:
+                del self._priorities[gone.priority]
+
+    def on(self, node: str) -> Iterable[BoundPod]:
+        return self._by_node.get(node, {}).values()
+
+    def get(self, key: str) -> BoundPod | None:
+        node = self._node_of.get(key)
+        return self._by_node[node][key] if node is not None else None
+
+    def any_below(self, priority: int) -> bool:
+        """Some bound pod has a lower priority: a pod of `priority` may find victims."""
+        return any(p < priority for p in self._priorities)
