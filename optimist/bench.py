@@ -299,6 +299,11 @@ def queue_figures(dispatcher: Dispatcher) -> dict[str, Any]:
         "moved_by_timeout": stats.moved_by_timeout,
         "waiting_pods": pods,
         "attempts_per_waiting_pod": attempts / pods if pods else 0.0,
+        "preemption": {
+            "attempts": stats.preemption_attempts,  # units that looked for victims
+            "preemptions": stats.preemptions,  # units that found them, room reserved
+            "victims": stats.victims,  # pods evicted for those
+        },
     }
 
 
