@@ -24,7 +24,14 @@ from cluster.durations import parse_duration
 Manifest = Mapping[str, Any]
 
 # Kinds createAny may create; the runner says what it does with each.
-CREATE_ANY_KINDS = ("Namespace", "PriorityClass", "PodGroup", "Pod", "Node")
+CREATE_ANY_KINDS = (
+    "Namespace",
+    "PriorityClass",
+    "PodGroup",
+    "PodDisruptionBudget",
+    "Pod",
+    "Node",
+)
 # Kinds churn may cycle; a Service is recorded and has no effect (no default spreading).
 CHURN_KINDS = ("Node", "Pod", "Service")
 _VOLUMES = "optimist does not model volumes (PersistentVolumes, claims, CSI)"

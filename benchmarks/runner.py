@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -337,10 +337,9 @@ class CaseRunner:
             elif kind == "PriorityClass":
                 self.priorities.add(op.template)
             elif kind == "PodGroup":
-                group = dict(op.template)
-                meta = group.setdefault("metadata", {})
-                group["metadata"] = {**meta, "namespace": meta.get("namespace") or op.namespace}
-                self.cluster.create_pod_group(group)
+                self.cluster.create_pod_group(_in_namespace(op.template, op.namespace))
+            elif kind == "PodDisruptionBudget":
+                self.cluster.create_disruption_budget(_in_namespace(op.template, op.namespace))
             elif kind == "Node":
                 self.cluster.create_nodes(op.template, 1)
             else:  # Pod
@@ -520,3 +519,9 @@ class CaseRunner:
 
     def _report_progress(self) -> None:
         self.progress(len(self.bound_at) + len(self.loop.dispatcher.unschedulable()), self._ours)
+
+
+def _in_namespace(template: Mapping[str, Any], namespace: str) -> dict[str, Any]:
+    """A namespaced object from a template: the op's namespace where it names none."""
+    meta = template.get("metadata") or {}
+    return {**template, "metadata": {**meta, "namespace": meta.get("namespace") or namespace}}

@@ -84,14 +84,18 @@ def fits(requests: Sequence[tuple[str, int]], free: dict[str, int]) -> bool:
     )
 
 
+Violating = Callable[[Sequence[BoundPod]], set[str]]  # cluster.disruption's `violating`
+
+
 def select_victims(
     pod: Preemptor,
     free: dict[str, int],
     pods: Sequence[BoundPod],
-    protected: Callable[[BoundPod], bool] = lambda _: False,
+    violating: Violating = lambda pods: set(),
 ) -> Candidate | None:
     """The fewest pods of lower priority to evict from one node for `pod` to fit, or None
-    if evicting all of them is not enough. `free` is the node's room now."""
+    if evicting all of them is not enough. `free` is the node's room now; `violating`
+    says which of the pods, evicted most important first, a disruption budget keeps."""
     if fits(pod.requests, free):
         return Candidate("", [], 0)
     lower = [p for p in pods if p.priority < pod.priority]
@@ -102,11 +106,12 @@ def select_victims(
         return None
     # the most important first: higher priority, then the one running longer
     lower.sort(key=lambda p: (-p.priority, p.started))
+    kept = violating(lower)
     victims: list[BoundPod] = []
     violations = 0
     for guarded in (True, False):
         for pod_on_node in lower:
-            if protected(pod_on_node) != guarded:
+            if (pod_on_node.key in kept) != guarded:
                 continue
             _shift(room, pod_on_node.requests, -1)
             if fits(pod.requests, room):
@@ -124,12 +129,12 @@ class PreemptionPlanner:
         store: NodeStore,
         inventory: BoundPods,
         rng: np.random.Generator,
-        protected: Callable[[BoundPod], bool] = lambda _: False,
+        violating: Violating = lambda pods: set(),
     ) -> None:
         self.store = store
         self.inventory = inventory
         self.rng = rng
-        self.protected = protected  # eviction not allowed by a disruption budget
+        self.violating = violating  # evictions disruption budgets do not allow
 
     def plan(self, pods: Sequence[Preemptor]) -> Plan | None:
         """A node and victims for every pod, or None if one of them finds none."""
@@ -171,7 +176,7 @@ class PreemptionPlanner:
                     free = dict(free)
                     _shift(free, tuple(change.items()), 1)
                 on_node = [p for p in self.inventory.on(node) if p.key not in taken]
-                candidate = select_victims(pod, free, on_node, self.protected)
+                candidate = select_victims(pod, free, on_node, self.violating)
                 if candidate is None:
                     continue
                 candidate.node = node

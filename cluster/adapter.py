@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from cluster.disruption import DisruptionBudget
 from cluster.errors import InvalidObject
 from cluster.objects import Node, Pod, PodGroup
 
@@ -30,6 +31,9 @@ class ClusterAdapter(Protocol):
 
     def take_new_groups(self) -> list[PodGroup]:
         """PodGroups (gangs) seen since the last call."""
+
+    def take_new_budgets(self) -> list[DisruptionBudget]:
+        """PodDisruptionBudgets created or changed since the last call."""
 
     def bind(self, bindings: list[Binding]) -> list[str | None]:
         """Bind pods to nodes; one error (or None) per binding."""

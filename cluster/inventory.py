@@ -34,6 +34,7 @@ class BoundPod:
 class BoundPods:
     def __init__(self) -> None:
         self._by_node: dict[str, dict[str, BoundPod]] = {}
+        self._by_namespace: dict[str, dict[str, BoundPod]] = {}
         self._node_of: dict[str, str] = {}
         self._priorities: Counter[int] = Counter()
         self._started = 0
@@ -45,7 +46,9 @@ class BoundPods:
         if pod.key in self._node_of:
             return
         self._started += 1
-        self._by_node.setdefault(node, {})[pod.key] = BoundPod.of(pod, node, self._started)
+        bound = BoundPod.of(pod, node, self._started)
+        self._by_node.setdefault(node, {})[pod.key] = bound
+        self._by_namespace.setdefault(pod.namespace, {})[pod.key] = bound
         self._node_of[pod.key] = node
         self._priorities[pod.priority] += 1
 
@@ -59,12 +62,19 @@ class BoundPods:
             gone = pods.pop(key)
             if not pods:
                 del self._by_node[node]
+            namespace = self._by_namespace[gone.namespace]
+            del namespace[key]
+            if not namespace:
+                del self._by_namespace[gone.namespace]
             self._priorities[gone.priority] -= 1
             if not self._priorities[gone.priority]:
                 del self._priorities[gone.priority]
 
     def on(self, node: str) -> Iterable[BoundPod]:
         return self._by_node.get(node, {}).values()
+
+    def in_namespace(self, namespace: str) -> Iterable[BoundPod]:
+        return self._by_namespace.get(namespace, {}).values()
 
     def get(self, key: str) -> BoundPod | None:
         node = self._node_of.get(key)

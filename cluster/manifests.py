@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cluster import resources as res
+from cluster.disruption import DisruptionBudget
 from cluster.errors import InvalidObject
 from cluster.objects import (
     DEFAULT_SCHEDULE_TIMEOUT_S,
@@ -455,6 +456,36 @@ def podgroup_from_manifest(raw: Mapping[str, Any]) -> PodGroup:
         schedule_timeout_s=DEFAULT_SCHEDULE_TIMEOUT_S
         if timeout is None
         else _int(obj, "spec.scheduleTimeoutSeconds", timeout, low=1),
+    )
+
+
+def _int_or_percent(obj: str, path: str, raw: object) -> int | str | None:
+    if raw is None:
+        return None
+    if isinstance(raw, str) and raw.endswith("%") and raw[:-1].isdigit():
+        return raw
+    if not isinstance(raw, int) or isinstance(raw, bool) or raw < 0:
+        raise InvalidObject(obj, path, raw, 'must be an integer >= 0 or a percentage ("30%")')
+    return raw
+
+
+def budget_from_manifest(raw: Mapping[str, Any]) -> DisruptionBudget:
+    """Parse a policy/v1 PodDisruptionBudget."""
+    name, namespace, _ = _metadata(raw, "PodDisruptionBudget")
+    obj = f"PodDisruptionBudget {namespace}/{name}"
+    spec = _map(obj, "spec", raw.get("spec"))
+    low = _int_or_percent(obj, "spec.minAvailable", spec.get("minAvailable"))
+    high = _int_or_percent(obj, "spec.maxUnavailable", spec.get("maxUnavailable"))
+    if low is not None and high is not None:
+        raise InvalidObject(
+            obj, "spec.maxUnavailable", high, "cannot be set together with spec.minAvailable"
+        )
+    return DisruptionBudget(
+        namespace,
+        name,
+        _label_selector(obj, "spec.selector", spec.get("selector")),
+        min_available=low,
+        max_unavailable=high,
     )
 
 

@@ -16,8 +16,10 @@ from typing import Any
 import yaml
 
 from cluster.adapter import Binding
+from cluster.disruption import DisruptionBudget
 from cluster.errors import InvalidObject
 from cluster.manifests import (
+    budget_from_manifest,
     copy_manifest,
     node_from_manifest,
     pod_from_manifest,
@@ -51,6 +53,7 @@ class SimulatedCluster:
     pod_groups: dict[str, PodGroup] = field(default_factory=dict)
     _new: list[str] = field(default_factory=list)
     _new_groups: list[PodGroup] = field(default_factory=list)
+    _new_budgets: list[DisruptionBudget] = field(default_factory=list)
     _names: set[str] = field(default_factory=set)
     _new_nodes: list[Node] = field(default_factory=list)
     _deleted_nodes: list[str] = field(default_factory=list)
@@ -149,6 +152,16 @@ class SimulatedCluster:
         self.pod_groups[group.key] = group
         self._new_groups.append(group)
         return group
+
+    def create_disruption_budget(self, manifest: Mapping[str, Any]) -> DisruptionBudget:
+        """A policy/v1 PodDisruptionBudget."""
+        budget = budget_from_manifest(manifest)
+        self._new_budgets.append(budget)
+        return budget
+
+    def take_new_budgets(self) -> list[DisruptionBudget]:
+        budgets, self._new_budgets = self._new_budgets, []
+        return budgets
 
     def take_new_groups(self) -> list[PodGroup]:
         """PodGroups created since the last call."""

@@ -25,6 +25,7 @@ from binder.actor import BinderActor
 from binder.binder import Binder
 from binder.preemption import PreemptionPlanner, Preemptor
 from cluster.adapter import ClusterAdapter
+from cluster.disruption import DisruptionBudgets
 from cluster.events import ASSIGNED_POD_DELETE, NODE_ADD, NODE_DELETE
 from cluster.inventory import BoundPods
 from cluster.messages import CommitReply, Decision, MalformedMessage, ShardResult, UnitOutcome
@@ -139,8 +140,9 @@ class SchedulingLoop:
         self.shards = platform.shards
         self.cluster = cluster
         self.bound_pods = BoundPods()  # what preemption may evict
+        self.budgets = DisruptionBudgets(self.bound_pods)
         self.preemption = PreemptionPlanner(
-            platform.store, self.bound_pods, np.random.default_rng(s.seed)
+            platform.store, self.bound_pods, np.random.default_rng(s.seed), self.budgets.violating
         )
         self._reservations_checked = 0.0  # time.time() when expired reservations were last freed
         self.dispatcher = Dispatcher(
@@ -195,6 +197,7 @@ class SchedulingLoop:
                 self.dispatcher.on_event(ASSIGNED_POD_DELETE)  # held room is free again
         for group in self.cluster.take_new_groups():
             self.dispatcher.add_group(group)
+        self.budgets.put(self.cluster.take_new_budgets())
         pods, errors = self.cluster.take_new_pods()
         if self.on_stage and pods:
             self.on_stage("queued", [p.key for p in pods], time.perf_counter())

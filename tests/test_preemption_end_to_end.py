@@ -88,3 +88,30 @@ def test_a_gang_preempts_for_all_its_members_or_for_none(redis_url, key_prefix):
         assert settle(loop, cluster, platform.store) == {}
         assert sorted(cluster.evicted) == sorted(low)
         assert all(k in cluster.bindings for k in fit + high)
+
+
+def test_a_disruption_budget_steers_preemption_to_pods_it_does_not_guard(redis_url, key_prefix):
+    settings = Settings(shards=1, redis_url=redis_url, key_prefix=key_prefix, seed=11)
+    cluster = SimulatedCluster(settings.scheduler_names)
+    cluster.create_nodes(node_doc("2"), 2)
+    with Platform(settings) as platform:
+        loop = SchedulingLoop(platform, cluster)
+        guarded = pod_of("2", 1, "db")
+        guarded["metadata"]["labels"] = {"app": "db"}
+        db = cluster.create_pods(guarded, 1)
+        web = cluster.create_pods(pod_of("2", 1, "web"), 1)  # same priority, unguarded
+        cluster.create_disruption_budget(
+            {
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": "db", "namespace": "default"},
+                "spec": {"selector": {"matchLabels": {"app": "db"}}, "maxUnavailable": 0},
+            }
+        )
+        assert settle(loop, cluster, platform.store) == {}
+        [high] = cluster.create_pods(pod_of("2", 10, "high"), 1)
+        assert settle(loop, cluster, platform.store) == {}
+        assert cluster.evicted == web and all(k in cluster.bindings for k in db)
+        # best effort: with no unguarded pod left, the budget gives way
+        [again] = cluster.create_pods(pod_of("2", 10, "again"), 1)
+        assert settle(loop, cluster, platform.store) == {}
+        assert cluster.evicted == web + db and {high, again} <= cluster.bindings.keys()

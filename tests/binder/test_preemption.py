@@ -44,10 +44,14 @@ def test_victims_on_one_node(free, on_node, need, victims):
 
 def test_a_disruption_budget_is_honoured_where_it_can_be():
     pods = [bound("guarded", 1, 1000, started=1), bound("free", 1, 1000, started=2)]
-    found = select_victims(preemptor(1000), {"cpu": 0}, pods, lambda p: p.key == "guarded")
+
+    def guard(pods):
+        return {p.key for p in pods if p.key == "guarded"}
+
+    found = select_victims(preemptor(1000), {"cpu": 0}, pods, guard)
     assert [v.key for v in found.victims] == ["free"] and found.violations == 0
     # best effort: when only the guarded pod can make room, it goes, counted
-    found = select_victims(preemptor(2000), {"cpu": 0}, pods, lambda p: p.key == "guarded")
+    found = select_victims(preemptor(2000), {"cpu": 0}, pods, guard)
     assert {v.key for v in found.victims} == {"guarded", "free"} and found.violations == 1
 
 
