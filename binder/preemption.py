@@ -9,7 +9,9 @@ What is left are the victims. Of the nodes tried, the one chosen has, in
 this order: the fewest budget violations, the lowest highest victim
 priority, the lowest sum of priorities, the fewest victims, the latest
 start of its most important victims. A gang preempts for every member or
-not at all. The store then evicts and reserves in one step (`preempt.lua`).
+not at all. With elastic quota, pods of a quota that uses more than it may
+now can be evicted too, whatever their priority (`reclaiming`). The store
+then evicts and reserves in one step (`preempt.lua`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import numpy as np
 
 from cluster import resources as res
 from cluster.inventory import BoundPod, BoundPods
+from cluster.quota import QuotaTree
 from cluster.store import NodeStore
 
 _INT32_OFFSET = 2**31  # upstream adds MaxInt32 + 1 to each priority before summing
@@ -39,6 +42,28 @@ class Preemptor:
     priority: int
     requests: tuple[tuple[str, int], ...]  # as SchedulingSpec.requests
     nodes: Sequence[str]
+    quota: str | None = None  # the leaf quota it counts against, if any
+
+
+def lower_priority(pod: Preemptor, victim: BoundPod) -> bool:
+    return victim.priority < pod.priority
+
+
+def reclaiming(quotas: QuotaTree) -> Callable[[Preemptor, BoundPod], bool]:
+    """Who may be evicted with elastic quota: a pod of lower priority, or any pod of
+    another quota that uses more than its runtime quota (it must give borrowed room
+    back; the most important of its pods are still reprieved first)."""
+
+    def may_evict(pod: Preemptor, victim: BoundPod) -> bool:
+        if victim.priority < pod.priority:
+            return True
+        over = quotas.over_runtime()
+        if not over:
+            return False
+        theirs = quotas.leaf_for(victim.namespace, victim.labels)
+        return theirs in over and theirs != pod.quota
+
+    return may_evict
 
 
 @dataclass(slots=True)
@@ -92,13 +117,15 @@ def select_victims(
     free: dict[str, int],
     pods: Sequence[BoundPod],
     violating: Violating = lambda pods: set(),
+    may_evict: Callable[[Preemptor, BoundPod], bool] = lower_priority,
 ) -> Candidate | None:
-    """The fewest pods of lower priority to evict from one node for `pod` to fit, or None
-    if evicting all of them is not enough. `free` is the node's room now; `violating`
-    says which of the pods, evicted most important first, a disruption budget keeps."""
+    """The fewest pods `may_evict` allows (of lower priority) to evict from one node for
+    `pod` to fit, or None if evicting all of them is not enough. `free` is the node's
+    room now; `violating` says which of the pods, evicted most important first, a
+    disruption budget keeps."""
     if fits(pod.requests, free):
         return Candidate("", [], 0)
-    lower = [p for p in pods if p.priority < pod.priority]
+    lower = [p for p in pods if may_evict(pod, p)]
     room = dict(free)
     for victim in lower:
         _shift(room, victim.requests, 1)
@@ -130,11 +157,13 @@ class PreemptionPlanner:
         inventory: BoundPods,
         rng: np.random.Generator,
         violating: Violating = lambda pods: set(),
+        may_evict: Callable[[Preemptor, BoundPod], bool] = lower_priority,
     ) -> None:
         self.store = store
         self.inventory = inventory
         self.rng = rng
         self.violating = violating  # evictions disruption budgets do not allow
+        self.may_evict = may_evict
 
     def plan(self, pods: Sequence[Preemptor]) -> Plan | None:
         """A node and victims for every pod, or None if one of them finds none."""
@@ -176,7 +205,7 @@ class PreemptionPlanner:
                     free = dict(free)
                     _shift(free, tuple(change.items()), 1)
                 on_node = [p for p in self.inventory.on(node) if p.key not in taken]
-                candidate = select_victims(pod, free, on_node, self.violating)
+                candidate = select_victims(pod, free, on_node, self.violating, self.may_evict)
                 if candidate is None:
                     continue
                 candidate.node = node

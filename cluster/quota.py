@@ -12,9 +12,10 @@ that wait (`QuotaTree.runtime`).
 
 The dispatcher admits a unit only if each quota on its path still has room
 for it; a unit that does not fit waits, costing no scheduling attempt,
-until quota is freed. Taking borrowed room back from a borrower needs
-preemption, which optimist does not do yet: a lender gets its room back as
-the borrower's pods end.
+until quota is freed. A quota that uses more than its runtime quota (it
+borrowed while its lender was idle) gives the room back through preemption:
+its pods may be evicted for pods of other quotas, lowest priority first
+(`binder/preemption.py`).
 """
 
 from __future__ import annotations
@@ -122,6 +123,7 @@ class QuotaTree:
         self.waiting_pods: dict[str, tuple[str, Amounts]] = {}
         self.admitted_pods: dict[str, tuple[str, Amounts]] = {}
         self._room_grew = False  # since the last `take_room_grew`
+        self._over: set[str] | None = None  # `over_runtime`, until the books change
 
     def take_room_grew(self) -> bool:
         """Whether some quota may admit more than before (used or asked went down, or the
@@ -158,10 +160,36 @@ class QuotaTree:
 
     def leaf_of(self, pod: Pod) -> str | None:
         """The quota a pod counts against: its label's, else its namespace's; None: no quota."""
-        named = dict(pod.spec.labels).get(QUOTA_LABEL)
+        return self.leaf_for(pod.namespace, pod.spec.labels)
+
+    def leaf_for(self, namespace: str, labels: Iterable[tuple[str, str]]) -> str | None:
+        named = dict(labels).get(QUOTA_LABEL)
         if named in self.nodes and not self.nodes[named].children:
             return named
-        return self.by_namespace.get(pod.namespace)
+        return self.by_namespace.get(namespace)
+
+    def over_runtime(self) -> set[str]:
+        """The leaf quotas that use more than they may now, themselves or through a quota
+        above them: they borrowed room that its lender wants back (reclaim), and their
+        pods may be evicted for the pods of other quotas, whatever their priority."""
+        if self._over is None:
+            self._over = self._find_over()
+        return self._over
+
+    def _find_over(self) -> set[str]:
+        runtime = self.runtime()
+        over = {
+            name
+            for name, node in self.nodes.items()
+            if any(node.used[r] > allowed for r, allowed in runtime[name].items())
+        }
+        if not over:
+            return set()
+        return {
+            name
+            for name, node in self.nodes.items()
+            if not node.children and any(n.quota.name in over for n in self.path(name))
+        }
 
     def path(self, leaf: str) -> list[_Node]:
         out, at = [], leaf
@@ -249,9 +277,10 @@ class QuotaTree:
         grew = any(amount > self.capacity.get(r, 0) for r, amount in capacity.items())
         self._room_grew = self._room_grew or grew
         self.capacity = dict(capacity)
-        self._runtime = None
+        self._runtime = self._over = None
 
     def _add(self, leaf: str, kind: str, request: Amounts, sign: int) -> None:
+        self._over = None
         for node in self.path(leaf):
             counter: Counter[str] = getattr(node, kind)
             for resource, amount in request.items():

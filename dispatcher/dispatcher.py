@@ -294,6 +294,8 @@ class Dispatcher:
         self.queue.flush_expired(now)
         classes: dict[SchedulingSpec, int] = {}  # equal specs share a class
         specs: list[SchedulingSpec] = []
+        # quotas that must give borrowed room back: other quotas' pods may reclaim it
+        reclaimable = self.quotas.over_runtime() if self.quotas is not None else set()
         units: list[UnitRequest] = []
         pods = 0
         while pods < max_pods:
@@ -319,7 +321,9 @@ class Dispatcher:
                     specs.append(pod.spec)
                 members.append((pod.key, index))
             manifests = [dict(p.manifest or {}) for p in unit.pods] if self.send_manifests else []
-            preempt = all(p.preempts for p in unit.pods) and self.may_preempt(unit.priority)
+            preempt = all(p.preempts for p in unit.pods) and (
+                self.may_preempt(unit.priority) or self._may_reclaim(unit, reclaimable)
+            )
             nominated = [unit.nominated.get(p.key, "") for p in unit.pods] if unit.nominated else []
             units.append(
                 UnitRequest(unit.key, members, unit.min_member, manifests, preempt, nominated)
@@ -378,6 +382,12 @@ class Dispatcher:
             self._settle(result.batch_id)
         return batch.classes, placed
 
+    def _may_reclaim(self, unit: QueuedUnit, reclaimable: set[str]) -> bool:
+        """Some other quota uses room it must give back: this unit may take it."""
+        if not reclaimable or self.quotas is None:
+            return False
+        return bool(reclaimable - {self.quotas.leaf_of(unit.pods[0])})
+
     def _ask_to_preempt(
         self, unit: QueuedUnit, decision: Decision, classes: list[SchedulingSpec]
     ) -> None:
@@ -418,6 +428,7 @@ class Dispatcher:
                     self.stats.conflicts += 1
                     self.stats.commit_rollbacks += len(unit.placed) > 1
                     unit.conflicts += 1
+                    unit.nominated = {}  # its reservation, if it still holds one, was not enough
                     if unit.conflicts % self.max_conflicts == 0:
                         # a hot spot: back off instead of spinning; retried at once
                         # when nothing else is going on

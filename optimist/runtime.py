@@ -23,7 +23,7 @@ from ray.exceptions import RayError
 
 from binder.actor import BinderActor
 from binder.binder import Binder
-from binder.preemption import PreemptionPlanner, Preemptor
+from binder.preemption import PreemptionPlanner, Preemptor, lower_priority, reclaiming
 from cluster.adapter import ClusterAdapter
 from cluster.disruption import DisruptionBudgets
 from cluster.events import ASSIGNED_POD_DELETE, NODE_ADD, NODE_DELETE
@@ -141,8 +141,13 @@ class SchedulingLoop:
         self.cluster = cluster
         self.bound_pods = BoundPods()  # what preemption may evict
         self.budgets = DisruptionBudgets(self.bound_pods)
+        quotas = QuotaTree(s.quotas) if s.quotas else None
         self.preemption = PreemptionPlanner(
-            platform.store, self.bound_pods, np.random.default_rng(s.seed), self.budgets.violating
+            platform.store,
+            self.bound_pods,
+            np.random.default_rng(s.seed),
+            self.budgets.violating,
+            reclaiming(quotas) if quotas is not None else lower_priority,
         )
         self._reservations_checked = 0.0  # time.time() when expired reservations were last freed
         self.dispatcher = Dispatcher(
@@ -150,7 +155,7 @@ class SchedulingLoop:
             send_manifests=bool(s.extenders),
             max_conflicts=s.max_conflicts,
             partitions=s.partitions,
-            quotas=QuotaTree(s.quotas) if s.quotas else None,
+            quotas=quotas,
             may_preempt=self.bound_pods.any_below,
         )
         self._allocatable: dict[str, dict[str, int]] = {}  # node -> allocatable, for quotas
@@ -280,7 +285,17 @@ class SchedulingLoop:
     def _preempt(self, ask: PreemptionAsk) -> None:
         """Find victims for a unit that fits nowhere; evict them and reserve their room for
         it in one step in the store, then delete them in the cluster."""
-        preemptors = [Preemptor(p.key, p.priority, p.spec.requests, nodes) for p, nodes in ask.pods]
+        quotas = self.dispatcher.quotas
+        preemptors = [
+            Preemptor(
+                p.key,
+                p.priority,
+                p.spec.requests,
+                nodes,
+                quotas.leaf_of(p) if quotas is not None else None,
+            )
+            for p, nodes in ask.pods
+        ]
         plan = self.preemption.plan(preemptors)
         if plan is None:
             self.dispatcher.no_victims(ask.unit)
@@ -295,6 +310,7 @@ class SchedulingLoop:
             log.info("preemption for %s refused by the store: %s", ask.unit, verdict.detail)
             self.dispatcher.no_victims(ask.unit)
             return
+        self.bound_pods.remove(victims)  # no longer in the store: nobody else's victims
         self.dispatcher.nominate(ask.unit, plan.nominated, victims)
         if victims:
             for victim, error in zip(victims, self.cluster.evict(victims), strict=True):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -216,6 +217,8 @@ class ShardCore:
                     break  # too few pods left to reach min_member
                 continue
             pod = classes[cls]
+            if nominated >= 0:  # the node's usage holds its reservation: count nothing twice
+                pod = replace(pod, request=np.zeros_like(pod.request))
             self.table.assume(row, pod.request, pod.ports, pod.peer)
             state.took(row)
             chosen.append((row, pod))

@@ -47,3 +47,26 @@ def test_a_full_quota_holds_its_pods_back_unattempted_and_lets_them_in_as_room_f
         theirs = cluster.create_pods(pod_doc("1"), 9, namespace="b")
         waiting = settle(loop, cluster, platform.store)
         assert len([k for k in theirs if k in cluster.bindings]) == 9
+
+
+def test_a_lender_gets_its_min_back_from_a_borrower_by_preemption(redis_url, key_prefix):
+    quotas = (
+        Quota("team-a", min={"cpu": 6 * CPU}, namespaces=("a",)),
+        Quota("team-b", min={"cpu": 6 * CPU}, namespaces=("b",)),
+    )
+    settings = Settings(shards=2, redis_url=redis_url, key_prefix=key_prefix, seed=6, quotas=quotas)
+    cluster = SimulatedCluster(settings.scheduler_names)
+    cluster.create_nodes(node_doc("4"), 3)  # 12 CPUs
+    with Platform(settings) as platform:
+        loop = SchedulingLoop(platform, cluster)
+        theirs = cluster.create_pods(pod_doc("1"), 12, namespace="b")  # a is idle: b borrows
+        assert settle(loop, cluster, platform.store) == {}
+        # a wakes up and asks for its min: b gives back what it borrowed, and no more
+        mine = cluster.create_pods(pod_doc("1"), 8, namespace="a")
+        waiting = settle(loop, cluster, platform.store)
+        assert len([k for k in mine if k in cluster.bindings]) == 6
+        assert len(cluster.evicted) == 6 and set(cluster.evicted) <= set(theirs)
+        assert len([k for k in theirs if k in cluster.bindings]) == 6
+        assert len(waiting) == 2 and all(
+            w.startswith("Quota: quota team-a") for w in waiting.values()
+        )

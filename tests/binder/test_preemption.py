@@ -1,11 +1,20 @@
 """Preemption's choices, as table tests, and the planner against a real store."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from binder.preemption import Candidate, PreemptionPlanner, Preemptor, select_victims
+from binder.preemption import (
+    Candidate,
+    PreemptionPlanner,
+    Preemptor,
+    reclaiming,
+    select_victims,
+)
 from cluster.inventory import BoundPod, BoundPods
 from cluster.manifests import pod_from_manifest
+from cluster.quota import Quota, QuotaTree
 from shards.testing import node, pod_spec
 from tests.cluster.test_node_store import unit
 
@@ -137,3 +146,24 @@ def test_the_members_of_a_gang_do_not_count_the_same_room_twice(full_cluster):
     plan = full_cluster.plan(members[:2])
     assert plan.nominated == {"ns/g0": "a", "ns/g1": "a"}
     assert sorted(v.key for v in plan.victims) == ["default/a0", "default/a1"]
+
+
+def test_reclaim_evicts_a_borrowers_pods_whatever_their_priority():
+    quotas = QuotaTree(
+        [
+            Quota("a", min={"cpu": 2000}, namespaces=("a",)),
+            Quota("b", min={"cpu": 2000}, namespaces=("b",)),
+        ],
+        capacity={"cpu": 4000},
+    )
+    borrower = [low_pod(f"b{i}", priority=50, cpu="1") for i in range(4)]
+    borrower = [replace(p, namespace="b") for p in borrower]
+    quotas.wait(borrower)
+    quotas.admit(borrower)
+    may_evict = reclaiming(quotas)
+    victim = BoundPod.of(borrower[0], "n", 1)
+    lender = Preemptor("a/x", 0, (("cpu", 1000),), ["n"], quota="a")
+    assert not may_evict(lender, victim)  # a asks for nothing yet: b borrows rightly
+    quotas.wait([replace(low_pod("x", priority=0, cpu="1"), namespace="a")])
+    assert may_evict(lender, victim)  # now b must give back
+    assert not may_evict(replace(lender, quota="b"), victim)  # never for its own quota

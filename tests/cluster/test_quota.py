@@ -137,3 +137,20 @@ def test_bad_quotas_are_refused_naming_the_quota_the_field_and_the_value(raw, me
     with pytest.raises(InvalidObject) as err:
         quotas_from_config(raw)
     assert message in str(err.value)
+
+
+def test_a_borrower_is_over_its_runtime_quota_once_its_lender_asks_again():
+    t = tree(
+        Quota("parent", min={CPU: cpus(12)}),
+        Quota("a", parent="parent", min={CPU: cpus(6)}, namespaces=("team-a",)),
+        Quota("b", parent="parent", min={CPU: cpus(6)}, namespaces=("team-b",)),
+        capacity={CPU: cpus(12)},
+    )
+    borrowed = [pod(f"b{i}", 1, namespace="team-b") for i in range(12)]
+    t.wait(borrowed)
+    t.admit(borrowed)
+    assert t.over_runtime() == set()  # a is idle: b may use it all
+    t.wait([pod(f"a{i}", 1) for i in range(3)])
+    assert t.over_runtime() == {"b"}  # b's runtime is now 9: it holds 3 too many
+    t.forget([p.key for p in borrowed[:3]])
+    assert t.over_runtime() == set()

@@ -65,3 +65,15 @@ def test_a_nominated_node_that_no_longer_suits_falls_back_to_a_search(store):
     core = ShardCore(0, store, [default_profile()], seed=1)
     [mine] = core.handle(ShardBatch(4, [spec(cpu="1")], [one("x", nominated="a")])).decisions
     assert mine.placed and mine.placements[0].nodes[0] == "b"
+
+
+def test_two_pods_nominated_to_one_node_both_fit_in_one_batch(store):
+    store.put_nodes([node("a", cpu="2")])
+    holds = [Reservation(f"ns/{k}", "a", spec(cpu="1").requests, FAR) for k in ("x", "y")]
+    assert store.preempt([], holds).reserved
+    core = ShardCore(0, store, [default_profile()], seed=1)
+    units = [one("x", nominated="a"), one("y", nominated="a")]
+    decisions = core.handle(ShardBatch(5, [spec(cpu="1")], units)).decisions
+    assert all(d.placed for d in decisions)
+    _, outcomes, _ = store.commit([spec(cpu="1")], decisions)
+    assert all(o.committed for o in outcomes) and store.usage("a")["cpu"] == 2000
