@@ -29,6 +29,7 @@ CREATE_ANY_KINDS = (
     "PriorityClass",
     "PodGroup",
     "PodDisruptionBudget",
+    "ElasticQuota",
     "Pod",
     "Node",
 )

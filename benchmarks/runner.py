@@ -340,6 +340,8 @@ class CaseRunner:
                 self.cluster.create_pod_group(_in_namespace(op.template, op.namespace))
             elif kind == "PodDisruptionBudget":
                 self.cluster.create_disruption_budget(_in_namespace(op.template, op.namespace))
+            elif kind == "ElasticQuota":
+                self.cluster.create_elastic_quota(_in_namespace(op.template, op.namespace))
             elif kind == "Node":
                 self.cluster.create_nodes(op.template, 1)
             else:  # Pod

@@ -49,15 +49,17 @@ def lower_priority(pod: Preemptor, victim: BoundPod) -> bool:
     return victim.priority < pod.priority
 
 
-def reclaiming(quotas: QuotaTree) -> Callable[[Preemptor, BoundPod], bool]:
-    """Who may be evicted with elastic quota: a pod of lower priority, or any pod of
-    another quota that uses more than its runtime quota (it must give borrowed room
-    back; the most important of its pods are still reprieved first)."""
+def reclaiming(tree: Callable[[], QuotaTree | None]) -> Callable[[Preemptor, BoundPod], bool]:
+    """Who may be evicted with elastic quota (`tree` gives the quotas now, if any): a pod
+    of lower priority, or any pod of another quota that uses more than its runtime quota
+    (it must give borrowed room back; the most important of its pods are still
+    reprieved first)."""
 
     def may_evict(pod: Preemptor, victim: BoundPod) -> bool:
         if victim.priority < pod.priority:
             return True
-        over = quotas.over_runtime()
+        quotas = tree()
+        over = quotas.over_runtime() if quotas is not None else set()
         if not over:
             return False
         theirs = quotas.leaf_for(victim.namespace, victim.labels)

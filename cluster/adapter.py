@@ -8,6 +8,7 @@ from typing import Protocol
 from cluster.disruption import DisruptionBudget
 from cluster.errors import InvalidObject
 from cluster.objects import Node, Pod, PodGroup
+from cluster.quota import Quota
 
 
 @dataclass(slots=True)
@@ -34,6 +35,9 @@ class ClusterAdapter(Protocol):
 
     def take_new_budgets(self) -> list[DisruptionBudget]:
         """PodDisruptionBudgets created or changed since the last call."""
+
+    def take_new_quotas(self) -> list[Quota]:
+        """ElasticQuota objects created since the last call."""
 
     def bind(self, bindings: list[Binding]) -> list[str | None]:
         """Bind pods to nodes; one error (or None) per binding."""

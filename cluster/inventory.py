@@ -9,7 +9,7 @@ says was deleted (and, for a cluster that already runs pods, what it had).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from cluster.objects import Pod
@@ -69,6 +69,10 @@ class BoundPods:
             self._priorities[gone.priority] -= 1
             if not self._priorities[gone.priority]:
                 del self._priorities[gone.priority]
+
+    def __iter__(self) -> Iterator[BoundPod]:
+        for pods in self._by_node.values():
+            yield from pods.values()
 
     def on(self, node: str) -> Iterable[BoundPod]:
         return self._by_node.get(node, {}).values()

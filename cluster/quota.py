@@ -22,11 +22,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cluster import resources as res
 from cluster.errors import InvalidObject
+from cluster.inventory import BoundPod
 from cluster.objects import Pod
 
 QUOTA_LABEL = "quota.optimist.io/name"
@@ -53,6 +54,29 @@ def quotas_from_config(raw: Any, path: str = "quotas") -> list[Quota]:
 
 
 _FIELDS = {"name", "parent", "min", "max", "sharedWeight", "namespaces"}
+PARENT_LABEL = "quota.scheduling.koordinator.sh/parent"  # an ElasticQuota's parent, by name
+
+
+def quota_from_manifest(raw: Mapping[str, Any]) -> Quota:
+    """An ElasticQuota object (scheduler-plugins' scheduling.x-k8s.io/v1alpha1, as
+    Koordinator uses it): it owns its namespace, with spec.min and spec.max; the
+    label PARENT_LABEL names a parent quota, for a tree."""
+    meta = raw.get("metadata")
+    if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str):
+        raise InvalidObject("ElasticQuota", "metadata.name", raw.get("metadata"), "must be a name")
+    namespace = str(meta.get("namespace") or "default")
+    obj = f"ElasticQuota {namespace}/{meta['name']}"
+    spec = raw.get("spec") or {}
+    if not isinstance(spec, Mapping):
+        raise InvalidObject(obj, "spec", spec, "must be a map")
+    labels = meta.get("labels") or {}
+    quota = {"name": meta["name"], "min": spec.get("min"), "max": spec.get("max")}
+    if isinstance(labels, Mapping) and labels.get(PARENT_LABEL):
+        quota["parent"] = labels[PARENT_LABEL]
+    try:
+        return replace(_quota("spec", quota), namespaces=(namespace,))
+    except InvalidObject as err:  # name the object, not the configuration file
+        raise InvalidObject(obj, err.field, err.value, err.problem) from None
 
 
 def _quota(path: str, raw: Any) -> Quota:
@@ -124,6 +148,20 @@ class QuotaTree:
         self.admitted_pods: dict[str, tuple[str, Amounts]] = {}
         self._room_grew = False  # since the last `take_room_grew`
         self._over: set[str] | None = None  # `over_runtime`, until the books change
+
+    @property
+    def quotas(self) -> list[Quota]:
+        return [node.quota for node in self.nodes.values()]
+
+    def count_running(self, pods: Iterable[BoundPod]) -> None:
+        """Pods bound before this tree knew their quota: they count as used."""
+        for pod in pods:
+            leaf = self.leaf_for(pod.namespace, pod.labels)
+            if leaf is not None and pod.key not in self.admitted_pods:
+                request = {n: a for n, a in pod.requests if not res.is_score_only(n)}
+                self.admitted_pods[pod.key] = (leaf, request)
+                self._add(leaf, "used", request, 1)
+        self._runtime = None
 
     def take_room_grew(self) -> bool:
         """Whether some quota may admit more than before (used or asked went down, or the

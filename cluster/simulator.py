@@ -26,6 +26,7 @@ from cluster.manifests import (
     podgroup_from_manifest,
 )
 from cluster.objects import Node, Pod, PodGroup
+from cluster.quota import Quota, quota_from_manifest
 
 # Kubernetes' generateName alphabet: no vowels, no look-alike characters.
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -54,6 +55,7 @@ class SimulatedCluster:
     _new: list[str] = field(default_factory=list)
     _new_groups: list[PodGroup] = field(default_factory=list)
     _new_budgets: list[DisruptionBudget] = field(default_factory=list)
+    _new_quotas: list[Quota] = field(default_factory=list)
     _names: set[str] = field(default_factory=set)
     _new_nodes: list[Node] = field(default_factory=list)
     _deleted_nodes: list[str] = field(default_factory=list)
@@ -162,6 +164,16 @@ class SimulatedCluster:
     def take_new_budgets(self) -> list[DisruptionBudget]:
         budgets, self._new_budgets = self._new_budgets, []
         return budgets
+
+    def create_elastic_quota(self, manifest: Mapping[str, Any]) -> Quota:
+        """An ElasticQuota object (`cluster.quota.quota_from_manifest`)."""
+        quota = quota_from_manifest(manifest)
+        self._new_quotas.append(quota)
+        return quota
+
+    def take_new_quotas(self) -> list[Quota]:
+        quotas, self._new_quotas = self._new_quotas, []
+        return quotas
 
     def take_new_groups(self) -> list[PodGroup]:
         """PodGroups created since the last call."""

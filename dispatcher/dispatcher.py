@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from cluster.events import ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, EVENTS, UNSCHEDULABLE_TIMEOUT_S
+from cluster.inventory import BoundPod
 from cluster.lifecycle import PodState
 from cluster.messages import Decision, ShardBatch, ShardResult, UnitOutcome, UnitRequest
 from cluster.objects import Pod, PodGroup, SchedulingSpec
 from cluster.partitions import partition_of, pinned_node
-from cluster.quota import QuotaTree
+from cluster.quota import Quota, QuotaTree
 from dispatcher.gangs import Gangs
 from dispatcher.queue import ANY_SHARD, Backoff, QueuedUnit, SchedulingQueue
 
@@ -510,6 +511,24 @@ class Dispatcher:
         if self.quotas is not None:
             self.quotas.return_to_queue(pods)
             self._quota_room()
+
+    def add_quota(self, quota: Quota, capacity: dict[str, int], bound: Iterable[BoundPod]) -> None:
+        """A quota made while optimist runs (an ElasticQuota object): the tree is built
+        again with it, and every pod it now covers is counted, queued or bound. Raises
+        `InvalidObject` (the tree unchanged) if it does not fit the tree."""
+        tree = QuotaTree([*(self.quotas.quotas if self.quotas else ()), quota], capacity)
+        admitted = (PodState.IN_FLIGHT, PodState.AWAITING_COMMIT)
+        for unit in self.units.values():
+            tree.wait(unit.pods)
+            if unit.state in admitted:
+                tree.admit(unit.pods)
+        tree.count_running(bound)
+        self.quotas = tree
+        waiting = self.queue.quota_waiting
+        for unit in waiting.values():  # judged by the old tree: judged again
+            unit.move(PodState.ACTIVE)
+            self.queue.push_active(unit)
+        waiting.clear()
 
     def set_capacity(self, capacity: dict[str, int]) -> None:
         """The cluster's allocatable, which the quotas at the top of the tree share."""

@@ -23,9 +23,10 @@ from ray.exceptions import RayError
 
 from binder.actor import BinderActor
 from binder.binder import Binder
-from binder.preemption import PreemptionPlanner, Preemptor, lower_priority, reclaiming
+from binder.preemption import PreemptionPlanner, Preemptor, reclaiming
 from cluster.adapter import ClusterAdapter
 from cluster.disruption import DisruptionBudgets
+from cluster.errors import InvalidObject
 from cluster.events import ASSIGNED_POD_DELETE, NODE_ADD, NODE_DELETE
 from cluster.inventory import BoundPods
 from cluster.messages import CommitReply, Decision, MalformedMessage, ShardResult, UnitOutcome
@@ -141,13 +142,12 @@ class SchedulingLoop:
         self.cluster = cluster
         self.bound_pods = BoundPods()  # what preemption may evict
         self.budgets = DisruptionBudgets(self.bound_pods)
-        quotas = QuotaTree(s.quotas) if s.quotas else None
         self.preemption = PreemptionPlanner(
             platform.store,
             self.bound_pods,
             np.random.default_rng(s.seed),
             self.budgets.violating,
-            reclaiming(quotas) if quotas is not None else lower_priority,
+            reclaiming(lambda: self.dispatcher.quotas),
         )
         self._reservations_checked = 0.0  # time.time() when expired reservations were last freed
         self.dispatcher = Dispatcher(
@@ -155,7 +155,7 @@ class SchedulingLoop:
             send_manifests=bool(s.extenders),
             max_conflicts=s.max_conflicts,
             partitions=s.partitions,
-            quotas=quotas,
+            quotas=QuotaTree(s.quotas) if s.quotas else None,
             may_preempt=self.bound_pods.any_below,
         )
         self._allocatable: dict[str, dict[str, int]] = {}  # node -> allocatable, for quotas
@@ -181,14 +181,17 @@ class SchedulingLoop:
         if gone:
             self.store.remove_nodes(gone)
             self.dispatcher.on_event(NODE_DELETE)
-        if (made or gone) and self.dispatcher.quotas is not None:
-            self._allocatable.update((n.name, dict(n.allocatable)) for n in made)
+        if made or gone:
+            self._allocatable.update((n.name, n.allocatable) for n in made)
             for name in gone:
                 self._allocatable.pop(name, None)
-            total: Counter[str] = Counter()
-            for allocatable in self._allocatable.values():
-                total.update(allocatable)
-            self.dispatcher.set_capacity(dict(total))
+            if self.dispatcher.quotas is not None:
+                self.dispatcher.set_capacity(self._capacity())
+        for quota in self.cluster.take_new_quotas():
+            try:
+                self.dispatcher.add_quota(quota, self._capacity(), self.bound_pods)
+            except InvalidObject as err:  # the tree stays as it was; the rest goes on
+                log.warning("quota %s left out: %s", quota.name, err)
         deleted = self.cluster.take_deleted_pods()
         if deleted:
             self.bound_pods.remove(deleted)
@@ -211,6 +214,13 @@ class SchedulingLoop:
         for key, error in errors:
             log.warning("pod %s cannot be scheduled: %s", key, error)
             self.dispatcher.reject(key, str(error))
+
+    def _capacity(self) -> dict[str, int]:
+        """The cluster's allocatable, which the quotas at the top of the tree share."""
+        total: Counter[str] = Counter()
+        for allocatable in self._allocatable.values():
+            total.update(allocatable)
+        return dict(total)
 
     def feed(self) -> None:
         """Top up every shard's pipeline with batches from the active queue."""

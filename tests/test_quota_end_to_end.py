@@ -70,3 +70,28 @@ def test_a_lender_gets_its_min_back_from_a_borrower_by_preemption(redis_url, key
         assert len(waiting) == 2 and all(
             w.startswith("Quota: quota team-a") for w in waiting.values()
         )
+
+
+def test_elastic_quota_objects_made_while_running_count_what_is_bound_and_reclaim(
+    redis_url, key_prefix
+):
+    settings = Settings(shards=2, redis_url=redis_url, key_prefix=key_prefix, seed=4)
+    cluster = SimulatedCluster(settings.scheduler_names)
+    cluster.create_nodes(node_doc("4"), 3)  # 12 CPUs
+    with Platform(settings) as platform:
+        loop = SchedulingLoop(platform, cluster)
+        theirs = cluster.create_pods(pod_doc("1"), 12, namespace="b")  # no quota yet
+        assert settle(loop, cluster, platform.store) == {}
+        for name, namespace in (("team-a", "a"), ("team-b", "b")):
+            cluster.create_elastic_quota(
+                {"metadata": {"name": name, "namespace": namespace}, "spec": {"min": {"cpu": "6"}}}
+            )
+        # a bad one is reported and left out; the others stand
+        cluster.create_elastic_quota(
+            {"metadata": {"name": "team-a", "namespace": "c"}, "spec": {"min": {"cpu": "1"}}}
+        )
+        mine = cluster.create_pods(pod_doc("1"), 6, namespace="a")
+        assert settle(loop, cluster, platform.store) == {}
+        assert all(k in cluster.bindings for k in mine)
+        assert len(cluster.evicted) == 6 and set(cluster.evicted) <= set(theirs)
+        assert sorted(q.name for q in loop.dispatcher.quotas.quotas) == ["team-a", "team-b"]

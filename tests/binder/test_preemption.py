@@ -160,7 +160,7 @@ def test_reclaim_evicts_a_borrowers_pods_whatever_their_priority():
     borrower = [replace(p, namespace="b") for p in borrower]
     quotas.wait(borrower)
     quotas.admit(borrower)
-    may_evict = reclaiming(quotas)
+    may_evict = reclaiming(lambda: quotas)
     victim = BoundPod.of(borrower[0], "n", 1)
     lender = Preemptor("a/x", 0, (("cpu", 1000),), ["n"], quota="a")
     assert not may_evict(lender, victim)  # a asks for nothing yet: b borrows rightly

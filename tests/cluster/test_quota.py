@@ -3,8 +3,16 @@
 import pytest
 
 from cluster.errors import InvalidObject
+from cluster.inventory import BoundPod
 from cluster.manifests import pod_from_manifest
-from cluster.quota import QUOTA_LABEL, Quota, QuotaTree, quotas_from_config
+from cluster.quota import (
+    PARENT_LABEL,
+    QUOTA_LABEL,
+    Quota,
+    QuotaTree,
+    quota_from_manifest,
+    quotas_from_config,
+)
 from shards.testing import pod_spec
 
 CPU = "cpu"
@@ -154,3 +162,30 @@ def test_a_borrower_is_over_its_runtime_quota_once_its_lender_asks_again():
     assert t.over_runtime() == {"b"}  # b's runtime is now 9: it holds 3 too many
     t.forget([p.key for p in borrowed[:3]])
     assert t.over_runtime() == set()
+
+
+def elastic_quota(name, namespace, **spec):
+    meta = {"name": name, "namespace": namespace}
+    return {"kind": "ElasticQuota", "metadata": meta, "spec": spec}
+
+
+def test_an_elastic_quota_object_owns_its_namespace():
+    doc = elastic_quota("qa", "team-a", min={"cpu": "2"}, max={"cpu": "4"})
+    doc["metadata"]["labels"] = {PARENT_LABEL: "root"}
+    quota = quota_from_manifest(doc)
+    assert quota == Quota("qa", "root", {CPU: cpus(2)}, {CPU: cpus(4)}, namespaces=("team-a",))
+
+
+def test_a_bad_elastic_quota_names_the_object_and_field():
+    with pytest.raises(InvalidObject) as err:
+        quota_from_manifest(elastic_quota("qa", "team-a", min={"cpu": "lots"}))
+    assert "ElasticQuota team-a/qa" in str(err.value) and "spec.min" in str(err.value)
+
+
+def test_pods_bound_before_their_quota_existed_count_as_used():
+    t = tree(Quota("a", max={CPU: cpus(2)}, namespaces=("team-a",)))
+    running = [BoundPod.of(pod(f"r{i}", 1), "n", i) for i in range(2)]
+    t.count_running(running)
+    newcomer = pod("p", 1)
+    t.wait([newcomer])
+    assert t.blocked([newcomer]).startswith("quota a: cpu 2000 in use")

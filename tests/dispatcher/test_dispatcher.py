@@ -10,6 +10,7 @@ from cluster.events import (
 from cluster.lifecycle import IllegalTransition, PodState
 from cluster.manifests import pod_from_manifest
 from cluster.messages import Decision, PodPlacement, ShardResult, UnitOutcome
+from cluster.quota import Quota
 from dispatcher.dispatcher import Dispatcher
 from dispatcher.queue import Backoff
 from shards.testing import pod_spec
@@ -350,3 +351,12 @@ def test_quota_given_back_by_a_failed_attempt_or_a_deleted_pod_lets_a_unit_in(cl
     assert d.units["default/p1"].state is PodState.QUOTA_WAIT
     d.forget(["default/p2"])  # the bound pod is deleted: its quota is free again
     assert [u.key for u in d.next_batch(0, 10).units] == ["default/p1"]
+
+
+def test_a_quota_made_later_counts_the_pods_already_queued(dispatcher):
+    for name in ("p1", "p2", "p3"):
+        dispatcher.add(pod(name))
+    dispatcher.add_quota(Quota("a", max={"cpu": 2000}, namespaces=("default",)), {}, [])
+    batch = dispatcher.next_batch(0, 10)
+    assert len(batch.units) == 2
+    assert dispatcher.unschedulable()["default/p3"].startswith("Quota: quota a")
