@@ -103,12 +103,9 @@ def _shift(room: dict[str, int], requests: Sequence[tuple[str, int]], sign: int)
         room[name] = room.get(name, 0) + sign * amount
 
 
-def fits(requests: Sequence[tuple[str, int]], free: dict[str, int]) -> bool:
-    return all(
-        amount <= free.get(name, 0)
-        for name, amount in requests
-        if amount > 0 and not res.is_score_only(name)
-    )
+def checked(requests: Sequence[tuple[str, int]]) -> tuple[tuple[str, int], ...]:
+    """The requests fit is judged on: asked for, and not the scheduler's score-only ones."""
+    return tuple((n, a) for n, a in requests if a > 0 and not res.is_score_only(n))
 
 
 Violating = Callable[[Sequence[BoundPod]], set[str]]  # cluster.disruption's `violating`
@@ -125,13 +122,16 @@ def select_victims(
     `pod` to fit, or None if evicting all of them is not enough. `free` is the node's
     room now; `violating` says which of the pods, evicted most important first, a
     disruption budget keeps."""
-    if fits(pod.requests, free):
+    need = checked(pod.requests)
+    # what is left on the node with the pod on it, per checked resource: it fits at >= 0
+    left = [free.get(name, 0) - amount for name, amount in need]
+    if min(left, default=0) >= 0:
         return Candidate("", [], 0)
     lower = [p for p in pods if may_evict(pod, p)]
-    room = dict(free)
-    for victim in lower:
-        _shift(room, victim.requests, 1)
-    if not fits(pod.requests, room):
+    holds = {p.key: [p.amounts.get(name, 0) for name, _ in need] for p in lower}
+    for held in holds.values():
+        left = [x + h for x, h in zip(left, held, strict=True)]
+    if min(left) < 0:
         return None
     # the most important first: higher priority, then the one running longer
     lower.sort(key=lambda p: (-p.priority, p.started))
@@ -142,10 +142,10 @@ def select_victims(
         for pod_on_node in lower:
             if (pod_on_node.key in kept) != guarded:
                 continue
-            _shift(room, pod_on_node.requests, -1)
-            if fits(pod.requests, room):
-                continue  # reprieved
-            _shift(room, pod_on_node.requests, 1)
+            stays = [x - h for x, h in zip(left, holds[pod_on_node.key], strict=True)]
+            if min(stays) >= 0:
+                left = stays  # reprieved
+                continue
             victims.append(pod_on_node)
             violations += guarded
     victims.sort(key=lambda p: (-p.priority, p.started))
@@ -198,10 +198,11 @@ class PreemptionPlanner:
         )
         start = int(self.rng.integers(len(nodes)))
         order = nodes[start:] + nodes[:start]
+        resources = [name for name, _ in checked(pod.requests)]
         found: list[Candidate] = []
         for i in range(0, len(order), wanted):
             chunk = order[i : i + wanted]
-            for node, free in self.store.room(chunk).items():
+            for node, free in self.store.room(chunk, resources).items():
                 change = given.get(node)
                 if change:
                     free = dict(free)

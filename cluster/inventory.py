@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cluster.objects import Pod
 
@@ -24,6 +24,10 @@ class BoundPod:
     started: int  # the order it was bound in: a later pod has a larger number
     namespace: str
     labels: tuple[tuple[str, str], ...]
+    amounts: dict[str, int] = field(init=False, repr=False, compare=False)  # the requests
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "amounts", dict(self.requests))
 
     @classmethod
     def of(cls, pod: Pod, node: str, started: int) -> BoundPod:

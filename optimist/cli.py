@@ -261,6 +261,11 @@ def _waiting(r: dict[str, Any]) -> str:
     return f"{queue['attempts_per_waiting_pod']:.2f} ({queue['waiting_pods']} pods)"
 
 
+def _preemptions(r: dict[str, Any]) -> str:
+    figures = (r.get("queue") or {}).get("preemption") or {}
+    return _pair(figures, "preemptions", "victims") if figures.get("attempts") else "-"
+
+
 def summary_table(r: dict[str, Any]) -> Table:
     """One row per workload when several ran; else the figures of the one that did."""
     cases = r.get("cases", [])
@@ -279,6 +284,7 @@ def summary_table(r: dict[str, Any]) -> Table:
         ("conflicts", r["conflicts"]),
         ("attempts (pods sent to shards)", r["attempts"]),
         ("attempts per pod left unschedulable (all run)", _waiting(r)),
+        ("preemptions / victims (all run)", _preemptions(r)),
         ("rollbacks (in shards / at commit)", _pair(r.get("rollbacks", {}), "shard", "commit")),
         ("Redis round trips / commands per pod", _per_pod_redis(r)),
         (

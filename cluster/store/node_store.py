@@ -272,24 +272,21 @@ class NodeStore:
 
     # --- reading the committed truth (checkers, reports) ------------------------
 
-    def room(self, names: Sequence[str]) -> dict[str, dict[str, int]]:
-        """Per node that exists: allocatable minus committed usage (reservations included),
-        per resource, read in one round trip."""
+    def room(self, names: Sequence[str], resources: Sequence[str]) -> dict[str, dict[str, int]]:
+        """Per node that exists: allocatable minus committed usage (reservations included)
+        of these resources, read in one round trip."""
+        fields = ["v"] + [f"{kind}:{r}" for r in resources for kind in "au"]
         pipe = self.client.pipeline(transaction=False)
         for name in names:
-            pipe.hgetall(self.keys.node(name))
+            pipe.hmget(self.keys.node(name), fields)
         out = {}
-        for name, raw in zip(names, pipe.execute() if names else [], strict=True):
-            if not raw:
-                continue
-            free: dict[str, int] = {}
-            for key, value in raw.items():
-                kind, resource = key[:2], key[2:].decode()
-                if kind == b"a:":
-                    free[resource] = free.get(resource, 0) + int(value)
-                elif kind == b"u:":
-                    free[resource] = free.get(resource, 0) - int(value)
-            out[name] = free
+        for name, values in zip(names, pipe.execute() if names else [], strict=True):
+            if values[0] is None:
+                continue  # no such node
+            out[name] = {
+                r: int(values[1 + 2 * i] or 0) - int(values[2 + 2 * i] or 0)
+                for i, r in enumerate(resources)
+            }
         return out
 
     def usage(self, name: str) -> dict[str, int]:
