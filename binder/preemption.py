@@ -16,7 +16,9 @@ then evicts and reserves in one step (`preempt.lua`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import heapq
+import itertools
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -168,53 +170,96 @@ class PreemptionPlanner:
         self.may_evict = may_evict
 
     def plan(self, pods: Sequence[Preemptor]) -> Plan | None:
-        """A node and victims for every pod, or None if one of them finds none."""
+        """A node and victims for every pod of a unit, or None if one of them finds none."""
         plan = Plan()
         given: dict[str, dict[str, int]] = {}  # node -> room given (+) and taken (-) so far
         taken: set[str] = set()  # victims already chosen for an earlier pod
         for pod in pods:
-            best = self._best_node(pod, given, taken)
-            if best is None:
+            found = self._candidates(pod, given, taken)
+            if not found:
                 return None
+            best = min(found, key=Candidate.rank)
             plan.nominated[pod.key] = best.node
             plan.victims.extend(best.victims)
-            taken.update(v.key for v in best.victims)
-            change = given.setdefault(best.node, {})
-            for victim in best.victims:
-                _shift(change, victim.requests, 1)
-            _shift(change, pod.requests, -1)
+            _took(best, pod, given, taken)
         return plan
 
-    def _best_node(
+    def plan_alike(self, pods: Sequence[Preemptor]) -> list[Plan | None]:
+        """Plans for single-pod units alike (the same requests, priority, quota and named
+        nodes), one after another as `plan` would make them, from one dry run: each pod
+        takes the best candidate left, and only the node it took is judged again (a fresh
+        dry run when none is left). The candidates are those the first pod's dry run
+        found, where upstream would draw a new random offset for each pod."""
+        plans: list[Plan | None] = []
+        given: dict[str, dict[str, int]] = {}
+        taken: set[str] = set()
+        heap: list[tuple[tuple[int, ...], int, Candidate]] = []
+        order = itertools.count()
+        for pod in pods:
+            if not heap:
+                heap = [(c.rank(), next(order), c) for c in self._candidates(pod, given, taken)]
+                heapq.heapify(heap)
+            if not heap:
+                plans.append(None)
+                continue
+            _, _, best = heapq.heappop(heap)
+            plans.append(Plan({pod.key: best.node}, list(best.victims)))
+            _took(best, pod, given, taken)
+            for again in self._judge(pod, [best.node], given, taken):
+                heapq.heappush(heap, (again.rank(), next(order), again))
+        return plans
+
+    def _candidates(
         self, pod: Preemptor, given: dict[str, dict[str, int]], taken: set[str]
-    ) -> Candidate | None:
-        """Upstream's dry run: nodes from a random offset, until enough candidates are
-        found; the best of them."""
+    ) -> list[Candidate]:
+        """Upstream's dry run: nodes from a random offset until enough candidates are
+        found, or the first that needs no victim at all."""
         nodes = list(pod.nodes)
         if not nodes:
-            return None
+            return []
         wanted = max(
             MIN_CANDIDATE_NODES_ABSOLUTE, len(nodes) * MIN_CANDIDATE_NODES_PERCENTAGE // 100
         )
         start = int(self.rng.integers(len(nodes)))
         order = nodes[start:] + nodes[:start]
-        resources = [name for name, _ in checked(pod.requests)]
         found: list[Candidate] = []
         for i in range(0, len(order), wanted):
-            chunk = order[i : i + wanted]
-            for node, free in self.store.room(chunk, resources).items():
-                change = given.get(node)
-                if change:
-                    free = dict(free)
-                    _shift(free, tuple(change.items()), 1)
-                on_node = [p for p in self.inventory.on(node) if p.key not in taken]
-                candidate = select_victims(pod, free, on_node, self.violating, self.may_evict)
-                if candidate is None:
-                    continue
-                candidate.node = node
+            for candidate in self._judge(pod, order[i : i + wanted], given, taken):
                 if not candidate.victims:
-                    return candidate  # fits as it is: nothing to evict
+                    return [candidate]  # fits as it is: nothing to evict
                 found.append(candidate)
             if len(found) >= wanted:
                 break
-        return min(found, key=Candidate.rank) if found else None
+        return found
+
+    def _judge(
+        self,
+        pod: Preemptor,
+        nodes: Sequence[str],
+        given: dict[str, dict[str, int]],
+        taken: set[str],
+    ) -> Iterator[Candidate]:
+        """The nodes where evicting lets the pod fit, each with its victims; the room of
+        each read from the store in one round trip, with this plan's changes."""
+        resources = [name for name, _ in checked(pod.requests)]
+        for node, free in self.store.room(nodes, resources).items():
+            change = given.get(node)
+            if change:
+                free = dict(free)
+                _shift(free, tuple(change.items()), 1)
+            on_node = [p for p in self.inventory.on(node) if p.key not in taken]
+            candidate = select_victims(pod, free, on_node, self.violating, self.may_evict)
+            if candidate is not None:
+                candidate.node = node
+                yield candidate
+
+
+def _took(
+    best: Candidate, pod: Preemptor, given: dict[str, dict[str, int]], taken: set[str]
+) -> None:
+    """Note in a plan's books that `pod` goes to `best.node`, its victims gone."""
+    taken.update(v.key for v in best.victims)
+    change = given.setdefault(best.node, {})
+    for victim in best.victims:
+        _shift(change, victim.requests, 1)
+    _shift(change, pod.requests, -1)

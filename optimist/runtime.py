@@ -23,7 +23,7 @@ from ray.exceptions import RayError
 
 from binder.actor import BinderActor
 from binder.binder import Binder
-from binder.preemption import PreemptionPlanner, Preemptor, reclaiming
+from binder.preemption import Plan, PreemptionPlanner, Preemptor, reclaiming
 from cluster.adapter import ClusterAdapter
 from cluster.disruption import DisruptionBudgets
 from cluster.errors import InvalidObject
@@ -270,8 +270,9 @@ class SchedulingLoop:
             self.shard_failures += 1
             result = ShardResult(shard, batch_id, 0, [])
         classes, placed = self.dispatcher.on_result(result)
-        for ask in self.dispatcher.take_preemption_asks():
-            self._preempt(ask)
+        asks = self.dispatcher.take_preemption_asks()
+        if asks:
+            self._preempt(asks)
         if not placed:
             return
         decided = time.perf_counter()
@@ -292,27 +293,42 @@ class SchedulingLoop:
         for pod in pods:
             self.bound_pods.add(pod, pod.node_name)
 
-    def _preempt(self, ask: PreemptionAsk) -> None:
-        """Find victims for a unit that fits nowhere; evict them and reserve their room for
-        it in one step in the store, then delete them in the cluster."""
+    def _preempt(self, asks: list[PreemptionAsk]) -> None:
+        """Find victims for units that fit nowhere: single pods alike share one dry run
+        (`PreemptionPlanner.plan_alike`), other units are planned one by one."""
         quotas = self.dispatcher.quotas
-        preemptors = [
-            Preemptor(
-                p.key,
-                p.priority,
-                p.spec.requests,
-                nodes,
-                quotas.leaf_of(p) if quotas is not None else None,
-            )
-            for p, nodes in ask.pods
-        ]
-        plan = self.preemption.plan(preemptors)
+        alike: dict[tuple[object, ...], list[tuple[PreemptionAsk, Preemptor]]] = {}
+        for ask in asks:
+            preemptors = [
+                Preemptor(
+                    p.key,
+                    p.priority,
+                    p.spec.requests,
+                    nodes,
+                    quotas.leaf_of(p) if quotas is not None else None,
+                )
+                for p, nodes in ask.pods
+            ]
+            if len(preemptors) == 1:
+                p = preemptors[0]
+                key = (p.requests, p.priority, p.quota, tuple(p.nodes))
+                alike.setdefault(key, []).append((ask, p))
+            else:
+                self._carry_out(ask, preemptors, self.preemption.plan(preemptors))
+        for group in alike.values():
+            plans = self.preemption.plan_alike([p for _, p in group])
+            for (ask, p), plan in zip(group, plans, strict=True):
+                self._carry_out(ask, [p], plan)
+
+    def _carry_out(self, ask: PreemptionAsk, pods: list[Preemptor], plan: Plan | None) -> None:
+        """Evict the plan's victims and reserve their room for the unit in one step in the
+        store, then delete them in the cluster."""
         if plan is None:
             self.dispatcher.no_victims(ask.unit)
             return
         expires_at = time.time() + self.settings.reservation_ttl_s
         reservations = [
-            Reservation(p.key, plan.nominated[p.key], p.requests, expires_at) for p in preemptors
+            Reservation(p.key, plan.nominated[p.key], p.requests, expires_at) for p in pods
         ]
         victims = [v.key for v in plan.victims]
         verdict = self.store.preempt(victims, reservations)

@@ -167,3 +167,19 @@ def test_reclaim_evicts_a_borrowers_pods_whatever_their_priority():
     quotas.wait([replace(low_pod("x", priority=0, cpu="1"), namespace="a")])
     assert may_evict(lender, victim)  # now b must give back
     assert not may_evict(replace(lender, quota="b"), victim)  # never for its own quota
+
+
+def test_pods_alike_share_one_dry_run_and_never_the_same_victims(full_cluster):
+    alike = [Preemptor(f"ns/h{i}", 100, (("cpu", 2000),), list("abc")) for i in range(7)]
+    plans = full_cluster.plan_alike(alike)
+    # six 2-cpu pods can be made room for (every pod on the three nodes), the seventh not
+    assert plans[-1] is None
+    victims = [v.key for plan in plans[:-1] for v in plan.victims]
+    assert len(victims) == len(set(victims)) == 6
+    # the first takes what `plan` would have chosen: c's priority-1 pod
+    assert plans[0].nominated == {"ns/h0": "c"} and [v.key for v in plans[0].victims] == [
+        "default/c0"
+    ]
+    # each node ends up holding two of them, as the room allows
+    nodes = [node_name for plan in plans[:-1] for node_name in plan.nominated.values()]
+    assert sorted(nodes) == sorted("aabbcc")
