@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import lru_cache
 
 from cluster.objects import Pod
 
@@ -24,10 +25,11 @@ class BoundPod:
     started: int  # the order it was bound in: a later pod has a larger number
     namespace: str
     labels: tuple[tuple[str, str], ...]
-    amounts: dict[str, int] = field(init=False, repr=False, compare=False)  # the requests
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "amounts", dict(self.requests))
+    @property
+    def amounts(self) -> dict[str, int]:
+        """The requests as a map (read-only): one per distinct set of requests."""
+        return _as_map(self.requests)
 
     @classmethod
     def of(cls, pod: Pod, node: str, started: int) -> BoundPod:
@@ -88,6 +90,12 @@ class BoundPods:
         node = self._node_of.get(key)
         return self._by_node[node][key] if node is not None else None
 
-    def any_below(self, priority: int) -> bool:
-        """Some bound pod has a lower priority: a pod of `priority` may find victims."""
-        return any(p < priority for p in self._priorities)
+    def lowest_priority(self) -> int | None:
+        """The lowest priority of a bound pod (None: no pod bound): only a pod above it
+        may find victims by priority."""
+        return min(self._priorities) if self._priorities else None
+
+
+@lru_cache(maxsize=4096)
+def _as_map(requests: tuple[tuple[str, int], ...]) -> dict[str, int]:
+    return dict(requests)

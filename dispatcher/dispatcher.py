@@ -79,11 +79,11 @@ class Dispatcher:
         partitions: int = 0,
         unschedulable_timeout_s: float = UNSCHEDULABLE_TIMEOUT_S,
         quotas: QuotaTree | None = None,
-        may_preempt: Callable[[int], bool] = lambda priority: False,
+        lowest_bound_priority: Callable[[], int | None] = lambda: None,
     ) -> None:
-        # whether some bound pod has a lower priority than this: only then does a unit
-        # that fits nowhere look for victims
-        self.may_preempt = may_preempt
+        # the lowest priority of a bound pod (None: none bound): only a unit above it
+        # that fits nowhere looks for victims (or one that may reclaim quota)
+        self.lowest_bound_priority = lowest_bound_priority
         # units PREEMPTING whose victims are not chosen yet, with their decision
         self._asks: dict[str, tuple[PreemptionAsk, Decision]] = {}
         self._awaited_victims: dict[str, str] = {}  # victim pod key -> the unit that waits
@@ -233,7 +233,7 @@ class Dispatcher:
 
     def _victim_gone(self, key: str) -> None:
         unit = self.units.get(self._awaited_victims.pop(key, ""))
-        if unit is not None and unit.state is PodState.PREEMPTING:
+        if unit is not None and unit.state is PodState.PREEMPTING and unit.victims is not None:
             unit.victims.discard(key)
             if not unit.victims:
                 self._preempted(unit)
@@ -241,9 +241,9 @@ class Dispatcher:
     def _preempted(self, unit: QueuedUnit) -> None:
         """Its victims are gone (or it waited too long for them): tried again at once."""
         self.queue.remove(unit)
-        for victim in unit.victims:
+        for victim in unit.victims or ():
             self._awaited_victims.pop(victim, None)
-        unit.victims = set()
+        unit.victims = None
         unit.move(PodState.ACTIVE)
         self.queue.push_active(unit)
 
@@ -295,7 +295,9 @@ class Dispatcher:
         self.queue.flush_expired(now)
         classes: dict[SchedulingSpec, int] = {}  # equal specs share a class
         specs: list[SchedulingSpec] = []
-        # quotas that must give borrowed room back: other quotas' pods may reclaim it
+        # who may look for victims: a unit above the lowest bound priority, or one whose
+        # quota may reclaim room another quota must give back
+        floor = self.lowest_bound_priority()
         reclaimable = self.quotas.over_runtime() if self.quotas is not None else set()
         units: list[UnitRequest] = []
         pods = 0
@@ -322,9 +324,12 @@ class Dispatcher:
                     specs.append(pod.spec)
                 members.append((pod.key, index))
             manifests = [dict(p.manifest or {}) for p in unit.pods] if self.send_manifests else []
-            preempt = all(p.preempts for p in unit.pods) and (
-                self.may_preempt(unit.priority) or self._may_reclaim(unit, reclaimable)
-            )
+            preempt = False
+            if floor is not None or reclaimable:
+                preempt = (
+                    (floor is not None and unit.priority > floor)
+                    or self._may_reclaim(unit, reclaimable)
+                ) and all(p.preempts for p in unit.pods)
             nominated = [unit.nominated.get(p.key, "") for p in unit.pods] if unit.nominated else []
             units.append(
                 UnitRequest(unit.key, members, unit.min_member, manifests, preempt, nominated)
@@ -414,10 +419,13 @@ class Dispatcher:
                     released.append(ASSIGNED_POD_DELETE)
                     self.stats.bind_failures += 1
                 placed = [k for k in unit.placed if k not in outcome.unbound]
-                nodes = dict(zip(unit.placed, outcome.nodes, strict=False))
-                pods = {p.key: p for p in unit.pods}
                 self._bound(unit, placed)
-                bound.extend((pods[k], nodes.get(k, "")) for k in placed)
+                if len(unit.pods) == 1 and placed:  # most units: spare the dicts
+                    bound.append((unit.pods[0], outcome.nodes[0] if outcome.nodes else ""))
+                elif placed:
+                    nodes = dict(zip(unit.placed, outcome.nodes, strict=False))
+                    pods = {p.key: p for p in unit.pods}
+                    bound.extend((pods[k], nodes.get(k, "")) for k in placed)
                 self.stats.units_by_shard[shard] += 1
                 self.stats.pods_by_shard[shard] += len(placed)
             elif outcome.status in ("conflict", "bind-failed"):
@@ -429,7 +437,7 @@ class Dispatcher:
                     self.stats.conflicts += 1
                     self.stats.commit_rollbacks += len(unit.placed) > 1
                     unit.conflicts += 1
-                    unit.nominated = {}  # its reservation, if it still holds one, was not enough
+                    unit.nominated = None  # its reservation, if it still holds one, was not enough
                     if unit.conflicts % self.max_conflicts == 0:
                         # a hot spot: back off instead of spinning; retried at once
                         # when nothing else is going on

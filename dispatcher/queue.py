@@ -52,9 +52,10 @@ class QueuedUnit:
     min_member: int = 1  # pods that must be placed together (a gang's minMember)
     placed: list[str] = field(default_factory=list)  # pods of the placement being committed
     # after a preemption: pod -> the node room is reserved on for it, and the
-    # victims whose deletion the unit waits for before it is tried there
-    nominated: dict[str, str] = field(default_factory=dict)
-    victims: set[str] = field(default_factory=set)
+    # victims whose deletion the unit waits for before it is tried there (None,
+    # not empty containers, while it has none: a million queued units stay small)
+    nominated: dict[str, str] | None = None
+    victims: set[str] | None = None
     since: float = 0.0  # when the unit became complete (a gang's timeout counts from here)
     shard: int = ANY_SHARD  # the shard that should try it, when its node is in a partition
 

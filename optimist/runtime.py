@@ -156,7 +156,7 @@ class SchedulingLoop:
             max_conflicts=s.max_conflicts,
             partitions=s.partitions,
             quotas=QuotaTree(s.quotas) if s.quotas else None,
-            may_preempt=self.bound_pods.any_below,
+            lowest_bound_priority=self.bound_pods.lowest_priority,
         )
         self._allocatable: dict[str, dict[str, int]] = {}  # node -> allocatable, for quotas
         self.store = platform.store

@@ -17,7 +17,9 @@ def pod(name, priority, **spec):
 
 def dispatcher(clock=None, floor=0):
     """Bound pods exist at priority `floor`: only pods above it may preempt."""
-    return Dispatcher(Backoff(1.0, 10.0), clock=clock or Clock(), may_preempt=lambda p: p > floor)
+    return Dispatcher(
+        Backoff(1.0, 10.0), clock=clock or Clock(), lowest_bound_priority=lambda: floor
+    )
 
 
 def no_fit(batch, nodes=("n1", "n2")):
