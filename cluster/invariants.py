@@ -95,19 +95,19 @@ def check_invariants(
             violations.append(f"pod {pod} is bound but holds no reservation in the store")
         # Room held for preemptors counts in the store's usage, for pods still pending.
         held: dict[str, dict[str, int]] = {name: dict(used) for name, used in usage.items()}
-        for pod, reservation in store.reservations().items():
+        for pod, hold in store.holds().items():
             if pod in cluster.bindings or pod not in cluster.pod_manifests:
                 violations.append(
-                    f"room is reserved on {reservation.node} for pod {pod}, which is bound or gone"
+                    f"room is reserved on {hold.node} for pod {pod}, which is bound or gone"
                 )
-            if reservation.node in held:
-                res.add(held[reservation.node], dict(reservation.requests))
+            if hold.node in held:
+                res.add(held[hold.node], dict(hold.requests))
         for name, expected in held.items():
             stored = {k: v for k, v in store.usage(name).items() if v}
             if stored != {k: v for k, v in expected.items() if v}:
                 violations.append(
                     f"node {name}: store usage {stored} != recomputed {expected} "
-                    "(bound pods and reservations)"
+                    "(bound pods and holds)"
                 )
             allocatable = cluster.nodes[name].allocatable
             for resource, amount in expected.items():

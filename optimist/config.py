@@ -39,7 +39,7 @@ class Settings:
     quotas: tuple[Quota, ...] = ()  # elastic quota tree (cluster/quota.py); none: no limit
     # how long room freed by a preemption stays reserved for its preemptor: longer
     # than its victims take to terminate (30 s by default in Kubernetes)
-    reservation_ttl_s: float = 120.0
+    hold_ttl_s: float = 120.0
 
     def __post_init__(self) -> None:
         positive = ("shards", "batch_pods", "inflight_per_shard", "max_conflicts", "candidates")
@@ -50,8 +50,8 @@ class Settings:
             raise ValueError(
                 f"conflict_mode {self.conflict_mode!r}: must be one of {', '.join(CONFLICT_MODES)}"
             )
-        if not self.reservation_ttl_s > 0:
-            raise ValueError(f"reservation_ttl_s must be positive, got {self.reservation_ttl_s}")
+        if not self.hold_ttl_s > 0:
+            raise ValueError(f"hold_ttl_s must be positive, got {self.hold_ttl_s}")
         if not 0 < self.backoff_initial_s <= self.backoff_max_s:
             raise ValueError(
                 "backoff must satisfy 0 < initial <= max, got "

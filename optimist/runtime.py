@@ -33,7 +33,7 @@ from cluster.messages import CommitReply, Decision, MalformedMessage, ShardResul
 from cluster.objects import Pod, SchedulingSpec
 from cluster.quota import QuotaTree
 from cluster.redis_server import EmbeddedRedis, connect
-from cluster.store import Keys, NodeStore, Reservation
+from cluster.store import Hold, Keys, NodeStore
 from dispatcher.dispatcher import Dispatcher, PreemptionAsk
 from dispatcher.queue import Backoff
 from optimist.config import Settings
@@ -149,7 +149,7 @@ class SchedulingLoop:
             self.budgets.violating,
             reclaiming(lambda: self.dispatcher.quotas),
         )
-        self._reservations_checked = 0.0  # time.time() when expired reservations were last freed
+        self._holds_checked = 0.0  # time.time() when expired holds were last freed
         self.dispatcher = Dispatcher(
             Backoff(s.backoff_initial_s, s.backoff_max_s),
             send_manifests=bool(s.extenders),
@@ -199,9 +199,9 @@ class SchedulingLoop:
             if self.store.release(pods=deleted).pods:
                 self.dispatcher.on_event(ASSIGNED_POD_DELETE)
         now = time.time()
-        if now - self._reservations_checked >= 1.0:
-            self._reservations_checked = now
-            if self.store.expire_reservations(now):
+        if now - self._holds_checked >= 1.0:
+            self._holds_checked = now
+            if self.store.expire_holds(now):
                 self.dispatcher.on_event(ASSIGNED_POD_DELETE)  # held room is free again
         for group in self.cluster.take_new_groups():
             self.dispatcher.add_group(group)
@@ -326,12 +326,10 @@ class SchedulingLoop:
         if plan is None:
             self.dispatcher.no_victims(ask.unit)
             return
-        expires_at = time.time() + self.settings.reservation_ttl_s
-        reservations = [
-            Reservation(p.key, plan.nominated[p.key], p.requests, expires_at) for p in pods
-        ]
+        expires_at = time.time() + self.settings.hold_ttl_s
+        holds = [Hold(p.key, plan.nominated[p.key], p.requests, expires_at) for p in pods]
         victims = [v.key for v in plan.victims]
-        verdict = self.store.preempt(victims, reservations)
+        verdict = self.store.preempt(victims, holds)
         if not verdict.reserved:  # the plan met a changed store: tried again as usual
             log.info("preemption for %s refused by the store: %s", ask.unit, verdict.detail)
             self.dispatcher.no_victims(ask.unit)

@@ -46,7 +46,7 @@ def test_a_high_priority_pod_evicts_the_fewest_lowest_pods_and_takes_their_room(
         node = cluster.bindings[high]
         assert {cluster.bindings.get(k) for k in cluster.evicted} == {None}
         assert all(k in cluster.bindings for k in mid)
-        assert platform.store.reservations() == {}  # consumed by the preemptor
+        assert platform.store.holds() == {}  # consumed by the preemptor
         stats = loop.dispatcher.stats
         assert (stats.preemptions, stats.victims) == (1, 2)
         assert node in cluster.nodes

@@ -5,17 +5,17 @@ from cluster.store.node_store import (
     Committed,
     Delta,
     Fences,
+    Hold,
     NodeStore,
     Preempted,
-    Reservation,
 )
 
 __all__ = [
     "Committed",
     "Delta",
     "Fences",
+    "Hold",
     "Keys",
     "NodeStore",
     "Preempted",
-    "Reservation",
 ]

@@ -127,13 +127,13 @@ for _, unit in ipairs(units) do
 end
 local units_before, pods_before = present(UNITS, unit_keys), present(PODS, pod_keys)
 
--- Room reserved for pods of the batch (common.lua's release_reservation): a pod
+-- Room reserved for pods of the batch (common.lua's release_hold): a pod
 -- that commits consumes its reservation, on whichever node it goes to.
 local held = {} -- pod key -> [node, resource names, amounts, expires at]
-if #pod_keys > 0 and redis.call('HLEN', RESERVATIONS) > 0 then
+if #pod_keys > 0 and redis.call('HLEN', HOLDS) > 0 then
   for i = 1, #pod_keys, 1000 do
     local last = math.min(i + 999, #pod_keys)
-    local values = redis.call('HMGET', RESERVATIONS, unpack(pod_keys, i, last))
+    local values = redis.call('HMGET', HOLDS, unpack(pod_keys, i, last))
     for j = i, last do
       if values[j - i + 1] then held[pod_keys[j]] = cmsgpack.unpack(values[j - i + 1]) end
     end
@@ -278,7 +278,7 @@ if next(dirty) then
   write_pairs('HSET', PODS, records)
   write_pairs('HSET', UNITS, unit_records)
   for i = 1, #consumed, 1000 do
-    redis.call('HDEL', RESERVATIONS, unpack(consumed, i, math.min(i + 999, #consumed)))
+    redis.call('HDEL', HOLDS, unpack(consumed, i, math.min(i + 999, #consumed)))
   end
   for id, cls in pairs(new_peers) do
     if redis.call('HSETNX', PEERS, id, cls[5]) == 1 and cls[6] then

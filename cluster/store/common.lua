@@ -1,8 +1,8 @@
 -- Shared by every node-store script (prepended when the script is loaded).
--- KEYS: seq, changes, pods, units, peers, keep-away, reservations.
+-- KEYS: seq, changes, pods, units, peers, keep-away, holds.
 -- ARGV[1]: the node key prefix.
 local SEQ, CHANGES, PODS, UNITS, PEERS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local KEEP_AWAY, RESERVATIONS = KEYS[6], KEYS[7]
+local KEEP_AWAY, HOLDS = KEYS[6], KEYS[7]
 local NODE = ARGV[1]
 local MAX_AMOUNT = 9007199254740992 -- 2^53: beyond it a Lua number is not exact
 
@@ -139,12 +139,12 @@ local function release_pod(pod, dirty)
   return true
 end
 
--- Room held on a node for one pod (a preemptor keeping what it freed): RESERVATIONS
+-- Room held on a node for one pod (a preemptor keeping what it freed): HOLDS
 -- maps the pod key to msgpack [node, resource names, amounts, expires at (unix s)],
 -- and the amounts count in the node's usage, so everybody else sees them as used.
 -- Give one back; marks its node in `dirty`; returns whether there was one.
-local function release_reservation(pod, dirty)
-  local rec = redis.call('HGET', RESERVATIONS, pod)
+local function release_hold(pod, dirty)
+  local rec = redis.call('HGET', HOLDS, pod)
   if not rec then return false end
   local r = cmsgpack.unpack(rec)
   local key = NODE .. r[1]
@@ -154,6 +154,6 @@ local function release_reservation(pod, dirty)
     end
   end
   dirty[r[1]] = true
-  redis.call('HDEL', RESERVATIONS, pod)
+  redis.call('HDEL', HOLDS, pod)
   return true
 end

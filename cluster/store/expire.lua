@@ -2,9 +2,9 @@
 -- ARGV[2]: now (unix seconds). Returns [seq, reservations released].
 local now = tonumber(ARGV[2])
 local dirty, released = {}, 0
-local flat = redis.call('HGETALL', RESERVATIONS)
+local flat = redis.call('HGETALL', HOLDS)
 for i = 1, #flat, 2 do
-  if cmsgpack.unpack(flat[i + 1])[4] <= now and release_reservation(flat[i], dirty) then
+  if cmsgpack.unpack(flat[i + 1])[4] <= now and release_hold(flat[i], dirty) then
     released = released + 1
   end
 end

@@ -39,11 +39,11 @@ class Keys:
         return f"{self.prefix}peers"
 
     @property
-    def reservations(self) -> str:
+    def holds(self) -> str:
         """Hash: pod key -> msgpack [node, resource names, amounts, expires at (unix s)]:
         room held for a pod that has not committed yet (a preemptor's), counted in the
         node's usage meanwhile."""
-        return f"{self.prefix}reservations"
+        return f"{self.prefix}holds"
 
     @property
     def keep_away(self) -> str:
@@ -75,5 +75,5 @@ class Keys:
             self.units,
             self.peers,
             self.keep_away,
-            self.reservations,
+            self.holds,
         ]

@@ -74,14 +74,15 @@ class Released:
     version: int
     units: int
     pods: int
-    reservations: int = 0
+    holds: int = 0
 
 
 @dataclass(frozen=True, slots=True)
-class Reservation:
-    """Room held on a node for one pod that has not committed yet: a preemptor keeps
-    what its victims freed. It counts as used for every other pod; the owner consumes
-    it when it commits, on whichever node; it is given back at `expires_at`."""
+class Hold:
+    """Room held on a node for one pod that has not committed yet: what a preemptor's
+    victims freed, or a Reservation placed for its owner (`cluster/reservations.py`).
+    It counts as used for every other pod; the owner consumes it when it commits, on
+    whichever node; it is given back at `expires_at`."""
 
     pod: str
     node: str
@@ -244,30 +245,31 @@ class NodeStore:
     def release(self, units: Sequence[str] = (), pods: Sequence[str] = ()) -> Released:
         """Give back what committed units (all their pods) and single pods hold."""
         reply = self._run("release", _lua_frame(list(units)), _lua_frame(list(pods)))
-        version, unit_count, pod_count, reservation_count = reply  # type: ignore[misc]
-        return Released(int(version), int(unit_count), int(pod_count), int(reservation_count))
+        version, unit_count, pod_count, hold_count = reply  # type: ignore[misc]
+        return Released(int(version), int(unit_count), int(pod_count), int(hold_count))
 
     # --- preemption --------------------------------------------------------------
 
-    def preempt(self, victims: Sequence[str], reservations: Sequence[Reservation]) -> Preempted:
+    def preempt(self, victims: Sequence[str], holds: Sequence[Hold]) -> Preempted:
         """Release the victims and hold their room for the preemptors, in one step, or
-        change nothing if a victim is gone or a reservation does not fit."""
-        frame = _lua_frame([list(victims), [r.to_wire() for r in reservations]])
+        change nothing if a victim is gone or a hold does not fit. With no victims: hold
+        room if it fits."""
+        frame = _lua_frame([list(victims), [h.to_wire() for h in holds]])
         version, status, detail = msgpack.unpackb(self._run("preempt", frame))  # type: ignore[arg-type]
         return Preempted(int(version), str(status), str(detail))
 
-    def expire_reservations(self, now: float) -> int:
-        """Give back the reservations whose time is up; returns how many."""
+    def expire_holds(self, now: float) -> int:
+        """Give back the holds whose time is up; returns how many."""
         _, released = self._run("expire", now)  # type: ignore[misc]
         return int(released)
 
-    def reservations(self) -> dict[str, Reservation]:
+    def holds(self) -> dict[str, Hold]:
         """Pod key -> the room held for it."""
         out = {}
-        for pod, blob in self.client.hgetall(self.keys.reservations).items():
+        for pod, blob in self.client.hgetall(self.keys.holds).items():
             node, names, amounts, expires_at = msgpack.unpackb(blob)
             key = pod.decode()
-            out[key] = Reservation(key, node, tuple(zip(names, amounts, strict=True)), expires_at)
+            out[key] = Hold(key, node, tuple(zip(names, amounts, strict=True)), expires_at)
         return out
 
     # --- reading the committed truth (checkers, reports) ------------------------

@@ -60,7 +60,7 @@ for _, h in ipairs(holds) do
     and type(h[4]) == 'table' and #h[3] == #h[4] and type(h[5]) == 'number'
   for i = 1, ok and #h[3] or 0 do ok = ok and is_name(h[3][i]) and is_amount(h[4][i]) end
   if not ok then return answer('invalid', 'malformed reservation') end
-  local old = redis.call('HGET', RESERVATIONS, h[1])
+  local old = redis.call('HGET', HOLDS, h[1])
   if old then
     local o = cmsgpack.unpack(old)
     give(o[1], o[2], o[3], 1)
@@ -80,10 +80,10 @@ end
 local dirty = {}
 for _, pod in ipairs(victims) do release_pod(pod, dirty) end
 for _, h in ipairs(holds) do
-  release_reservation(h[1], dirty)
+  release_hold(h[1], dirty)
   local key = NODE .. h[2]
   for i, r in ipairs(h[3]) do redis.call('HINCRBY', key, 'u:' .. r, int(h[4][i])) end
-  redis.call('HSET', RESERVATIONS, h[1], cmsgpack.pack({h[2], h[3], h[4], h[5]}))
+  redis.call('HSET', HOLDS, h[1], cmsgpack.pack({h[2], h[3], h[4], h[5]}))
   dirty[h[2]] = true
 end
 if next(dirty) then seq = bump(dirty) end

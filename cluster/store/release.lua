@@ -3,9 +3,9 @@
 -- preemptor deleted before it was bound).
 -- ARGV[2]: msgpack list of unit keys (every pod of each unit goes);
 -- ARGV[3]: msgpack list of pod keys (those pods alone: a deleted pod, a failed binding).
--- Returns [seq, units released, pods released, reservations released].
+-- Returns [seq, units released, pods released, holds released].
 local dirty = {}
-local units, pods, reservations = 0, 0, 0
+local units, pods, holds = 0, 0, 0
 
 for _, unit in ipairs(cmsgpack.unpack(ARGV[2])) do
   local blob = is_name(unit) and redis.call('HGET', UNITS, unit)
@@ -20,9 +20,9 @@ end
 for _, pod in ipairs(cmsgpack.unpack(ARGV[3])) do
   if is_name(pod) then
     if release_pod(pod, dirty) then pods = pods + 1 end
-    if release_reservation(pod, dirty) then reservations = reservations + 1 end
+    if release_hold(pod, dirty) then holds = holds + 1 end
   end
 end
 local seq = tonumber(redis.call('GET', SEQ) or '0')
 if next(dirty) then seq = bump(dirty) end
-return {seq, units, pods, reservations}
+return {seq, units, pods, holds}

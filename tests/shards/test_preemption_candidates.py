@@ -1,7 +1,7 @@
 """What a shard tells preemption, and how it places a pod on its nominated node."""
 
 from cluster.messages import ShardBatch, UnitRequest
-from cluster.store import Reservation
+from cluster.store import Hold
 from shards.scheduler import ShardCore
 from shards.testing import default_profile, node
 from tests.cluster.test_node_store import spec, unit
@@ -47,7 +47,7 @@ def test_only_nodes_where_evicting_can_help_are_named_and_only_when_asked(store)
 def test_a_nominated_pod_counts_its_reservation_as_its_own(store):
     store.put_nodes([node("a", cpu="2"), node("b", cpu="2")])
     fill(store, ["b"])
-    assert store.preempt([], [Reservation("ns/x", "a", spec(cpu="2").requests, FAR)]).reserved
+    assert store.preempt([], [Hold("ns/x", "a", spec(cpu="2").requests, FAR)]).reserved
     core = ShardCore(0, store, [default_profile()], seed=1)
     # anybody else sees node a as full
     [other] = core.handle(batch([spec(cpu="2")], [[0]])).decisions
@@ -55,12 +55,12 @@ def test_a_nominated_pod_counts_its_reservation_as_its_own(store):
     [mine] = core.handle(ShardBatch(3, [spec(cpu="2")], [one("x", nominated="a")])).decisions
     assert mine.placed and mine.placements[0].nodes == ["a"]
     _, [outcome], _ = store.commit([spec(cpu="2")], [mine])
-    assert outcome.committed and store.reservations() == {}
+    assert outcome.committed and store.holds() == {}
 
 
 def test_a_nominated_node_that_no_longer_suits_falls_back_to_a_search(store):
     store.put_nodes([node("a", cpu="2"), node("b", cpu="2")])
-    assert store.preempt([], [Reservation("ns/x", "a", spec(cpu="1").requests, FAR)]).reserved
+    assert store.preempt([], [Hold("ns/x", "a", spec(cpu="1").requests, FAR)]).reserved
     store.put_nodes([node("a", cpu="2", taints=[{"key": "k", "effect": "NoSchedule"}])])
     core = ShardCore(0, store, [default_profile()], seed=1)
     [mine] = core.handle(ShardBatch(4, [spec(cpu="1")], [one("x", nominated="a")])).decisions
@@ -69,7 +69,7 @@ def test_a_nominated_node_that_no_longer_suits_falls_back_to_a_search(store):
 
 def test_two_pods_nominated_to_one_node_both_fit_in_one_batch(store):
     store.put_nodes([node("a", cpu="2")])
-    holds = [Reservation(f"ns/{k}", "a", spec(cpu="1").requests, FAR) for k in ("x", "y")]
+    holds = [Hold(f"ns/{k}", "a", spec(cpu="1").requests, FAR) for k in ("x", "y")]
     assert store.preempt([], holds).reserved
     core = ShardCore(0, store, [default_profile()], seed=1)
     units = [one("x", nominated="a"), one("y", nominated="a")]

@@ -2,7 +2,7 @@
 
 import time
 
-from cluster.store import Reservation
+from cluster.store import Hold
 from shards.testing import node
 from tests.cluster.test_node_store import spec, unit
 
@@ -10,7 +10,7 @@ FAR = time.time() + 3600
 
 
 def hold(pod, node_name, cpu="2", expires_at=FAR):
-    return Reservation(pod, node_name, spec(cpu=cpu).requests, expires_at)
+    return Hold(pod, node_name, spec(cpu=cpu).requests, expires_at)
 
 
 def fill(store, cpu="1", count=4, node_name="a"):
@@ -38,7 +38,7 @@ def test_preemption_evicts_and_holds_the_room_for_its_owner_only(store):
     # ... the owner does, and consumes its reservation
     _, [mine], _ = store.commit([spec(cpu="2")], [unit("h", ("ns/high", 0, ["a"]))])
     assert mine.committed
-    assert store.reservations() == {}
+    assert store.holds() == {}
     assert store.usage("a")["cpu"] == 4000
 
 
@@ -48,7 +48,7 @@ def test_an_owner_committing_elsewhere_gives_its_reservation_back(store):
     assert store.preempt(low[:2], [hold("ns/high", "a")]).reserved
     _, [mine], _ = store.commit([spec(cpu="2")], [unit("h", ("ns/high", 0, ["b"]))])
     assert mine.committed and mine.nodes == ["b"]
-    assert store.usage("a")["cpu"] == 2000 and store.reservations() == {}
+    assert store.usage("a")["cpu"] == 2000 and store.holds() == {}
 
 
 def test_a_refused_owner_keeps_its_reservation(store):
@@ -58,7 +58,7 @@ def test_a_refused_owner_keeps_its_reservation(store):
     # asks for more than it reserved: nothing applied, the reservation stays
     _, [mine], _ = store.commit([spec(cpu="3")], [unit("h", ("ns/high", 0, ["a"]))])
     assert mine.status == "conflict"
-    assert set(store.reservations()) == {"ns/high"}
+    assert set(store.holds()) == {"ns/high"}
     assert store.usage("a")["cpu"] == 4000
 
 
@@ -70,7 +70,7 @@ def test_a_gang_shares_the_room_reserved_for_its_members(store):
         [spec(cpu="2")], [unit("g", ("ns/g1", 0, ["a"]), ("ns/g2", 0, ["a"]))]
     )
     assert gang.committed and store.usage("a")["cpu"] == 4000
-    assert store.reservations() == {}
+    assert store.holds() == {}
 
 
 def test_a_pod_made_again_under_the_name_of_a_victim_is_no_duplicate(store):
@@ -88,7 +88,7 @@ def test_a_stale_plan_changes_nothing(store):
     before = store.version()
     verdict = store.preempt(low[:2], [hold("ns/high", "a")])
     assert verdict.status == "conflict" and low[0] in verdict.detail
-    assert store.version() == before and store.reservations() == {}
+    assert store.version() == before and store.holds() == {}
     # victims that do not free enough room: refused, nothing released
     verdict = store.preempt(low[1:2], [hold("ns/high", "a", cpu="3")])
     assert verdict.status == "conflict" and "insufficient cpu" in verdict.detail
@@ -100,12 +100,12 @@ def test_reservations_expire_and_go_with_their_deleted_owner(store):
     low = fill(store)
     assert store.preempt(low[:1], [hold("ns/soon", "a", cpu="1", expires_at=100.0)]).reserved
     assert store.preempt(low[1:2], [hold("ns/late", "a", cpu="1")]).reserved
-    assert store.expire_reservations(now=99.0) == 0
-    assert store.expire_reservations(now=101.0) == 1
-    assert set(store.reservations()) == {"ns/late"}
+    assert store.expire_holds(now=99.0) == 0
+    assert store.expire_holds(now=101.0) == 1
+    assert set(store.holds()) == {"ns/late"}
     released = store.release(pods=["ns/late"])  # the preemptor was deleted
-    assert (released.pods, released.reservations) == (0, 1)
-    assert store.usage("a")["cpu"] == 2000 and store.reservations() == {}
+    assert (released.pods, released.holds) == (0, 1)
+    assert store.usage("a")["cpu"] == 2000 and store.holds() == {}
 
 
 def test_preempting_again_replaces_the_pods_reservation(store):
@@ -115,12 +115,12 @@ def test_preempting_again_replaces_the_pods_reservation(store):
     low_b = [f"ns/b{i}" for i in range(2)]
     store.commit([spec(cpu="2")], [unit(f"b{i}", (p, 0, ["b"])) for i, p in enumerate(low_b)])
     assert store.preempt(low_b[:1], [hold("ns/high", "b")]).reserved
-    assert store.reservations()["ns/high"].node == "b"
+    assert store.holds()["ns/high"].node == "b"
     assert store.usage("a")["cpu"] == 2000 and store.usage("b")["cpu"] == 4000
 
 
 def test_malformed_reservations_are_refused(store):
     store.put_nodes([node("a", cpu="4")])
-    verdict = store.preempt([], [Reservation("", "a", (("cpu", 1),), FAR)])
+    verdict = store.preempt([], [Hold("", "a", (("cpu", 1),), FAR)])
     assert verdict.status == "invalid"
     assert store.preempt([], [hold("ns/p", "gone")]).status == "conflict"
