@@ -30,6 +30,7 @@ CREATE_ANY_KINDS = (
     "PodGroup",
     "PodDisruptionBudget",
     "ElasticQuota",
+    "Reservation",
     "Pod",
     "Node",
 )

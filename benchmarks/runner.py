@@ -342,6 +342,8 @@ class CaseRunner:
                 self.cluster.create_disruption_budget(_in_namespace(op.template, op.namespace))
             elif kind == "ElasticQuota":
                 self.cluster.create_elastic_quota(_in_namespace(op.template, op.namespace))
+            elif kind == "Reservation":
+                self.cluster.create_reservation(op.template)
             elif kind == "Node":
                 self.cluster.create_nodes(op.template, 1)
             else:  # Pod

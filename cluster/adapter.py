@@ -9,6 +9,7 @@ from cluster.disruption import DisruptionBudget
 from cluster.errors import InvalidObject
 from cluster.objects import Node, Pod, PodGroup
 from cluster.quota import Quota
+from cluster.reservations import Reservation
 
 
 @dataclass(slots=True)
@@ -38,6 +39,9 @@ class ClusterAdapter(Protocol):
 
     def take_new_quotas(self) -> list[Quota]:
         """ElasticQuota objects created since the last call."""
+
+    def take_new_reservations(self) -> list[Reservation]:
+        """Reservations of our profiles created since the last call."""
 
     def bind(self, bindings: list[Binding]) -> list[str | None]:
         """Bind pods to nodes; one error (or None) per binding."""

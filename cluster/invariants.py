@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from cluster import resources as res
 from cluster.manifests import pod_from_manifest
 from cluster.objects import ANY_IP, HostPort
+from cluster.reservations import is_reservation
 from cluster.simulator import SimulatedCluster
 from cluster.store import NodeStore
 
@@ -96,7 +97,13 @@ def check_invariants(
         # Room held for preemptors counts in the store's usage, for pods still pending.
         held: dict[str, dict[str, int]] = {name: dict(used) for name, used in usage.items()}
         for pod, hold in store.holds().items():
-            if pod in cluster.bindings or pod not in cluster.pod_manifests:
+            if is_reservation(pod):  # a reservation's, until a pod claims it
+                if pod.split("/", 1)[1] not in cluster.reservations:
+                    violations.append(f"room is held on {hold.node} for {pod}, which is unknown")
+            elif pod in cluster.bindings or (
+                pod not in cluster.pod_manifests
+                and pod not in {r.owner_pod for r in cluster.reservations.values()}
+            ):
                 violations.append(
                     f"room is reserved on {hold.node} for pod {pod}, which is bound or gone"
                 )

@@ -7,10 +7,12 @@ object, the field path and the value; only that object is rejected.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from cluster import resources as res
 from cluster.disruption import DisruptionBudget
+from cluster.durations import parse_duration
 from cluster.errors import InvalidObject
 from cluster.objects import (
     DEFAULT_SCHEDULE_TIMEOUT_S,
@@ -27,6 +29,7 @@ from cluster.objects import (
     TopologySpreadConstraint,
     WeightedPodAffinityTerm,
 )
+from cluster.reservations import RESERVATION_NAMESPACE, Reservation
 from cluster.selectors import (
     LABEL_SELECTOR_OPERATORS,
     NODE_SELECTOR_OPERATORS,
@@ -487,6 +490,67 @@ def budget_from_manifest(raw: Mapping[str, Any]) -> DisruptionBudget:
         min_available=low,
         max_unavailable=high,
     )
+
+
+def reservation_from_manifest(raw: Mapping[str, Any], now: float) -> Reservation:
+    """Parse a Koordinator Reservation (scheduling.koordinator.sh/v1alpha1): its
+    spec.template (a pod template: the room and where it may go), one owner (an object
+    naming a pod, or a labelSelector, with the template's namespace if it names one),
+    and spec.ttl or spec.expires. Only allocateOnce reservations are supported."""
+    name, _, _ = _metadata(raw, "Reservation")
+    obj = f"Reservation {name}"
+    spec = _map(obj, "spec", raw.get("spec"))
+    template = _map(obj, "spec.template", spec.get("template"))
+    if spec.get("allocateOnce", True) is not True:
+        raise InvalidObject(
+            obj, "spec.allocateOnce", spec["allocateOnce"], "only true is supported"
+        )
+    owners = _list(obj, "spec.owners", spec.get("owners"))
+    if len(owners) != 1:
+        raise InvalidObject(obj, "spec.owners", owners, "must name exactly one owner")
+    owner = _map(obj, "spec.owners[0]", owners[0])
+    namespace = str(
+        _map(obj, "spec.template.metadata", template.get("metadata")).get("namespace") or ""
+    )
+    owner_pod, selector = "", None
+    if owner.get("object") is not None:
+        ref = _map(obj, "spec.owners[0].object", owner["object"])
+        if not isinstance(ref.get("name"), str) or not ref["name"]:
+            raise InvalidObject(
+                obj, "spec.owners[0].object.name", ref.get("name"), "must be a name"
+            )
+        owner_pod = f"{ref.get('namespace') or namespace or 'default'}/{ref['name']}"
+    else:
+        selector = _label_selector(obj, "spec.owners[0].labelSelector", owner.get("labelSelector"))
+        if selector is None:
+            raise InvalidObject(obj, "spec.owners[0]", owner, "needs an object or a labelSelector")
+    if spec.get("ttl") is not None and spec.get("expires") is not None:
+        raise InvalidObject(
+            obj, "spec.expires", spec["expires"], "cannot be set together with spec.ttl"
+        )
+    expires_at = now + 24 * 3600.0  # Koordinator's default ttl
+    if spec.get("ttl") is not None:
+        try:
+            expires_at = now + parse_duration(str(spec["ttl"]))
+        except ValueError as err:
+            raise InvalidObject(obj, "spec.ttl", spec["ttl"], str(err)) from None
+    elif spec.get("expires") is not None:
+        try:
+            expires_at = datetime.fromisoformat(str(spec["expires"])).timestamp()
+        except ValueError:
+            raise InvalidObject(
+                obj, "spec.expires", spec["expires"], "must be an RFC 3339 time"
+            ) from None
+    try:
+        pod = pod_from_manifest(
+            {
+                "metadata": {"name": name, "namespace": RESERVATION_NAMESPACE},
+                "spec": _map(obj, "spec.template.spec", template.get("spec")),
+            }
+        )
+    except InvalidObject as err:  # named as the reservation's field, not a pod's
+        raise InvalidObject(obj, f"spec.template.{err.field}", err.value, err.problem) from None
+    return Reservation(name, pod, expires_at, owner_pod, selector, namespace)
 
 
 def node_from_manifest(raw: Mapping[str, Any]) -> Node:

@@ -8,6 +8,7 @@ refusing a second binding of a pod as the API server does (409).
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,9 +25,11 @@ from cluster.manifests import (
     node_from_manifest,
     pod_from_manifest,
     podgroup_from_manifest,
+    reservation_from_manifest,
 )
 from cluster.objects import Node, Pod, PodGroup
 from cluster.quota import Quota, quota_from_manifest
+from cluster.reservations import Reservation
 
 # Kubernetes' generateName alphabet: no vowels, no look-alike characters.
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -51,11 +54,13 @@ class SimulatedCluster:
     bindings: dict[str, str] = field(default_factory=dict)
     bind_log: list[Binding] = field(default_factory=list)
     evicted: list[str] = field(default_factory=list)  # pods deleted by preemption, in order
+    reservations: dict[str, Reservation] = field(default_factory=dict)  # by name
     pod_groups: dict[str, PodGroup] = field(default_factory=dict)
     _new: list[str] = field(default_factory=list)
     _new_groups: list[PodGroup] = field(default_factory=list)
     _new_budgets: list[DisruptionBudget] = field(default_factory=list)
     _new_quotas: list[Quota] = field(default_factory=list)
+    _new_reservations: list[Reservation] = field(default_factory=list)
     _names: set[str] = field(default_factory=set)
     _new_nodes: list[Node] = field(default_factory=list)
     _deleted_nodes: list[str] = field(default_factory=list)
@@ -174,6 +179,19 @@ class SimulatedCluster:
     def take_new_quotas(self) -> list[Quota]:
         quotas, self._new_quotas = self._new_quotas, []
         return quotas
+
+    def create_reservation(self, manifest: Mapping[str, Any]) -> Reservation:
+        """A Reservation (`cluster.manifests.reservation_from_manifest`); a watch delivers
+        it if its template's schedulerName is one of ours."""
+        reservation = reservation_from_manifest(manifest, time.time())
+        self.reservations[reservation.name] = reservation
+        if reservation.pod.scheduler_name in self.scheduler_names:
+            self._new_reservations.append(reservation)
+        return reservation
+
+    def take_new_reservations(self) -> list[Reservation]:
+        reservations, self._new_reservations = self._new_reservations, []
+        return reservations
 
     def take_new_groups(self) -> list[PodGroup]:
         """PodGroups created since the last call."""

@@ -19,6 +19,7 @@ from cluster.messages import Decision, ShardBatch, ShardResult, UnitOutcome, Uni
 from cluster.objects import Pod, PodGroup, SchedulingSpec
 from cluster.partitions import partition_of, pinned_node
 from cluster.quota import Quota, QuotaTree
+from cluster.reservations import is_reservation
 from dispatcher.gangs import Gangs
 from dispatcher.queue import ANY_SHARD, Backoff, QueuedUnit, SchedulingQueue
 
@@ -223,6 +224,19 @@ class Dispatcher:
         self.queue.preempting[unit_key] = unit
         if not victims:
             self._preempted(unit)
+
+    def nominate_waiting(self, pod_key: str, node: str) -> bool:
+        """Room is held on `node` for this pod (a reservation of its own): it is tried
+        there first, at once if it waited as unschedulable. False if it is not queued."""
+        unit = self.units.get(self._unit_of.get(pod_key, ""))
+        if unit is None:
+            return False
+        unit.nominated = {**(unit.nominated or {}), pod_key: node}
+        if unit.state is PodState.UNSCHEDULABLE:
+            self.queue.remove(unit)
+            unit.move(PodState.ACTIVE)
+            self.queue.push_active(unit)
+        return True
 
     def no_victims(self, unit_key: str) -> None:
         """No preemption helps the unit: it is unschedulable as any other."""
@@ -464,7 +478,8 @@ class Dispatcher:
         failed) tries its other pods again, as a gang of what it still lacks.
         """
         self._retire(unit, PodState.BOUND)
-        self.stats.bound_pods += len(placed)
+        if not is_reservation(unit.key):  # a placed reservation binds no pod
+            self.stats.bound_pods += len(placed)
         bound = set(placed)
         rest = [p for p in unit.pods if p.key not in bound]
         self._return_quota(rest)

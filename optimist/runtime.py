@@ -33,6 +33,7 @@ from cluster.messages import CommitReply, Decision, MalformedMessage, ShardResul
 from cluster.objects import Pod, SchedulingSpec
 from cluster.quota import QuotaTree
 from cluster.redis_server import EmbeddedRedis, connect
+from cluster.reservations import Reservations, is_reservation
 from cluster.store import Hold, Keys, NodeStore
 from dispatcher.dispatcher import Dispatcher, PreemptionAsk
 from dispatcher.queue import Backoff
@@ -117,6 +118,7 @@ class _Committing:
     classes: list[SchedulingSpec]
     decisions: list[Decision]
     decided: float  # time.perf_counter() when its shard's answer arrived
+    held: list[UnitOutcome]  # the batch's reservations, placed already
 
 
 # A pod's stages as the loop sees them, for latency breakdowns: called with the
@@ -140,6 +142,7 @@ class SchedulingLoop:
         self.settings = s
         self.shards = platform.shards
         self.cluster = cluster
+        self.reservations = Reservations()
         self.bound_pods = BoundPods()  # what preemption may evict
         self.budgets = DisruptionBudgets(self.bound_pods)
         self.preemption = PreemptionPlanner(
@@ -211,6 +214,11 @@ class SchedulingLoop:
             self.on_stage("queued", [p.key for p in pods], time.perf_counter())
         for pod in pods:
             self.dispatcher.add(pod)
+            if self.reservations.has_placed:
+                self._claim(pod)
+        for reservation in self.cluster.take_new_reservations():
+            self.reservations.add(reservation)
+            self.dispatcher.add(reservation.pod)
         for key, error in errors:
             log.warning("pod %s cannot be scheduled: %s", key, error)
             self.dispatcher.reject(key, str(error))
@@ -276,16 +284,55 @@ class SchedulingLoop:
         if not placed:
             return
         decided = time.perf_counter()
+        held = []  # reservations placed: their room is held, nothing is bound
+        if self.reservations.pending:
+            ours = [d for d in placed if d.unit in self.reservations.pending]
+            placed = [d for d in placed if d.unit not in self.reservations.pending]
+            held = [self._hold(d) for d in ours]
         slot = batch_id % (len(self.binders) + 1)  # batches take turns; 0 is the driver's
         actor = self.binders[slot - 1] if slot else None
-        request = self.binder.request_for_actor(classes, placed) if actor else None
+        request = self.binder.request_for_actor(classes, placed) if actor and placed else None
         if actor is None or request is None:  # this batch is the driver's to commit
-            self.commits_by_binder[0] += 1
-            self._settle(batch_id, self.binder.process(classes, placed), decided)
+            self.commits_by_binder[0] += bool(placed)
+            outcomes = self.binder.process(classes, placed) if placed else []
+            self._settle(batch_id, outcomes + held, decided)
             return
         self.commits_by_binder[slot] += 1
         ref = actor.commit.remote(request.encode())
-        self._committing[ref] = _Committing(batch_id, classes, placed, decided)
+        self._committing[ref] = _Committing(batch_id, classes, placed, decided, held)
+
+    def _hold(self, decision: Decision) -> UnitOutcome:
+        """A reservation's placement: its room held in the store for its owner, on the
+        first candidate where it still fits; then its owner, if queued, is told."""
+        reservation = self.reservations.pending[decision.unit]
+        why = "no candidate"
+        for node in decision.placements[0].nodes:
+            hold = Hold(
+                reservation.hold_key, node, reservation.pod.spec.requests, reservation.expires_at
+            )
+            verdict = self.store.preempt([], [hold])
+            if verdict.reserved:
+                self.reservations.placed(reservation.key, node)
+                if reservation.owner_pod and self.dispatcher.nominate_waiting(
+                    reservation.owner_pod, node
+                ):
+                    self.reservations.claimed(reservation, reservation.owner_pod)
+                return UnitOutcome(decision.unit, "bound", [node])
+            why = verdict.detail
+        return UnitOutcome(decision.unit, "conflict", detail=why)
+
+    def _claim(self, pod: Pod) -> None:
+        """A new pod that a placed reservation is for: it is tried on that node first."""
+        found = self.reservations.owned_by(pod, time.time())
+        if found is None:
+            return
+        reservation, node = found
+        # picked by a selector: the room is held under its key from now on
+        selected = not reservation.owner_pod
+        if selected and self.store.claim_hold(reservation.key, pod.key) != "claimed":
+            return
+        self.reservations.claimed(reservation, pod.key)
+        self.dispatcher.nominate_waiting(pod.key, node)
 
     def add_running(self, pods: list[Pod]) -> None:
         """Pods the cluster already runs (committed to the store by the caller): they count
@@ -351,10 +398,15 @@ class SchedulingLoop:
             self.binder_failures += 1
             reply = None
         outcomes = self.binder.take_reply(job.classes, job.decisions, reply)
-        self._settle(job.batch_id, outcomes, job.decided)
+        self._settle(job.batch_id, outcomes + job.held, job.decided)
 
     def _settle(self, batch_id: int, outcomes: list[UnitOutcome], decided: float) -> None:
         placed = self.dispatcher.on_outcomes(batch_id, outcomes)
+        if self.reservations.has_placed or any(is_reservation(p.key) for p, _ in placed):
+            placed = [(p, node) for p, node in placed if not is_reservation(p.key)]
+            if any([self.reservations.consumed(p) for p, _ in placed]):
+                # a reservation held more than its pod took: the rest is free again
+                self.dispatcher.on_event(ASSIGNED_POD_DELETE)
         for pod, node in placed:
             self.bound_pods.add(pod, node)
         bound = [pod.key for pod, _ in placed]

@@ -263,6 +263,12 @@ class NodeStore:
         _, released = self._run("expire", now)  # type: ignore[misc]
         return int(released)
 
+    def claim_hold(self, held_as: str, pod: str) -> str:
+        """Room held under `held_as` is `pod`'s from now on: 'claimed', or 'gone' (no such
+        hold) or 'taken' (the pod holds room already), nothing changed."""
+        reply = self._run("claim", held_as, pod)
+        return reply.decode() if isinstance(reply, bytes) else str(reply)
+
     def holds(self) -> dict[str, Hold]:
         """Pod key -> the room held for it."""
         out = {}

@@ -20,6 +20,7 @@ _NAMES = (
     "release",
     "preempt",
     "expire",
+    "claim",
 )
 
 
@@ -36,6 +37,7 @@ class Scripts:
     release: Script
     preempt: Script
     expire: Script
+    claim: Script
 
     @classmethod
     def register(cls, client: redis.Redis) -> Scripts:

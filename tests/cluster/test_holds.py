@@ -124,3 +124,15 @@ def test_malformed_reservations_are_refused(store):
     verdict = store.preempt([], [Hold("", "a", (("cpu", 1),), FAR)])
     assert verdict.status == "invalid"
     assert store.preempt([], [hold("ns/p", "gone")]).status == "conflict"
+
+
+def test_a_hold_changes_hands_once(store):
+    store.put_nodes([node("a", cpu="4")])
+    assert store.preempt([], [hold("~reservation/r", "a")]).reserved  # fits: no victims
+    v0 = store.version()
+    assert store.claim_hold("~reservation/r", "ns/owner") == "claimed"
+    assert set(store.holds()) == {"ns/owner"} and store.version() == v0
+    assert store.claim_hold("~reservation/r", "ns/other") == "gone"
+    assert store.preempt([], [hold("~reservation/s", "a")]).reserved
+    assert store.claim_hold("~reservation/s", "ns/owner") == "taken"
+    assert store.usage("a")["cpu"] == 4000
