@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,8 +32,7 @@ _INT32_OFFSET = 2**31  # upstream adds MaxInt32 + 1 to each priority before summ
 
 # Nodes tried per pod, as upstream's DefaultPreemptionArgs defaults: at least
 # this share of the nodes named, and never fewer than this many.
-MIN_CANDIDATE_NODES_PERCENTAGE = 10
-MIN_CANDIDATE_NODES_ABSOLUTE = 100
+DEFAULT_CANDIDATE_NODES = (10, 100)  # (minCandidateNodesPercentage, minCandidateNodesAbsolute)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +44,7 @@ class Preemptor:
     requests: tuple[tuple[str, int], ...]  # as SchedulingSpec.requests
     nodes: Sequence[str]
     quota: str | None = None  # the leaf quota it counts against, if any
+    profile: str = "default-scheduler"
 
 
 def lower_priority(pod: Preemptor, victim: BoundPod) -> bool:
@@ -162,7 +162,10 @@ class PreemptionPlanner:
         rng: np.random.Generator,
         violating: Violating = lambda pods: set(),
         may_evict: Callable[[Preemptor, BoundPod], bool] = lower_priority,
+        candidate_nodes: Mapping[str, tuple[int, int]] | None = None,
     ) -> None:
+        # per profile, its DefaultPreemptionArgs (percentage, absolute); defaults otherwise
+        self.candidate_nodes = candidate_nodes or {}
         self.store = store
         self.inventory = inventory
         self.rng = rng
@@ -217,9 +220,8 @@ class PreemptionPlanner:
         nodes = list(pod.nodes)
         if not nodes:
             return []
-        wanted = max(
-            MIN_CANDIDATE_NODES_ABSOLUTE, len(nodes) * MIN_CANDIDATE_NODES_PERCENTAGE // 100
-        )
+        percentage, absolute = self.candidate_nodes.get(pod.profile, DEFAULT_CANDIDATE_NODES)
+        wanted = max(absolute, len(nodes) * percentage // 100, 1)
         start = int(self.rng.integers(len(nodes)))
         order = nodes[start:] + nodes[:start]
         found: list[Candidate] = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
 from cluster.events import ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, EVENTS, UNSCHEDULABLE_TIMEOUT_S
@@ -81,7 +81,10 @@ class Dispatcher:
         unschedulable_timeout_s: float = UNSCHEDULABLE_TIMEOUT_S,
         quotas: QuotaTree | None = None,
         lowest_bound_priority: Callable[[], int | None] = lambda: None,
+        preemptive_profiles: Collection[str] | None = None,
     ) -> None:
+        # the profiles whose pods may preempt (DefaultPreemption enabled); None: all
+        self.preemptive_profiles = preemptive_profiles
         # the lowest priority of a bound pod (None: none bound): only a unit above it
         # that fits nowhere looks for victims (or one that may reclaim quota)
         self.lowest_bound_priority = lowest_bound_priority
@@ -343,7 +346,7 @@ class Dispatcher:
                 preempt = (
                     (floor is not None and unit.priority > floor)
                     or self._may_reclaim(unit, reclaimable)
-                ) and all(p.preempts for p in unit.pods)
+                ) and self._may_preempt(unit)
             nominated = [unit.nominated.get(p.key, "") for p in unit.pods] if unit.nominated else []
             units.append(
                 UnitRequest(unit.key, members, unit.min_member, manifests, preempt, nominated)
@@ -401,6 +404,13 @@ class Dispatcher:
         elif not placed:
             self._settle(result.batch_id)
         return batch.classes, placed
+
+    def _may_preempt(self, unit: QueuedUnit) -> bool:
+        """Its pods' preemptionPolicy and profiles let it preempt."""
+        profiles = self.preemptive_profiles
+        return all(
+            p.preempts and (profiles is None or p.spec.profile in profiles) for p in unit.pods
+        )
 
     def _may_reclaim(self, unit: QueuedUnit, reclaimable: set[str]) -> bool:
         """Some other quota uses room it must give back: this unit may take it."""

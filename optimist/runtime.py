@@ -151,6 +151,14 @@ class SchedulingLoop:
             np.random.default_rng(s.seed),
             self.budgets.violating,
             reclaiming(lambda: self.dispatcher.quotas),
+            {
+                p.scheduler_name: (
+                    p.args["DefaultPreemption"]["minCandidateNodesPercentage"],
+                    p.args["DefaultPreemption"]["minCandidateNodesAbsolute"],
+                )
+                for p in s.profiles
+                if "DefaultPreemption" in p.args
+            },
         )
         self._holds_checked = 0.0  # time.time() when expired holds were last freed
         self.dispatcher = Dispatcher(
@@ -160,6 +168,7 @@ class SchedulingLoop:
             partitions=s.partitions,
             quotas=QuotaTree(s.quotas) if s.quotas else None,
             lowest_bound_priority=self.bound_pods.lowest_priority,
+            preemptive_profiles=frozenset(self.preemption.candidate_nodes),
         )
         self._allocatable: dict[str, dict[str, int]] = {}  # node -> allocatable, for quotas
         self.store = platform.store
@@ -353,6 +362,7 @@ class SchedulingLoop:
                     p.spec.requests,
                     nodes,
                     quotas.leaf_of(p) if quotas is not None else None,
+                    p.spec.profile,
                 )
                 for p, nodes in ask.pods
             ]

@@ -40,7 +40,6 @@ from optimist.configuration.plugins import (
     HANDLED_OUTSIDE_SHARDS,
     POINTS,
     REASON_MISSING,
-    REASON_QUEUE,
     REASON_VOLUME,
     UPSTREAM_PLUGINS,
 )
@@ -57,7 +56,6 @@ __all__ = [
     "OPTIMIST_KIND",
     "POINTS",
     "REASON_MISSING",
-    "REASON_QUEUE",
     "REASON_VOLUME",
     "UPSTREAM_PLUGINS",
     "ConfigError",

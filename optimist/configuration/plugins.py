@@ -94,6 +94,8 @@ DEFAULT_MULTI_POINT: tuple[tuple[str, int | None], ...] = (
 # Plugins that run outside the shards, at the one point they serve there.
 HANDLED_OUTSIDE_SHARDS: dict[str, tuple[str, str]] = {
     "PrioritySort": ("queueSort", "handled by the dispatcher's queue"),
+    "SchedulingGates": ("preEnqueue", "handled by the dispatcher's gated pods"),
+    "DefaultPreemption": ("postFilter", "handled by the driver's planner, binder/preemption.py"),
     "DefaultBinder": ("bind", "handled by the binder"),
 }
 _VOLUME_OR_DRA = frozenset(
@@ -110,7 +112,6 @@ _VOLUME_OR_DRA = frozenset(
     }
 )
 REASON_VOLUME = "needs volume/DRA objects optimist does not model"
-REASON_QUEUE = "not implemented yet (queue and admission work)"
 REASON_MISSING = "not implemented in optimist yet"
 
 
@@ -250,10 +251,13 @@ def _title(point: str) -> str:
 
 
 def _active(profile: ExpandedProfile, known: _Known, percentage: int | None) -> ProfileConfig:
-    """The profile as the shards run it: registry Filter and Score plugins only."""
+    """The profile as optimist runs it: the registry's Filter and Score plugins in the
+    shards, and the args of those and of DefaultPreemption (the driver's, when enabled)."""
     filters = tuple(n for n in profile.points["filter"] if n in known.filters)
     scorers = tuple((n, profile.weights[n]) for n in profile.points["score"] if n in known.scores)
     used = {*filters, *(n for n, _ in scorers)}
+    if "DefaultPreemption" in profile.points["postFilter"]:
+        used.add("DefaultPreemption")
     return ProfileConfig(
         scheduler_name=profile.scheduler_name,
         filters=filters,
@@ -291,6 +295,4 @@ def _inactive(profile: ExpandedProfile, known: _Known) -> list[InactivePlugin]:
 def _reason(name: str) -> str:
     if name in _VOLUME_OR_DRA:
         return REASON_VOLUME
-    if name in ("DefaultPreemption", "SchedulingGates"):
-        return REASON_QUEUE
     return REASON_MISSING

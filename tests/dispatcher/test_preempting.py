@@ -108,3 +108,19 @@ def test_a_preemptor_deleted_while_it_waits_leaves_the_queue():
     d.forget(["default/high"])
     assert d.units == {} and d.settled()
     d.forget(["default/v"])  # its victim's deletion, later, touches nothing
+
+
+def test_a_profile_without_default_preemption_never_asks():
+    d = Dispatcher(
+        Backoff(1.0, 10.0),
+        clock=Clock(),
+        lowest_bound_priority=lambda: 0,
+        preemptive_profiles=frozenset({"preempting-scheduler"}),
+    )
+    d.add(pod("high", 9))  # default-scheduler: DefaultPreemption is off there
+    d.add(pod("other", 9, schedulerName="preempting-scheduler"))
+    batch = d.next_batch(0, 10)
+    assert {u.key: u.preempt for u in batch.units} == {
+        "default/high": False,
+        "default/other": True,
+    }

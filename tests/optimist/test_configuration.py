@@ -9,7 +9,6 @@ import pytest
 from optimist.config import DEFAULT_PROFILE, Settings
 from optimist.configuration import (
     REASON_MISSING,
-    REASON_QUEUE,
     REASON_VOLUME,
     ConfigError,
     InactivePlugin,
@@ -138,6 +137,7 @@ def test_an_empty_file_or_no_profiles_gives_upstreams_default_profile(text):
     assert profile.args == {
         "NodeAffinity": {},
         "NodeResourcesFit": UPSTREAM_ARGS["NodeResourcesFit"],
+        "DefaultPreemption": UPSTREAM_ARGS["DefaultPreemption"],  # the driver's
     }
     assert profile.percentage_of_nodes_to_score is None
 
@@ -766,9 +766,9 @@ def test_inactive_plugins_are_reported_once_with_their_reason():
         ("PreFilter", "Filter", "PreScore", "Score", "Reserve", "PreBind"),
         REASON_VOLUME,
     )
-    assert by_key["optimist-a", "SchedulingGates"].reason == REASON_QUEUE
-    assert by_key["optimist-a", "DefaultPreemption"].extension_points == ("PostFilter",)
-    assert by_key["optimist-a", "DefaultPreemption"].reason == REASON_QUEUE
+    # handled outside the shards: active
+    assert ("optimist-a", "SchedulingGates") not in by_key
+    assert ("optimist-a", "DefaultPreemption") not in by_key
     assert by_key["optimist-a", "ImageLocality"].reason == REASON_MISSING
     # Active at Filter, not at Score: only the points it misses.
     assert by_key["optimist-a", "NodeAffinity"].extension_points == ("PreScore", "Score")
@@ -936,3 +936,20 @@ def test_quotas_come_from_the_optimist_document():
 def test_a_bad_quota_names_its_path_and_value(quotas, path, shown):
     error = optimist_error(f"quotas: {quotas}")
     assert error.path == path and shown in str(error), str(error)
+
+
+def test_a_profile_with_default_preemption_disabled_carries_no_preemption_args():
+    text = HEAD + (
+        "profiles:\n"
+        "  - schedulerName: calm\n"
+        "    plugins:\n"
+        "      postFilter:\n"
+        "        disabled: [{name: DefaultPreemption}]\n"
+        "  - schedulerName: eager\n"
+        "    pluginConfig:\n"
+        "      - name: DefaultPreemption\n"
+        "        args: {minCandidateNodesAbsolute: 5}\n"
+    )
+    calm, eager = parse_configuration(text).profiles
+    assert "DefaultPreemption" not in calm.args
+    assert eager.args["DefaultPreemption"]["minCandidateNodesAbsolute"] == 5
