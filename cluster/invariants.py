@@ -8,7 +8,7 @@ every node's allocatable and with what the node store believes.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 
 from cluster import resources as res
 from cluster.manifests import pod_from_manifest
@@ -53,13 +53,11 @@ def check_invariants(
                     )
             ports[node].append((pod_key, port))
     for name, used in usage.items():
-        allocatable = cluster.nodes[name].allocatable
-        for resource, amount in used.items():
-            if not res.is_score_only(resource) and amount > allocatable.get(resource, 0):
-                violations.append(
-                    f"node {name} is over-committed on {resource}: "
-                    f"{amount} requested > {allocatable.get(resource, 0)} allocatable"
-                )
+        for resource, amount, allocatable in _beyond(cluster.nodes[name].allocatable, used):
+            violations.append(
+                f"node {name} is over-committed on {resource}: "
+                f"{amount} requested > {allocatable} allocatable"
+            )
 
     # Gangs are whole: a PodGroup has no pod bound, or at least minMember.
     for key, group in cluster.pod_groups.items():
@@ -116,14 +114,22 @@ def check_invariants(
                     f"node {name}: store usage {stored} != recomputed {expected} "
                     "(bound pods and holds)"
                 )
-            allocatable = cluster.nodes[name].allocatable
-            for resource, amount in expected.items():
-                if not res.is_score_only(resource) and amount > allocatable.get(resource, 0):
-                    violations.append(
-                        f"node {name} promises more {resource} than it has: {amount} bound "
-                        f"and reserved > {allocatable.get(resource, 0)} allocatable"
-                    )
+            for resource, amount, allocatable in _beyond(cluster.nodes[name].allocatable, expected):
+                violations.append(
+                    f"node {name} promises more {resource} than it has: {amount} bound "
+                    f"and held > {allocatable} allocatable"
+                )
     return violations
+
+
+def _beyond(
+    allocatable: Mapping[str, int], amounts: Mapping[str, int]
+) -> Iterator[tuple[str, int, int]]:
+    """Each checked resource whose amount exceeds what the node has: (resource, amount,
+    allocatable)."""
+    for resource, amount in amounts.items():
+        if not res.is_score_only(resource) and amount > allocatable.get(resource, 0):
+            yield resource, amount, allocatable.get(resource, 0)
 
 
 def _ports_clash(a: HostPort, b: HostPort) -> bool:

@@ -97,6 +97,15 @@ local function bump(dirty)
   return seq
 end
 
+-- Take amounts off a node's usage, if the node still exists (it says whether).
+local function give_back(key, names, amounts)
+  if redis.call('EXISTS', key) == 0 then return false end
+  for i, name in ipairs(names) do
+    redis.call('HINCRBY', key, 'u:' .. name, int(-amounts[i]))
+  end
+  return true
+end
+
 -- Give back what a committed pod holds (requests, ports, peer) and forget it.
 -- Marks its node in `dirty`; returns whether the pod was committed.
 local function release_pod(pod, dirty)
@@ -105,10 +114,7 @@ local function release_pod(pod, dirty)
   local r = cmsgpack.unpack(rec)
   local node, names, amounts, ports, peer = r[1], r[3], r[4], r[5], r[6]
   local key = NODE .. node
-  if redis.call('EXISTS', key) == 1 then
-    for i, name in ipairs(names) do
-      redis.call('HINCRBY', key, 'u:' .. name, int(-amounts[i]))
-    end
+  if give_back(key, names, amounts) then
     if #ports > 0 then
       local blob = redis.call('HGET', key, 'hp')
       local used = blob and cmsgpack.unpack(blob) or {}
@@ -139,7 +145,7 @@ local function release_pod(pod, dirty)
   return true
 end
 
--- Room held on a node for one pod (a preemptor keeping what it freed): HOLDS
+-- Room held on a node for one pod (a preemptor's, a reservation's): HOLDS
 -- maps the pod key to msgpack [node, resource names, amounts, expires at (unix s)],
 -- and the amounts count in the node's usage, so everybody else sees them as used.
 -- Give one back; marks its node in `dirty`; returns whether there was one.
@@ -147,12 +153,7 @@ local function release_hold(pod, dirty)
   local rec = redis.call('HGET', HOLDS, pod)
   if not rec then return false end
   local r = cmsgpack.unpack(rec)
-  local key = NODE .. r[1]
-  if redis.call('EXISTS', key) == 1 then
-    for i, name in ipairs(r[2]) do
-      redis.call('HINCRBY', key, 'u:' .. name, int(-r[3][i]))
-    end
-  end
+  give_back(NODE .. r[1], r[2], r[3])
   dirty[r[1]] = true
   redis.call('HDEL', HOLDS, pod)
   return true
