@@ -39,6 +39,7 @@ from benchmarks.perf_config import (
 )
 from cluster.redis_server import connect
 from cluster.simulator import SimulatedCluster
+from optimist.metrics import LoopMetrics
 from optimist.report import CpuClock, PeakMemory
 from optimist.runtime import Platform, SchedulingLoop
 
@@ -181,6 +182,7 @@ class CaseRunner:
         seed: int,
         timeout_s: float,
         progress: Callable[[int, int], None] = lambda done, total: None,
+        metrics: LoopMetrics | None = None,
     ) -> None:
         self.run = run
         self.platform = platform
@@ -188,7 +190,7 @@ class CaseRunner:
         self.rng = random.Random(seed)
         self.unique = itertools.count()
         self.loop = SchedulingLoop(
-            platform, self.cluster, on_bound=self._bound, on_stage=self._stage
+            platform, self.cluster, on_bound=self._bound, on_stage=self._stage, metrics=metrics
         )
         here = ray.get_runtime_context().get_node_id()
         self.harness = connect(platform.redis_url)  # the bench's readings, apart from the loop's
@@ -238,6 +240,8 @@ class CaseRunner:
         self.churn.clear()
         self.deleting.clear()
         settled = self._drive(lambda: False, limit=False)
+        if self.loop.metrics:
+            self.loop.metrics.maybe_sample(self.loop.dispatcher, now=True)
         self.memory.sample()
         self._report_progress()
         if not settled and error is None:

@@ -11,6 +11,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from cluster.events import ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, EVENTS, UNSCHEDULABLE_TIMEOUT_S
 from cluster.inventory import BoundPod
@@ -29,6 +30,15 @@ class InFlightBatch:
     shard: int
     classes: list[SchedulingSpec]
     units: list[str]
+
+
+class Bound(NamedTuple):
+    """A pod bound, with what the metrics of its way there need."""
+
+    pod: Pod
+    node: str
+    attempts: int  # the attempts it took, this one included
+    queued_at: float  # the dispatcher's clock when its unit entered the queue
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +77,8 @@ class DispatchStats:
     preemption_attempts: int = 0  # units that fit nowhere and looked for victims
     preemptions: int = 0  # units that found victims and had room reserved
     victims: int = 0  # pods evicted for them
+    # pods put in a queue, by (queue, event): kube-scheduler's queue_incoming_pods_total
+    incoming: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
 
 
 class Dispatcher:
@@ -123,6 +135,8 @@ class Dispatcher:
             if pod.key not in self.gated and pod.key in self._unit_of:
                 return  # gates cannot be added to a pod the queue already holds
             if pod.gates:
+                if pod.key not in self.gated:
+                    self.stats.incoming["gated", "PodAdd"] += 1
                 self.gated[pod.key] = pod
                 return
             del self.gated[pod.key]
@@ -156,6 +170,7 @@ class Dispatcher:
             shard=self._home_shard(pods),
         )
         self.units[unit.key] = unit
+        self.stats.incoming["active", "PodAdd"] += len(pods)
         for pod in pods:
             self._unit_of[pod.key] = unit.key
         if self.quotas is not None:
@@ -274,6 +289,7 @@ class Dispatcher:
         units = self.queue.waiting_for(event)
         for unit in units:
             self.queue.retry(unit, now)
+            self.stats.incoming[unit.state.value, event] += len(unit.pods)
         self.stats.moved_by_events += len(units)
         return len(units)
 
@@ -428,11 +444,10 @@ class Dispatcher:
         unit.move(PodState.PREEMPTING)
         self._asks[unit.key] = (PreemptionAsk(unit.key, pods), decision)
 
-    def on_outcomes(self, batch_id: int, outcomes: list[UnitOutcome]) -> list[tuple[Pod, str]]:
-        """Apply the binder's outcomes for a batch; returns the pods now bound, with their
-        nodes."""
+    def on_outcomes(self, batch_id: int, outcomes: list[UnitOutcome]) -> list[Bound]:
+        """Apply the binder's outcomes for a batch; returns the pods now bound."""
         shard = self.batches[batch_id].shard
-        bound: list[tuple[Pod, str]] = []
+        bound: list[Bound] = []
         released: list[str] = []  # the events these outcomes are
         for outcome in outcomes:
             unit = self.units.get(outcome.unit)
@@ -444,12 +459,16 @@ class Dispatcher:
                     self.stats.bind_failures += 1
                 placed = [k for k in unit.placed if k not in outcome.unbound]
                 self._bound(unit, placed)
+                tries = unit.attempts + 1
                 if len(unit.pods) == 1 and placed:  # most units: spare the dicts
-                    bound.append((unit.pods[0], outcome.nodes[0] if outcome.nodes else ""))
+                    node = outcome.nodes[0] if outcome.nodes else ""
+                    bound.append(Bound(unit.pods[0], node, tries, unit.since))
                 elif placed:
                     nodes = dict(zip(unit.placed, outcome.nodes, strict=False))
                     pods = {p.key: p for p in unit.pods}
-                    bound.extend((pods[k], nodes.get(k, "")) for k in placed)
+                    bound.extend(
+                        Bound(pods[k], nodes.get(k, ""), tries, unit.since) for k in placed
+                    )
                 self.stats.units_by_shard[shard] += 1
                 self.stats.pods_by_shard[shard] += len(placed)
             elif outcome.status in ("conflict", "bind-failed"):
@@ -519,12 +538,14 @@ class Dispatcher:
         unit.unschedulable_since = self.clock()
         unit.move(PodState.UNSCHEDULABLE)
         self.queue.push_unschedulable(unit)
+        self.stats.incoming["unschedulable", "ScheduleAttemptFailure"] += len(unit.pods)
 
     def _back_off(self, unit: QueuedUnit, reason: str) -> None:
         if unit.state is not PodState.PREEMPTING:
             self._failed(unit, reason)
         unit.move(PodState.BACKOFF)
         self.queue.push_backoff(unit)
+        self.stats.incoming["backoff", "ScheduleAttemptFailure"] += len(unit.pods)
 
     def _failed(self, unit: QueuedUnit, reason: str) -> None:
         """An attempt that ended without a commit: counted, its backoff set, its reason kept,

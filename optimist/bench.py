@@ -30,6 +30,7 @@ from cluster.simulator import SimulatedCluster, load_template
 from dispatcher.dispatcher import Dispatcher
 from optimist import report
 from optimist.config import Settings
+from optimist.metrics import LoopMetrics
 from optimist.quality import cluster_quality
 from optimist.runtime import Platform, init_ray
 
@@ -104,6 +105,7 @@ def run_bench(
     *,
     show_progress: bool = False,
     cpu_affinity: bool = False,
+    metrics: LoopMetrics | None = None,
 ) -> BenchRun:
     plan = Plan((workload.case(),)) if isinstance(workload, Workload) else workload
     cases: list[dict[str, Any]] = []
@@ -123,7 +125,12 @@ def run_bench(
                     pin_shards(platform.shard_info)
                 platform.store.clear()
                 outcome = CaseRunner(
-                    run, platform, seed=settings.seed, timeout_s=plan.timeout_s, progress=progress
+                    run,
+                    platform,
+                    seed=settings.seed,
+                    timeout_s=plan.timeout_s,
+                    progress=progress,
+                    metrics=metrics,
                 ).execute()
                 cases.append(case_report(outcome, platform))
                 versions = versions or report.versions(platform.store.client.info("server"))

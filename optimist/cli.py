@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -17,6 +19,8 @@ from benchmarks.perf_config import PerfConfigError
 from optimist.bench import (
     DEFAULT_TIMEOUT_S,
     UPSTREAM_NOTE,
+    BenchRun,
+    Plan,
     load_plan,
     run_bench,
     write_placements,
@@ -29,6 +33,7 @@ from optimist.configuration import (
     default_configuration,
     load_file,
 )
+from optimist.metrics import LoopMetrics, MetricsServer, SchedulerMetrics
 from optimist.plots import write_html
 from optimist.replay import SnapshotError, load_snapshot, run_replay, write_comparison
 from optimist.sweep import SweepError, parse_sweep, run_sweep
@@ -129,6 +134,17 @@ def bench(
         ),
     ] = False,
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
+    metrics_address: Annotated[
+        str | None,
+        typer.Option(
+            help="serve /metrics, /healthz and /readyz on HOST:PORT during the run "
+            "(127.0.0.1:10259 to stand where kube-scheduler would)"
+        ),
+    ] = None,
+    linger: Annotated[
+        float,
+        typer.Option(min=0, help="with --metrics-address: keep serving SECONDS after the run"),
+    ] = 0.0,
 ) -> None:
     """Run scheduler_perf cases on a simulated cluster and report pods/s; exits 1 if any pod
     was lost or a case failed, 2 if the case file or the configuration is bad."""
@@ -169,6 +185,10 @@ def bench(
                 *parse_sweep(sweep),
                 show_progress=progress,
                 cpu_affinity=cpu_affinity,
+            )
+        elif metrics_address:
+            run = _bench_serving_metrics(
+                settings, plan, progress, cpu_affinity, metrics_address, linger
             )
         else:
             run = run_bench(settings, plan, show_progress=progress, cpu_affinity=cpu_affinity)
@@ -239,6 +259,33 @@ def sweep_table(r: dict[str, Any]) -> Table:
             f"{x.get('conflicts_per_committed_unit', 0.0):.3f}",
         )
     return table
+
+
+def _bench_serving_metrics(
+    settings: Settings,
+    plan: Plan,
+    progress: bool,
+    cpu_affinity: bool,
+    address: str,
+    linger: float,
+) -> BenchRun:
+    """`run_bench` with the platform's metrics served on `address` (ready while it runs),
+    and for `linger` seconds after, so that a scraper collects the final values."""
+    metrics = SchedulerMetrics()
+    running = threading.Event()
+    running.set()
+    with MetricsServer(metrics, address, ready=running.is_set) as server:
+        log.info("serving metrics on http://%s/metrics", server.address)
+        run = run_bench(
+            settings,
+            plan,
+            show_progress=progress,
+            cpu_affinity=cpu_affinity,
+            metrics=LoopMetrics(metrics),
+        )
+        running.clear()
+        time.sleep(linger)
+    return run
 
 
 def _seconds(value: float | None) -> str:

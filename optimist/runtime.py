@@ -38,6 +38,7 @@ from cluster.store import Hold, Keys, NodeStore
 from dispatcher.dispatcher import Dispatcher, PreemptionAsk
 from dispatcher.queue import Backoff
 from optimist.config import Settings
+from optimist.metrics import LoopMetrics
 from shards.actor import ShardActor
 
 log = logging.getLogger(__name__)
@@ -137,8 +138,10 @@ class SchedulingLoop:
         cluster: ClusterAdapter,
         on_bound: Callable[[list[str]], None] = lambda pods: None,
         on_stage: StageHook | None = None,
+        metrics: LoopMetrics | None = None,
     ) -> None:
         s = platform.settings
+        self.metrics = metrics
         self.settings = s
         self.shards = platform.shards
         self.cluster = cluster
@@ -249,6 +252,8 @@ class SchedulingLoop:
                 if self.on_stage:
                     sent = [key for unit in batch.units for key, _ in unit.pods]
                     self.on_stage("sent", sent, time.perf_counter())
+                if self.metrics:
+                    self.metrics.sent(batch.batch_id, sum(len(u.pods) for u in batch.units))
                 self._inflight[actor.schedule.remote(batch.encode())] = (shard, batch.batch_id)
                 self._per_shard[shard] += 1
 
@@ -256,6 +261,8 @@ class SchedulingLoop:
         """One turn: take in new pods, feed shards, complete whatever answers arrived."""
         self.ingest()
         self.feed()
+        if self.metrics:
+            self.metrics.maybe_sample(self.dispatcher)
         if not self.busy():
             return
         waiting = [*self._inflight, *self._committing]
@@ -287,6 +294,14 @@ class SchedulingLoop:
             self.shard_failures += 1
             result = ShardResult(shard, batch_id, 0, [])
         classes, placed = self.dispatcher.on_result(result)
+        if self.metrics:
+            units = self.dispatcher.units
+            profiles = {
+                d.unit: units[d.unit].pods[0].spec.profile
+                for d in result.decisions
+                if not d.placed and d.unit in units
+            }
+            self.metrics.answered(result, profiles, settled=not placed)
         asks = self.dispatcher.take_preemption_asks()
         if asks:
             self._preempt(asks)
@@ -393,6 +408,8 @@ class SchedulingLoop:
             return
         self.bound_pods.remove(victims)  # no longer in the store: nobody else's victims
         self.dispatcher.nominate(ask.unit, plan.nominated, victims)
+        if self.metrics:
+            self.metrics.preempted(len(victims))
         if victims:
             for victim, error in zip(victims, self.cluster.evict(victims), strict=True):
                 if error is not None:
@@ -412,14 +429,16 @@ class SchedulingLoop:
 
     def _settle(self, batch_id: int, outcomes: list[UnitOutcome], decided: float) -> None:
         placed = self.dispatcher.on_outcomes(batch_id, outcomes)
-        if self.reservations.has_placed or any(is_reservation(p.key) for p, _ in placed):
-            placed = [(p, node) for p, node in placed if not is_reservation(p.key)]
-            if any([self.reservations.consumed(p) for p, _ in placed]):
+        if self.reservations.has_placed or any(is_reservation(b.pod.key) for b in placed):
+            placed = [b for b in placed if not is_reservation(b.pod.key)]
+            if any([self.reservations.consumed(b.pod) for b in placed]):
                 # a reservation held more than its pod took: the rest is free again
                 self.dispatcher.on_event(ASSIGNED_POD_DELETE)
-        for pod, node in placed:
-            self.bound_pods.add(pod, node)
-        bound = [pod.key for pod, _ in placed]
+        for b in placed:
+            self.bound_pods.add(b.pod, b.node)
+        if self.metrics:
+            self.metrics.settled(batch_id, outcomes, placed, decided, self.binder.committed_at)
+        bound = [b.pod.key for b in placed]
         if self.on_stage and bound:
             self.on_stage("decided", bound, decided)
             self.on_stage("committed", bound, self.binder.committed_at)

@@ -2,6 +2,7 @@
 
 import csv
 import json
+import logging
 import os
 from pathlib import Path
 
@@ -98,6 +99,16 @@ def test_bench_runs_a_case_file(tmp_path, redis_url):
     assert result.exit_code == 0, result.output
     assert "Everything/small" in result.output
     assert json.loads(report.read_text())["cases"][0]["pods_scheduled"] == 18
+
+
+def test_bench_serves_its_metrics_and_lingers(redis_url, caplog):
+    args = ["bench", str(CASES), "--workload", "Everything/small", "--shards", "1"]
+    args += ["--no-progress", "--redis-url", redis_url]
+    args += ["--metrics-address", "127.0.0.1:0", "--linger", "0.2"]
+    with caplog.at_level(logging.INFO, logger="optimist"):
+        result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert any("serving metrics on http://127.0.0.1:" in r.message for r in caplog.records)
 
 
 @pytest.mark.parametrize(

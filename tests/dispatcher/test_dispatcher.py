@@ -95,7 +95,8 @@ def test_bound_units_leave_and_resolved_batches_reach_their_shard(dispatcher):
     _classes, _decisions = dispatcher.on_result(ShardResult(0, batch.batch_id, 1, placed(batch)))
     assert dispatcher.units["default/a"].state is PodState.AWAITING_COMMIT
     bound = dispatcher.on_outcomes(batch.batch_id, [UnitOutcome("default/a", "bound", ["n1"])])
-    assert [(p.key, n) for p, n in bound] == [("default/a", "n1")] and not dispatcher.units
+    assert [(b.pod.key, b.node, b.attempts) for b in bound] == [("default/a", "n1", 1)]
+    assert not dispatcher.units
     dispatcher.add(pod("b"))
     assert dispatcher.next_batch(1, 10).resolved == []  # another shard
     assert dispatcher.next_batch(0, 10).resolved == [batch.batch_id]

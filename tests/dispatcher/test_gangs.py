@@ -92,7 +92,7 @@ def test_gang_pods_left_out_of_the_placement_go_alone_once_it_runs():
     two = [PodPlacement(p, c, ["n"], [1]) for p, c in unit.pods[:2]]
     d.on_result(ShardResult(0, batch.batch_id, 1, [Decision(unit.key, two)]))
     bound = d.on_outcomes(batch.batch_id, [UnitOutcome(unit.key, "bound", ["n", "n"])])
-    assert sorted(p.key for p, _ in bound) == ["default/a", "default/b"]
+    assert sorted(b.pod.key for b in bound) == ["default/a", "default/b"]
     [alone] = d.next_batch(0, 10).units
     assert alone.pods == [("default/c", 0)]
 
@@ -109,7 +109,7 @@ def _c_fails_to_bind(min_member):
     placements = [PodPlacement(p, c, ["n"], [1]) for p, c in unit.pods]
     d.on_result(ShardResult(0, batch.batch_id, 1, [Decision(unit.key, placements)]))
     outcome = UnitOutcome(unit.key, "partly-bound", ["n"] * 3, "boom", unbound=["default/c"])
-    return d, [p.key for p, _ in d.on_outcomes(batch.batch_id, [outcome])]
+    return d, [b.pod.key for b in d.on_outcomes(batch.batch_id, [outcome])]
 
 
 def test_gang_short_of_min_member_after_a_failed_binding_retries_what_it_lacks():

@@ -1,0 +1,487 @@
+"""The platform's metrics: kube-scheduler's under their own names, and optimist's own.
+
+One registry serves the whole platform. The control loop feeds it as work
+goes by (shards' timings travel back inside their results, so nothing lives
+in a shard process that a restart could lose); what describes the queue now
+(pending pods, the age of those still waiting, quota use) is sampled from
+the dispatcher's own books by the loop, at most once a second, and served
+from that sample, so a scrape never reads the books while the loop changes
+them.
+
+Names, labels and buckets follow kube-scheduler v1.30 where it has the
+metric. Where optimist differs: a conflict (a placement the store refused)
+is not a scheduling attempt's end, the unit is tried again at once, so it is
+counted in `optimist_conflicts_total`, not as an attempt.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, make_server
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeHistogramMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+
+from cluster.lifecycle import PodState
+from cluster.messages import ShardResult, UnitOutcome
+from dispatcher.dispatcher import Bound, Dispatcher
+
+
+def exponential(start: float, factor: float, count: int) -> list[float]:
+    """Prometheus' ExponentialBuckets, as kube-scheduler's metrics use them."""
+    return [start * factor**i for i in range(count)]
+
+
+ATTEMPT_BUCKETS = exponential(0.001, 2, 15)  # scheduling_attempt_duration_seconds
+SLI_BUCKETS = exponential(0.01, 2, 20)  # pod_scheduling_sli_duration_seconds
+ATTEMPTS_BUCKETS = exponential(1, 2, 5)  # pod_scheduling_attempts
+VICTIMS_BUCKETS = exponential(1, 2, 7)  # preemption_victims
+STAGE_BUCKETS = exponential(0.001, 2, 18)  # optimist_pod_stage_duration_seconds
+BATCH_BUCKETS = exponential(1, 2, 12)  # pods per batch
+AGE_BUCKETS = exponential(0.01, 2, 20)  # optimist_pending_pod_age_seconds
+
+QUEUES = ("active", "backoff", "unschedulable", "gated")
+# A pod's way to bound, stage by stage: entered the queue, sent to a shard (its last
+# attempt), placement decided, committed in the store, bound in the cluster.
+STAGES = ("queued_to_sent", "sent_to_decided", "decided_to_committed", "committed_to_bound")
+
+
+@dataclass(slots=True)
+class QueueSample:
+    """What the dispatcher's books say now, as the loop last read them."""
+
+    pending: dict[str, int] = field(default_factory=lambda: dict.fromkeys(QUEUES, 0))
+    # per queue: how many pods still waiting there are at most each AGE_BUCKETS bound
+    # old (not cumulative), and, last, how many are older than all of them
+    ages: dict[str, list[int]] = field(default_factory=dict)
+    age_sums: dict[str, float] = field(default_factory=dict)  # per queue: their ages together
+    # quota -> resource -> (used, runtime quota)
+    quotas: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
+    # (queue, event) -> pods put there so far (the dispatcher counts them)
+    incoming: dict[tuple[str, str], int] = field(default_factory=dict)
+
+
+class _Sampled:
+    """A collector of the latest QueueSample: pending pods, their ages, quota use."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sample = QueueSample()
+
+    def set(self, sample: QueueSample) -> None:
+        with self._lock:
+            self._sample = sample
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            sample = self._sample
+        pending = GaugeMetricFamily(
+            "scheduler_pending_pods", "Number of pending pods, by the queue type.", labels=["queue"]
+        )
+        for queue in QUEUES:
+            pending.add_metric([queue], sample.pending.get(queue, 0))
+        yield pending
+        ages = GaugeHistogramMetricFamily(
+            "optimist_pending_pod_age_seconds",
+            "Age of the pods still waiting, by queue (from the dispatcher's books).",
+            labels=["queue"],
+        )
+        for queue in QUEUES:
+            counts = sample.ages.get(queue) or [0] * (len(AGE_BUCKETS) + 1)
+            ages.add_metric(
+                [queue], _cumulative(counts, AGE_BUCKETS), sample.age_sums.get(queue, 0.0)
+            )
+        yield ages
+        used = GaugeMetricFamily(
+            "optimist_quota_used",
+            "What a quota's pods use, by resource.",
+            labels=["quota", "resource"],
+        )
+        runtime = GaugeMetricFamily(
+            "optimist_quota_runtime",
+            "What a quota may use now (min, plus its share of what others lend).",
+            labels=["quota", "resource"],
+        )
+        for quota, resources in sample.quotas.items():
+            for resource, (in_use, allowed) in resources.items():
+                used.add_metric([quota, resource], in_use)
+                runtime.add_metric([quota, resource], allowed)
+        yield used
+        yield runtime
+        incoming = CounterMetricFamily(
+            "scheduler_queue_incoming_pods",
+            "Number of pods added to scheduling queues by event and queue type.",
+            labels=["queue", "event"],
+        )
+        for (queue, event), pods in sorted(sample.incoming.items()):
+            incoming.add_metric([queue, event], pods)
+        yield incoming
+
+
+def _cumulative(counts: Sequence[int], bounds: Sequence[float]) -> list[tuple[str, float]]:
+    """Counts per bucket as a histogram exposes them: cumulative per upper bound, +Inf last."""
+    out, total = [], 0
+    for bound, count in zip([*map(float, bounds), math.inf], counts, strict=True):
+        total += count
+        out.append(("+Inf" if bound == math.inf else repr(bound), float(total)))
+    return out
+
+
+class Distribution:
+    """A histogram that takes many equal observations at once (`observe(value, count)`):
+    a batch's pods share most of their stage times, so the loop observes those once per
+    batch. Exposed as an ordinary Prometheus histogram."""
+
+    def __init__(
+        self, name: str, doc: str, labels: Sequence[str], buckets: Sequence[float]
+    ) -> None:
+        self.name, self.doc, self.labels = name, doc, list(labels)
+        self.buckets = list(buckets)
+        self._lock = threading.Lock()
+        # label values -> [counts per bucket (last: above all), sum]
+        self._series: dict[tuple[str, ...], list[Any]] = {}
+
+    def observe(self, labels: tuple[str, ...], value: float, count: int = 1) -> None:
+        series = self._series.get(labels)
+        if series is None:
+            with self._lock:
+                series = self._series.setdefault(labels, [[0] * (len(self.buckets) + 1), 0.0])
+        series[0][bisect.bisect_left(self.buckets, value)] += count
+        series[1] += value * count
+
+    def collect(self) -> Iterator[Metric]:
+        family = HistogramMetricFamily(self.name, self.doc, labels=self.labels)
+        with self._lock:
+            series = [(k, list(v[0]), v[1]) for k, v in self._series.items()]
+        for labels, counts, total in series:
+            family.add_metric(list(labels), _cumulative(counts, self.buckets), total)
+        yield family
+
+
+class SchedulerMetrics:
+    """Every metric the platform serves, in one registry."""
+
+    def __init__(self) -> None:
+        disable_created_metrics()  # kube-scheduler serves no `_created` series
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.attempts = Counter(
+            "scheduler_schedule_attempts",
+            "Number of attempts to schedule pods, by the result.",
+            ["result", "profile"],
+            registry=r,
+        )
+        self.attempt_duration = Distribution(
+            "scheduler_scheduling_attempt_duration_seconds",
+            "Scheduling attempt latency in seconds (scheduling algorithm + binding).",
+            ["result", "profile"],
+            ATTEMPT_BUCKETS,
+        )
+        self.sli_duration = Distribution(
+            "scheduler_pod_scheduling_sli_duration_seconds",
+            "E2e latency for a pod being scheduled, from the time it enters the queue.",
+            ["attempts"],
+            SLI_BUCKETS,
+        )
+        self.pod_attempts = Distribution(
+            "scheduler_pod_scheduling_attempts",
+            "Number of attempts to successfully schedule a pod.",
+            [],
+            ATTEMPTS_BUCKETS,
+        )
+        self.preemption_attempts = Counter(
+            "scheduler_preemption_attempts", "Total preemption attempts.", registry=r
+        )
+        self.preemption_victims = Histogram(
+            "scheduler_preemption_victims",
+            "Number of selected preemption victims.",
+            buckets=VICTIMS_BUCKETS,
+            registry=r,
+        )
+        self.shard_pods = Counter(
+            "optimist_shard_pods",
+            "Pods a shard decided on (placed, or found no node for).",
+            ["shard"],
+            registry=r,
+        )
+        self.shard_busy = Histogram(
+            "optimist_shard_batch_duration_seconds",
+            "A shard's time on one batch, by phase: syncing its table, deciding.",
+            ["shard", "phase"],
+            buckets=ATTEMPT_BUCKETS,
+            registry=r,
+        )
+        self.batch_pods = Histogram(
+            "optimist_batch_pods",
+            "Pods per batch sent to a shard.",
+            buckets=BATCH_BUCKETS,
+            registry=r,
+        )
+        self.conflicts = Counter(
+            "optimist_conflicts",
+            "Placements the store refused (the unit is tried again), by the reason's kind.",
+            ["reason"],
+            registry=r,
+        )
+        self.rollbacks = Counter(
+            "optimist_unit_rollbacks",
+            "Units placed in part and undone: in a shard's table, or by the store at commit.",
+            ["where"],
+            registry=r,
+        )
+        self.commit_duration = Histogram(
+            "optimist_binder_commit_duration_seconds",
+            "From a shard's answer to its units committed and bound.",
+            buckets=ATTEMPT_BUCKETS,
+            registry=r,
+        )
+        self.commit_pods = Histogram(
+            "optimist_binder_commit_pods",
+            "Pods per commit to the store.",
+            buckets=BATCH_BUCKETS,
+            registry=r,
+        )
+        self.bind_errors = Counter(
+            "optimist_bind_errors", "Bindings the cluster refused.", registry=r
+        )
+        self.stages = Distribution(
+            "optimist_pod_stage_duration_seconds",
+            "A bound pod's time in each stage on its way: queued, sent, decided, committed, bound.",
+            ["stage"],
+            STAGE_BUCKETS,
+        )
+        for collector in (self.attempt_duration, self.sli_duration, self.pod_attempts, self.stages):
+            r.register(collector)  # type: ignore[arg-type]
+        self._sampled = _Sampled()
+        r.register(self._sampled)  # type: ignore[arg-type]
+
+    def sample(self, sample: QueueSample) -> None:
+        self._sampled.set(sample)
+
+    def names(self) -> Iterable[str]:
+        """Every metric family the registry serves."""
+        return [m.name for m in self.registry.collect()]
+
+
+class Ticker:
+    """True at most once per `every_s`: when the loop should sample the books again."""
+
+    def __init__(self, every_s: float = 1.0) -> None:
+        self.every_s = every_s
+        self._next = 0.0
+
+    def due(self) -> bool:
+        now = time.monotonic()
+        if now < self._next:
+            return False
+        self._next = now + self.every_s
+        return True
+
+
+class LoopMetrics:
+    """What the control loop tells the metrics, step by step (`SchedulingLoop.metrics`)."""
+
+    def __init__(self, metrics: SchedulerMetrics, sample_every_s: float = 1.0) -> None:
+        self.metrics = metrics
+        self._sent: dict[int, float] = {}  # batch id -> time.monotonic() when sent
+        self._ticker = Ticker(sample_every_s)
+
+    def sent(self, batch_id: int, pods: int) -> None:
+        self._sent[batch_id] = time.monotonic()
+        self.metrics.batch_pods.observe(pods)
+
+    def answered(self, result: ShardResult, profiles: dict[str, str], settled: bool) -> None:
+        """A shard's answer: its timings, and the attempts that ended without a node
+        (`profiles`: unit -> profile, for those). `settled`: nothing of the batch waits
+        for a commit."""
+        m, shard = self.metrics, str(result.shard)
+        m.shard_busy.labels(shard, "sync").observe(result.sync_s)
+        m.shard_busy.labels(shard, "decide").observe(result.decide_s)
+        m.shard_pods.labels(shard).inc(sum(len(d.placements) or 1 for d in result.decisions))
+        if result.rollbacks:
+            m.rollbacks.labels("shard").inc(result.rollbacks)
+        sent = self._sent.pop(result.batch_id, None) if settled else self._sent.get(result.batch_id)
+        took = time.monotonic() - sent if sent is not None else 0.0
+        failed: dict[str, int] = {}  # profile -> attempts that found no node
+        for decision in result.decisions:
+            profile = profiles.get(decision.unit)
+            if profile is not None and not decision.placed:
+                failed[profile] = failed.get(profile, 0) + 1
+        for profile, count in failed.items():
+            m.attempts.labels("unschedulable", profile).inc(count)
+            m.attempt_duration.observe(("unschedulable", profile), took, count)
+
+    def settled(
+        self,
+        batch_id: int,
+        outcomes: Sequence[UnitOutcome],
+        bound: Sequence[Bound],
+        decided: float,
+        committed: float,
+    ) -> None:
+        """A batch's outcomes: attempts that ended bound or in error, conflicts, the stages
+        of every pod bound (`decided` and `committed` as time.perf_counter() read them)."""
+        m = self.metrics
+        now, perf_now = time.monotonic(), time.perf_counter()
+        sent = self._sent.pop(batch_id, now)
+        for outcome in outcomes:
+            if outcome.status == "conflict":
+                m.conflicts.labels(_conflict_kind(outcome.detail)).inc()
+            elif outcome.status in ("bind-failed", "partly-bound"):
+                m.bind_errors.inc(len(outcome.unbound) or len(outcome.nodes) or 1)
+        pods_committed = sum(
+            len(o.nodes) for o in outcomes if o.status in ("bound", "partly-bound")
+        )
+        if pods_committed:
+            m.commit_pods.observe(pods_committed)
+            m.commit_duration.observe(max(perf_now - decided, 0.0))
+        if not bound:
+            return
+        # what the batch's pods share, observed once for all of them
+        count = len(bound)
+        m.stages.observe(("sent_to_decided",), max(now - sent - (perf_now - decided), 0.0), count)
+        m.stages.observe(("decided_to_committed",), max(committed - decided, 0.0), count)
+        m.stages.observe(("committed_to_bound",), max(perf_now - committed, 0.0), count)
+        profiles: dict[str, int] = {}
+        for b in bound:
+            profile = b.pod.spec.profile
+            profiles[profile] = profiles.get(profile, 0) + 1
+            m.sli_duration.observe((str(b.attempts),), now - b.queued_at)
+            m.pod_attempts.observe((), b.attempts)
+            m.stages.observe(("queued_to_sent",), max(sent - b.queued_at, 0.0))
+        for profile, pods in profiles.items():
+            m.attempts.labels("scheduled", profile).inc(pods)
+            m.attempt_duration.observe(("scheduled", profile), now - sent, pods)
+
+    def preempted(self, victims: int) -> None:
+        self.metrics.preemption_attempts.inc()
+        self.metrics.preemption_victims.observe(victims)
+
+    def maybe_sample(self, dispatcher: Dispatcher, *, now: bool = False) -> None:
+        """Read the dispatcher's books, at most once per `sample_every_s` (or `now`: at
+        the end of a run, for the values a last scrape should find)."""
+        if self._ticker.due() or now:
+            self.metrics.sample(queue_sample(dispatcher))
+
+
+def _conflict_kind(detail: str) -> str:
+    """A conflict's reason, as a label of few values."""
+    for kind, words in (
+        ("resources", "insufficient"),
+        ("host-port", "host port"),
+        ("node-gone", "does not exist"),
+        ("changed", "changed since"),
+        ("cross-pod", "affinity"),
+        ("cross-pod", "spread"),
+        ("fence", "binder"),
+    ):
+        if words in detail:
+            return kind
+    return "other"
+
+
+# The dispatcher's states, as kube-scheduler names its queues; in flight or awaiting
+# commit, a pod is in no queue.
+_QUEUE_OF = {
+    PodState.ACTIVE: "active",
+    PodState.BACKOFF: "backoff",
+    PodState.UNSCHEDULABLE: "unschedulable",
+    PodState.PREEMPTING: "unschedulable",
+    PodState.QUOTA_WAIT: "gated",  # held back before any attempt, as a gate does
+}
+
+
+def queue_sample(dispatcher: Dispatcher) -> QueueSample:
+    """Pending pods and their ages by queue, and quota use, from the dispatcher's books."""
+    sample = QueueSample()
+    now = dispatcher.clock()
+    for unit in dispatcher.units.values():
+        queue = _QUEUE_OF.get(unit.state)
+        if queue is None:
+            continue
+        sample.pending[queue] += len(unit.pods)
+        age, pods = now - unit.since, len(unit.pods)
+        counts = sample.ages.setdefault(queue, [0] * (len(AGE_BUCKETS) + 1))
+        counts[bisect.bisect_left(AGE_BUCKETS, age)] += pods
+        sample.age_sums[queue] = sample.age_sums.get(queue, 0.0) + age * pods
+    sample.pending["gated"] += len(dispatcher.gated)
+    sample.incoming = dict(dispatcher.stats.incoming)
+    quotas = dispatcher.quotas
+    if quotas is not None:
+        runtime = quotas.runtime()
+        for name, node in quotas.nodes.items():
+            sample.quotas[name] = {
+                r: (int(node.used[r]), int(allowed)) for r, allowed in runtime[name].items()
+            }
+    return sample
+
+
+class MetricsServer:
+    """`/metrics`, `/healthz` and `/readyz` over HTTP, in a thread of the control process.
+
+    `/healthz` answers while the process serves at all; `/readyz` only while `ready()`
+    holds (the platform is up and scheduling).
+    """
+
+    def __init__(
+        self, metrics: SchedulerMetrics, address: str, ready: Callable[[], bool] = lambda: True
+    ) -> None:
+        host, _, port = address.rpartition(":")
+        self.metrics, self.ready = metrics, ready
+        self._server = make_server(
+            host.strip("[]") or "127.0.0.1", int(port), self._app, handler_class=_QuietHandler
+        )
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def address(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"{host}:{port}"
+
+    def __enter__(self) -> MetricsServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _app(self, environ: dict[str, Any], start: Callable[..., Any]) -> list[bytes]:
+        path = environ.get("PATH_INFO", "")
+        if path == "/metrics":
+            body, kind = generate_latest(self.metrics.registry), CONTENT_TYPE_LATEST
+            status = "200 OK"
+        elif path == "/healthz":
+            body, kind, status = b"ok", "text/plain", "200 OK"
+        elif path == "/readyz":
+            ok = self.ready()
+            body, kind = (b"ok" if ok else b"not ready"), "text/plain"
+            status = "200 OK" if ok else "503 Service Unavailable"
+        else:
+            body, kind, status = b"not found", "text/plain", "404 Not Found"
+        start(status, [("Content-Type", kind), ("Content-Length", str(len(body)))])
+        return [body]
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        """Scrapes are not logged: one a second would drown everything else."""

@@ -1,0 +1,134 @@
+"""The platform's metrics: kube-scheduler's names, labels and buckets; what a real run
+reports through them; the HTTP endpoints."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from benchmarks import cases_file
+from cluster.quota import Quota, QuotaTree
+from dispatcher.dispatcher import Dispatcher
+from optimist.bench import load_plan, run_bench
+from optimist.config import Settings
+from optimist.metrics import (
+    AGE_BUCKETS,
+    ATTEMPT_BUCKETS,
+    ATTEMPTS_BUCKETS,
+    SLI_BUCKETS,
+    VICTIMS_BUCKETS,
+    LoopMetrics,
+    MetricsServer,
+    SchedulerMetrics,
+    exponential,
+    queue_sample,
+)
+from tests.dispatcher.test_dispatcher import Clock, fail, pod
+
+# kube-scheduler v1.30's metrics optimist serves: type and labels
+UPSTREAM = {
+    "scheduler_schedule_attempts": ("counter", {"result", "profile"}),
+    "scheduler_scheduling_attempt_duration_seconds": ("histogram", {"result", "profile"}),
+    "scheduler_pod_scheduling_sli_duration_seconds": ("histogram", {"attempts"}),
+    "scheduler_pod_scheduling_attempts": ("histogram", set()),
+    "scheduler_queue_incoming_pods": ("counter", {"queue", "event"}),
+    "scheduler_preemption_attempts": ("counter", set()),
+    "scheduler_preemption_victims": ("histogram", set()),
+    "scheduler_pending_pods": ("gauge", {"queue"}),
+}
+
+
+def families(text: str) -> dict:
+    return {f.name: f for f in text_string_to_metric_families(text)}
+
+
+def test_buckets_are_kube_schedulers():
+    assert ATTEMPT_BUCKETS[0] == 0.001 and len(ATTEMPT_BUCKETS) == 15
+    assert ATTEMPT_BUCKETS[-1] == pytest.approx(16.384)
+    assert exponential(0.01, 2, 20) == SLI_BUCKETS
+    assert ATTEMPTS_BUCKETS == [1, 2, 4, 8, 16]
+    assert VICTIMS_BUCKETS == [1, 2, 4, 8, 16, 32, 64]
+    assert AGE_BUCKETS[0] == 0.01
+
+
+@pytest.fixture(scope="module")
+def served(ray_session, redis_url):
+    """A real run of PreemptionBasic/tiny with its metrics served, and the scrape after."""
+    metrics = SchedulerMetrics()
+    plan = load_plan(cases_file(), case="PreemptionBasic", workload="tiny")
+    settings = Settings(shards=2, redis_url=redis_url, key_prefix="metrics:", seed=3)
+    with MetricsServer(metrics, "127.0.0.1:0") as server:
+        run = run_bench(settings, plan, metrics=LoopMetrics(metrics))
+        text = urllib.request.urlopen(f"http://{server.address}/metrics").read().decode()
+    return run.report, families(text)
+
+
+def test_every_upstream_metric_is_served_with_its_labels(served):
+    _, found = served
+    for name, (kind, labels) in UPSTREAM.items():
+        assert found[name].type == kind, name
+        for sample in found[name].samples:
+            assert labels <= set(sample.labels) <= labels | {"le"}, (name, sample)
+    assert not any(name.endswith("_created") for name in found)
+
+
+def value(found, name, suffix="", **labels):
+    return sum(
+        s.value
+        for s in found[name].samples
+        if s.name == name + suffix and all(s.labels.get(k) == v for k, v in labels.items())
+    )
+
+
+def test_the_counts_agree_with_the_run(served):
+    report, found = served
+    scheduled = report["pods_scheduled"] + 80  # the run's 80 fill pods were scheduled too
+    assert value(found, "scheduler_schedule_attempts", "_total", result="scheduled") == scheduled
+    # each measured pod failed once, then preempted
+    assert value(found, "scheduler_schedule_attempts", "_total", result="unschedulable") == 20
+    assert value(found, "scheduler_preemption_attempts", "_total") == 20
+    assert value(found, "scheduler_preemption_victims", "_sum") == 20
+    assert value(found, "scheduler_pod_scheduling_attempts", "_sum") == scheduled + 20
+    sli = value(found, "scheduler_pod_scheduling_sli_duration_seconds", "_count")
+    assert sli == scheduled
+    assert value(found, "optimist_pod_stage_duration_seconds", "_count") == 4 * scheduled
+    assert value(found, "scheduler_queue_incoming_pods", "_total", event="PodAdd") == 100
+    # the run is over: nothing waits
+    assert value(found, "scheduler_pending_pods") == 0
+    assert value(found, "optimist_pending_pod_age_seconds", "_gcount") == 0
+
+
+def test_health_and_readiness():
+    ready = [True]
+    with MetricsServer(SchedulerMetrics(), "127.0.0.1:0", ready=lambda: ready[0]) as server:
+        base = f"http://{server.address}"
+        assert urllib.request.urlopen(base + "/healthz").read() == b"ok"
+        assert urllib.request.urlopen(base + "/readyz").status == 200
+        ready[0] = False
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(base + "/readyz")
+        assert err.value.code == 503
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(base + "/nothing")
+        assert err.value.code == 404
+
+
+def test_pending_pods_and_their_ages_come_from_the_dispatchers_books():
+    clock = Clock()
+    quotas = QuotaTree([Quota("a", max={"cpu": 1000}, namespaces=("default",))])
+    d = Dispatcher(clock=clock, quotas=quotas)
+    for name in ("p1", "p2", "p3"):
+        d.add(pod(name))
+    batch = d.next_batch(0, 10)  # p1 goes, p2 and p3 wait for quota
+    clock.now += 3.0
+    sample = queue_sample(d)  # in flight, p1 is in no queue
+    assert sample.pending == {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 2}
+    assert sample.age_sums == {"gated": 6.0}
+    assert sample.quotas["a"]["cpu"] == (1000, 1000)
+    fail(d, batch)  # p1 found no node: its quota is free again, and the others try
+    sample = queue_sample(d)
+    assert sample.pending == {"active": 2, "backoff": 0, "unschedulable": 1, "gated": 0}
+    assert sample.ages["unschedulable"][-1] == 0 and sum(sample.ages["active"]) == 2
