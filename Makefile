@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: bench test lint redis-server clean
+.PHONY: bench test lint redis-server prometheus clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -24,10 +24,20 @@ redis-server:
 	@# Debian's package starts a system-wide server; optimist starts its own.
 	@command -v systemctl >/dev/null 2>&1 && systemctl stop redis-server >/dev/null 2>&1 || true
 
+# Debian's prometheus, for the test that evaluates the dashboard's queries (skipped,
+# saying so, where it cannot be installed). No recommends: no node exporter.
+prometheus:
+	@command -v prometheus >/dev/null 2>&1 || { \
+		command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; } \
+		|| echo "prometheus not installed; its end-to-end test will be skipped"; }
+	@# The package starts a system-wide server; the test starts its own, on loopback.
+	@command -v systemctl >/dev/null 2>&1 && systemctl stop prometheus >/dev/null 2>&1 || true
+
 bench: $(STAMP) redis-server
 	$(BIN)/optimist bench $(ARGS)
 
-test: $(STAMP) redis-server
+test: $(STAMP) redis-server prometheus
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
