@@ -103,6 +103,7 @@ class Dispatcher:
         # units PREEMPTING whose victims are not chosen yet, with their decision
         self._asks: dict[str, tuple[PreemptionAsk, Decision]] = {}
         self._awaited_victims: dict[str, str] = {}  # victim pod key -> the unit that waits
+        self._plugin_sets: dict[tuple[str, ...], tuple[str, ...]] = {}  # shared by units
         self.unschedulable_timeout_s = unschedulable_timeout_s
         self.quotas = quotas  # elastic quota: a unit is admitted only where it fits
         self.partitions = partitions  # node partitions, one per shard; 0: none
@@ -525,6 +526,8 @@ class Dispatcher:
     def _unschedulable(self, unit: QueuedUnit, decision: Decision) -> None:
         """No node fits: the unit waits for an event its filters named (none named: any
         event), unless one already happened while it was being tried."""
+        plugins = tuple(decision.plugins)
+        unit.plugins = self._plugin_sets.setdefault(plugins, plugins)  # one tuple per set
         events = frozenset(decision.events) or EVENTS
         if any(self._last_event.get(e, 0) > unit.sent_mark for e in events):
             self._back_off(unit, decision.summary())

@@ -43,6 +43,7 @@ class QueuedUnit:
     attempts: int = 0  # scheduling attempts that ended without a commit
     conflicts: int = 0
     reason: str = ""  # why the last attempt found no node
+    plugins: tuple[str, ...] = ()  # the filters that rejected nodes in that attempt
     requeue_on: frozenset[str] = frozenset()  # the cluster events that may let it fit
     backoff_until: float = 0.0  # when its backoff after the last failed attempt ends
     unschedulable_since: float = 0.0

@@ -78,6 +78,8 @@ class QueueSample:
     quotas: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
     # (queue, event) -> pods put there so far (the dispatcher counts them)
     incoming: dict[tuple[str, str], int] = field(default_factory=dict)
+    # (plugin, profile) -> pods whose last attempt that filter rejected nodes in
+    unschedulable: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 class _Sampled:
@@ -135,6 +137,15 @@ class _Sampled:
         for (queue, event), pods in sorted(sample.incoming.items()):
             incoming.add_metric([queue, event], pods)
         yield incoming
+        rejected = GaugeMetricFamily(
+            "scheduler_unschedulable_pods",
+            "Unschedulable pods by the filters that rejected nodes for them (a pod counts "
+            "for each).",
+            labels=["plugin", "profile"],
+        )
+        for (plugin, profile), pods in sorted(sample.unschedulable.items()):
+            rejected.add_metric([plugin, profile], pods)
+        yield rejected
 
 
 def _cumulative(counts: Sequence[int], bounds: Sequence[float]) -> list[tuple[str, float]]:
@@ -419,6 +430,11 @@ def queue_sample(dispatcher: Dispatcher) -> QueueSample:
         if queue is None:
             continue
         sample.pending[queue] += len(unit.pods)
+        if queue in ("unschedulable", "backoff"):
+            profile = unit.pods[0].spec.profile
+            for plugin in unit.plugins:
+                key = (plugin, profile)
+                sample.unschedulable[key] = sample.unschedulable.get(key, 0) + len(unit.pods)
         age, pods = now - unit.since, len(unit.pods)
         counts = sample.ages.setdefault(queue, [0] * (len(AGE_BUCKETS) + 1))
         counts[bisect.bisect_left(AGE_BUCKETS, age)] += pods

@@ -38,6 +38,7 @@ UPSTREAM = {
     "scheduler_preemption_attempts": ("counter", set()),
     "scheduler_preemption_victims": ("histogram", set()),
     "scheduler_pending_pods": ("gauge", {"queue"}),
+    "scheduler_unschedulable_pods": ("gauge", {"plugin", "profile"}),
 }
 
 
@@ -131,4 +132,5 @@ def test_pending_pods_and_their_ages_come_from_the_dispatchers_books():
     fail(d, batch)  # p1 found no node: its quota is free again, and the others try
     sample = queue_sample(d)
     assert sample.pending == {"active": 2, "backoff": 0, "unschedulable": 1, "gated": 0}
+    assert sample.unschedulable == {("NodeResourcesFit", "default-scheduler"): 1}
     assert sample.ages["unschedulable"][-1] == 0 and sum(sample.ages["active"]) == 2
