@@ -39,6 +39,7 @@ class Bound(NamedTuple):
     node: str
     attempts: int  # the attempts it took, this one included
     queued_at: float  # the dispatcher's clock when its unit entered the queue
+    gang: str = ""  # the PodGroup whose minMember pods were bound together with it
 
 
 @dataclass(frozen=True, slots=True)
@@ -463,12 +464,13 @@ class Dispatcher:
                 tries = unit.attempts + 1
                 if len(unit.pods) == 1 and placed:  # most units: spare the dicts
                     node = outcome.nodes[0] if outcome.nodes else ""
-                    bound.append(Bound(unit.pods[0], node, tries, unit.since))
+                    bound.append(Bound(unit.pods[0], node, tries, unit.since, unit.group))
                 elif placed:
                     nodes = dict(zip(unit.placed, outcome.nodes, strict=False))
                     pods = {p.key: p for p in unit.pods}
                     bound.extend(
-                        Bound(pods[k], nodes.get(k, ""), tries, unit.since) for k in placed
+                        Bound(pods[k], nodes.get(k, ""), tries, unit.since, unit.group)
+                        for k in placed
                     )
                 self.stats.units_by_shard[shard] += 1
                 self.stats.pods_by_shard[shard] += len(placed)

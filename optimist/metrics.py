@@ -274,6 +274,12 @@ class SchedulerMetrics:
         self.bind_errors = Counter(
             "optimist_bind_errors", "Bindings the cluster refused.", registry=r
         )
+        self.gang_bound = Histogram(
+            "optimist_gang_bound_duration_seconds",
+            "A gang's time from complete (minMember pods there) to bound.",
+            buckets=SLI_BUCKETS,
+            registry=r,
+        )
         self.stages = Distribution(
             "optimist_pod_stage_duration_seconds",
             "A bound pod's time in each stage on its way: queued, sent, decided, committed, bound.",
@@ -373,7 +379,10 @@ class LoopMetrics:
         m.stages.observe(("decided_to_committed",), max(committed - decided, 0.0), count)
         m.stages.observe(("committed_to_bound",), max(perf_now - committed, 0.0), count)
         profiles: dict[str, int] = {}
+        gangs: dict[str, float] = {}  # gang -> when it was complete
         for b in bound:
+            if b.gang:
+                gangs[b.gang] = b.queued_at
             profile = b.pod.spec.profile
             profiles[profile] = profiles.get(profile, 0) + 1
             m.sli_duration.observe((str(b.attempts),), now - b.queued_at)
@@ -382,6 +391,8 @@ class LoopMetrics:
         for profile, pods in profiles.items():
             m.attempts.labels("scheduled", profile).inc(pods)
             m.attempt_duration.observe(("scheduled", profile), now - sent, pods)
+        for complete in gangs.values():
+            m.gang_bound.observe(now - complete)
 
     def preempted(self, victims: int) -> None:
         self.metrics.preemption_attempts.inc()

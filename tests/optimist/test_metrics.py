@@ -7,9 +7,11 @@ import urllib.error
 import urllib.request
 
 import pytest
+from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks import cases_file
+from cluster.manifests import pod_from_manifest
 from cluster.quota import Quota, QuotaTree
 from dispatcher.dispatcher import Dispatcher
 from optimist.bench import load_plan, run_bench
@@ -134,3 +136,15 @@ def test_pending_pods_and_their_ages_come_from_the_dispatchers_books():
     assert sample.pending == {"active": 2, "backoff": 0, "unschedulable": 1, "gated": 0}
     assert sample.unschedulable == {("NodeResourcesFit", "default-scheduler"): 1}
     assert sample.ages["unschedulable"][-1] == 0 and sum(sample.ages["active"]) == 2
+
+
+def test_a_gang_is_timed_once_from_complete_to_bound(ray_session, redis_url):
+    metrics = SchedulerMetrics()
+    plan = load_plan(cases_file(), case="Gang", workload="tiny")
+    settings = Settings(shards=2, redis_url=redis_url, key_prefix="metrics-gang:", seed=3)
+    run = run_bench(settings, plan, metrics=LoopMetrics(metrics))
+    found = families(generate_latest(metrics.registry).decode())
+    cluster = run.cluster
+    bound = [pod_from_manifest(cluster.pod_manifests[k]) for k in cluster.bindings]
+    gangs_bound = len({p.group for p in bound if p.group})
+    assert value(found, "optimist_gang_bound_duration_seconds", "_count") == gangs_bound > 0
