@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from benchmarks.perf_config import PerfConfigError
+from optimist import logs
 from optimist.bench import (
     DEFAULT_TIMEOUT_S,
     UPSTREAM_NOTE,
@@ -44,12 +45,18 @@ log = logging.getLogger("optimist")
 
 
 @app.callback()
-def main(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
+def main(
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    log_format: Annotated[
+        str, typer.Option(help="text, or json: one object per line, the unit in its own field")
+    ] = "text",
+) -> None:
     """optimist: a parallel, optimistic-concurrency scheduler for Kubernetes."""
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    try:
+        logs.configure(log_format, verbose=verbose)
+    except ValueError as e:
+        typer.echo(f"error: --log-format: {e}", err=True)
+        raise typer.Exit(2) from e
 
 
 @app.command()

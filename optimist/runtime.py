@@ -38,6 +38,7 @@ from cluster.store import Hold, Keys, NodeStore
 from dispatcher.dispatcher import Dispatcher, PreemptionAsk
 from dispatcher.queue import Backoff
 from optimist.config import Settings
+from optimist.logs import unit_key
 from optimist.metrics import LoopMetrics
 from shards.actor import ShardActor
 
@@ -232,7 +233,7 @@ class SchedulingLoop:
             self.reservations.add(reservation)
             self.dispatcher.add(reservation.pod)
         for key, error in errors:
-            log.warning("pod %s cannot be scheduled: %s", key, error)
+            log.warning("pod %s cannot be scheduled: %s", key, error, extra=unit_key(key))
             self.dispatcher.reject(key, str(error))
 
     def _capacity(self) -> dict[str, int]:
@@ -403,7 +404,12 @@ class SchedulingLoop:
         victims = [v.key for v in plan.victims]
         verdict = self.store.preempt(victims, holds)
         if not verdict.reserved:  # the plan met a changed store: tried again as usual
-            log.info("preemption for %s refused by the store: %s", ask.unit, verdict.detail)
+            log.info(
+                "preemption for %s refused by the store: %s",
+                ask.unit,
+                verdict.detail,
+                extra=unit_key(ask.unit),
+            )
             self.dispatcher.no_victims(ask.unit)
             return
         self.bound_pods.remove(victims)  # no longer in the store: nobody else's victims
@@ -413,7 +419,13 @@ class SchedulingLoop:
         if victims:
             for victim, error in zip(victims, self.cluster.evict(victims), strict=True):
                 if error is not None:
-                    log.warning("evicting %s for %s failed: %s", victim, ask.unit, error)
+                    log.warning(
+                        "evicting %s for %s failed: %s",
+                        victim,
+                        ask.unit,
+                        error,
+                        extra=unit_key(ask.unit),
+                    )
 
     def _complete_commit(self, ref: ray.ObjectRef) -> None:
         job = self._committing.pop(ref)
