@@ -188,6 +188,8 @@ class ShardResult:
     # units the shard placed in part in its table and undid (fewer than minMember fit)
     rollbacks: int = 0
     round_trips: int = 0  # calls the shard made to Redis for this batch
+    # store versions its table was behind when the batch came (what its sync caught up)
+    versions_behind: int = 0
 
     def encode(self) -> bytes:
         return _pack(
@@ -201,6 +203,7 @@ class ShardResult:
                 self.extender_errors,
                 self.rollbacks,
                 self.round_trips,
+                self.versions_behind,
             ]
         )
 
@@ -208,9 +211,20 @@ class ShardResult:
     def decode(cls, data: bytes) -> ShardResult:
         try:
             wire = _unpack(data, "ShardResult")
-            if len(wire) != 9:
-                raise ValueError(f"{len(wire)} fields, expected 9")
-            shard, batch_id, version, decisions, sync_s, decide_s, errors, rollbacks, trips = wire
+            if len(wire) != 10:
+                raise ValueError(f"{len(wire)} fields, expected 10")
+            (
+                shard,
+                batch_id,
+                version,
+                decisions,
+                sync_s,
+                decide_s,
+                errors,
+                rollbacks,
+                trips,
+                behind,
+            ) = wire
             return cls(
                 shard=int(shard),
                 batch_id=int(batch_id),
@@ -221,6 +235,7 @@ class ShardResult:
                 extender_errors=int(errors),
                 rollbacks=int(rollbacks),
                 round_trips=int(trips),
+                versions_behind=int(behind),
             )
         except (TypeError, ValueError) as err:
             raise MalformedMessage(f"ShardResult: {err}") from None

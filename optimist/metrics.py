@@ -241,6 +241,13 @@ class SchedulerMetrics:
             buckets=ATTEMPT_BUCKETS,
             registry=r,
         )
+        self.versions_behind = Histogram(
+            "optimist_shard_snapshot_versions_behind",
+            "Store versions a shard's copy was behind when a batch came: what its sync caught up.",
+            ["shard"],
+            buckets=exponential(1, 2, 16),
+            registry=r,
+        )
         self.batch_pods = Histogram(
             "optimist_batch_pods",
             "Pods per batch sent to a shard.",
@@ -333,6 +340,7 @@ class LoopMetrics:
         m, shard = self.metrics, str(result.shard)
         m.shard_busy.labels(shard, "sync").observe(result.sync_s)
         m.shard_busy.labels(shard, "decide").observe(result.decide_s)
+        m.versions_behind.labels(shard).observe(result.versions_behind)
         m.shard_pods.labels(shard).inc(sum(len(d.placements) or 1 for d in result.decisions))
         if result.rollbacks:
             m.rollbacks.labels("shard").inc(result.rollbacks)

@@ -66,6 +66,7 @@ class ShardCore:
         for batch_id in batch.resolved:
             for unit in self._batch_units.pop(batch_id, []):
                 self._stop_assuming(unit)
+        before = self.table.store_version
         delta = self.table.sync(self.store, list(self._assumed))
         for unit in delta.committed:
             self._stop_assuming(unit)
@@ -83,6 +84,7 @@ class ShardCore:
             extender_errors=errors,
             rollbacks=rollbacks,
             round_trips=self.store.round_trips - trips,
+            versions_behind=max(self.table.store_version - before, 0),
         )
 
     def _stop_assuming(self, unit: str) -> None:

@@ -18,7 +18,16 @@ def result() -> ShardResult:
     placed = Decision("ns/u0", [PodPlacement("ns/p0", 0, ["n1", "n2"], [4, 4])])
     refused = Decision("ns/u1", [], {"Insufficient cpu": 3}, 3, preemptible={0: ["n1", "n3"]})
     return ShardResult(
-        2, 7, 4, [placed, refused], 0.125, 0.5, extender_errors=1, rollbacks=3, round_trips=2
+        2,
+        7,
+        4,
+        [placed, refused],
+        0.125,
+        0.5,
+        extender_errors=1,
+        rollbacks=3,
+        round_trips=2,
+        versions_behind=5,
     )
 
 
@@ -29,7 +38,7 @@ def test_shard_result_round_trips_with_its_rollbacks_and_round_trips():
 @pytest.mark.parametrize("change", [lambda w: w[:-1], lambda w: [*w, 0]])
 def test_a_frame_of_another_shape_is_malformed(change):
     wire = msgpack.unpackb(result().encode(), raw=False, strict_map_key=False)
-    with pytest.raises(MalformedMessage, match="expected 9"):
+    with pytest.raises(MalformedMessage, match="expected 10"):
         ShardResult.decode(msgpack.packb(change(wire), use_bin_type=True))
 
 

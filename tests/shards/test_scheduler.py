@@ -380,3 +380,14 @@ def test_a_class_that_spans_nodes_searches_afresh_after_each_placement():
         table.assume(row, pod.request, pod.ports, pod.peer)
         state.took(row)
         start = (start + searched) % table.size
+
+
+def test_a_result_says_how_far_behind_the_store_the_shard_was(store):
+    store.put_nodes([node(f"n{i}", cpu="1") for i in range(2)])
+    core = ShardCore(0, store, [default_profile()], seed=1)
+    first = core.handle(batch([spec("100m")], [[0]]))
+    assert first.versions_behind == store.version() - 0 > 0  # a fresh shard starts at 0
+    assert core.handle(batch([spec("100m")], [[0]])).versions_behind == 0  # nothing new
+    store.put_nodes([node("n2", cpu="1")])
+    store.put_nodes([node("n3", cpu="1")])
+    assert core.handle(batch([spec("100m")], [[0]])).versions_behind == 2
