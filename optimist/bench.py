@@ -9,6 +9,7 @@ case file, the run is the shipped SchedulingBasic case.
 
 from __future__ import annotations
 
+import cProfile
 import csv
 import os
 from collections import Counter
@@ -106,7 +107,10 @@ def run_bench(
     show_progress: bool = False,
     cpu_affinity: bool = False,
     metrics: LoopMetrics | None = None,
+    profile_dir: Path | None = None,
 ) -> BenchRun:
+    """Run every workload of the plan; with `profile_dir`, write a CPU profile of the
+    control process and of each shard per workload there (pstats files)."""
     plan = Plan((workload.case(),)) if isinstance(workload, Workload) else workload
     cases: list[dict[str, Any]] = []
     clusters: dict[str, SimulatedCluster] = {}
@@ -124,14 +128,16 @@ def run_bench(
                 if cpu_affinity:
                     pin_shards(platform.shard_info)
                 platform.store.clear()
-                outcome = CaseRunner(
+                runner = CaseRunner(
                     run,
                     platform,
                     seed=settings.seed,
                     timeout_s=plan.timeout_s,
                     progress=progress,
                     metrics=metrics,
-                ).execute()
+                )
+                with _profiled(platform, profile_dir, run.name):
+                    outcome = runner.execute()
                 cases.append(case_report(outcome, platform))
                 versions = versions or report.versions(platform.store.client.info("server"))
             clusters[run.name] = outcome.cluster
@@ -145,6 +151,27 @@ def run_bench(
         versions=versions,
     )
     return BenchRun(top, clusters)
+
+
+@contextmanager
+def _profiled(platform: Platform, directory: Path | None, name: str) -> Iterator[None]:
+    """cProfile on the control process and on every shard while the block runs; the
+    profiles go to `directory` as <workload>.driver.prof and <workload>.shard-<i>.prof."""
+    if directory is None:
+        yield
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+    stem = name.replace("/", "_")
+    ray.get([shard.start_profile.remote() for shard in platform.shards])
+    driver = cProfile.Profile()
+    driver.enable()
+    try:
+        yield
+    finally:
+        driver.disable()
+        driver.dump_stats(directory / f"{stem}.driver.prof")
+        for i, stats in enumerate(ray.get([s.stop_profile.remote() for s in platform.shards])):
+            (directory / f"{stem}.shard-{i}.prof").write_bytes(stats)
 
 
 def pin_shards(shard_info: list[dict[str, Any]]) -> None:

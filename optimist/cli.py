@@ -152,6 +152,13 @@ def bench(
         float,
         typer.Option(min=0, help="with --metrics-address: keep serving SECONDS after the run"),
     ] = 0.0,
+    profile: Annotated[
+        Path | None,
+        typer.Option(
+            help="write CPU profiles (pstats) of the control process and of each shard, "
+            "per workload, to this folder"
+        ),
+    ] = None,
 ) -> None:
     """Run scheduler_perf cases on a simulated cluster and report pods/s; exits 1 if any pod
     was lost or a case failed, 2 if the case file or the configuration is bad."""
@@ -195,10 +202,16 @@ def bench(
             )
         elif metrics_address:
             run = _bench_serving_metrics(
-                settings, plan, progress, cpu_affinity, metrics_address, linger
+                settings, plan, progress, cpu_affinity, metrics_address, linger, profile
             )
         else:
-            run = run_bench(settings, plan, show_progress=progress, cpu_affinity=cpu_affinity)
+            run = run_bench(
+                settings,
+                plan,
+                show_progress=progress,
+                cpu_affinity=cpu_affinity,
+                profile_dir=profile,
+            )
     except SweepError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from e
@@ -275,6 +288,7 @@ def _bench_serving_metrics(
     cpu_affinity: bool,
     address: str,
     linger: float,
+    profile_dir: Path | None,
 ) -> BenchRun:
     """`run_bench` with the platform's metrics served on `address` (ready while it runs),
     and for `linger` seconds after, so that a scraper collects the final values."""
@@ -289,6 +303,7 @@ def _bench_serving_metrics(
             show_progress=progress,
             cpu_affinity=cpu_affinity,
             metrics=LoopMetrics(metrics),
+            profile_dir=profile_dir,
         )
         running.clear()
         time.sleep(linger)

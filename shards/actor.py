@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import cProfile
 import logging
+import marshal
 import os
 from typing import Any
 
@@ -36,6 +38,7 @@ class ShardActor:
         built = [build_profile(ProfileConfig.from_wire(p)) for p in profiles]
         consulted = [HTTPExtender.from_config(e) for e in extenders]
         self.core = ShardCore(shard_id, store, built, seed, consulted, candidates, partitions)
+        self._profile: cProfile.Profile | None = None
 
     def info(self) -> dict[str, object]:
         """Where this shard runs, for the report."""
@@ -44,6 +47,18 @@ class ShardActor:
             "ray_node_id": ray.get_runtime_context().get_node_id(),
             "pid": os.getpid(),
         }
+
+    def start_profile(self) -> None:
+        """Profile this shard's calls from now on (an operator asked: `--profile`)."""
+        self._profile = cProfile.Profile()
+        self._profile.enable()
+
+    def stop_profile(self) -> bytes:
+        """The profile since `start_profile`, as pstats reads it (marshalled)."""
+        profile, self._profile = self._profile, None
+        profile.disable()
+        profile.create_stats()
+        return marshal.dumps(profile.stats)
 
     def schedule(self, frame: bytes) -> bytes:
         """One batch in (msgpack), its decisions out (msgpack)."""

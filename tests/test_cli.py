@@ -4,6 +4,7 @@ import csv
 import json
 import logging
 import os
+import pstats
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,17 @@ def test_extender_keys_never_reach_the_report():
     public = Settings(extenders=({"urlPrefix": "https://x", "tlsConfig": tls},)).public()
     assert "c2VjcmV0LWtleQ==" not in json.dumps(public)
     assert public["extenders"][0]["tlsConfig"]["insecure"] is False
+
+
+def test_bench_writes_cpu_profiles_of_the_driver_and_each_shard(tmp_path, redis_url):
+    args = ["bench", str(CASES), "--workload", "Everything/small", "--shards", "2"]
+    args += ["--no-progress", "--redis-url", redis_url, "--profile", str(tmp_path)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    names = sorted(p.name for p in tmp_path.iterdir())
+    stem = "Everything_small"
+    assert names == [f"{stem}.driver.prof", f"{stem}.shard-0.prof", f"{stem}.shard-1.prof"]
+    shard = pstats.Stats(str(tmp_path / f"{stem}.shard-0.prof"))
+    assert any(name == "handle" for _, _, name in shard.stats)  # ShardCore.handle ran there
+    driver = pstats.Stats(str(tmp_path / f"{stem}.driver.prof"))
+    assert any(name == "step" for _, _, name in driver.stats)  # the control loop's turns

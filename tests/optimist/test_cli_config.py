@@ -85,7 +85,12 @@ def benches(monkeypatch: pytest.MonkeyPatch) -> list[Settings]:
     seen: list[Settings] = []
 
     def fake(
-        settings: Settings, workload: Workload, *, show_progress: bool, cpu_affinity: bool
+        settings: Settings,
+        workload: Workload,
+        *,
+        show_progress: bool,
+        cpu_affinity: bool,
+        profile_dir: object = None,
     ) -> _Run:
         seen.append(settings)
         return _Run()
