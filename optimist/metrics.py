@@ -172,6 +172,8 @@ class Distribution:
         self._series: dict[tuple[str, ...], list[Any]] = {}
 
     def observe(self, labels: tuple[str, ...], value: float, count: int = 1) -> None:
+        """From the loop's thread only. A scrape in between may see a bucket's count a
+        step ahead of the sum: one observation's skew, gone at the next scrape."""
         series = self._series.get(labels)
         if series is None:
             with self._lock:
