@@ -309,18 +309,20 @@ class SchedulerMetrics:
 
 
 class Ticker:
-    """True at most once per `every_s`: when the loop should sample the books again."""
+    """When the loop should sample the books again: at most once per `every_s`, and never
+    more than `share` of the time (a sample of a huge queue waits longer)."""
 
-    def __init__(self, every_s: float = 1.0) -> None:
-        self.every_s = every_s
+    def __init__(self, every_s: float = 1.0, share: float = 0.05) -> None:
+        self.every_s, self.share = every_s, share
         self._next = 0.0
 
     def due(self) -> bool:
+        return time.monotonic() >= self._next
+
+    def took(self, started: float) -> None:
+        """A sample begun at `started` (time.monotonic()) is done."""
         now = time.monotonic()
-        if now < self._next:
-            return False
-        self._next = now + self.every_s
-        return True
+        self._next = now + max(self.every_s, (now - started) / self.share)
 
 
 class LoopMetrics:
@@ -412,7 +414,9 @@ class LoopMetrics:
         """Read the dispatcher's books, at most once per `sample_every_s` (or `now`: at
         the end of a run, for the values a last scrape should find)."""
         if self._ticker.due() or now:
+            started = time.monotonic()
             self.metrics.sample(queue_sample(dispatcher))
+            self._ticker.took(started)
 
 
 def _conflict_kind(detail: str) -> str:

@@ -3,6 +3,7 @@ reports through them; the HTTP endpoints."""
 
 from __future__ import annotations
 
+import time
 import urllib.error
 import urllib.request
 
@@ -25,6 +26,7 @@ from optimist.metrics import (
     LoopMetrics,
     MetricsServer,
     SchedulerMetrics,
+    Ticker,
     exponential,
     queue_sample,
 )
@@ -148,3 +150,11 @@ def test_a_gang_is_timed_once_from_complete_to_bound(ray_session, redis_url):
     bound = [pod_from_manifest(cluster.pod_manifests[k]) for k in cluster.bindings]
     gangs_bound = len({p.group for p in bound if p.group})
     assert value(found, "optimist_gang_bound_duration_seconds", "_count") == gangs_bound > 0
+
+
+def test_a_costly_sample_is_taken_less_often():
+    ticker = Ticker(every_s=1.0, share=0.05)
+    assert ticker.due()
+    ticker.took(time.monotonic() - 0.1)  # a sample that took 0.1 s: the next in 2 s
+    assert not ticker.due()
+    assert ticker._next - time.monotonic() == pytest.approx(2.0, abs=0.05)
