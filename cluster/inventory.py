@@ -45,9 +45,6 @@ class BoundPods:
         self._priorities: Counter[int] = Counter()
         self._started = 0
 
-    def __len__(self) -> int:
-        return len(self._node_of)
-
     def add(self, pod: Pod, node: str) -> None:
         if pod.key in self._node_of:
             return
@@ -85,10 +82,6 @@ class BoundPods:
 
     def in_namespace(self, namespace: str) -> Iterable[BoundPod]:
         return self._by_namespace.get(namespace, {}).values()
-
-    def get(self, key: str) -> BoundPod | None:
-        node = self._node_of.get(key)
-        return self._by_node[node][key] if node is not None else None
 
     def lowest_priority(self) -> int | None:
         """The lowest priority of a bound pod (None: no pod bound): only a pod above it

@@ -20,7 +20,7 @@ import bisect
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, make_server
@@ -302,10 +302,6 @@ class SchedulerMetrics:
 
     def sample(self, sample: QueueSample) -> None:
         self._sampled.set(sample)
-
-    def names(self) -> Iterable[str]:
-        """Every metric family the registry serves."""
-        return [m.name for m in self.registry.collect()]
 
 
 class Ticker:
