@@ -78,6 +78,8 @@ class QueueSample:
     quotas: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
     # (queue, event) -> pods put there so far (the dispatcher counts them)
     incoming: dict[tuple[str, str], int] = field(default_factory=dict)
+    # where ("shard", "commit") -> units placed in part and undone there so far
+    rollbacks: dict[str, int] = field(default_factory=dict)
     # (plugin, profile) -> pods whose last attempt that filter rejected nodes in
     unschedulable: dict[tuple[str, str], int] = field(default_factory=dict)
 
@@ -137,6 +139,14 @@ class _Sampled:
         for (queue, event), pods in sorted(sample.incoming.items()):
             incoming.add_metric([queue, event], pods)
         yield incoming
+        rollbacks = CounterMetricFamily(
+            "optimist_unit_rollbacks",
+            "Units placed in part and undone: in a shard's table, or by the store at commit.",
+            labels=["where"],
+        )
+        for where, units in sorted(sample.rollbacks.items()):
+            rollbacks.add_metric([where], units)
+        yield rollbacks
         rejected = GaugeMetricFamily(
             "scheduler_unschedulable_pods",
             "Unschedulable pods by the filters that rejected nodes for them (a pod counts "
@@ -262,12 +272,6 @@ class SchedulerMetrics:
             ["reason"],
             registry=r,
         )
-        self.rollbacks = Counter(
-            "optimist_unit_rollbacks",
-            "Units placed in part and undone: in a shard's table, or by the store at commit.",
-            ["where"],
-            registry=r,
-        )
         self.commit_duration = Histogram(
             "optimist_binder_commit_duration_seconds",
             "From a shard's answer to its units committed and bound.",
@@ -342,8 +346,6 @@ class LoopMetrics:
         m.shard_busy.labels(shard, "decide").observe(result.decide_s)
         m.versions_behind.labels(shard).observe(result.versions_behind)
         m.shard_pods.labels(shard).inc(sum(len(d.placements) or 1 for d in result.decisions))
-        if result.rollbacks:
-            m.rollbacks.labels("shard").inc(result.rollbacks)
         sent = self._sent.pop(result.batch_id, None) if settled else self._sent.get(result.batch_id)
         took = time.monotonic() - sent if sent is not None else 0.0
         failed: dict[str, int] = {}  # profile -> attempts that found no node
@@ -461,7 +463,9 @@ def queue_sample(dispatcher: Dispatcher) -> QueueSample:
         counts[bisect.bisect_left(AGE_BUCKETS, age)] += pods
         sample.age_sums[queue] = sample.age_sums.get(queue, 0.0) + age * pods
     sample.pending["gated"] += len(dispatcher.gated)
-    sample.incoming = dict(dispatcher.stats.incoming)
+    stats = dispatcher.stats
+    sample.incoming = dict(stats.incoming)
+    sample.rollbacks = {"shard": stats.shard_rollbacks, "commit": stats.commit_rollbacks}
     quotas = dispatcher.quotas
     if quotas is not None:
         runtime = quotas.runtime()

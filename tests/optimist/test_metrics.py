@@ -101,6 +101,10 @@ def test_the_counts_agree_with_the_run(served):
     assert sli == scheduled
     assert value(found, "optimist_pod_stage_duration_seconds", "_count") == 4 * scheduled
     assert value(found, "scheduler_queue_incoming_pods", "_total", event="PodAdd") == 100
+    assert {s.labels["where"] for s in found["optimist_unit_rollbacks"].samples} == {
+        "shard",
+        "commit",
+    }
     # the run is over: nothing waits
     assert value(found, "scheduler_pending_pods") == 0
     assert value(found, "optimist_pending_pod_age_seconds", "_gcount") == 0
