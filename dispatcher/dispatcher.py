@@ -253,9 +253,7 @@ class Dispatcher:
             return False
         unit.nominated = {**(unit.nominated or {}), pod_key: node}
         if unit.state is PodState.UNSCHEDULABLE:
-            self.queue.remove(unit)
-            unit.move(PodState.ACTIVE)
-            self.queue.push_active(unit)
+            self.queue.activate(unit)
         return True
 
     def no_victims(self, unit_key: str) -> None:
@@ -274,12 +272,10 @@ class Dispatcher:
 
     def _preempted(self, unit: QueuedUnit) -> None:
         """Its victims are gone (or it waited too long for them): tried again at once."""
-        self.queue.remove(unit)
         for victim in unit.victims or ():
             self._awaited_victims.pop(victim, None)
         unit.victims = None
-        unit.move(PodState.ACTIVE)
-        self.queue.push_active(unit)
+        self.queue.activate(unit)
 
     def on_event(self, event: str) -> int:
         """A cluster event (`cluster.events`): the unschedulable units waiting for it are
@@ -583,11 +579,7 @@ class Dispatcher:
                 tree.admit(unit.pods)
         tree.count_running(bound)
         self.quotas = tree
-        waiting = self.queue.quota_waiting
-        for unit in waiting.values():  # judged by the old tree: judged again
-            unit.move(PodState.ACTIVE)
-            self.queue.push_active(unit)
-        waiting.clear()
+        self.queue.activate_quota_waiting()  # judged by the old tree: judged again
 
     def set_capacity(self, capacity: dict[str, int]) -> None:
         """The cluster's allocatable, which the quotas at the top of the tree share."""
@@ -598,11 +590,7 @@ class Dispatcher:
     def _quota_room(self) -> None:
         """Quota may have room again: the units waiting for it are tried again."""
         if self.quotas is not None and self.quotas.take_room_grew():
-            waiting = self.queue.quota_waiting
-            for unit in waiting.values():
-                unit.move(PodState.ACTIVE)
-                self.queue.push_active(unit)
-            waiting.clear()
+            self.queue.activate_quota_waiting()
 
     def _settle(self, batch_id: int) -> None:
         batch = self.batches.pop(batch_id)
@@ -615,7 +603,7 @@ class Dispatcher:
         retry costs nothing then. Returns how many."""
         waiting = list(self.queue.backoff_units.values())
         for unit in waiting:
-            self.queue.release_from_backoff(unit)
+            self.queue.activate(unit)
         return len(waiting)
 
     def waiting_attempts(self) -> tuple[int, int]:

@@ -158,11 +158,16 @@ class SchedulingQueue:
             unit.move(PodState.ACTIVE)
             self.push_active(unit)
 
-    def release_from_backoff(self, unit: QueuedUnit) -> None:
-        """BACKOFF -> ACTIVE, before or at the end of its backoff."""
-        del self.backoff_units[unit.key]
+    def activate(self, unit: QueuedUnit) -> None:
+        """A waiting unit (backoff, unschedulable, quota, preempting) to the active queue."""
+        self.remove(unit)
         unit.move(PodState.ACTIVE)
         self.push_active(unit)
+
+    def activate_quota_waiting(self) -> None:
+        """Every unit its quota held back is judged again."""
+        for unit in list(self.quota_waiting.values()):
+            self.activate(unit)
 
     def flush_expired(self, now: float) -> int:
         """Move every unit whose backoff is over to the active queue."""
@@ -170,7 +175,7 @@ class SchedulingQueue:
         while self._backoff and self._backoff[0][0] <= now:
             _, _, generation, unit = heapq.heappop(self._backoff)
             if generation == unit.generation and unit.state is PodState.BACKOFF:
-                self.release_from_backoff(unit)
+                self.activate(unit)
                 moved += 1
         return moved
 
