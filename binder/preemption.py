@@ -20,6 +20,7 @@ import heapq
 import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -105,8 +106,10 @@ def _shift(room: dict[str, int], requests: Sequence[tuple[str, int]], sign: int)
         room[name] = room.get(name, 0) + sign * amount
 
 
-def checked(requests: Sequence[tuple[str, int]]) -> tuple[tuple[str, int], ...]:
-    """The requests fit is judged on: asked for, and not the scheduler's score-only ones."""
+@lru_cache(maxsize=4096)
+def checked(requests: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...]:
+    """The requests fit is judged on: asked for, and not the scheduler's score-only ones.
+    Kept per distinct set of requests: a dry run asks for it on every node it judges."""
     return tuple((n, a) for n, a in requests if a > 0 and not res.is_score_only(n))
 
 
