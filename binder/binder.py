@@ -41,6 +41,7 @@ class Binder:
         self.commits = 0  # Lua commit calls
         self.committed_pods = 0  # pods those calls committed: over `commits`, the batch size
         self.committed_at = 0.0  # time.perf_counter() when the last commit returned
+        self.bind_s = 0.0  # how long the last call to bind in the cluster took
 
     def process(
         self, classes: Sequence[SchedulingSpec], decisions: Sequence[Decision]
@@ -110,6 +111,7 @@ class Binder:
                     self.guard.note_committed(classes[placement.cls])
         self.committed_pods += len(bindings)
         errors = self.cluster.bind(bindings) if bindings else []
+        self.bind_s = time.perf_counter() - self.committed_at
         failed: dict[str, dict[str, str]] = {}  # unit -> pod -> why its binding failed
         for binding, owner, error in zip(bindings, owners, errors, strict=True):
             if error is not None:

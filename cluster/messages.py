@@ -190,6 +190,9 @@ class ShardResult:
     round_trips: int = 0  # calls the shard made to Redis for this batch
     # store versions its table was behind when the batch came (what its sync caught up)
     versions_behind: int = 0
+    # the shard's timings (`shards.stopwatch`): per extension point and per plugin, the
+    # series of a histogram as `cluster.histogram.Histograms.to_wire` lays them out
+    observed: list[list[Any]] = field(default_factory=lambda: [[], []])
 
     def encode(self) -> bytes:
         return _pack(
@@ -204,6 +207,7 @@ class ShardResult:
                 self.rollbacks,
                 self.round_trips,
                 self.versions_behind,
+                self.observed,
             ]
         )
 
@@ -211,8 +215,8 @@ class ShardResult:
     def decode(cls, data: bytes) -> ShardResult:
         try:
             wire = _unpack(data, "ShardResult")
-            if len(wire) != 10:
-                raise ValueError(f"{len(wire)} fields, expected 10")
+            if len(wire) != 11:
+                raise ValueError(f"{len(wire)} fields, expected 11")
             (
                 shard,
                 batch_id,
@@ -224,6 +228,7 @@ class ShardResult:
                 rollbacks,
                 trips,
                 behind,
+                observed,
             ) = wire
             return cls(
                 shard=int(shard),
@@ -236,9 +241,23 @@ class ShardResult:
                 rollbacks=int(rollbacks),
                 round_trips=int(trips),
                 versions_behind=int(behind),
+                observed=_observed(observed),
             )
         except (TypeError, ValueError) as err:
             raise MalformedMessage(f"ShardResult: {err}") from None
+
+
+def _observed(wire: Any) -> list[list[Any]]:
+    """A result's histograms, each a list of [labels, counts per bucket, sum], checked."""
+    if not isinstance(wire, list) or len(wire) != 2:
+        raise ValueError(f"observed: expected two histograms, got {wire!r:.80}")
+    return [
+        [
+            [[str(v) for v in labels], [int(c) for c in counts], float(total)]
+            for labels, counts, total in histogram
+        ]
+        for histogram in wire
+    ]
 
 
 @dataclass(slots=True)

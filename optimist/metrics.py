@@ -41,15 +41,10 @@ from prometheus_client.core import (
     Metric,
 )
 
+from cluster.histogram import EXTENSION_POINT_BUCKETS, PLUGIN_BUCKETS, Histograms, exponential
 from cluster.lifecycle import PodState
 from cluster.messages import ShardResult, UnitOutcome
 from dispatcher.dispatcher import Bound, Dispatcher
-
-
-def exponential(start: float, factor: float, count: int) -> list[float]:
-    """Prometheus' ExponentialBuckets, as kube-scheduler's metrics use them."""
-    return [start * factor**i for i in range(count)]
-
 
 ATTEMPT_BUCKETS = exponential(0.001, 2, 15)  # scheduling_attempt_duration_seconds
 SLI_BUCKETS = exponential(0.01, 2, 20)  # pod_scheduling_sli_duration_seconds
@@ -176,25 +171,37 @@ class Distribution:
         self, name: str, doc: str, labels: Sequence[str], buckets: Sequence[float]
     ) -> None:
         self.name, self.doc, self.labels = name, doc, list(labels)
-        self.buckets = list(buckets)
-        self._lock = threading.Lock()
-        # label values -> [counts per bucket (last: above all), sum]
-        self._series: dict[tuple[str, ...], list[Any]] = {}
+        self._lock = threading.Lock()  # held while a series is added, and by a scrape
+        self._histograms = Histograms(buckets)
+
+    @property
+    def buckets(self) -> list[float]:
+        return self._histograms.buckets
 
     def observe(self, labels: tuple[str, ...], value: float, count: int = 1) -> None:
         """From the loop's thread only. A scrape in between may see a bucket's count a
         step ahead of the sum: one observation's skew, gone at the next scrape."""
-        series = self._series.get(labels)
-        if series is None:
-            with self._lock:
-                series = self._series.setdefault(labels, [[0] * (len(self.buckets) + 1), 0.0])
-        series[0][bisect.bisect_left(self.buckets, value)] += count
-        series[1] += value * count
+        if labels in self._histograms.series:
+            self._histograms.observe(labels, value, count)
+            return
+        with self._lock:
+            self._histograms.observe(labels, value, count)
+
+    def merge(self, labels: Sequence[str], counts: Sequence[int], total: float) -> None:
+        """Observations a shard made (`cluster.histogram`), from the loop's thread only."""
+        key = tuple(labels)
+        if len(key) != len(self.labels):
+            raise ValueError(f"{self.name}: labels {key} for {self.labels}")
+        if key in self._histograms.series:
+            self._histograms.merge(key, counts, total)
+            return
+        with self._lock:
+            self._histograms.merge(key, counts, total)
 
     def collect(self) -> Iterator[Metric]:
         family = HistogramMetricFamily(self.name, self.doc, labels=self.labels)
         with self._lock:
-            series = [(k, list(v[0]), v[1]) for k, v in self._series.items()]
+            series = [(k, list(c), t) for k, c, t in self._histograms]
         for labels, counts, total in series:
             family.add_metric(list(labels), _cumulative(counts, self.buckets), total)
         yield family
@@ -299,7 +306,28 @@ class SchedulerMetrics:
             ["stage"],
             STAGE_BUCKETS,
         )
-        for collector in (self.attempt_duration, self.sli_duration, self.pod_attempts, self.stages):
+        self.extension_points = Distribution(
+            "scheduler_framework_extension_point_duration_seconds",
+            "Latency for running all plugins of a specific extension point (a shard's time on "
+            "a unit, shared out among its pods).",
+            ["extension_point", "status", "profile"],
+            EXTENSION_POINT_BUCKETS,
+        )
+        self.plugin_duration = Distribution(
+            "scheduler_plugin_execution_duration_seconds",
+            "Duration for running a plugin at a specific extension point (one call over a set "
+            "of nodes; sampled).",
+            ["plugin", "extension_point", "status"],
+            PLUGIN_BUCKETS,
+        )
+        for collector in (
+            self.attempt_duration,
+            self.sli_duration,
+            self.pod_attempts,
+            self.stages,
+            self.extension_points,
+            self.plugin_duration,
+        ):
             r.register(collector)  # type: ignore[arg-type]
         self._sampled = _Sampled()
         r.register(self._sampled)  # type: ignore[arg-type]
@@ -346,6 +374,11 @@ class LoopMetrics:
         m.shard_busy.labels(shard, "decide").observe(result.decide_s)
         m.versions_behind.labels(shard).observe(result.versions_behind)
         m.shard_pods.labels(shard).inc(sum(len(d.placements) or 1 for d in result.decisions))
+        for distribution, observed in zip(
+            (m.extension_points, m.plugin_duration), result.observed, strict=True
+        ):
+            for labels, counts, total in observed:
+                distribution.merge(labels, counts, total)
         sent = self._sent.pop(result.batch_id, None) if settled else self._sent.get(result.batch_id)
         took = time.monotonic() - sent if sent is not None else 0.0
         failed: dict[str, int] = {}  # profile -> attempts that found no node
@@ -364,9 +397,11 @@ class LoopMetrics:
         bound: Sequence[Bound],
         decided: float,
         committed: float,
+        bind_s: float,
     ) -> None:
         """A batch's outcomes: attempts that ended bound or in error, conflicts, the stages
-        of every pod bound (`decided` and `committed` as time.perf_counter() read them)."""
+        of every pod bound (`decided` and `committed` as time.perf_counter() read them), and
+        the Bind extension point (`bind_s`: the call that bound the batch's pods)."""
         m = self.metrics
         now, perf_now = time.monotonic(), time.perf_counter()
         sent = self._sent.pop(batch_id, now)
@@ -398,15 +433,28 @@ class LoopMetrics:
             m.sli_duration.observe((str(b.attempts),), now - b.queued_at)
             m.pod_attempts.observe((), b.attempts)
             m.stages.observe(("queued_to_sent",), max(sent - b.queued_at, 0.0))
+        share = bind_s / max(pods_committed, 1)  # failed bindings: optimist_bind_errors
         for profile, pods in profiles.items():
             m.attempts.labels("scheduled", profile).inc(pods)
             m.attempt_duration.observe(("scheduled", profile), now - sent, pods)
+            m.extension_points.observe(("Bind", "Success", profile), share, pods)
         for complete in gangs.values():
             m.gang_bound.observe(now - complete)
 
     def preempted(self, victims: int) -> None:
         self.metrics.preemption_attempts.inc()
         self.metrics.preemption_victims.observe(victims)
+
+    def post_filter(self, seconds: float, tried: Sequence[tuple[str, int, bool]]) -> None:
+        """The PostFilter extension point (preemption's dry runs): `seconds` spent for
+        `tried`, (profile, pods, victims found) per unit, shared out among their pods."""
+        pods = sum(count for _, count, _ in tried)
+        if not pods:
+            return
+        share = seconds / pods
+        for profile, count, found in tried:
+            status = "Success" if found else "Unschedulable"
+            self.metrics.extension_points.observe(("PostFilter", status, profile), share, count)
 
     def maybe_sample(self, dispatcher: Dispatcher, *, now: bool = False) -> None:
         """Read the dispatcher's books, at most once per `sample_every_s` (or `now`: at

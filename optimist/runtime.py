@@ -368,6 +368,8 @@ class SchedulingLoop:
     def _preempt(self, asks: list[PreemptionAsk]) -> None:
         """Find victims for units that fit nowhere: single pods alike share one dry run
         (`PreemptionPlanner.plan_alike`), other units are planned one by one."""
+        started = time.perf_counter()
+        tried: list[tuple[str, int, bool]] = []  # (profile, pods, victims found) per unit
         quotas = self.dispatcher.quotas
         alike: dict[tuple[object, ...], list[tuple[PreemptionAsk, Preemptor]]] = {}
         for ask in asks:
@@ -387,18 +389,22 @@ class SchedulingLoop:
                 key = (p.requests, p.priority, p.quota, tuple(p.nodes))
                 alike.setdefault(key, []).append((ask, p))
             else:
-                self._carry_out(ask, preemptors, self.preemption.plan(preemptors))
+                found = self._carry_out(ask, preemptors, self.preemption.plan(preemptors))
+                tried.append((preemptors[0].profile, len(preemptors), found))
         for group in alike.values():
             plans = self.preemption.plan_alike([p for _, p in group])
             for (ask, p), plan in zip(group, plans, strict=True):
-                self._carry_out(ask, [p], plan)
+                tried.append((p.profile, 1, self._carry_out(ask, [p], plan)))
+        if self.metrics:
+            self.metrics.post_filter(time.perf_counter() - started, tried)
 
-    def _carry_out(self, ask: PreemptionAsk, pods: list[Preemptor], plan: Plan | None) -> None:
+    def _carry_out(self, ask: PreemptionAsk, pods: list[Preemptor], plan: Plan | None) -> bool:
         """Evict the plan's victims and reserve their room for the unit in one step in the
-        store, then delete them in the cluster."""
+        store, then delete them in the cluster. False if there is no plan, or the store
+        refused it."""
         if plan is None:
             self.dispatcher.no_victims(ask.unit)
-            return
+            return False
         expires_at = time.time() + self.settings.hold_ttl_s
         holds = [Hold(p.key, plan.nominated[p.key], p.requests, expires_at) for p in pods]
         victims = [v.key for v in plan.victims]
@@ -411,7 +417,7 @@ class SchedulingLoop:
                 extra=unit_key(ask.unit),
             )
             self.dispatcher.no_victims(ask.unit)
-            return
+            return False
         self.bound_pods.remove(victims)  # no longer in the store: nobody else's victims
         self.dispatcher.nominate(ask.unit, plan.nominated, victims)
         if self.metrics:
@@ -426,6 +432,7 @@ class SchedulingLoop:
                         error,
                         extra=unit_key(ask.unit),
                     )
+        return True
 
     def _complete_commit(self, ref: ray.ObjectRef) -> None:
         job = self._committing.pop(ref)
@@ -449,7 +456,10 @@ class SchedulingLoop:
         for b in placed:
             self.bound_pods.add(b.pod, b.node)
         if self.metrics:
-            self.metrics.settled(batch_id, outcomes, placed, decided, self.binder.committed_at)
+            binder = self.binder
+            self.metrics.settled(
+                batch_id, outcomes, placed, decided, binder.committed_at, binder.bind_s
+            )
         bound = [b.pod.key for b in placed]
         if self.on_stage and bound:
             self.on_stage("decided", bound, decided)

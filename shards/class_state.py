@@ -188,9 +188,9 @@ class ClassState:
             self._feasible_rows = None
         scorers = self.profile.scorers
         renormalize = reshaped
-        for (plugin, _), raw in zip(scorers, self.raws, strict=True):
-            if plugin.dynamic:
-                fresh = plugin.score(self.pod, self.table, rows)
+        scored = self.profile.dynamic_scores(self.pod, self.table, rows)
+        for (plugin, _), raw, fresh in zip(scorers, self.raws, scored, strict=True):
+            if fresh is not None:
                 renormalize |= plugin.normalizes and not np.array_equal(fresh, raw[rows])
                 raw[rows] = fresh
         if renormalize:

@@ -8,6 +8,7 @@ after the shard has placed a pod there.
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Hashable
@@ -20,6 +21,7 @@ from cluster import resources as res
 from cluster.events import EVENTS
 from cluster.objects import SchedulingSpec
 from shards.node_table import NodeTable, Ports
+from shards.stopwatch import FILTER, SCORE, Stopwatch
 
 Rows = np.ndarray | slice
 MAX_NODE_SCORE = 100
@@ -134,6 +136,8 @@ class Profile:
     filters: list[FilterPlugin]
     scorers: list[tuple[ScorePlugin, int]]
     percentage_of_nodes_to_score: int | None = None  # None: upstream's adaptive rule
+    # where the time goes; the shard shares one between its profiles
+    stopwatch: Stopwatch = field(default_factory=Stopwatch)
     # each plugin that can span nodes, once (a filter that also scores is one plugin)
     _spanning: list[FilterPlugin | ScorePlugin] = field(init=False, default_factory=list)
     _static: list[FilterPlugin] = field(init=False, default_factory=list)
@@ -149,11 +153,48 @@ class Profile:
 
     def feasible(self, pod: PodClass, table: NodeTable, rows: Rows, *, dynamic: bool) -> np.ndarray:
         """The AND of the filters that are (dynamic=True) or are not (False) usage-dependent."""
+        started = time.perf_counter()
         mask = table.alive[rows].copy()
         for plugin in self.filters:
             if plugin.dynamic == dynamic:
-                mask &= plugin.filter(pod, table, rows)
+                mask &= self._filter(plugin, pod, table, rows)
+        self.stopwatch.seconds[FILTER] += time.perf_counter() - started
         return mask
+
+    def _filter(
+        self, plugin: FilterPlugin, pod: PodClass, table: NodeTable, rows: Rows
+    ) -> np.ndarray:
+        if not self.stopwatch.sampling:
+            return plugin.filter(pod, table, rows)
+        started = time.perf_counter()
+        ok = plugin.filter(pod, table, rows)
+        self.stopwatch.plugin(plugin.name, "Filter", started)
+        return ok
+
+    def _score(
+        self, plugin: ScorePlugin, pod: PodClass, table: NodeTable, rows: Rows
+    ) -> np.ndarray:
+        if not self.stopwatch.sampling:
+            return plugin.score(pod, table, rows)
+        started = time.perf_counter()
+        raw = plugin.score(pod, table, rows)
+        self.stopwatch.plugin(plugin.name, "Score", started)
+        return raw
+
+    def _normalize(
+        self,
+        plugin: ScorePlugin,
+        pod: PodClass,
+        table: NodeTable,
+        rows: np.ndarray,
+        raw: np.ndarray,
+    ) -> np.ndarray:
+        if not self.stopwatch.sampling:
+            return plugin.normalize(pod, table, rows, raw)
+        started = time.perf_counter()
+        part = plugin.normalize(pod, table, rows, raw)
+        self.stopwatch.plugin(plugin.name, "ScoreExtensionNormalize", started)
+        return part
 
     def static_rows(self, pod: PodClass, table: NodeTable) -> tuple[np.ndarray, np.ndarray]:
         """The rows the spec-only filters let the pod onto: a mask over every row and the
@@ -172,15 +213,33 @@ class Profile:
         """The rows only `preemptible` filters reject the pod from, or none: where
         evicting pods might make room (upstream's nodesWherePreemptionMightHelp)."""
         _, rows = self.static_rows(pod, table)
+        started = time.perf_counter()
         keep = np.ones(len(rows), dtype=bool)
         for plugin in self.filters:
             if plugin.dynamic and not plugin.preemptible and len(rows):
-                keep &= plugin.filter(pod, table, rows)
+                keep &= self._filter(plugin, pod, table, rows)
+        self.stopwatch.seconds[FILTER] += time.perf_counter() - started
         return rows[keep]
 
     def raw_scores(self, pod: PodClass, table: NodeTable, rows: Rows) -> list[np.ndarray]:
         """Each scorer's raw scores for the rows, in the order of `scorers`."""
-        return [plugin.score(pod, table, rows) for plugin, _ in self.scorers]
+        started = time.perf_counter()
+        raws = [self._score(plugin, pod, table, rows) for plugin, _ in self.scorers]
+        self.stopwatch.seconds[SCORE] += time.perf_counter() - started
+        return raws
+
+    def dynamic_scores(
+        self, pod: PodClass, table: NodeTable, rows: np.ndarray
+    ) -> list[np.ndarray | None]:
+        """The raw scores of the usage-dependent scorers for the rows (None for the others):
+        what a placement on those rows can have changed."""
+        started = time.perf_counter()
+        raws = [
+            self._score(plugin, pod, table, rows) if plugin.dynamic else None
+            for plugin, _ in self.scorers
+        ]
+        self.stopwatch.seconds[SCORE] += time.perf_counter() - started
+        return raws
 
     def weighted(
         self,
@@ -194,17 +253,19 @@ class Profile:
 
         `raws` and `feasible` are aligned with `rows`, the table rows they are for.
         """
+        started = time.perf_counter()
         parts = []
         every = bool(feasible.all())  # a first search scores feasible rows only
         for (plugin, weight), raw in zip(self.scorers, raws, strict=True):
             if not plugin.normalizes:
                 part = raw
             elif every:
-                part = plugin.normalize(pod, table, rows, raw)
+                part = self._normalize(plugin, pod, table, rows, raw)
             else:
                 part = np.zeros_like(raw)
-                part[feasible] = plugin.normalize(pod, table, rows[feasible], raw[feasible])
+                part[feasible] = self._normalize(plugin, pod, table, rows[feasible], raw[feasible])
             parts.append(part if weight == 1 else part * weight)
+        self.stopwatch.seconds[SCORE] += time.perf_counter() - started
         return parts
 
     def spans_nodes(self, pod: PodClass, table: NodeTable) -> bool:
@@ -214,17 +275,19 @@ class Profile:
     def explain(self, pod: PodClass, table: NodeTable) -> Rejection:
         """Per reason, how many nodes the first failing filter rejected, as upstream
         counts; and which filters those were, with the events that could change them."""
+        started = time.perf_counter()
         reasons: Counter[str] = Counter()
         plugins: list[FilterPlugin] = []
         remaining = np.flatnonzero(table.alive[: table.size])
         for plugin in self.filters:
             if not len(remaining):
                 break
-            ok = plugin.filter(pod, table, remaining)
+            ok = self._filter(plugin, pod, table, remaining)
             if not ok.all():
                 reasons.update(plugin.reasons(pod, table, remaining[~ok]))
                 plugins.append(plugin)
             remaining = remaining[ok]
+        self.stopwatch.seconds[FILTER] += time.perf_counter() - started
         return Rejection(
             reasons,
             tuple(p.name for p in plugins),

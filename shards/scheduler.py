@@ -24,6 +24,7 @@ from shards.extender import ExtenderError, HTTPExtender
 from shards.framework import PodClass, Profile, Rejection
 from shards.home_nodes import HomeNodes
 from shards.node_table import NodeTable
+from shards.stopwatch import Stopwatch
 
 _CLASS_CACHE = 4096
 
@@ -47,6 +48,9 @@ class ShardCore:
         self.shard_id = shard_id
         self.store = store
         self.profiles = {p.name: p for p in profiles}
+        self.stopwatch = Stopwatch()
+        for profile in profiles:
+            profile.stopwatch = self.stopwatch
         self.extenders = list(extenders)
         self._extender_errors = 0  # since the last result
         self._rollbacks = 0  # units placed in part and undone, since the last result
@@ -63,6 +67,7 @@ class ShardCore:
     def handle(self, batch: ShardBatch) -> ShardResult:
         started = time.perf_counter()
         trips = self.store.round_trips
+        self.stopwatch.batch()
         for batch_id in batch.resolved:
             for unit in self._batch_units.pop(batch_id, []):
                 self._stop_assuming(unit)
@@ -85,6 +90,7 @@ class ShardCore:
             rollbacks=rollbacks,
             round_trips=self.store.round_trips - trips,
             versions_behind=max(self.table.store_version - before, 0),
+            observed=self.stopwatch.take(),
         )
 
     def _stop_assuming(self, unit: str) -> None:
@@ -109,17 +115,25 @@ class ShardCore:
         placed = []
         units = batch.units
         i = 0
+        watch = self.stopwatch
         while i < len(units):
             run = self._run_length(units, i, classes)
+            mark = watch.mark()
             if run > 1:
                 outcomes = self._place_run(units[i : i + run], classes, states)
             else:
                 outcomes = [self._place(units[i], classes, states)]
+            pods_placed = pods_failed = 0
             for unit, (decision, assumed) in zip(units[i : i + run], outcomes, strict=True):
                 if assumed:
                     self._assumed[unit.key] = assumed
                     placed.append(unit.key)
+                    pods_placed += len(decision.placements)
+                else:
+                    pods_failed += len(unit.pods)
                 decisions.append(decision)
+            profile = classes[units[i].pods[0][1]].spec.profile
+            watch.attribute(mark, profile, pods_placed, pods_failed)
             i += run
         if placed:
             self._batch_units[batch.batch_id] = placed

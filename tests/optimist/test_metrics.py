@@ -43,6 +43,14 @@ UPSTREAM = {
     "scheduler_preemption_victims": ("histogram", set()),
     "scheduler_pending_pods": ("gauge", {"queue"}),
     "scheduler_unschedulable_pods": ("gauge", {"plugin", "profile"}),
+    "scheduler_framework_extension_point_duration_seconds": (
+        "histogram",
+        {"extension_point", "status", "profile"},
+    ),
+    "scheduler_plugin_execution_duration_seconds": (
+        "histogram",
+        {"plugin", "extension_point", "status"},
+    ),
 }
 
 
@@ -105,6 +113,22 @@ def test_the_counts_agree_with_the_run(served):
         "shard",
         "commit",
     }
+    # every pod a shard decided went through Filter once; the 20 that fit nowhere failed it
+    point = "scheduler_framework_extension_point_duration_seconds"
+    decided = value(found, "optimist_shard_pods", "_total")
+    assert value(found, point, "_count", extension_point="Filter") == decided
+    assert value(found, point, "_count", extension_point="Filter", status="Unschedulable") == 20
+    assert value(found, point, "_count", extension_point="Bind") == scheduled
+    # each of them found victims in its dry run
+    assert value(found, point, "_count", extension_point="PostFilter", status="Success") == 20
+    sampled = value(
+        found,
+        "scheduler_plugin_execution_duration_seconds",
+        "_count",
+        plugin="NodeResourcesFit",
+        extension_point="Filter",
+    )
+    assert sampled > 0
     # the run is over: nothing waits
     assert value(found, "scheduler_pending_pods") == 0
     assert value(found, "optimist_pending_pod_age_seconds", "_gcount") == 0

@@ -391,3 +391,27 @@ def test_a_result_says_how_far_behind_the_store_the_shard_was(store):
     store.put_nodes([node("n2", cpu="1")])
     store.put_nodes([node("n3", cpu="1")])
     assert core.handle(batch([spec("100m")], [[0]])).versions_behind == 2
+
+
+def test_a_result_carries_each_pods_share_of_the_time_at_each_extension_point(store):
+    store.put_nodes([node(f"n{i}", cpu="1") for i in range(4)])
+    core = ShardCore(0, store, [default_profile()], seed=1)
+    # a run of five alike pods, a unit of one that fits nowhere, a two-pod gang
+    result = core.handle(batch([spec("100m"), spec("2")], [[0]] * 5 + [[1]] + [[0, 0]]))
+    points, plugins = result.observed
+    counts = {tuple(labels): sum(c) for labels, c, _ in points}
+    assert counts == {
+        ("Filter", "Success", "default-scheduler"): 7,
+        ("Score", "Success", "default-scheduler"): 7,
+        ("Filter", "Unschedulable", "default-scheduler"): 1,
+        # judging its class scored every node: time spent, so observed
+        ("Score", "Unschedulable", "default-scheduler"): 1,
+    }
+    assert all(total > 0 for labels, _, total in points if labels[0] == "Filter")
+    # the first batch is sampled: every filter that ran was timed call by call
+    timed = {(name, point) for (name, point, _), _, _ in plugins}
+    assert ("NodeResourcesFit", "Filter") in timed and ("NodeResourcesFit", "Score") in timed
+    # the next nine are not; what was sent is not sent again
+    again = core.handle(batch([spec("100m")], [[0]]))
+    assert again.observed[1] == []
+    assert sum(sum(c) for _, c, _ in again.observed[0]) == 2  # Filter and Score, one pod
