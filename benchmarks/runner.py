@@ -40,6 +40,7 @@ from benchmarks.perf_config import (
 from cluster.redis_server import connect
 from cluster.simulator import SimulatedCluster
 from optimist.metrics import LoopMetrics
+from optimist.profiling import Profiler
 from optimist.report import CpuClock, PeakMemory
 from optimist.runtime import Platform, SchedulingLoop
 
@@ -183,6 +184,7 @@ class CaseRunner:
         timeout_s: float,
         progress: Callable[[int, int], None] = lambda done, total: None,
         metrics: LoopMetrics | None = None,
+        profiler: Profiler | None = None,
     ) -> None:
         self.run = run
         self.platform = platform
@@ -190,7 +192,12 @@ class CaseRunner:
         self.rng = random.Random(seed)
         self.unique = itertools.count()
         self.loop = SchedulingLoop(
-            platform, self.cluster, on_bound=self._bound, on_stage=self._stage, metrics=metrics
+            platform,
+            self.cluster,
+            on_bound=self._bound,
+            on_stage=self._stage,
+            metrics=metrics,
+            profiler=profiler,
         )
         here = ray.get_runtime_context().get_node_id()
         self.harness = connect(platform.redis_url)  # the bench's readings, apart from the loop's

@@ -32,6 +32,7 @@ from dispatcher.dispatcher import Dispatcher
 from optimist import report
 from optimist.config import Settings
 from optimist.metrics import LoopMetrics
+from optimist.profiling import Profiler
 from optimist.quality import cluster_quality
 from optimist.runtime import Platform, init_ray
 
@@ -108,9 +109,11 @@ def run_bench(
     cpu_affinity: bool = False,
     metrics: LoopMetrics | None = None,
     profile_dir: Path | None = None,
+    profiler: Profiler | None = None,
 ) -> BenchRun:
     """Run every workload of the plan; with `profile_dir`, write a CPU profile of the
-    control process and of each shard per workload there (pstats files)."""
+    control process and of each shard per workload there (pstats files); with a
+    `profiler`, take profiles whenever it is asked to, while workloads run."""
     plan = Plan((workload.case(),)) if isinstance(workload, Workload) else workload
     cases: list[dict[str, Any]] = []
     clusters: dict[str, SimulatedCluster] = {}
@@ -135,9 +138,14 @@ def run_bench(
                     timeout_s=plan.timeout_s,
                     progress=progress,
                     metrics=metrics,
+                    profiler=profiler,
                 )
-                with _profiled(platform, profile_dir, run.name):
-                    outcome = runner.execute()
+                try:
+                    with _profiled(platform, profile_dir, run.name):
+                        outcome = runner.execute()
+                finally:
+                    if profiler:
+                        profiler.detach()
                 cases.append(case_report(outcome, platform))
                 versions = versions or report.versions(platform.store.client.info("server"))
             clusters[run.name] = outcome.cluster

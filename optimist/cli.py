@@ -36,6 +36,7 @@ from optimist.configuration import (
 )
 from optimist.metrics import LoopMetrics, MetricsServer, SchedulerMetrics
 from optimist.plots import write_html
+from optimist.profiling import Profiler
 from optimist.replay import SnapshotError, load_snapshot, run_replay, write_comparison
 from optimist.sweep import SweepError, parse_sweep, run_sweep
 
@@ -159,9 +160,23 @@ def bench(
             "per workload, to this folder"
         ),
     ] = None,
+    profiling_endpoint: Annotated[
+        bool,
+        typer.Option(
+            help="with --metrics-address: serve /debug/profile?target=control|shard-N"
+            "&seconds=S, a CPU profile (pstats) taken on demand, to loopback clients only"
+        ),
+    ] = False,
 ) -> None:
     """Run scheduler_perf cases on a simulated cluster and report pods/s; exits 1 if any pod
     was lost or a case failed, 2 if the case file or the configuration is bad."""
+    if profiling_endpoint and (profile or not metrics_address):
+        typer.echo(
+            "error: --profiling-endpoint needs --metrics-address, and takes its profiles "
+            "instead of --profile's",
+            err=True,
+        )
+        raise typer.Exit(2)
     configuration = _load_or_exit(config) if config else default_configuration()
     settings = Settings.from_configuration(
         configuration,
@@ -202,7 +217,14 @@ def bench(
             )
         elif metrics_address:
             run = _bench_serving_metrics(
-                settings, plan, progress, cpu_affinity, metrics_address, linger, profile
+                settings,
+                plan,
+                progress,
+                cpu_affinity,
+                metrics_address,
+                linger,
+                profile,
+                Profiler() if profiling_endpoint else None,
             )
         else:
             run = run_bench(
@@ -289,21 +311,23 @@ def _bench_serving_metrics(
     address: str,
     linger: float,
     profile_dir: Path | None,
+    profiler: Profiler | None,
 ) -> BenchRun:
     """`run_bench` with the platform's metrics served on `address` (ready while it runs),
     and for `linger` seconds after, so that a scraper collects the final values."""
     metrics = SchedulerMetrics()
     running = threading.Event()
     running.set()
-    with MetricsServer(metrics, address, ready=running.is_set) as server:
+    with MetricsServer(metrics, address, ready=running.is_set, profiler=profiler) as server:
         log.info("serving metrics on http://%s/metrics", server.address)
         run = run_bench(
             settings,
             plan,
             show_progress=progress,
             cpu_affinity=cpu_affinity,
-            metrics=LoopMetrics(metrics),
+            metrics=LoopMetrics(metrics, partitions=settings.partitions),
             profile_dir=profile_dir,
+            profiler=profiler,
         )
         running.clear()
         time.sleep(linger)

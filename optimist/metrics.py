@@ -17,11 +17,15 @@ counted in `optimist_conflicts_total`, not as an attempt.
 from __future__ import annotations
 
 import bisect
+import ipaddress
 import math
+import re
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
@@ -44,7 +48,9 @@ from prometheus_client.core import (
 from cluster.histogram import EXTENSION_POINT_BUCKETS, PLUGIN_BUCKETS, Histograms, exponential
 from cluster.lifecycle import PodState
 from cluster.messages import ShardResult, UnitOutcome
+from cluster.partitions import partition_of
 from dispatcher.dispatcher import Bound, Dispatcher
+from optimist.profiling import Profiler, ProfilingError
 
 ATTEMPT_BUCKETS = exponential(0.001, 2, 15)  # scheduling_attempt_duration_seconds
 SLI_BUCKETS = exponential(0.01, 2, 20)  # pod_scheduling_sli_duration_seconds
@@ -275,8 +281,9 @@ class SchedulerMetrics:
         )
         self.conflicts = Counter(
             "optimist_conflicts",
-            "Placements the store refused (the unit is tried again), by the reason's kind.",
-            ["reason"],
+            "Placements the store refused (the unit is tried again), by the reason's kind and "
+            "the node partition of the node it names ('all' without partitions, '' for none).",
+            ["reason", "partition"],
             registry=r,
         )
         self.commit_duration = Histogram(
@@ -354,10 +361,16 @@ class Ticker:
 
 
 class LoopMetrics:
-    """What the control loop tells the metrics, step by step (`SchedulingLoop.metrics`)."""
+    """What the control loop tells the metrics, step by step (`SchedulingLoop.metrics`).
 
-    def __init__(self, metrics: SchedulerMetrics, sample_every_s: float = 1.0) -> None:
+    `partitions`: the node partitions the shards look at first (0: none), by which
+    conflicts are counted."""
+
+    def __init__(
+        self, metrics: SchedulerMetrics, sample_every_s: float = 1.0, partitions: int = 0
+    ) -> None:
         self.metrics = metrics
+        self.partitions = partitions
         self._sent: dict[int, float] = {}  # batch id -> time.monotonic() when sent
         self._ticker = Ticker(sample_every_s)
 
@@ -407,7 +420,8 @@ class LoopMetrics:
         sent = self._sent.pop(batch_id, now)
         for outcome in outcomes:
             if outcome.status == "conflict":
-                m.conflicts.labels(_conflict_kind(outcome.detail)).inc()
+                where = _partition(outcome.detail, self.partitions)
+                m.conflicts.labels(_conflict_kind(outcome.detail), where).inc()
             elif outcome.status in ("bind-failed", "partly-bound"):
                 m.bind_errors.inc(len(outcome.unbound) or len(outcome.nodes) or 1)
         pods_committed = sum(
@@ -474,11 +488,23 @@ def _conflict_kind(detail: str) -> str:
         ("changed", "changed since"),
         ("cross-pod", "affinity"),
         ("cross-pod", "spread"),
-        ("fence", "binder"),
+        ("fence", "by another binder"),
+        ("binder-failed", "binder actor failed"),
     ):
         if words in detail:
             return kind
     return "other"
+
+
+_NODE = re.compile(r"\bnode (\S+?)(?::|\s|$)")
+
+
+def _partition(detail: str, partitions: int) -> str:
+    """The partition of the node a conflict's reason names: where shards collide."""
+    found = _NODE.search(detail)
+    if found is None:
+        return ""
+    return str(partition_of(found.group(1), partitions)) if partitions else "all"
 
 
 # The dispatcher's states, as kube-scheduler names its queues; in flight or awaiting
@@ -528,14 +554,19 @@ class MetricsServer:
     """`/metrics`, `/healthz` and `/readyz` over HTTP, in a thread of the control process.
 
     `/healthz` answers while the process serves at all; `/readyz` only while `ready()`
-    holds (the platform is up and scheduling).
+    holds (the platform is up and scheduling). With a `profiler`, `/debug/profile` too,
+    to clients on loopback only (`optimist.profiling`).
     """
 
     def __init__(
-        self, metrics: SchedulerMetrics, address: str, ready: Callable[[], bool] = lambda: True
+        self,
+        metrics: SchedulerMetrics,
+        address: str,
+        ready: Callable[[], bool] = lambda: True,
+        profiler: Profiler | None = None,
     ) -> None:
         host, _, port = address.rpartition(":")
-        self.metrics, self.ready = metrics, ready
+        self.metrics, self.ready, self.profiler = metrics, ready, profiler
         self._server = make_server(
             host.strip("[]") or "127.0.0.1", int(port), self._app, handler_class=_QuietHandler
         )
@@ -556,7 +587,9 @@ class MetricsServer:
 
     def _app(self, environ: dict[str, Any], start: Callable[..., Any]) -> list[bytes]:
         path = environ.get("PATH_INFO", "")
-        if path == "/metrics":
+        if path == "/debug/profile" and self.profiler is not None:
+            status, kind, body = self._profile(environ, self.profiler)
+        elif path == "/metrics":
             body, kind = generate_latest(self.metrics.registry), CONTENT_TYPE_LATEST
             status = "200 OK"
         elif path == "/healthz":
@@ -569,6 +602,24 @@ class MetricsServer:
             body, kind, status = b"not found", "text/plain", "404 Not Found"
         start(status, [("Content-Type", kind), ("Content-Length", str(len(body)))])
         return [body]
+
+    @staticmethod
+    def _profile(environ: dict[str, Any], profiler: Profiler) -> tuple[str, str, bytes]:
+        """A pstats file of `?target=` (control, or shard-N) over `?seconds=` (10)."""
+        if not ipaddress.ip_address(environ.get("REMOTE_ADDR") or "0.0.0.0").is_loopback:
+            return "403 Forbidden", "text/plain", b"profiles are for clients on loopback only"
+        query = urllib.parse.parse_qs(environ.get("QUERY_STRING", ""))
+        target = query.get("target", ["control"])[0]
+        given = query.get("seconds", ["10"])[0]
+        try:
+            seconds = float(given)
+        except ValueError:
+            return "400 Bad Request", "text/plain", f"seconds: {given!r} is not a number".encode()
+        try:
+            stats = profiler.profile(target, seconds)
+        except ProfilingError as err:
+            return f"{err.status} {HTTPStatus(err.status).phrase}", "text/plain", str(err).encode()
+        return "200 OK", "application/octet-stream", stats
 
 
 class _QuietHandler(WSGIRequestHandler):

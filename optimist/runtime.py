@@ -40,6 +40,7 @@ from dispatcher.queue import Backoff
 from optimist.config import Settings
 from optimist.logs import unit_key
 from optimist.metrics import LoopMetrics
+from optimist.profiling import Profiler
 from shards.actor import ShardActor
 
 log = logging.getLogger(__name__)
@@ -140,9 +141,13 @@ class SchedulingLoop:
         on_bound: Callable[[list[str]], None] = lambda pods: None,
         on_stage: StageHook | None = None,
         metrics: LoopMetrics | None = None,
+        profiler: Profiler | None = None,
     ) -> None:
         s = platform.settings
         self.metrics = metrics
+        self.profiler = profiler
+        if profiler:
+            profiler.attach(platform.shards)
         self.settings = s
         self.shards = platform.shards
         self.cluster = cluster
@@ -264,6 +269,8 @@ class SchedulingLoop:
         self.feed()
         if self.metrics:
             self.metrics.maybe_sample(self.dispatcher)
+        if self.profiler:
+            self.profiler.poll()
         if not self.busy():
             return
         waiting = [*self._inflight, *self._committing]

@@ -112,6 +112,16 @@ def test_bench_serves_its_metrics_and_lingers(redis_url, caplog):
     assert any("serving metrics on http://127.0.0.1:" in r.message for r in caplog.records)
 
 
+def test_bench_takes_the_profiling_endpoint_only_with_its_metrics(redis_url, caplog):
+    args = ["bench", str(CASES), "--workload", "Everything/small", "--shards", "1"]
+    args += ["--no-progress", "--redis-url", redis_url, "--profiling-endpoint"]
+    args += ["--metrics-address", "127.0.0.1:0", "--linger", "0.2"]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    # without --metrics-address, or with --profile as well: refused before anything runs
+    alone = CliRunner().invoke(app, ["bench", str(CASES), "--profiling-endpoint"])
+    assert alone.exit_code == 2 and "needs --metrics-address" in alone.output
+
+
 @pytest.mark.parametrize(
     ("args", "expected"),
     [

@@ -6,7 +6,7 @@ from cluster.histogram import EXTENSION_POINT_BUCKETS, PLUGIN_BUCKETS, Histogram
 
 
 def test_buckets_are_kube_schedulers():
-    assert EXTENSION_POINT_BUCKETS == exponential(0.0001, 2, 12)
+    assert exponential(0.0001, 2, 12) == EXTENSION_POINT_BUCKETS
     assert EXTENSION_POINT_BUCKETS[-1] == pytest.approx(0.2048)
     assert PLUGIN_BUCKETS[0] == 0.00001 and len(PLUGIN_BUCKETS) == 20
 

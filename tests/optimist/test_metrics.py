@@ -13,6 +13,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks import cases_file
 from cluster.manifests import pod_from_manifest
+from cluster.messages import UnitOutcome
+from cluster.partitions import partition_of
 from cluster.quota import Quota, QuotaTree
 from dispatcher.dispatcher import Dispatcher
 from optimist.bench import load_plan, run_bench
@@ -186,3 +188,25 @@ def test_a_costly_sample_is_taken_less_often():
     ticker.took(time.monotonic() - 0.1)  # a sample that took 0.1 s: the next in 2 s
     assert not ticker.due()
     assert ticker._next - time.monotonic() == pytest.approx(2.0, abs=0.05)
+
+
+def test_conflicts_are_counted_by_kind_and_by_the_partition_of_their_node():
+    metrics = SchedulerMetrics()
+    detail = "pod ns/p: node n-1: insufficient cpu (free 1, requested 2)"
+    outcomes = [
+        UnitOutcome("ns/u1", "conflict", detail=detail),
+        UnitOutcome("ns/u2", "conflict", detail="its binder actor failed"),
+    ]
+    LoopMetrics(metrics, partitions=4).settled(1, outcomes, [], 0.0, 0.0, 0.0)
+    LoopMetrics(metrics).settled(2, outcomes[:1], [], 0.0, 0.0, 0.0)
+    found = families(generate_latest(metrics.registry).decode())
+    by = {
+        (s.labels["reason"], s.labels["partition"]): s.value
+        for s in found["optimist_conflicts"].samples
+        if s.name.endswith("_total")
+    }
+    assert by == {
+        ("resources", str(partition_of("n-1", 4))): 1,
+        ("binder-failed", ""): 1,
+        ("resources", "all"): 1,
+    }
