@@ -25,6 +25,10 @@ class ClusterAdapter(Protocol):
         """Pods of our profiles created, or changed while unbound, since the last call;
         (pod key, error) for unparsable ones."""
 
+    def take_running_pods(self) -> list[Pod]:
+        """Pods found bound that optimist did not bind since the last call (another
+        scheduler's, or bound before optimist started): usage, whether they fit or not."""
+
     def take_deleted_pods(self) -> list[str]:
         """Keys of pods deleted since the last call, whether bound or pending."""
 
@@ -45,6 +49,14 @@ class ClusterAdapter(Protocol):
 
     def bind(self, bindings: list[Binding]) -> list[str | None]:
         """Bind pods to nodes; one error (or None) per binding."""
+
+    def report_unschedulable(self, failures: list[tuple[str, str, str]]) -> None:
+        """(pod, reason, message) of attempts that found no node, as kube-scheduler reports
+        them: reason is the PodScheduled condition's (Unschedulable, SchedulerError or
+        SchedulingGated), message the summary ("0/5000 nodes are available: ...")."""
+
+    def nominate(self, nominations: dict[str, str]) -> None:
+        """Pods that preempted room on a node: status.nominatedNodeName."""
 
     def evict(self, pods: list[str]) -> list[str | None]:
         """Delete bound pods, preemption's victims; one error (or None) per pod. Their

@@ -56,6 +56,8 @@ class SimulatedCluster:
     evicted: list[str] = field(default_factory=list)  # pods deleted by preemption, in order
     reservations: dict[str, Reservation] = field(default_factory=dict)  # by name
     pod_groups: dict[str, PodGroup] = field(default_factory=dict)
+    reports: dict[str, tuple[str, str]] = field(default_factory=dict)  # pod -> last failure
+    nominated: dict[str, str] = field(default_factory=dict)  # pod -> nominatedNodeName
     _new: list[str] = field(default_factory=list)
     _new_groups: list[PodGroup] = field(default_factory=list)
     _new_budgets: list[DisruptionBudget] = field(default_factory=list)
@@ -223,6 +225,17 @@ class SimulatedCluster:
         self._parsed.pop(key, None)
         if key not in self.bindings:
             self._watch(key)
+
+    def take_running_pods(self) -> list[Pod]:
+        """Nobody else binds here: `add_running_pods`' caller commits those pods itself."""
+        return []
+
+    def report_unschedulable(self, failures: list[tuple[str, str, str]]) -> None:
+        for pod, reason, message in failures:
+            self.reports[pod] = (reason, message)
+
+    def nominate(self, nominations: dict[str, str]) -> None:
+        self.nominated.update(nominations)
 
     def take_deleted_pods(self) -> list[str]:
         """Keys of the pods deleted since the last call."""

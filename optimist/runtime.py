@@ -213,6 +213,9 @@ class SchedulingLoop:
                 self.dispatcher.add_quota(quota, self._capacity(), self.bound_pods)
             except InvalidObject as err:  # the tree stays as it was; the rest goes on
                 log.warning("quota %s left out: %s", quota.name, err)
+        running = self.cluster.take_running_pods()
+        if running:
+            self._count_running(running)
         deleted = self.cluster.take_deleted_pods()
         if deleted:
             self.bound_pods.remove(deleted)
@@ -234,12 +237,33 @@ class SchedulingLoop:
             self.dispatcher.add(pod)
             if self.reservations.has_placed:
                 self._claim(pod)
+        gated = [
+            (p.key, "SchedulingGated", f"scheduling gates are not empty: {', '.join(p.gates)}")
+            for p in pods
+            if p.gates
+        ]
+        if gated:
+            self.cluster.report_unschedulable(gated)
         for reservation in self.cluster.take_new_reservations():
             self.reservations.add(reservation)
             self.dispatcher.add(reservation.pod)
         for key, error in errors:
             log.warning("pod %s cannot be scheduled: %s", key, error, extra=unit_key(key))
             self.dispatcher.reject(key, str(error))
+        if errors:
+            self.cluster.report_unschedulable([(k, "SchedulerError", str(e)) for k, e in errors])
+
+    def _count_running(self, pods: list[Pod]) -> None:
+        """Pods bound by anybody else: their room is used in the store, whether it fits or
+        not; preemption may evict them; and they are no longer the queue's to place."""
+        counted = []
+        for pod, outcome in zip(pods, self.store.observe(pods), strict=True):
+            if outcome.committed:
+                counted.append(pod)
+            elif outcome.status != "duplicate":
+                log.warning("running pod %s not counted: %s", pod.key, outcome.detail)
+        self.add_running(counted)
+        self.dispatcher.forget([p.key for p in pods])
 
     def _capacity(self) -> dict[str, int]:
         """The cluster's allocatable, which the quotas at the top of the tree share."""
@@ -301,14 +325,20 @@ class SchedulingLoop:
             log.error("shard %d failed on batch %d: %s", shard, batch_id, err)
             self.shard_failures += 1
             result = ShardResult(shard, batch_id, 0, [])
+        units = self.dispatcher.units
+        unplaced = {  # unit -> (decision, pods), of the units that found no node
+            d.unit: (d, units[d.unit].pods)
+            for d in result.decisions
+            if not d.placed and d.unit in units
+        }
         classes, placed = self.dispatcher.on_result(result)
+        if unplaced:
+            failures = [
+                (p.key, "Unschedulable", d.summary()) for d, ps in unplaced.values() for p in ps
+            ]
+            self.cluster.report_unschedulable(failures)
         if self.metrics:
-            units = self.dispatcher.units
-            profiles = {
-                d.unit: units[d.unit].pods[0].spec.profile
-                for d in result.decisions
-                if not d.placed and d.unit in units
-            }
+            profiles = {unit: pods[0].spec.profile for unit, (_, pods) in unplaced.items()}
             self.metrics.answered(result, profiles, settled=not placed)
         asks = self.dispatcher.take_preemption_asks()
         if asks:
@@ -427,6 +457,7 @@ class SchedulingLoop:
             return False
         self.bound_pods.remove(victims)  # no longer in the store: nobody else's victims
         self.dispatcher.nominate(ask.unit, plan.nominated, victims)
+        self.cluster.nominate(plan.nominated)
         if self.metrics:
             self.metrics.preempted(len(victims))
         if victims:

@@ -44,6 +44,7 @@ def test_a_high_priority_pod_evicts_the_fewest_lowest_pods_and_takes_their_room(
         assert settle(loop, cluster, platform.store) == {}
         assert len(cluster.evicted) == 2 and set(cluster.evicted) <= set(low)
         node = cluster.bindings[high]
+        assert cluster.nominated == {high: node}  # status.nominatedNodeName, reported
         assert {cluster.bindings.get(k) for k in cluster.evicted} == {None}
         assert all(k in cluster.bindings for k in mid)
         assert platform.store.holds() == {}  # consumed by the preemptor
@@ -63,6 +64,8 @@ def test_no_pod_of_equal_or_higher_priority_is_evicted(redis_url, key_prefix):
         [pending] = cluster.create_pods(pod_of("1", 5, "peer"), 1)
         waiting = settle(loop, cluster, platform.store)
         assert "Insufficient cpu" in waiting[pending] and cluster.evicted == []
+        # reported as kube-scheduler does: FailedScheduling, PodScheduled=False
+        assert cluster.reports[pending] == ("Unschedulable", waiting[pending])
         # no bound pod is below its priority: the shard was not even asked for nodes
         assert loop.dispatcher.stats.preemption_attempts == 0
 

@@ -10,7 +10,9 @@
 --            (0-based), candidate nodes best first, the node versions seen]
 -- ARGV[3]: 'fine' (a pod still fits the committed state: accept) or 'coarse'
 --          (a candidate that changed since the shard saw it is a conflict,
---          Omega's sequence-number check)
+--          Omega's sequence-number check), or 'observed': pods the cluster
+--          already runs (bound by another scheduler), recorded whether they
+--          fit or not, since they are there all the same
 -- ARGV[4]: optional, when several binders commit (binder/fences.py): msgpack
 --   [fence prefix, keep-away seen (-1: no check), count namespaces (boolean),
 --    fences per unit (a list of [namespace, count seen], '*' for any)]
@@ -24,6 +26,7 @@
 --   {'committed', nodes} | {'conflict', detail} | {'duplicate', detail} | {'invalid', detail}
 local req = cmsgpack.unpack(ARGV[2])
 local coarse = ARGV[3] == 'coarse'
+local observed = ARGV[3] == 'observed'
 local classes, units = req[1], req[2]
 if type(classes) ~= 'table' or type(units) ~= 'table' then
   return redis.error_reply('commit: expected [classes, units]')
@@ -192,8 +195,10 @@ for ui, unit in ipairs(units) do
         else
           extra[name] = extra[name] or {}
           extra_ports[name] = extra_ports[name] or {}
-          local r, free, amount = shortfall(n, extra[name], cls)
-          local clash = not r and (port_clash(n.ports, cls[3]) or port_clash(extra_ports[name], cls[3]))
+          local r, free, amount = nil, nil, nil
+          if not observed then r, free, amount = shortfall(n, extra[name], cls) end
+          local clash = not r and not observed
+            and (port_clash(n.ports, cls[3]) or port_clash(extra_ports[name], cls[3]))
           if not r and not clash then
             chosen[#chosen + 1] = name
             for i, rn in ipairs(cls[1]) do

@@ -15,13 +15,14 @@ import msgpack
 import numpy as np
 import redis
 
-from cluster.messages import Decision, UnitOutcome
-from cluster.objects import Node, Peer, SchedulingSpec
+from cluster.messages import Decision, PodPlacement, UnitOutcome
+from cluster.objects import Node, Peer, Pod, SchedulingSpec
 from cluster.store.keys import Keys
 from cluster.store.scripts import Scripts
 
 _PUT_CHUNK = 1000
 CONFLICT_MODES = ("fine", "coarse")
+OBSERVED = "observed"  # commit's mode for pods the cluster runs already (`observe`)
 
 
 def _lua_frame(wire: object) -> bytes:
@@ -197,7 +198,7 @@ class NodeStore:
         `mode` is "fine" (a pod that still fits is accepted) or "coarse" (a
         candidate node that changed since the shard saw it is a conflict).
         """
-        if mode not in CONFLICT_MODES:
+        if mode not in CONFLICT_MODES and mode != OBSERVED:
             raise ValueError(f"conflict mode {mode!r}: must be one of {', '.join(CONFLICT_MODES)}")
         wire_classes = [
             [
@@ -225,6 +226,21 @@ class NodeStore:
             else:
                 outcomes.append(UnitOutcome(decision.unit, status, detail=str(detail)))
         return Committed(int(version), outcomes, int(keep_away))
+
+    def observe(self, pods: Sequence[Pod]) -> list[UnitOutcome]:
+        """Record pods the cluster runs already on their node (bound by another scheduler,
+        or before optimist started), fit or not: their room is taken all the same. A pod
+        recorded before comes back as `duplicate`; one on a node not in the store, as
+        `conflict`. Each pod is a unit of its own, under its own key."""
+        classes: dict[SchedulingSpec, int] = {}
+        decisions = [
+            Decision(
+                p.key,
+                [PodPlacement(p.key, classes.setdefault(p.spec, len(classes)), [p.node_name], [0])],
+            )
+            for p in pods
+        ]
+        return self.commit(list(classes), decisions, OBSERVED).outcomes if pods else []
 
     def committed_nodes(self, units: Sequence[str]) -> dict[str, dict[str, str]]:
         """Of these units, those committed: unit -> pod -> node."""

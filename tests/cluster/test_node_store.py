@@ -232,3 +232,22 @@ def test_coarse_mode_refuses_any_change_since_the_shard_looked(store):
 def test_unknown_conflict_mode_is_refused(store):
     with pytest.raises(ValueError, match="conflict mode"):
         store.commit([spec()], [], "optimistic")
+
+
+def test_pods_the_cluster_runs_are_recorded_even_where_they_do_not_fit(store):
+    store.put_nodes([node("a", cpu="1")])
+
+    def running(name, cpu, where="a"):
+        manifest = pod_spec({"cpu": cpu})
+        manifest["metadata"]["name"] = name
+        manifest["spec"]["nodeName"] = where
+        return pod_from_manifest(manifest)
+
+    # another scheduler over-committed node a: both pods are there all the same
+    outcomes = store.observe([running("p1", "800m"), running("p2", "800m")])
+    assert [o.status for o in outcomes] == ["committed", "committed"]
+    assert store.usage("a")["cpu"] == 1600
+    again = store.observe([running("p1", "800m"), running("p3", "1", where="gone")])
+    assert [o.status for o in again] == ["duplicate", "conflict"]
+    assert store.release(pods=["default/p1"]).pods == 1
+    assert store.usage("a")["cpu"] == 800
