@@ -11,6 +11,7 @@ import ray
 from cluster.redis_server import EmbeddedRedis, connect
 from cluster.store import Keys, NodeStore
 from optimist.runtime import init_ray
+from tests.kubeapi import FakeKubeAPI
 
 _prefixes = itertools.count()
 
@@ -40,3 +41,12 @@ def ray_session() -> Iterator[None]:
     yield
     if started:
         ray.shutdown()
+
+
+@pytest.fixture
+def kube_api() -> Iterator[tuple[FakeKubeAPI, str]]:
+    """A fresh stateful API server on loopback (tests/kubeapi.py): (its state, its URL)."""
+    api = FakeKubeAPI()
+    url = api.start()
+    yield api, url
+    api.stop()

@@ -1,0 +1,437 @@
+"""The cluster as a real API server shows it: informers in, bindings and reports out.
+
+Informers (one thread each) turn watch events into the batches the control
+loop takes (`ClusterAdapter`): nodes for the node store; pods of our
+profiles, unbound, for the dispatcher; pods bound by anybody else (another
+scheduler, or before optimist started) for the usage shards see; deletions;
+PodGroups and PodDisruptionBudgets. PriorityClasses fill in `spec.priority`
+where admission has not.
+
+Bindings go out through the `pods/binding` subresource from a pool of
+threads, as many at once as the client's rate limit lets through. Reports
+(events, the PodScheduled condition, nominatedNodeName) go from one thread of
+their own through a bounded queue: they never hold up a binding, and when the
+API cannot keep up they are dropped and counted, as client-go's event
+broadcaster drops them.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from cluster.adapter import Binding
+from cluster.disruption import DisruptionBudget
+from cluster.errors import InvalidObject
+from cluster.kube.client import ApiError, KubeClient
+from cluster.kube.informer import Informer, object_key
+from cluster.manifests import (
+    budget_from_manifest,
+    node_from_manifest,
+    pod_from_manifest,
+    podgroup_from_manifest,
+)
+from cluster.objects import Node, Pod, PodGroup
+from cluster.quota import Quota
+from cluster.reservations import Reservation
+
+log = logging.getLogger(__name__)
+
+PATHS = {
+    "nodes": "/api/v1/nodes",
+    "pods": "/api/v1/pods",
+    "podgroups": "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
+    "poddisruptionbudgets": "/apis/policy/v1/poddisruptionbudgets",
+    "priorityclasses": "/apis/scheduling.k8s.io/v1/priorityclasses",
+}
+TERMINAL = frozenset({"Succeeded", "Failed"})  # a pod in these phases holds no resources
+
+
+@dataclass(frozen=True, slots=True)
+class _Report:
+    """One write about a pod: an event, and optionally a status patch."""
+
+    pod: str  # namespace/name
+    uid: str
+    event_type: str  # Normal, Warning
+    reason: str  # Scheduled, FailedScheduling, Preempted...
+    message: str
+    status: dict[str, Any] | None = None  # merged into the pod's status, if given
+
+
+class KubernetesAdapter:
+    """`ClusterAdapter` over a real API server."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        scheduler_names: frozenset[str],
+        *,
+        component: str = "optimist",
+        bind_workers: int = 16,
+        report_queue: int = 10_000,
+        watch_timeout_s: float = 300.0,
+    ) -> None:
+        self.client = client
+        self.scheduler_names = scheduler_names
+        self.component = component
+        self._lock = threading.Lock()
+        self._new_pods: dict[str, dict[str, Any]] = {}  # key -> manifest, in arrival order
+        self._deleted_pods: list[str] = []
+        self._running: dict[str, Pod] = {}  # bound by others, not yet taken
+        self._nodes: dict[str, Node] = {}
+        self._changed_nodes: dict[str, Node] = {}
+        self._deleted_nodes: list[str] = []
+        self._groups: list[PodGroup] = []
+        self._budgets: list[DisruptionBudget] = []
+        self._priorities: dict[str, int] = {}  # PriorityClass name -> value
+        self._default_priority: tuple[str, int] | None = None  # the globalDefault class
+        self._pending: dict[str, str] = {}  # our unbound pods: key -> what a change compares
+        self._bound: dict[str, str] = {}  # key -> node, of every pod bound we know of
+        self._uids: dict[str, str] = {}  # pod key -> uid, for events
+        self.invalid: list[tuple[str, str]] = []  # (object, error) of objects left out
+        self.reports_dropped = 0
+        self._reports: queue.Queue[_Report | None] = queue.Queue(report_queue)
+        self._binders = ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
+        handlers: dict[str, Callable[[str, dict[str, Any]], None]] = {
+            "priorityclasses": self._on_priority_class,
+            "nodes": self._on_node,
+            "podgroups": self._on_group,
+            "poddisruptionbudgets": self._on_budget,
+            "pods": self._on_pod,
+        }
+        self.informers = {
+            name: Informer(client, PATHS[name], handle, watch_timeout_s=watch_timeout_s)
+            for name, handle in handlers.items()
+        }
+        self._reporter = threading.Thread(target=self._report_forever, daemon=True)
+
+    def start(self, sync_timeout_s: float = 60.0) -> KubernetesAdapter:
+        """Start the informers, each once the one before has listed (priority classes
+        before pods, nodes before pods), and return when all have."""
+        self._reporter.start()
+        for name, informer in self.informers.items():
+            informer.start()
+            if not informer.synced.wait(sync_timeout_s):
+                raise TimeoutError(f"{PATHS[name]}: not listed within {sync_timeout_s:g} s")
+        return self
+
+    def stop(self) -> None:
+        for informer in self.informers.values():
+            informer.stop()
+        self._binders.shutdown(wait=True)
+        self._reports.put(None)
+
+    # --- watch handlers (informer threads) -------------------------------
+
+    def _on_priority_class(self, kind: str, obj: dict[str, Any]) -> None:
+        name = str(obj["metadata"]["name"])
+        with self._lock:
+            if kind == "DELETED":
+                self._priorities.pop(name, None)
+                if self._default_priority and self._default_priority[0] == name:
+                    self._default_priority = None
+                return
+            value = obj.get("value")
+            if not isinstance(value, int):
+                self._left_out(f"PriorityClass {name}", f"value: {value!r} is not an integer")
+                return
+            self._priorities[name] = value
+            if obj.get("globalDefault"):
+                self._default_priority = (name, value)
+
+    def _on_node(self, kind: str, obj: dict[str, Any]) -> None:
+        name = str(obj["metadata"]["name"])
+        if kind == "DELETED":
+            with self._lock:
+                if self._nodes.pop(name, None) is not None:
+                    self._changed_nodes.pop(name, None)
+                    self._deleted_nodes.append(name)
+            return
+        try:
+            node = node_from_manifest(obj)
+        except InvalidObject as err:
+            self._left_out(f"Node {name}", str(err))
+            return
+        with self._lock:
+            if self._nodes.get(name) != node:  # a heartbeat changes nothing a shard reads
+                self._nodes[name] = node
+                self._changed_nodes[name] = node
+
+    def _on_group(self, kind: str, obj: dict[str, Any]) -> None:
+        if kind == "DELETED":
+            return  # its pods go on as single pods once they are gone; nothing is held
+        try:
+            group = podgroup_from_manifest(obj)
+        except InvalidObject as err:
+            self._left_out(f"PodGroup {object_key(obj)}", str(err))
+            return
+        with self._lock:
+            self._groups.append(group)
+
+    def _on_budget(self, kind: str, obj: dict[str, Any]) -> None:
+        if kind == "DELETED":
+            return
+        try:
+            budget = budget_from_manifest(obj)
+        except InvalidObject as err:
+            self._left_out(f"PodDisruptionBudget {object_key(obj)}", str(err))
+            return
+        with self._lock:
+            self._budgets.append(budget)
+
+    def _on_pod(self, kind: str, obj: dict[str, Any]) -> None:
+        key = object_key(obj)
+        meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+        phase = (obj.get("status") or {}).get("phase")
+        gone = kind == "DELETED" or phase in TERMINAL
+        with self._lock:
+            if gone:
+                self._pending.pop(key, None)
+                self._new_pods.pop(key, None)
+                self._running.pop(key, None)
+                self._uids.pop(key, None)
+                if kind == "DELETED" or key in self._bound:
+                    self._bound.pop(key, None)
+                    self._deleted_pods.append(key)
+                return
+            self._uids[key] = str(meta.get("uid") or "")
+            node = spec.get("nodeName")
+            if node:
+                self._pending.pop(key, None)
+                self._new_pods.pop(key, None)
+                if self._bound.get(key) == node:
+                    return  # a binding of ours, confirmed; or a change of a bound pod
+                self._bound[key] = node
+                pod = self._parse_bound(obj)
+                if pod is not None:
+                    self._running[key] = pod
+                return
+            if (spec.get("schedulerName") or "default-scheduler") not in self.scheduler_names:
+                return
+            if meta.get("deletionTimestamp"):
+                return  # on its way out: not to be placed
+            # status changes (our own reports among them) are no reason to schedule again
+            seen = repr((spec, meta.get("labels"), meta.get("annotations")))
+            if self._pending.get(key) == seen:
+                return
+            self._pending[key] = seen
+            self._new_pods[key] = obj
+
+    def _parse_bound(self, obj: dict[str, Any]) -> Pod | None:
+        try:
+            return pod_from_manifest(self._with_priority(obj))
+        except InvalidObject as err:
+            # its room is used all the same; shards cannot know how much
+            self._left_out(f"Pod {object_key(obj)}", f"bound, but not counted: {err}")
+            return None
+
+    def _with_priority(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """The pod with spec.priority from its PriorityClass, where admission has not set
+        it (the lock is held)."""
+        spec = obj.get("spec") or {}
+        if "priority" in spec:
+            return obj
+        name = spec.get("priorityClassName")
+        value = self._priorities.get(name) if name else None
+        if value is None and not name and self._default_priority:
+            value = self._default_priority[1]
+        if value is None:
+            return obj
+        return {**obj, "spec": {**spec, "priority": value}}
+
+    def _left_out(self, what: str, why: str) -> None:
+        log.warning("%s left out: %s", what, why)
+        self.invalid.append((what, why))
+
+    # --- ClusterAdapter (the control loop's thread) ----------------------
+
+    def take_new_pods(self) -> tuple[list[Pod], list[tuple[str, InvalidObject]]]:
+        with self._lock:
+            taken, self._new_pods = self._new_pods, {}
+            manifests = [(key, self._with_priority(obj)) for key, obj in taken.items()]
+        pods: list[Pod] = []
+        errors: list[tuple[str, InvalidObject]] = []
+        for key, manifest in manifests:
+            try:
+                pods.append(pod_from_manifest(manifest))
+            except InvalidObject as err:
+                errors.append((key, err))
+        return pods, errors
+
+    def take_running_pods(self) -> list[Pod]:
+        with self._lock:
+            taken, self._running = self._running, {}
+        return list(taken.values())
+
+    def take_deleted_pods(self) -> list[str]:
+        with self._lock:
+            taken, self._deleted_pods = self._deleted_pods, []
+        return taken
+
+    def take_node_events(self) -> tuple[list[Node], list[str]]:
+        with self._lock:
+            made, self._changed_nodes = list(self._changed_nodes.values()), {}
+            gone, self._deleted_nodes = self._deleted_nodes, []
+        return made, gone
+
+    def take_new_groups(self) -> list[PodGroup]:
+        with self._lock:
+            taken, self._groups = self._groups, []
+        return taken
+
+    def take_new_budgets(self) -> list[DisruptionBudget]:
+        with self._lock:
+            taken, self._budgets = self._budgets, []
+        return taken
+
+    def take_new_quotas(self) -> list[Quota]:
+        return []  # ElasticQuota objects are not watched yet: configure quotas instead
+
+    def take_new_reservations(self) -> list[Reservation]:
+        return []  # Reservation objects are not watched yet
+
+    def bind(self, bindings: list[Binding]) -> list[str | None]:
+        errors = list(self._binders.map(self._bind_one, bindings))
+        for binding, error in zip(bindings, errors, strict=True):
+            if error is None:
+                self._report(
+                    binding.pod,
+                    "Normal",
+                    "Scheduled",
+                    f"Successfully assigned {binding.pod} to {binding.node}",
+                )
+        return errors
+
+    def _bind_one(self, binding: Binding) -> str | None:
+        namespace, name = binding.pod.split("/", 1)
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": binding.node},
+        }
+        with self._lock:
+            before = self._bound.get(binding.pod)
+            self._bound[binding.pod] = binding.node  # the watch's confirmation is ours
+        try:
+            self.client.request(
+                "POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body=body
+            )
+            return None
+        except ApiError as err:
+            with self._lock:
+                if self._bound.get(binding.pod) == binding.node:  # the watch says nothing else
+                    if before is None:
+                        del self._bound[binding.pod]
+                    else:
+                        self._bound[binding.pod] = before
+            return f"binding {binding.pod} to {binding.node}: {err}"
+
+    def evict(self, pods: list[str]) -> list[str | None]:
+        errors: list[str | None] = []
+        for key in pods:
+            namespace, name = key.split("/", 1)
+            try:
+                self.client.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}")
+                errors.append(None)
+            except ApiError as err:
+                errors.append(f"deleting {key}: {err}")
+        return errors
+
+    def report_unschedulable(self, failures: list[tuple[str, str, str]]) -> None:
+        """(pod, reason, message) for pods whose attempt failed: a FailedScheduling
+        event and the PodScheduled condition, as kube-scheduler writes them. `reason`
+        is the condition's: Unschedulable, SchedulerError or SchedulingGated."""
+        for pod, reason, message in failures:
+            condition = {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": reason,
+                "message": message,
+                "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            }
+            event = "FailedScheduling" if reason != "SchedulingGated" else ""
+            self._report(pod, "Warning", event, message, {"conditions": [condition]})
+
+    def nominate(self, nominations: dict[str, str]) -> None:
+        """status.nominatedNodeName of pods that preempted room on a node."""
+        for pod, node in nominations.items():
+            self._report(pod, "", "", "", {"nominatedNodeName": node})
+
+    def _report(
+        self,
+        pod: str,
+        event_type: str,
+        reason: str,
+        message: str,
+        status: dict[str, Any] | None = None,
+    ) -> None:
+        uid = self._uids.get(pod, "")
+        try:
+            self._reports.put_nowait(_Report(pod, uid, event_type, reason, message, status))
+        except queue.Full:
+            self.reports_dropped += 1
+
+    def _report_forever(self) -> None:
+        while (report := self._reports.get()) is not None:
+            try:
+                self._write(report)
+            finally:
+                self._reports.task_done()
+
+    def _write(self, report: _Report) -> None:
+        namespace, name = report.pod.split("/", 1)
+        try:
+            if report.status is not None:
+                self.client.request(
+                    "PATCH",
+                    f"/api/v1/namespaces/{namespace}/pods/{name}/status",
+                    body={"status": report.status},
+                    content_type="application/strategic-merge-patch+json",
+                )
+            if report.reason:
+                self.client.request(
+                    "POST", f"/api/v1/namespaces/{namespace}/events", body=self._event(report)
+                )
+        except ApiError as err:
+            if err.status != 404:  # a pod gone meanwhile needs no report
+                log.warning("reporting %s on %s failed: %s", report.reason, report.pod, err)
+
+    def _event(self, report: _Report) -> dict[str, Any]:
+        namespace, name = report.pod.split("/", 1)
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        return {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{name}.", "namespace": namespace},
+            "involvedObject": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": name,
+                "namespace": namespace,
+                "uid": report.uid,
+            },
+            "type": report.event_type,
+            "reason": report.reason,
+            "message": report.message,
+            "source": {"component": self.component},
+            "reportingComponent": self.component,
+            "action": "Binding" if report.reason == "Scheduled" else "Scheduling",
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+
+    def flush_reports(self, timeout_s: float = 10.0) -> bool:
+        """Wait until every report queued so far is written (tests, shutdown)."""
+        deadline = time.monotonic() + timeout_s
+        while self._reports.unfinished_tasks and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return not self._reports.unfinished_tasks

@@ -1,0 +1,129 @@
+"""An informer: list a resource, then watch it from the list's version, for ever.
+
+What client-go's reflector does, in a thread: a dropped watch resumes from
+the last version seen (bookmarks keep that version fresh while nothing
+changes); `410 Gone` (the version was compacted away) means list afresh, and
+the fresh list is told as the difference from what was known, deletions
+included, so that nothing that happened while the watch was down is missed.
+Failures back off; the thread never spins on a failing API.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from cluster.kube.client import ApiError, Backoff, KubeClient
+
+log = logging.getLogger(__name__)
+
+WATCH_BACKOFF = Backoff(first_s=0.2, cap_s=30.0)
+# (event type: ADDED, MODIFIED or DELETED; the object)
+Handler = Callable[[str, dict[str, Any]], None]
+
+
+def object_key(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace")
+    return f"{namespace}/{meta.get('name')}" if namespace else str(meta.get("name"))
+
+
+class Informer:
+    def __init__(
+        self,
+        client: KubeClient,
+        path: str,
+        handle: Handler,
+        *,
+        watch_timeout_s: float = 300.0,
+        backoff: Backoff = WATCH_BACKOFF,
+    ) -> None:
+        self.client, self.path, self.handle = client, path, handle
+        self.watch_timeout_s = watch_timeout_s
+        self.backoff = backoff
+        self.synced = threading.Event()  # the first list has been handled
+        self.version = ""  # the last resourceVersion seen; "" until listed
+        self.lists = 0  # lists made: 1, plus one per 410 Gone
+        self.watches = 0  # watches opened
+        self._known: dict[str, str] = {}  # object key -> resourceVersion
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"informer {path}", daemon=True)
+
+    def start(self) -> Informer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _run(self) -> None:
+        failures = 0
+        while not self._stop.is_set():
+            try:
+                if not self.version:
+                    self._list()
+                self._watch()
+                failures = 0
+            except ApiError as err:
+                if err.status == 410:
+                    log.info("%s: %s; listing afresh", self.path, err.message)
+                    self.version = ""
+                    continue
+                wait = self.backoff.wait_s(failures, None)
+                failures = min(failures + 1, 16)
+                log.warning("%s: %s; again in %.1f s", self.path, err, wait)
+                self._stop.wait(wait)
+            except Exception:  # a handler's bug must not end the informer silently
+                log.exception("%s: informer failed; listing afresh", self.path)
+                self.version = ""
+                self._stop.wait(self.backoff.wait_s(failures, None))
+                failures = min(failures + 1, 16)
+
+    def _list(self) -> None:
+        listed = self.client.request("GET", self.path)
+        seen: dict[str, str] = {}
+        for obj in listed.get("items") or []:
+            key, version = object_key(obj), obj["metadata"].get("resourceVersion", "")
+            seen[key] = version
+            before = self._known.get(key)
+            if before is None:
+                self.handle("ADDED", obj)
+            elif before != version:
+                self.handle("MODIFIED", obj)
+        for key in self._known.keys() - seen.keys():  # deleted while nobody watched
+            namespace, _, name = key.rpartition("/")
+            self.handle("DELETED", {"metadata": {"name": name, "namespace": namespace}})
+        self._known = seen
+        self.version = str(listed.get("metadata", {}).get("resourceVersion", ""))
+        self.lists += 1
+        self.synced.set()
+
+    def _watch(self) -> None:
+        query = {
+            "watch": "true",
+            "resourceVersion": self.version,
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(int(self.watch_timeout_s)),
+        }
+        self.watches += 1
+        for event in self.client.stream(self.path, query, self.watch_timeout_s + 10):
+            if self._stop.is_set():
+                return
+            kind, obj = event.get("type"), event.get("object") or {}
+            if kind == "ERROR":
+                raise ApiError(
+                    int(obj.get("code") or 0), str(obj.get("reason")), str(obj.get("message"))
+                )
+            version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+            if kind == "BOOKMARK":
+                self.version = version or self.version
+                continue
+            key = object_key(obj)
+            if kind == "DELETED":
+                self._known.pop(key, None)
+            else:
+                self._known[key] = version
+            self.handle(str(kind), obj)
+            self.version = version or self.version

@@ -1,0 +1,181 @@
+"""The Kubernetes adapter against a live (stateful, fake) API server, over real HTTP."""
+
+import pytest
+
+from cluster.adapter import Binding
+from cluster.kube.adapter import KubernetesAdapter
+from cluster.kube.client import KubeClient
+from tests.cluster.kube.test_informer import until
+
+OURS = frozenset({"optimist-a", "optimist-b"})
+
+
+def node_doc(name, cpu="4", **labels):
+    return {
+        "metadata": {"name": name, "labels": labels},
+        "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}},
+    }
+
+
+def pod_doc(name, scheduler="optimist-a", node="", **spec):
+    container = {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}
+    doc = {
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"schedulerName": scheduler, "containers": [container], **spec},
+    }
+    if node:
+        doc["spec"]["nodeName"] = node
+    return doc
+
+
+@pytest.fixture
+def adapter(kube_api):
+    api, url = kube_api
+    api.put("nodes", node_doc("n1"))
+    api.put("nodes", node_doc("n2"))
+    adapter = KubernetesAdapter(KubeClient.for_host(url), OURS).start()
+    yield api, adapter
+    adapter.stop()
+
+
+def take_pods(adapter, count):
+    found = []
+    until(lambda: found.extend(adapter.take_new_pods()[0]) or len(found) >= count)
+    return found
+
+
+def test_only_our_profiles_unbound_pods_are_ours_to_place(adapter):
+    api, adapter = adapter
+    made, _ = adapter.take_node_events()
+    assert sorted(n.name for n in made) == ["n1", "n2"]
+    api.put("pods", pod_doc("a"))
+    api.put("pods", pod_doc("b", scheduler="optimist-b"))
+    api.put("pods", pod_doc("c", scheduler="default-scheduler"))
+    pods = take_pods(adapter, 2)
+    assert sorted(p.key for p in pods) == ["default/a", "default/b"]
+    # the other scheduler binds its pod: it is usage now, never ours to place
+    api.put("pods", pod_doc("c", scheduler="default-scheduler", node="n1"))
+    running = []
+    until(lambda: running.extend(adapter.take_running_pods()) or running)
+    assert [(p.key, p.node_name) for p in running] == [("default/c", "n1")]
+    assert adapter.take_new_pods() == ([], [])
+
+
+def test_a_status_change_is_no_reason_to_schedule_again_a_spec_change_is(adapter):
+    api, adapter = adapter
+    api.put("pods", pod_doc("a"))
+    take_pods(adapter, 1)
+    doc = api.get("pods", "default", "a")
+    api.put("pods", {**doc, "status": {"conditions": [{"type": "PodScheduled"}]}})
+    changed = {**doc, "spec": {**doc["spec"], "priority": 7}}
+    api.put("pods", changed)
+    [again] = take_pods(adapter, 1)
+    assert again.priority == 7
+
+
+def test_a_heartbeat_changes_no_node_a_label_does(adapter):
+    api, adapter = adapter
+    adapter.take_node_events()
+    beat = {**node_doc("n1"), "status": {**node_doc("n1")["status"], "conditions": [{"a": 1}]}}
+    api.put("nodes", beat)
+    api.put("nodes", node_doc("n2", zone="z1"))
+    made = []
+    until(lambda: made.extend(adapter.take_node_events()[0]) or made)
+    assert [(n.name, n.labels) for n in made] == [("n2", {"zone": "z1"})]
+    api.delete("nodes", "", "n2")
+    gone = []
+    until(lambda: gone.extend(adapter.take_node_events()[1]) or gone)
+    assert gone == ["n2"]
+
+
+def test_binding_goes_through_the_subresource_once_and_is_reported(adapter):
+    api, adapter = adapter
+    api.put("pods", pod_doc("a"))
+    api.put("pods", pod_doc("b"))
+    take_pods(adapter, 2)
+    errors = adapter.bind([Binding("default/a", "n1"), Binding("default/b", "nowhere")])
+    assert errors[0] is None and "404" in errors[1]
+    assert api.pods_bound() == {"default/a": "n1"}
+    # a second binding of a bound pod is refused by the server, as a real one does
+    [again] = adapter.bind([Binding("default/a", "n2")])
+    assert "409" in again and "already assigned" in again
+    assert adapter.flush_reports()
+    [event] = api.events_for("default/a")
+    assert (event["reason"], event["type"]) == ("Scheduled", "Normal")
+    assert event["message"] == "Successfully assigned default/a to n1"
+    # our own binding, confirmed by the watch, is not somebody else's running pod
+    until(lambda: int(adapter.informers["pods"].version) >= api.version)
+    assert adapter.take_running_pods() == []
+
+
+def test_failures_and_nominations_are_written_where_kubectl_shows_them(adapter):
+    api, adapter = adapter
+    api.put("pods", pod_doc("a"))
+    take_pods(adapter, 1)
+    message = "0/2 nodes are available: 2 Insufficient cpu."
+    adapter.report_unschedulable([("default/a", "Unschedulable", message)])
+    adapter.nominate({"default/a": "n2"})
+    assert adapter.flush_reports()
+    status = api.get("pods", "default", "a")["status"]
+    [condition] = status["conditions"]
+    assert (condition["type"], condition["status"], condition["reason"]) == (
+        "PodScheduled",
+        "False",
+        "Unschedulable",
+    )
+    assert condition["message"] == message and status["nominatedNodeName"] == "n2"
+    [event] = api.events_for("default/a")
+    assert (event["reason"], event["type"], event["message"]) == (
+        "FailedScheduling",
+        "Warning",
+        message,
+    )
+    # our own patches come back through the watch: no reason to schedule it again
+    assert adapter.take_new_pods() == ([], [])
+
+
+def test_priority_comes_from_the_priority_class_where_admission_has_not_set_it(kube_api):
+    api, url = kube_api
+    api.put("priorityclasses", {"metadata": {"name": "high"}, "value": 1000})
+    api.put("priorityclasses", {"metadata": {"name": "low"}, "value": 5, "globalDefault": True})
+    adapter = KubernetesAdapter(KubeClient.for_host(url), OURS).start()
+    try:
+        api.put("pods", pod_doc("a", priorityClassName="high"))
+        api.put("pods", pod_doc("b"))
+        api.put("pods", pod_doc("c", priority=3))
+        pods = {p.name: p.priority for p in take_pods(adapter, 3)}
+        assert pods == {"a": 1000, "b": 5, "c": 3}
+    finally:
+        adapter.stop()
+
+
+def test_a_bad_pod_is_an_error_naming_its_field_and_the_rest_go_on(adapter):
+    api, adapter = adapter
+    api.put("pods", pod_doc("bad", priority="high"))
+    api.put("pods", pod_doc("good"))
+    pods, errors = [], []
+
+    def taken():
+        p, e = adapter.take_new_pods()
+        pods.extend(p)
+        errors.extend(e)
+        return len(pods) + len(errors) >= 2
+
+    until(taken)
+    assert [p.name for p in pods] == ["good"]
+    [(key, error)] = errors
+    assert key == "default/bad" and "spec.priority" in str(error)
+
+
+def test_deletions_and_finished_pods_give_their_room_back(adapter):
+    api, adapter = adapter
+    api.put("pods", pod_doc("x", scheduler="default-scheduler", node="n1"))
+    until(lambda: adapter.take_running_pods())
+    done = pod_doc("x", scheduler="default-scheduler", node="n1")
+    api.put("pods", {**done, "status": {"phase": "Succeeded"}})
+    api.put("pods", pod_doc("y"))
+    take_pods(adapter, 1)
+    api.delete("pods", "default", "y")
+    gone = []
+    until(lambda: gone.extend(adapter.take_deleted_pods()) or len(gone) >= 2)
+    assert sorted(gone) == ["default/x", "default/y"]

@@ -1,0 +1,98 @@
+"""The informer against a live (stateful, fake) API server: list then watch, resume after
+a dropped watch, list afresh after 410 Gone, and nothing missed either way."""
+
+import threading
+import time
+
+from cluster.kube.client import KubeClient
+from cluster.kube.informer import Informer
+
+
+class Seen:
+    """What the handler was told: the objects there now, by name, and every event."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.now: dict[str, str] = {}  # name -> the label "v" it was last seen with
+        self.events: list[tuple[str, str]] = []
+
+    def __call__(self, kind, obj):
+        name = obj["metadata"]["name"]
+        with self.lock:
+            self.events.append((kind, name))
+            if kind == "DELETED":
+                self.now.pop(name, None)
+            else:
+                self.now[name] = obj["metadata"].get("labels", {}).get("v", "")
+
+
+def node(name, v="1"):
+    return {"metadata": {"name": name, "labels": {"v": v}}}
+
+
+def until(check, timeout_s=10.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.02)
+    raise AssertionError("timed out")
+
+
+def test_lists_then_watches_and_resumes_a_dropped_watch_where_it_was(kube_api):
+    api, url = kube_api
+    api.put("nodes", node("a"))
+    seen = Seen()
+    informer = Informer(KubeClient.for_host(url), "/api/v1/nodes", seen).start()
+    assert informer.synced.wait(5) and seen.now == {"a": "1"}
+    api.put("nodes", node("b"))
+    until(lambda: "b" in seen.now)
+    api.drop_watches()
+    api.put("nodes", node("a", "2"))  # while no watch is open
+    api.delete("nodes", "", "b")
+    until(lambda: seen.now == {"a": "2"})
+    informer.stop()
+    assert informer.lists == 1 and informer.watches >= 2  # resumed, never listed again
+    assert seen.events.count(("ADDED", "b")) == 1
+
+
+def test_after_410_gone_a_fresh_list_tells_what_changed_deletions_included(kube_api):
+    api, url = kube_api
+    for name in "abc":
+        api.put("nodes", node(name))
+    seen = Seen()
+    informer = Informer(KubeClient.for_host(url), "/api/v1/nodes", seen).start()
+    assert informer.synced.wait(5)
+    api.drop_watches()
+    api.delete("nodes", "", "a")
+    api.put("nodes", node("b", "2"))
+    api.put("nodes", node("d"))
+    api.compact()  # the watch's version is gone: it must list again
+    until(lambda: seen.now == {"b": "2", "c": "1", "d": "1"})
+    informer.stop()
+    assert informer.lists == 2
+    assert ("DELETED", "a") in seen.events and seen.events.count(("ADDED", "c")) == 1
+
+
+def test_bookmarks_keep_the_version_fresh_while_nothing_changes(kube_api):
+    api, url = kube_api
+    api.put("nodes", node("a"))
+    api.put("pods", {"metadata": {"name": "p", "namespace": "default"}})  # another resource
+    seen = Seen()
+    informer = Informer(KubeClient.for_host(url), "/api/v1/nodes", seen).start()
+    assert informer.synced.wait(5)
+    listed = int(informer.version)
+    api.put("pods", {"metadata": {"name": "q", "namespace": "default"}})
+    until(lambda: int(informer.version) > listed)  # a bookmark brought the version on
+    informer.stop()
+    assert seen.events == [("ADDED", "a")]
+
+
+def test_a_throttled_list_is_retried_not_lost(kube_api):
+    api, url = kube_api
+    api.put("nodes", node("a"))
+    api.throttle(2, retry_after_s=0)
+    seen = Seen()
+    informer = Informer(KubeClient.for_host(url), "/api/v1/nodes", seen).start()
+    assert informer.synced.wait(10) and seen.now == {"a": "1"}
+    informer.stop()
