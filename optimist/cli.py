@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import signal
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -11,11 +14,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
+import ray
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from benchmarks.perf_config import PerfConfigError
+from cluster.durations import parse_duration
+from cluster.kube.client import KubeClient
+from cluster.kube.lease import LeaseConfig
 from optimist import logs
 from optimist.bench import (
     DEFAULT_TIMEOUT_S,
@@ -38,6 +45,8 @@ from optimist.metrics import LoopMetrics, MetricsServer, SchedulerMetrics
 from optimist.plots import write_html
 from optimist.profiling import Profiler
 from optimist.replay import SnapshotError, load_snapshot, run_replay, write_comparison
+from optimist.runtime import init_ray
+from optimist.service import Service
 from optimist.sweep import SweepError, parse_sweep, run_sweep
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
@@ -438,6 +447,94 @@ def _cases_table(cases: list[dict[str, Any]], shards: int) -> Table:
         )
     table.caption = f"* {UPSTREAM_NOTE}"
     return table
+
+
+@app.command()
+def run(
+    config: Annotated[
+        Path,
+        typer.Option(
+            dir_okay=False,
+            help="KubeSchedulerConfiguration file, with an optional OptimistConfiguration "
+            "document: the profiles to take over, leaderElection, clientConnection",
+        ),
+    ],
+    kubeconfig: Annotated[
+        Path | None,
+        typer.Option(
+            dir_okay=False,
+            help="kubeconfig file [default: clientConnection.kubeconfig, else in-cluster]",
+        ),
+    ] = None,
+    redis_url: Annotated[
+        str | None,
+        typer.Option(help="the node store: redis://, rediss:// or unix:// (shared by replicas)"),
+    ] = None,
+    ray_address: Annotated[str | None, typer.Option(help="join this Ray cluster")] = None,
+    shards: Annotated[int | None, typer.Option(min=1, help="scheduler shards")] = None,
+    metrics_address: Annotated[
+        str, typer.Option(help="serve /metrics, /healthz and /readyz on HOST:PORT")
+    ] = "127.0.0.1:10259",
+    identity: Annotated[
+        str | None, typer.Option(help="this replica's name in the lease [default: host_pid]")
+    ] = None,
+    profiling_endpoint: Annotated[
+        bool, typer.Option(help="serve /debug/profile too, to loopback clients only")
+    ] = False,
+) -> None:
+    """Schedule the pods of the configured profiles on a live cluster, until SIGTERM.
+
+    With leaderElection.leaderElect (the default), replicas share a Lease: one schedules,
+    the others wait to take over."""
+    configuration = _load_or_exit(config)
+    election = configuration.component.get("leaderElection", {})
+    if election.get("leaderElect", True) and election.get("resourceName") == "kube-scheduler":
+        typer.echo(
+            "error: leaderElection.resourceName: 'kube-scheduler' is kube-scheduler's own "
+            "lease; give optimist a lease of its own (resourceName: optimist)",
+            err=True,
+        )
+        raise typer.Exit(2)
+    settings = Settings.from_configuration(
+        configuration, shards=shards, redis_url=redis_url, ray_address=ray_address
+    )
+    connection = configuration.component.get("clientConnection", {})
+    path = str(kubeconfig or "") or connection.get("kubeconfig") or None
+    client = KubeClient.for_kubeconfig(
+        path, qps=float(connection.get("qps", 50.0)), burst=int(connection.get("burst", 100))
+    )
+    lease = (
+        LeaseConfig(
+            namespace=election["resourceNamespace"],
+            name=election["resourceName"],
+            lease_duration_s=parse_duration(election["leaseDuration"]),
+            renew_deadline_s=parse_duration(election["renewDeadline"]),
+            retry_period_s=parse_duration(election["retryPeriod"]),
+        )
+        if election.get("leaderElect", True)
+        else None
+    )
+    metrics = SchedulerMetrics()
+    profiler = Profiler() if profiling_endpoint else None
+    service = Service(
+        settings,
+        client,
+        identity or f"{socket.gethostname()}_{os.getpid()}",
+        lease=lease,
+        metrics=metrics,
+        profiler=profiler,
+    )
+    own_ray = init_ray(settings.ray_address)  # first: Ray installs signal handlers of its own
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    with MetricsServer(metrics, metrics_address, ready=service.ready.is_set, profiler=profiler):
+        log.info("serving metrics on http://%s/metrics", metrics_address)
+        try:
+            service.run(stop)
+        finally:
+            if own_ray:
+                ray.shutdown()
 
 
 @app.command()

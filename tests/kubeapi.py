@@ -33,6 +33,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from cluster.adapter import Binding
+from cluster.manifests import node_from_manifest, podgroup_from_manifest
+from cluster.simulator import SimulatedCluster
+
 # resource -> (list path prefix, kind, namespaced)
 RESOURCES = {
     "nodes": ("/api/v1", "Node", False),
@@ -132,6 +136,25 @@ class FakeKubeAPI:
                 if e.get("involvedObject", {}).get("name") == name
                 and e.get("involvedObject", {}).get("namespace") == namespace
             ]
+
+    def as_cluster(self, scheduler_names: frozenset[str]) -> SimulatedCluster:
+        """The state as the invariant checker reads a cluster: nodes, pod manifests, the
+        pods bound, every binding made, the PodGroups."""
+        with self._lock:
+            cluster = SimulatedCluster(scheduler_names)
+            for obj in self.objects["nodes"].values():
+                node = node_from_manifest(obj)
+                cluster.nodes[node.name] = node
+            for (namespace, name), obj in self.objects["pods"].items():
+                key = f"{namespace}/{name}"
+                cluster.pod_manifests[key] = obj
+                if obj.get("spec", {}).get("nodeName"):
+                    cluster.bindings[key] = obj["spec"]["nodeName"]
+            cluster.bind_log = [Binding(pod, node) for pod, node in self.bindings]
+            for obj in self.objects["podgroups"].values():
+                group = podgroup_from_manifest(obj)
+                cluster.pod_groups[group.key] = group
+            return cluster
 
     # --- faults -----------------------------------------------------------
 

@@ -122,10 +122,12 @@ class KubernetesAdapter:
                 raise TimeoutError(f"{PATHS[name]}: not listed within {sync_timeout_s:g} s")
         return self
 
-    def stop(self) -> None:
+    def stop(self, drain_s: float = 2.0) -> None:
+        """Stop watching; bindings under way finish, reports queued get `drain_s` to go."""
         for informer in self.informers.values():
             informer.stop()
         self._binders.shutdown(wait=True)
+        self.flush_reports(drain_s)
         self._reports.put(None)
 
     # --- watch handlers (informer threads) -------------------------------
@@ -249,6 +251,15 @@ class KubernetesAdapter:
     def _left_out(self, what: str, why: str) -> None:
         log.warning("%s left out: %s", what, why)
         self.invalid.append((what, why))
+
+    def bound_pods(self) -> dict[str, str]:
+        """pod -> node, of every bound pod the watch has shown (for reconciling)."""
+        with self._lock:
+            return dict(self._bound)
+
+    def node_names(self) -> set[str]:
+        with self._lock:
+            return set(self._nodes)
 
     # --- ClusterAdapter (the control loop's thread) ----------------------
 

@@ -25,6 +25,7 @@ from kubernetes import config
 
 log = logging.getLogger(__name__)
 
+POOL_CONNECTIONS = 32
 RETRIED = frozenset({429, 500, 502, 503, 504})
 _AUTH = ["BearerToken"]
 
@@ -111,6 +112,8 @@ class KubeClient:
         # urllib3 would retry a 429 with Retry-After on its own, unseen and uncounted:
         # the retries are this class's, all of them
         configuration.retries = False
+        # bindings in parallel, a watch per informer, the reports: one connection each
+        configuration.connection_pool_maxsize = POOL_CONNECTIONS
         return cls(k8s.ApiClient(configuration), **kwargs)
 
     def request(

@@ -317,6 +317,13 @@ class NodeStore:
         raw = self.client.hgetall(self.keys.node(name))
         return {k.decode()[2:]: int(v) for k, v in raw.items() if k.startswith(b"u:")}
 
+    def node_names(self) -> set[str]:
+        """Every node the store holds (a scan: for reconciling after a restart)."""
+        prefix = self.keys.node_prefix
+        return {
+            key.decode()[len(prefix) :] for key in self.client.scan_iter(f"{prefix}*", count=1000)
+        }
+
     def committed_pods(self) -> dict[str, str]:
         """Committed pod key -> node."""
         return {

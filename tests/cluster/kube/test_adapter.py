@@ -17,8 +17,8 @@ def node_doc(name, cpu="4", **labels):
     }
 
 
-def pod_doc(name, scheduler="optimist-a", node="", **spec):
-    container = {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}
+def pod_doc(name, scheduler="optimist-a", node="", cpu="1", **spec):
+    container = {"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}
     doc = {
         "metadata": {"name": name, "namespace": "default"},
         "spec": {"schedulerName": scheduler, "containers": [container], **spec},

@@ -1,0 +1,153 @@
+"""Leader election with a coordination.k8s.io/v1 Lease, as client-go's leaderelection does.
+
+One control process (dispatcher and binder) schedules at a time; standbys
+wait and take the lease over when its holder stops renewing it. Whether the
+holder's lease has run out is judged by the standby's own clock, from when
+it last saw the record change, never by comparing timestamps written on
+another machine's clock. Writes use the lease's resourceVersion, so two
+standbys racing for an expired lease cannot both win (409 for the loser).
+
+A leader that cannot renew within `renew_deadline_s` stops leading
+(`lost` is set) before its lease can have run out for anybody else: the
+caller must stop scheduling then, and exit.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from cluster.kube.client import ApiError, KubeClient
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseConfig:
+    """leaderElection, as KubeSchedulerConfiguration names it."""
+
+    namespace: str = "kube-system"
+    name: str = "optimist"
+    lease_duration_s: float = 15.0
+    renew_deadline_s: float = 10.0
+    retry_period_s: float = 2.0
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class LeaderElector:
+    def __init__(self, client: KubeClient, identity: str, config: LeaseConfig) -> None:
+        if config.lease_duration_s <= config.renew_deadline_s:
+            raise ValueError("leaderElection: leaseDuration must be greater than renewDeadline")
+        self.client, self.identity, self.config = client, identity, config
+        self.path = f"/apis/coordination.k8s.io/v1/namespaces/{config.namespace}/leases"
+        self.lost = threading.Event()  # set when this process stops being the leader
+        self.transitions = 0
+        self._observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
+        self._observed_at = 0.0  # time.monotonic() when the record last changed
+        self._stop = threading.Event()
+
+    def acquire(self, stop: threading.Event) -> bool:
+        """Wait until this process holds the lease (True), or `stop` is set (False); then
+        keep renewing it in a thread of its own."""
+        while not stop.is_set():
+            if self._try():
+                log.info("%s leads (lease %s/%s)", self.identity, *self._where())
+                threading.Thread(target=self._renew_forever, daemon=True).start()
+                return True
+            stop.wait(self.config.retry_period_s)
+        return False
+
+    def release(self) -> None:
+        """Stop renewing and give the lease up at once, so a standby need not wait it out."""
+        self._stop.set()
+        if self.lost.is_set():
+            return
+        try:
+            lease = self.client.request("GET", f"{self.path}/{self.config.name}")
+            if lease.get("spec", {}).get("holderIdentity") == self.identity:
+                lease["spec"].update(holderIdentity="", leaseDurationSeconds=1)
+                self.client.request("PUT", f"{self.path}/{self.config.name}", body=lease)
+        except ApiError as err:
+            log.warning("giving up the lease failed: %s", err)
+        self.lost.set()
+
+    def _where(self) -> tuple[str, str]:
+        return self.config.namespace, self.config.name
+
+    def _renew_forever(self) -> None:
+        last = time.monotonic()
+        while not self._stop.wait(self.config.retry_period_s):
+            if self._try():
+                last = time.monotonic()
+            elif time.monotonic() - last > self.config.renew_deadline_s:
+                log.error("%s could not renew its lease: no longer the leader", self.identity)
+                self.lost.set()
+                return
+
+    def _try(self) -> bool:
+        """One attempt to take or renew the lease; True if this process holds it now."""
+        url = f"{self.path}/{self.config.name}"
+        now = _now()
+        try:
+            lease = self.client.request("GET", url)
+        except ApiError as err:
+            if err.status != 404:
+                log.warning("reading the lease failed: %s", err)
+                return False
+            return self._create(now)
+        spec: dict[str, Any] = lease.get("spec") or {}
+        holder = str(spec.get("holderIdentity") or "")
+        record = (holder, str(spec.get("renewTime") or ""))
+        if record != self._observed:
+            self._observed, self._observed_at = record, time.monotonic()
+        duration = float(spec.get("leaseDurationSeconds") or self.config.lease_duration_s)
+        expired = time.monotonic() - self._observed_at > duration
+        if holder and holder != self.identity and not expired:
+            return False
+        if holder != self.identity:
+            spec["acquireTime"] = now
+            spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
+            self.transitions += 1
+        spec.update(
+            holderIdentity=self.identity,
+            leaseDurationSeconds=int(self.config.lease_duration_s),
+            renewTime=now,
+        )
+        lease["spec"] = spec
+        try:
+            self.client.request("PUT", url, body=lease)  # carries the version read: 409 if stale
+        except ApiError as err:
+            if err.status != 409:
+                log.warning("renewing the lease failed: %s", err)
+            return False
+        self._observed, self._observed_at = (self.identity, now), time.monotonic()
+        return True
+
+    def _create(self, now: str) -> bool:
+        body = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": self.config.name, "namespace": self.config.namespace},
+            "spec": {
+                "holderIdentity": self.identity,
+                "leaseDurationSeconds": int(self.config.lease_duration_s),
+                "acquireTime": now,
+                "renewTime": now,
+                "leaseTransitions": 0,
+            },
+        }
+        try:
+            self.client.request("POST", self.path, body=body)
+        except ApiError as err:
+            if err.status != 409:  # 409: another standby created it first
+                log.warning("creating the lease failed: %s", err)
+            return False
+        self._observed, self._observed_at = (self.identity, now), time.monotonic()
+        return True

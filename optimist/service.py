@@ -1,0 +1,96 @@
+"""optimist against a live cluster: lead, reconcile, then schedule until stopped.
+
+The dispatcher and the binder run in this one control process, so one
+leader at a time (a Lease) keeps two from committing the same pods; standbys
+wait in `LeaderElector.acquire`. Shards are stateless Ray actors and may be
+restarted at will. What the store holds may be older than the cluster (a
+previous leader died between commit and bind, nodes went while nobody
+watched): `reconcile` makes it agree before the first batch goes out.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+
+from cluster.kube.adapter import KubernetesAdapter
+from cluster.kube.client import KubeClient
+from cluster.kube.lease import LeaderElector, LeaseConfig
+from cluster.store import NodeStore
+from optimist.config import Settings
+from optimist.metrics import LoopMetrics, SchedulerMetrics
+from optimist.profiling import Profiler
+from optimist.runtime import Platform, SchedulingLoop
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Reconciled:
+    released_pods: list[str]  # committed in the store, not bound there in the cluster
+    removed_nodes: list[str]  # in the store, gone from the cluster
+
+
+def reconcile(store: NodeStore, adapter: KubernetesAdapter) -> Reconciled:
+    """Make the store agree with the cluster after a restart: a pod committed but not
+    bound to that node is released (the watch hands it over as pending again, if it
+    still is); a node the cluster no longer has leaves the store."""
+    bound = adapter.bound_pods()
+    stale = sorted(p for p, node in store.committed_pods().items() if bound.get(p) != node)
+    if stale:
+        store.release(pods=stale)
+    gone = sorted(store.node_names() - adapter.node_names())
+    if gone:
+        store.remove_nodes(gone)
+    return Reconciled(stale, gone)
+
+
+@dataclass
+class Service:
+    settings: Settings
+    client: KubeClient
+    identity: str
+    lease: LeaseConfig | None = None  # None: no leader election (one replica only)
+    metrics: SchedulerMetrics | None = None
+    profiler: Profiler | None = None
+    ready: threading.Event = field(default_factory=threading.Event)  # scheduling now
+    loop: SchedulingLoop | None = None
+    reconciled: Reconciled | None = None
+
+    def run(self, stop: threading.Event) -> None:
+        """Until `stop` is set, or leadership is lost."""
+        elector = LeaderElector(self.client, self.identity, self.lease) if self.lease else None
+        if elector is not None and not elector.acquire(stop):
+            return
+        lost = elector.lost if elector is not None else threading.Event()
+        adapter = KubernetesAdapter(self.client, self.settings.scheduler_names).start()
+        try:
+            with Platform(self.settings) as platform:
+                self.reconciled = reconcile(platform.store, adapter)
+                if self.reconciled.released_pods or self.reconciled.removed_nodes:
+                    log.info(
+                        "reconciled: %d pods released, %d nodes removed",
+                        len(self.reconciled.released_pods),
+                        len(self.reconciled.removed_nodes),
+                    )
+                metrics = (
+                    LoopMetrics(self.metrics, partitions=self.settings.partitions)
+                    if self.metrics
+                    else None
+                )
+                self.loop = SchedulingLoop(
+                    platform, adapter, metrics=metrics, profiler=self.profiler
+                )
+                self.ready.set()
+                while not stop.is_set() and not lost.is_set():
+                    self.loop.step(timeout_s=0.05)
+                    if not self.loop.busy() and self.loop.dispatcher.idle():
+                        stop.wait(0.01)  # nothing to do until a watch brings something
+        finally:
+            self.ready.clear()
+            if self.profiler is not None:
+                self.profiler.detach()
+            adapter.stop()
+            if elector is not None:
+                elector.release()

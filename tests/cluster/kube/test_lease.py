@@ -1,0 +1,78 @@
+"""Leader election on a Lease of the live (fake) API server: one leader at a time, a
+standby takes over when the leader stops renewing or gives the lease up."""
+
+import threading
+import time
+
+from cluster.kube.client import Backoff, KubeClient
+from cluster.kube.lease import LeaderElector, LeaseConfig
+
+FAST = LeaseConfig(
+    namespace="default",
+    name="optimist",
+    lease_duration_s=1.0,
+    renew_deadline_s=0.6,
+    retry_period_s=0.1,
+)
+
+
+def elector(url, identity):
+    client = KubeClient.for_host(url, backoff=Backoff(first_s=0.05, cap_s=0.1, tries=2))
+    return LeaderElector(client, identity, FAST)
+
+
+class Standby(threading.Thread):
+    def __init__(self, elector):
+        super().__init__(daemon=True)
+        self.elector, self.stop, self.led_at = elector, threading.Event(), None
+
+    def run(self):
+        if self.elector.acquire(self.stop):
+            self.led_at = time.monotonic()
+
+
+def holder(api):
+    return api.get("leases", "default", "optimist")["spec"]["holderIdentity"]
+
+
+def test_a_standby_takes_over_only_once_the_leader_stops_renewing(kube_api):
+    api, url = kube_api
+    a, b = elector(url, "a"), elector(url, "b")
+    assert a.acquire(threading.Event())
+    standby = Standby(b)
+    standby.start()
+    time.sleep(2.0)  # the leader renews: the standby waits
+    assert standby.led_at is None and holder(api) == "a"
+    a._stop.set()  # the leader dies: nobody renews
+    died = time.monotonic()
+    standby.join(5)
+    assert standby.led_at is not None and holder(api) == "b"
+    # judged by its own clock from when it last saw the lease change (a renewal ago)
+    late = FAST.lease_duration_s - 2 * FAST.retry_period_s
+    assert late <= standby.led_at - died < FAST.lease_duration_s + 1.0
+    lease = api.get("leases", "default", "optimist")["spec"]
+    assert lease["leaseTransitions"] == 1
+    b.release()
+
+
+def test_a_lease_given_up_is_taken_at_once(kube_api):
+    api, url = kube_api
+    a, b = elector(url, "a"), elector(url, "b")
+    assert a.acquire(threading.Event())
+    standby = Standby(b)
+    standby.start()
+    time.sleep(0.3)
+    given = time.monotonic()
+    a.release()
+    standby.join(5)
+    assert standby.led_at - given < 0.5 and holder(api) == "b" and a.lost.is_set()
+    b.release()
+
+
+def test_a_leader_that_cannot_renew_stops_leading_before_its_lease_runs_out(kube_api):
+    api, url = kube_api
+    a = elector(url, "a")
+    assert a.acquire(threading.Event())
+    api.throttle(1000, retry_after_s=0)  # the API refuses everything for a while
+    assert a.lost.wait(FAST.renew_deadline_s + 1.0)
+    api.throttle(0)

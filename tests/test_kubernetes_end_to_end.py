@@ -1,0 +1,208 @@
+"""optimist against a live API server (tests/kubeapi.py) over real HTTP, with the real
+`kubernetes` client, real Ray and a real Redis: two profiles of its own, pods of another
+scheduler beside them, and the invariants checked on the server's state afterwards."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import ray
+
+from cluster.invariants import check_invariants
+from cluster.kube.client import KubeClient
+from cluster.redis_server import connect
+from cluster.store import Keys, NodeStore
+from optimist.config import Settings
+from optimist.configuration import parse_configuration
+from optimist.service import Service
+from tests.cluster.kube.test_adapter import node_doc, pod_doc
+
+pytestmark = pytest.mark.usefixtures("ray_session")
+
+# optimist-a spreads (the defaults: LeastAllocated); optimist-b packs (MostAllocated)
+CONFIGURATION = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+  - schedulerName: optimist-a
+  - schedulerName: optimist-b
+    pluginConfig:
+      - name: NodeResourcesFit
+        args:
+          scoringStrategy:
+            type: MostAllocated
+            resources: [{name: cpu, weight: 1}]
+"""
+
+
+def wait_for(check, timeout_s=60.0, what="the cluster to settle"):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class Running:
+    """A Service in a thread of its own, for as long as the block lasts."""
+
+    def __init__(self, service: Service) -> None:
+        self.service, self.stop = service, threading.Event()
+        self.thread = threading.Thread(target=service.run, args=(self.stop,), daemon=True)
+
+    def __enter__(self) -> Service:
+        self.thread.start()
+        assert self.service.ready.wait(60), "the service did not start"
+        return self.service
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(30)
+
+
+def settings_for(redis_url: str, key_prefix: str, **kwargs) -> Settings:
+    return Settings.from_configuration(
+        parse_configuration(CONFIGURATION), redis_url=redis_url, key_prefix=key_prefix, **kwargs
+    )
+
+
+def test_two_profiles_each_with_its_own_weights_and_another_schedulers_pods_untouched(
+    kube_api, redis_url, key_prefix
+):
+    api, url = kube_api
+    for i in range(7):
+        api.put("nodes", node_doc(f"n{i}", cpu="4"))
+    # already running when optimist starts, bound by the default scheduler: n0 is full
+    api.put("pods", pod_doc("web", scheduler="default-scheduler", node="n0", cpu="4"))
+    settings = settings_for(redis_url, key_prefix, shards=2)
+    service = Service(settings, KubeClient.for_host(url), identity="test")
+    with Running(service):
+        for i in range(12):
+            api.put("pods", pod_doc(f"a{i}", scheduler="optimist-a"))
+        for i in range(3):
+            api.put("pods", pod_doc(f"other{i}", scheduler="default-scheduler"))
+        wait_for(lambda: len(api.bindings) == 12)
+        for i in range(8):
+            api.put("pods", pod_doc(f"b{i}", scheduler="optimist-b"))
+        wait_for(lambda: len(api.bindings) == 20)
+        store = service.loop.store
+        cluster = api.as_cluster(settings.scheduler_names)
+        assert check_invariants(cluster, [], store) == []
+    bound = api.pods_bound()
+    spread = [bound[f"default/a{i}"] for i in range(12)]
+    packed = {bound[f"default/b{i}"] for i in range(8)}
+    assert "n0" not in spread and "n0" not in packed  # the running pod's room was counted
+    assert len(set(spread)) == 6 and max(spread.count(n) for n in set(spread)) <= 3
+    assert len(packed) == 4  # 2 CPUs free on each node after a: filled two at a time
+    # the default scheduler's pods: never bound, never written about
+    assert not any(f"default/other{i}" in bound for i in range(3))
+    assert not any(api.events_for(f"default/other{i}") for i in range(3))
+    assert len(api.events_for("default/a0")) == 1  # Scheduled
+
+
+def test_an_unschedulable_pod_is_told_why_and_placed_when_room_appears(
+    kube_api, redis_url, key_prefix
+):
+    api, url = kube_api
+    api.put("nodes", node_doc("n0", cpu="2"))
+    settings = settings_for(redis_url, key_prefix, shards=1)
+    service = Service(settings, KubeClient.for_host(url), identity="test")
+    with Running(service):
+        api.put("pods", pod_doc("big", scheduler="optimist-a", cpu="3"))
+
+        def condition():
+            status = (api.get("pods", "default", "big") or {}).get("status", {})
+            return next((c for c in status.get("conditions", [])), None)
+
+        wait_for(condition, what="the PodScheduled condition")
+        assert condition()["reason"] == "Unschedulable"
+        assert condition()["message"] == "0/1 nodes are available: 1 Insufficient cpu."
+        events = api.events_for("default/big")
+        assert events and events[0]["reason"] == "FailedScheduling"
+        api.put("nodes", node_doc("n1", cpu="4"))  # a node that fits: NodeAdd requeues it
+        wait_for(lambda: api.pods_bound().get("default/big") == "n1")
+
+
+KUBECONFIG = """
+apiVersion: v1
+kind: Config
+clusters: [{name: fake, cluster: {server: "URL"}}]
+users: [{name: test, user: {token: not-a-secret}}]
+contexts: [{name: test, context: {cluster: fake, user: test}}]
+current-context: test
+"""
+ELECTION = """
+leaderElection:
+  leaderElect: true
+  resourceNamespace: default
+  resourceName: optimist
+  leaseDuration: 3s
+  renewDeadline: 2s
+  retryPeriod: 250ms
+"""
+
+
+def control_process(tmp_path, name, url, redis_url, key_prefix):
+    """`optimist run` as a process of its own, joining this session's Ray."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG.replace("URL", url))
+    config = tmp_path / "config.yaml"
+    own = "---\napiVersion: optimist.io/v1alpha1\nkind: OptimistConfiguration\n"
+    own += f"keyPrefix: '{key_prefix}'\n"
+    config.write_text(CONFIGURATION + ELECTION + own)
+    log = open(tmp_path / f"{name}.log", "w")  # noqa: SIM115 - the process writes to it
+    command = [
+        str(Path(sys.executable).with_name("optimist")),
+        "run",
+        *("--config", str(config), "--kubeconfig", str(kubeconfig)),
+        *("--redis-url", redis_url, "--shards", "1", "--identity", name),
+        *("--ray-address", ray.get_runtime_context().gcs_address),
+        *("--metrics-address", "127.0.0.1:0"),
+    ]
+    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+
+
+def test_a_standby_takes_over_from_a_killed_leader_and_nothing_is_lost_or_doubled(
+    tmp_path, kube_api, redis_url, key_prefix
+):
+    api, url = kube_api
+    for i in range(20):
+        api.put("nodes", node_doc(f"n{i}", cpu="32"))
+    first = control_process(tmp_path, "first", url, redis_url, key_prefix)
+    second = None
+    try:
+
+        def leading():
+            assert first.poll() is None, (tmp_path / "first.log").read_text()
+            return api.get("leases", "default", "optimist")
+
+        wait_for(leading, 60, "a leader")
+        second = control_process(tmp_path, "second", url, redis_url, key_prefix)
+        for i in range(300):
+            api.put("pods", pod_doc(f"p{i}", scheduler="optimist-a", cpu="100m"))
+        wait_for(lambda: len(api.bindings) >= 100, 60, "the first hundred bindings")
+        first.kill()  # in the middle of the run: no goodbye, the lease just lapses
+        first.wait()
+        killed_at = len(api.bindings)
+        for i in range(300, 600):
+            api.put("pods", pod_doc(f"p{i}", scheduler="optimist-a", cpu="100m"))
+        wait_for(lambda: len(api.pods_bound()) == 600, 120, "every pod bound")
+    finally:
+        for process in (first, second):
+            if process is not None and process.poll() is None:
+                process.terminate()
+                process.wait(30)
+    assert 100 <= killed_at < 300, killed_at  # the second finished what the first began
+    lease = api.get("leases", "default", "optimist")["spec"]
+    assert lease["holderIdentity"] == ""  # given up when the second was stopped
+    assert lease["leaseTransitions"] >= 1
+    store = NodeStore(connect(redis_url), Keys(key_prefix))
+    cluster = api.as_cluster(frozenset({"optimist-a", "optimist-b"}))
+    assert check_invariants(cluster, [], store) == []
+    assert len(api.bindings) == 600  # each pod bound once: no 409 was ever needed
