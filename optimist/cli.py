@@ -473,8 +473,12 @@ def run(
     ray_address: Annotated[str | None, typer.Option(help="join this Ray cluster")] = None,
     shards: Annotated[int | None, typer.Option(min=1, help="scheduler shards")] = None,
     metrics_address: Annotated[
-        str, typer.Option(help="serve /metrics, /healthz and /readyz on HOST:PORT")
-    ] = "127.0.0.1:10259",
+        str | None,
+        typer.Option(
+            help="serve /metrics, /healthz and /readyz on HOST:PORT [default: the "
+            "configuration's metricsAddress, else 127.0.0.1:10259]"
+        ),
+    ] = None,
     identity: Annotated[
         str | None, typer.Option(help="this replica's name in the lease [default: host_pid]")
     ] = None,
@@ -514,6 +518,7 @@ def run(
         if election.get("leaderElect", True)
         else None
     )
+    address = metrics_address or configuration.optimist.metrics_address or "127.0.0.1:10259"
     metrics = SchedulerMetrics()
     profiler = Profiler() if profiling_endpoint else None
     service = Service(
@@ -528,8 +533,8 @@ def run(
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    with MetricsServer(metrics, metrics_address, ready=service.ready.is_set, profiler=profiler):
-        log.info("serving metrics on http://%s/metrics", metrics_address)
+    with MetricsServer(metrics, address, ready=service.ready.is_set, profiler=profiler) as server:
+        log.info("serving metrics on http://%s/metrics", server.address)
         try:
             service.run(stop)
         finally:

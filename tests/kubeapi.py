@@ -74,7 +74,7 @@ class FakeKubeAPI:
     version: int = 1
     compacted: int = 0  # watches from a version below this get 410 Gone
     bindings: list[tuple[str, str]] = field(default_factory=list)  # (pod key, node), in order
-    requests: list[tuple[str, str]] = field(default_factory=list)  # (method, path)
+    requests: list[tuple[str, str, bool]] = field(default_factory=list)  # (method, path, watch)
     _throttled: int = 0
     _retry_after: int = 1
     _watch_epoch: int = 0
@@ -267,7 +267,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _route(self) -> tuple[re.Match[str] | None, dict[str, list[str]]]:
         url = urlsplit(self.path)
-        self.api.requests.append((self.command, url.path))
+        self.api.requests.append((self.command, url.path, "watch=true" in url.query))
         return _PATH.match(url.path), parse_qs(url.query)
 
     def _handle(self) -> None:
