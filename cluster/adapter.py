@@ -35,6 +35,10 @@ class ClusterAdapter(Protocol):
     def take_node_events(self) -> tuple[list[Node], list[str]]:
         """Nodes created or changed since the last call, and the names of nodes deleted."""
 
+    def take_namespace_events(self) -> tuple[dict[str, dict[str, str]], list[str]]:
+        """Namespaces created or relabelled since the last call, with their labels (what
+        namespaceSelector matches), and the names of those deleted."""
+
     def take_new_groups(self) -> list[PodGroup]:
         """PodGroups (gangs) seen since the last call."""
 

@@ -60,6 +60,7 @@ class SimulatedCluster:
     nominated: dict[str, str] = field(default_factory=dict)  # pod -> nominatedNodeName
     _new: list[str] = field(default_factory=list)
     _new_groups: list[PodGroup] = field(default_factory=list)
+    _new_namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
     _new_budgets: list[DisruptionBudget] = field(default_factory=list)
     _new_quotas: list[Quota] = field(default_factory=list)
     _new_reservations: list[Reservation] = field(default_factory=list)
@@ -194,6 +195,14 @@ class SimulatedCluster:
     def take_new_reservations(self) -> list[Reservation]:
         reservations, self._new_reservations = self._new_reservations, []
         return reservations
+
+    def create_namespace(self, name: str, labels: Mapping[str, str]) -> None:
+        """A namespace with labels (the API server adds kubernetes.io/metadata.name)."""
+        self._new_namespaces[name] = {**labels, "kubernetes.io/metadata.name": name}
+
+    def take_namespace_events(self) -> tuple[dict[str, dict[str, str]], list[str]]:
+        made, self._new_namespaces = self._new_namespaces, {}
+        return made, []
 
     def take_new_groups(self) -> list[PodGroup]:
         """PodGroups created since the last call."""

@@ -208,6 +208,9 @@ class SchedulingLoop:
                 self._allocatable.pop(name, None)
             if self.dispatcher.quotas is not None:
                 self.dispatcher.set_capacity(self._capacity())
+        labelled, unnamed = self.cluster.take_namespace_events()
+        if labelled or unnamed:
+            self.store.put_namespaces(labelled, unnamed)
         for quota in self.cluster.take_new_quotas():
             try:
                 self.dispatcher.add_quota(quota, self._capacity(), self.bound_pods)

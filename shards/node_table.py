@@ -9,11 +9,12 @@ use on a node is `alloc - used - assumed`, in exact int64.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from cluster import resources as res
+from cluster.crosspod.view import default_namespace_labels
 from cluster.memo import Memo, T
 from cluster.objects import Node, Peer, Taint
 from cluster.store import Delta, NodeStore
@@ -55,6 +56,9 @@ class NodeTable:
         self.peer_col: dict[str, int] = {}
         self.peer_pods = np.zeros((cap, 0), dtype=np.int32)
         self.assumed_peer_pods = np.zeros((cap, 0), dtype=np.int32)
+        # namespaces' labels, for namespaceSelector; bumped version when any changes
+        self.namespaces: dict[str, dict[str, str]] = {}
+        self.namespaces_version = 0
         self._labels: dict[str, tuple[int, np.ndarray, dict[str, int]]] = {}
         self._taints: tuple[int, np.ndarray, list[tuple[Taint, ...]]] | None = None
         self._derived = Memo()
@@ -130,7 +134,17 @@ class NodeTable:
             self.assumed_peer_pods = np.pad(self.assumed_peer_pods, pad)
         return col
 
+    def namespace_labels(self, namespace: str) -> Mapping[str, str]:
+        return self.namespaces.get(namespace) or default_namespace_labels(namespace)
+
     def apply(self, delta: Delta) -> None:
+        if delta.namespaces:
+            for name, labels in delta.namespaces.items():
+                if labels is None:
+                    self.namespaces.pop(name, None)
+                else:
+                    self.namespaces[name] = labels
+            self.namespaces_version += 1
         for node in delta.specs:
             self._set_spec(node)
         for name in delta.deleted:

@@ -21,7 +21,14 @@ class CommittedView(StaticView):
         delta = store.changes_since(self.version, [])
         unknown = {i for entries in delta.peers.values() for i, _ in entries} - self._peers.keys()
         self._peers.update(store.peers(sorted(unknown)))
-        if delta.specs or delta.deleted:
+        if delta.namespaces:  # what namespaceSelector matches: every answer may change
+            for name, labels in delta.namespaces.items():
+                if labels is None:
+                    self.namespaces.pop(name, None)
+                else:
+                    self.namespaces[name] = labels
+            self.pods_version += 1
+        if delta.specs or delta.deleted or delta.namespaces:
             self.spec_version += 1
         for node in delta.specs:
             self.nodes[node.name] = node

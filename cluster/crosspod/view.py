@@ -14,7 +14,7 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
 def default_namespace_labels(namespace: str) -> dict[str, str]:
-    """The label every namespace carries; all we know of a namespace until they are watched."""
+    """The label every namespace carries: all there is to know of one nobody has told of."""
     return {NAMESPACE_NAME_LABEL: namespace}
 
 
@@ -30,7 +30,8 @@ class ClusterView(Protocol):
         """Where the pods are, by peer: peer -> node -> pods (only nodes holding some)."""
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
-        """Labels of a namespace, for namespaceSelector (empty until namespaces are watched)."""
+        """Labels of a namespace, for namespaceSelector: the cluster's, as the store has
+        them, or the one label every namespace carries."""
 
     def derived(self, key: Hashable, compute: Callable[[], T]) -> T:
         """A value computed from the node specs alone, kept until they change."""

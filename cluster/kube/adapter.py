@@ -49,6 +49,7 @@ PATHS = {
     "podgroups": "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
     "poddisruptionbudgets": "/apis/policy/v1/poddisruptionbudgets",
     "priorityclasses": "/apis/scheduling.k8s.io/v1/priorityclasses",
+    "namespaces": "/api/v1/namespaces",
 }
 TERMINAL = frozenset({"Succeeded", "Failed"})  # a pod in these phases holds no resources
 
@@ -79,6 +80,11 @@ class KubernetesAdapter:
         watch_timeout_s: float = 300.0,
     ) -> None:
         self.client = client
+        # reports draw on a rate limit of their own, as client-go's event broadcaster does:
+        # a burst of FailedScheduling events never makes a binding wait
+        self._report_client = KubeClient(
+            client.api, client.bucket.qps, client.bucket.burst, client.backoff
+        )
         self.scheduler_names = scheduler_names
         self.component = component
         self._lock = threading.Lock()
@@ -89,6 +95,9 @@ class KubernetesAdapter:
         self._changed_nodes: dict[str, Node] = {}
         self._deleted_nodes: list[str] = []
         self._groups: list[PodGroup] = []
+        self._namespaces: dict[str, dict[str, str]] = {}  # name -> labels, as last told
+        self._changed_namespaces: dict[str, dict[str, str]] = {}
+        self._deleted_namespaces: list[str] = []
         self._budgets: list[DisruptionBudget] = []
         self._priorities: dict[str, int] = {}  # PriorityClass name -> value
         self._default_priority: tuple[str, int] | None = None  # the globalDefault class
@@ -101,6 +110,7 @@ class KubernetesAdapter:
         self._binders = ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
         handlers: dict[str, Callable[[str, dict[str, Any]], None]] = {
             "priorityclasses": self._on_priority_class,
+            "namespaces": self._on_namespace,
             "nodes": self._on_node,
             "podgroups": self._on_group,
             "poddisruptionbudgets": self._on_budget,
@@ -147,6 +157,17 @@ class KubernetesAdapter:
             self._priorities[name] = value
             if obj.get("globalDefault"):
                 self._default_priority = (name, value)
+
+    def _on_namespace(self, kind: str, obj: dict[str, Any]) -> None:
+        name = str(obj["metadata"]["name"])
+        labels = obj["metadata"].get("labels") or {}
+        with self._lock:
+            if kind == "DELETED":
+                if self._namespaces.pop(name, None) is not None:
+                    self._changed_namespaces.pop(name, None)
+                    self._deleted_namespaces.append(name)
+            elif self._namespaces.get(name) != labels:
+                self._namespaces[name] = self._changed_namespaces[name] = dict(labels)
 
     def _on_node(self, kind: str, obj: dict[str, Any]) -> None:
         name = str(obj["metadata"]["name"])
@@ -292,6 +313,12 @@ class KubernetesAdapter:
             gone, self._deleted_nodes = self._deleted_nodes, []
         return made, gone
 
+    def take_namespace_events(self) -> tuple[dict[str, dict[str, str]], list[str]]:
+        with self._lock:
+            made, self._changed_namespaces = self._changed_namespaces, {}
+            gone, self._deleted_namespaces = self._deleted_namespaces, []
+        return made, gone
+
     def take_new_groups(self) -> list[PodGroup]:
         with self._lock:
             taken, self._groups = self._groups, []
@@ -401,14 +428,14 @@ class KubernetesAdapter:
         namespace, name = report.pod.split("/", 1)
         try:
             if report.status is not None:
-                self.client.request(
+                self._report_client.request(
                     "PATCH",
                     f"/api/v1/namespaces/{namespace}/pods/{name}/status",
                     body={"status": report.status},
                     content_type="application/strategic-merge-patch+json",
                 )
             if report.reason:
-                self.client.request(
+                self._report_client.request(
                     "POST", f"/api/v1/namespaces/{namespace}/events", body=self._event(report)
                 )
         except ApiError as err:

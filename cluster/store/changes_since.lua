@@ -1,6 +1,7 @@
 -- What changed after version ARGV[2], for a reader that keeps the columns ARGV[3]
 -- and awaits the units ARGV[4] (its own placements not yet known to be settled).
--- Returns {msgpack [seq, names, flat, deleted, committed, ports, specs, peered],
+-- Returns {msgpack [seq, names, flat, deleted, committed, ports, specs, peered,
+-- namespaces],
 -- spec, ..., pods, ...}:
 -- `ports` lists, for changed nodes with host ports in use, [name, [[protocol,
 -- port, ip, pods], ...]]; `peered` names the changed nodes with pods, whose
@@ -10,7 +11,8 @@
 -- snapshot, so the reader can stop assuming them without counting them twice;
 -- `flat` holds, per name, its version then its committed usage of each
 -- column; `specs` counts the specs that follow the frame (binary, so they
--- travel outside it): the nodes whose spec changed after ARGV[2].
+-- travel outside it): the nodes whose spec changed after ARGV[2]; `namespaces` lists
+-- [name, labels as JSON or false if deleted] for those changed after ARGV[2].
 local since = tonumber(ARGV[2])
 local cols = cmsgpack.unpack(ARGV[3])
 local awaited = cmsgpack.unpack(ARGV[4])
@@ -53,6 +55,10 @@ local committed, found = {}, present(UNITS, awaited)
 for _, unit in ipairs(awaited) do
   if found[unit] then committed[#committed + 1] = unit end
 end
-reply[1] = cmsgpack.pack({seq, names, flat, deleted, committed, ports, #reply - 1, peered})
+local namespaces = {}
+for _, name in ipairs(redis.call('ZRANGEBYSCORE', NAMESPACE_CHANGES, '(' .. since, '+inf')) do
+  namespaces[#namespaces + 1] = {name, redis.call('HGET', NAMESPACES, name)}
+end
+reply[1] = cmsgpack.pack({seq, names, flat, deleted, committed, ports, #reply - 1, peered, namespaces})
 for _, map in ipairs(maps) do reply[#reply + 1] = map end
 return reply

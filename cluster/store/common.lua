@@ -1,8 +1,8 @@
 -- Shared by every node-store script (prepended when the script is loaded).
--- KEYS: seq, changes, pods, units, peers, keep-away, holds.
+-- KEYS: seq, changes, pods, units, peers, keep-away, holds, namespaces, namespace changes.
 -- ARGV[1]: the node key prefix.
 local SEQ, CHANGES, PODS, UNITS, PEERS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local KEEP_AWAY, HOLDS = KEYS[6], KEYS[7]
+local KEEP_AWAY, HOLDS, NAMESPACES, NAMESPACE_CHANGES = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local NODE = ARGV[1]
 local MAX_AMOUNT = 9007199254740992 -- 2^53: beyond it a Lua number is not exact
 

@@ -46,6 +46,16 @@ class Keys:
         return f"{self.prefix}holds"
 
     @property
+    def namespaces(self) -> str:
+        """Hash: namespace -> its labels (JSON), for namespaceSelector."""
+        return f"{self.prefix}namespaces"
+
+    @property
+    def namespace_changes(self) -> str:
+        """Sorted set: namespace -> the version of its last change."""
+        return f"{self.prefix}nschanges"
+
+    @property
     def keep_away(self) -> str:
         """Counter: distinct peers with required anti-affinity ever committed (a fence for
         binders that commit without the cross-pod re-check; binder/fences.py)."""
@@ -76,4 +86,6 @@ class Keys:
             self.peers,
             self.keep_away,
             self.holds,
+            self.namespaces,
+            self.namespace_changes,
         ]

@@ -7,7 +7,8 @@ sync costs what changed, not the size of the cluster.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -45,6 +46,8 @@ class Delta:
     ports: dict[str, list[tuple[str, int, str, int]]] = field(default_factory=dict)
     # changed nodes with pods -> [(peer id, pods)]
     peers: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    # namespaces changed -> their labels, None if deleted
+    namespaces: dict[str, dict[str, str] | None] = field(default_factory=dict)
 
 
 class Committed(NamedTuple):
@@ -161,7 +164,9 @@ class NodeStore:
             "changes_since", since, _lua_frame(list(columns)), _lua_frame(list(awaited))
         )
         head, *blobs = reply  # type: ignore[misc]
-        version, names, flat, deleted, committed, ports, spec_count, peered = msgpack.unpackb(head)
+        version, names, flat, deleted, committed, ports, spec_count, peered, spaces = (
+            msgpack.unpackb(head)
+        )
         specs, maps = blobs[:spec_count], blobs[spec_count:]
         table = np.asarray(flat, dtype=np.int64).reshape(len(names), len(columns) + 1)
         return Delta(
@@ -177,7 +182,19 @@ class NodeStore:
                 name: list(msgpack.unpackb(blob).items())
                 for name, blob in zip(peered, maps, strict=True)
             },
+            namespaces={name: json.loads(labels) if labels else None for name, labels in spaces},
         )
+
+    def put_namespaces(
+        self, labels: Mapping[str, Mapping[str, str]], deleted: Sequence[str] = ()
+    ) -> int:
+        """Namespaces' labels (namespaceSelector matches them), set or deleted; the new
+        version."""
+        entries: list[object] = [
+            [n, json.dumps(dict(v), sort_keys=True)] for n, v in labels.items()
+        ]
+        entries += [[n, False] for n in deleted]
+        return int(self._run("put_namespaces", _lua_frame(entries)))
 
     def peers(self, ids: Sequence[str]) -> dict[str, Peer]:
         """The peers stored under these ids (committed pods' affinity-relevant facts)."""

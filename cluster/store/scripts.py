@@ -21,6 +21,7 @@ _NAMES = (
     "preempt",
     "expire",
     "claim",
+    "put_namespaces",
 )
 
 
@@ -38,6 +39,7 @@ class Scripts:
     preempt: Script
     expire: Script
     claim: Script
+    put_namespaces: Script
 
     @classmethod
     def register(cls, client: redis.Redis) -> Scripts:

@@ -251,3 +251,13 @@ def test_pods_the_cluster_runs_are_recorded_even_where_they_do_not_fit(store):
     assert [o.status for o in again] == ["duplicate", "conflict"]
     assert store.release(pods=["default/p1"]).pods == 1
     assert store.usage("a")["cpu"] == 800
+
+
+def test_namespace_labels_reach_every_reader_by_version(store):
+    before = store.version()
+    store.put_namespaces({"prod": {"env": "live", "kubernetes.io/metadata.name": "prod"}})
+    delta = store.changes_since(before, [])
+    assert delta.namespaces == {"prod": {"env": "live", "kubernetes.io/metadata.name": "prod"}}
+    assert store.changes_since(delta.version, []).namespaces == {}
+    store.put_namespaces({}, deleted=["prod"])
+    assert store.changes_since(delta.version, []).namespaces == {"prod": None}

@@ -30,7 +30,6 @@ from cluster.crosspod.inter_pod_affinity import (
     score_weights,
     terms_of,
 )
-from cluster.crosspod.view import default_namespace_labels
 from cluster.events import ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE
 from cluster.objects import Peer
 from shards.framework import FilterPlugin, PodClass, Rows, ScorePlugin
@@ -61,6 +60,8 @@ class _Relations:
         "done",
         "hard",
         "keeps_away",
+        "namespace_labels",
+        "namespaces_version",
         "peers",
         "pod",
         "scoring",
@@ -68,13 +69,16 @@ class _Relations:
         "weights",
     )
 
-    def __init__(self, peer: Peer, peers: list[Peer], hard: int, scoring: bool) -> None:
-        self.peers = peers  # the table's list, which only grows
+    def __init__(self, peer: Peer, table: NodeTable, hard: int, scoring: bool) -> None:
+        self.peers = table.peers  # the table's list, which only grows
+        # namespaceSelector's answers hold until the table's namespaces change
+        self.namespace_labels = table.namespace_labels
+        self.namespaces_version = table.namespaces_version
         self.pod = terms_of(peer)
         self.hard, self.scoring = hard, scoring
         self.done = 0
         self.self_affinity = self.pod.selected_by_all(
-            self.pod.affinity_required, default_namespace_labels
+            self.pod.affinity_required, self.namespace_labels
         )
         # per peer: matches all the pod's required affinity terms
         self.all_affinity = np.zeros(0, dtype=bool)
@@ -94,7 +98,7 @@ class _Relations:
     def extend(self) -> None:
         """Match the peers the table added since the last call."""
         new = [terms_of(peer) for peer in self.peers[self.done :]]
-        pod, ns, added = self.pod, default_namespace_labels, len(new)
+        pod, ns, added = self.pod, self.namespace_labels, len(new)
         away: dict[str, list[bool]] = {}
         weights: dict[str, list[int]] = {}
         for j, other in enumerate(new):
@@ -161,14 +165,18 @@ class InterPodAffinity(FilterPlugin, ScorePlugin):
     def _relations(self, pod: PodClass, table: NodeTable) -> _Relations:
         cache, key = self._relations_by_peer, pod.peer
         rel = cache.get(key)
-        if rel is None or rel.peers is not table.peers:
+        if (
+            rel is None
+            or rel.peers is not table.peers
+            or rel.namespaces_version != table.namespaces_version
+        ):
             peer = table.peers[pod.peer]
             terms = terms_of(peer)
             # upstream skips scoring when told to ignore existing pods' terms and the pod has none
             scoring = not self.ignore_preferred_terms_of_existing_pods or bool(
                 terms.affinity_preferred or terms.anti_affinity_preferred
             )
-            rel = cache[key] = _Relations(peer, table.peers, self.hard_pod_affinity_weight, scoring)
+            rel = cache[key] = _Relations(peer, table, self.hard_pod_affinity_weight, scoring)
             if len(cache) > _CACHED_PEERS:
                 cache.popitem(last=False)
         else:

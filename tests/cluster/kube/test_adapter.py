@@ -179,3 +179,17 @@ def test_deletions_and_finished_pods_give_their_room_back(adapter):
     gone = []
     until(lambda: gone.extend(adapter.take_deleted_pods()) or len(gone) >= 2)
     assert sorted(gone) == ["default/x", "default/y"]
+
+
+def test_namespace_labels_are_passed_on_when_they_change(adapter):
+    api, adapter = adapter
+    api.put("namespaces", {"metadata": {"name": "prod", "labels": {"env": "live"}}})
+    made = {}
+    until(lambda: made.update(adapter.take_namespace_events()[0]) or made)
+    assert made == {"prod": {"env": "live"}}
+    api.put("namespaces", {"metadata": {"name": "prod", "labels": {"env": "live"}}})  # same
+    api.delete("namespaces", "", "prod")
+    events = []
+    until(lambda: events.append(adapter.take_namespace_events()) or events[-1][1])
+    assert events[-1][1] == ["prod"]
+    assert not any(made for made, _ in events)  # the same labels again: nothing passed on
