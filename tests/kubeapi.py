@@ -47,6 +47,8 @@ RESOURCES = {
     "poddisruptionbudgets": ("/apis/policy/v1", "PodDisruptionBudget", True),
     "podgroups": ("/apis/scheduling.x-k8s.io/v1alpha1", "PodGroup", True),
     "leases": ("/apis/coordination.k8s.io/v1", "Lease", True),
+    "elasticquotas": ("/apis/scheduling.x-k8s.io/v1alpha1", "ElasticQuota", True),
+    "reservations": ("/apis/scheduling.koordinator.sh/v1alpha1", "Reservation", False),
 }
 _PATH = re.compile(
     r"^(?P<prefix>/api/v1|/apis/[^/]+/[^/]+)"

@@ -16,9 +16,7 @@ from tests.test_binders_end_to_end import HOST, labelled_nodes, pod_doc
 pytestmark = pytest.mark.usefixtures("ray_session")
 
 
-def test_anti_affinity_reaches_pods_in_namespaces_selected_by_their_labels(
-    redis_url, key_prefix
-):
+def test_anti_affinity_reaches_pods_in_namespaces_selected_by_their_labels(redis_url, key_prefix):
     settings = Settings(shards=2, redis_url=redis_url, key_prefix=key_prefix, seed=3)
     cluster = SimulatedCluster(settings.scheduler_names)
     labelled_nodes(cluster, 2)

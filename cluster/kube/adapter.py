@@ -4,8 +4,10 @@ Informers (one thread each) turn watch events into the batches the control
 loop takes (`ClusterAdapter`): nodes for the node store; pods of our
 profiles, unbound, for the dispatcher; pods bound by anybody else (another
 scheduler, or before optimist started) for the usage shards see; deletions;
-PodGroups and PodDisruptionBudgets. PriorityClasses fill in `spec.priority`
-where admission has not.
+namespaces' labels; PodGroups, PodDisruptionBudgets, ElasticQuotas and
+Reservations (custom resources: where their definitions are not installed,
+there are none). PriorityClasses fill in `spec.priority` where admission has
+not.
 
 Bindings go out through the `pods/binding` subresource from a pool of
 threads, as many at once as the client's rate limit lets through. Reports
@@ -36,9 +38,10 @@ from cluster.manifests import (
     node_from_manifest,
     pod_from_manifest,
     podgroup_from_manifest,
+    reservation_from_manifest,
 )
 from cluster.objects import Node, Pod, PodGroup
-from cluster.quota import Quota
+from cluster.quota import Quota, quota_from_manifest
 from cluster.reservations import Reservation
 
 log = logging.getLogger(__name__)
@@ -50,6 +53,8 @@ PATHS = {
     "poddisruptionbudgets": "/apis/policy/v1/poddisruptionbudgets",
     "priorityclasses": "/apis/scheduling.k8s.io/v1/priorityclasses",
     "namespaces": "/api/v1/namespaces",
+    "elasticquotas": "/apis/scheduling.x-k8s.io/v1alpha1/elasticquotas",
+    "reservations": "/apis/scheduling.koordinator.sh/v1alpha1/reservations",
 }
 TERMINAL = frozenset({"Succeeded", "Failed"})  # a pod in these phases holds no resources
 
@@ -99,6 +104,8 @@ class KubernetesAdapter:
         self._changed_namespaces: dict[str, dict[str, str]] = {}
         self._deleted_namespaces: list[str] = []
         self._budgets: list[DisruptionBudget] = []
+        self._quotas: list[Quota] = []
+        self._reservations: list[Reservation] = []
         self._priorities: dict[str, int] = {}  # PriorityClass name -> value
         self._default_priority: tuple[str, int] | None = None  # the globalDefault class
         self._pending: dict[str, str] = {}  # our unbound pods: key -> what a change compares
@@ -114,6 +121,8 @@ class KubernetesAdapter:
             "nodes": self._on_node,
             "podgroups": self._on_group,
             "poddisruptionbudgets": self._on_budget,
+            "elasticquotas": self._on_quota,
+            "reservations": self._on_reservation,
             "pods": self._on_pod,
         }
         self.informers = {
@@ -208,6 +217,33 @@ class KubernetesAdapter:
             return
         with self._lock:
             self._budgets.append(budget)
+
+    def _on_quota(self, kind: str, obj: dict[str, Any]) -> None:
+        if kind != "ADDED":  # the tree takes quotas as they come; changing one needs a restart
+            if kind == "MODIFIED":
+                log.warning(
+                    "ElasticQuota %s changed: optimist sees it at its next start", object_key(obj)
+                )
+            return
+        try:
+            quota = quota_from_manifest(obj)
+        except InvalidObject as err:
+            self._left_out(f"ElasticQuota {object_key(obj)}", str(err))
+            return
+        with self._lock:
+            self._quotas.append(quota)
+
+    def _on_reservation(self, kind: str, obj: dict[str, Any]) -> None:
+        if kind != "ADDED":
+            return  # used once, then gone: what it holds expires with it (hold_ttl_s)
+        try:
+            reservation = reservation_from_manifest(obj, time.time())
+        except InvalidObject as err:
+            self._left_out(f"Reservation {object_key(obj)}", str(err))
+            return
+        if reservation.pod.scheduler_name in self.scheduler_names:
+            with self._lock:
+                self._reservations.append(reservation)
 
     def _on_pod(self, kind: str, obj: dict[str, Any]) -> None:
         key = object_key(obj)
@@ -330,10 +366,14 @@ class KubernetesAdapter:
         return taken
 
     def take_new_quotas(self) -> list[Quota]:
-        return []  # ElasticQuota objects are not watched yet: configure quotas instead
+        with self._lock:
+            taken, self._quotas = self._quotas, []
+        return taken
 
     def take_new_reservations(self) -> list[Reservation]:
-        return []  # Reservation objects are not watched yet
+        with self._lock:
+            taken, self._reservations = self._reservations, []
+        return taken
 
     def bind(self, bindings: list[Binding]) -> list[str | None]:
         errors = list(self._binders.map(self._bind_one, bindings))

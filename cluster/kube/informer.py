@@ -5,7 +5,10 @@ the last version seen (bookmarks keep that version fresh while nothing
 changes); `410 Gone` (the version was compacted away) means list afresh, and
 the fresh list is told as the difference from what was known, deletions
 included, so that nothing that happened while the watch was down is missed.
-Failures back off; the thread never spins on a failing API.
+Failures back off; the thread never spins on a failing API. A resource the
+server does not serve (a custom resource whose definition is not installed:
+no PodGroups without the coscheduling plugin's CRD) counts as listed and
+empty, and is looked for again now and then.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from cluster.kube.client import ApiError, Backoff, KubeClient
 log = logging.getLogger(__name__)
 
 WATCH_BACKOFF = Backoff(first_s=0.2, cap_s=30.0)
+NOT_SERVED_RECHECK_S = 60.0
 # (event type: ADDED, MODIFIED or DELETED; the object)
 Handler = Callable[[str, dict[str, Any]], None]
 
@@ -46,6 +50,7 @@ class Informer:
         self.synced = threading.Event()  # the first list has been handled
         self.version = ""  # the last resourceVersion seen; "" until listed
         self.lists = 0  # lists made: 1, plus one per 410 Gone
+        self.served = True  # False while the server answers 404 for the resource
         self.watches = 0  # watches opened
         self._known: dict[str, str] = {}  # object key -> resourceVersion
         self._stop = threading.Event()
@@ -67,6 +72,17 @@ class Informer:
                 self._watch()
                 failures = 0
             except ApiError as err:
+                if err.status == 404 and not self.version:
+                    if self.served:
+                        log.info(
+                            "%s is not served; looked for again every %.0f s",
+                            self.path,
+                            NOT_SERVED_RECHECK_S,
+                        )
+                    self.served = False
+                    self.synced.set()
+                    self._stop.wait(NOT_SERVED_RECHECK_S)
+                    continue
                 if err.status == 410:
                     log.info("%s: %s; listing afresh", self.path, err.message)
                     self.version = ""
@@ -98,6 +114,7 @@ class Informer:
         self._known = seen
         self.version = str(listed.get("metadata", {}).get("resourceVersion", ""))
         self.lists += 1
+        self.served = True
         self.synced.set()
 
     def _watch(self) -> None:

@@ -193,3 +193,35 @@ def test_namespace_labels_are_passed_on_when_they_change(adapter):
     until(lambda: events.append(adapter.take_namespace_events()) or events[-1][1])
     assert events[-1][1] == ["prod"]
     assert not any(made for made, _ in events)  # the same labels again: nothing passed on
+
+
+def test_quotas_and_reservations_come_from_their_custom_resources(adapter):
+    api, adapter = adapter
+    quota = {
+        "metadata": {"name": "team-a", "namespace": "team-a"},
+        "spec": {"min": {"cpu": "4"}, "max": {"cpu": "8"}},
+    }
+    api.put("elasticquotas", quota)
+    template = pod_doc("vip-room", scheduler="optimist-a", cpu="2")
+    template["metadata"] = {"namespace": "default"}
+    api.put(
+        "reservations",
+        {
+            "metadata": {"name": "r"},
+            "spec": {"template": template, "owners": [{"object": {"name": "vip"}}], "ttl": "30m"},
+        },
+    )
+    other = pod_doc("x", scheduler="default-scheduler")
+    other["metadata"] = {"namespace": "default"}
+    api.put(
+        "reservations",
+        {
+            "metadata": {"name": "not-ours"},
+            "spec": {"template": other, "owners": [{"object": {"name": "y"}}]},
+        },
+    )
+    quotas, reservations = [], []
+    until(lambda: quotas.extend(adapter.take_new_quotas()) or quotas)
+    until(lambda: reservations.extend(adapter.take_new_reservations()) or reservations)
+    assert [(q.name, q.namespaces) for q in quotas] == [("team-a", ("team-a",))]
+    assert [r.hold_key for r in reservations] == ["default/vip"]

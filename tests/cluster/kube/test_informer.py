@@ -96,3 +96,12 @@ def test_a_throttled_list_is_retried_not_lost(kube_api):
     informer = Informer(KubeClient.for_host(url), "/api/v1/nodes", seen).start()
     assert informer.synced.wait(10) and seen.now == {"a": "1"}
     informer.stop()
+
+
+def test_a_resource_the_server_does_not_serve_counts_as_listed_and_empty(kube_api):
+    _, url = kube_api
+    seen = Seen()
+    path = "/apis/example.com/v1/widgets"  # no such resource: 404, as without its CRD
+    informer = Informer(KubeClient.for_host(url), path, seen).start()
+    assert informer.synced.wait(5) and not informer.served and seen.events == []
+    informer.stop()
