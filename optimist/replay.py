@@ -43,10 +43,9 @@ import yaml
 from cluster.errors import InvalidObject
 from cluster.invariants import check_invariants
 from cluster.manifests import node_from_manifest, pod_from_manifest, podgroup_from_manifest
-from cluster.messages import Decision, PodPlacement
-from cluster.objects import Pod, SchedulingSpec
+from cluster.objects import Pod
 from cluster.simulator import SimulatedCluster
-from cluster.store import NodeStore
+from cluster.store import NodeStore, pinned
 from optimist import report
 from optimist.config import Settings
 from optimist.quality import cluster_quality, placement_quality
@@ -281,15 +280,7 @@ def _run_in_place(
     accepted = []
     for start in range(0, len(present), _COMMIT_CHUNK):
         chunk = present[start : start + _COMMIT_CHUNK]
-        classes: dict[SchedulingSpec, int] = {}
-        decisions = [
-            Decision(
-                p.key,
-                [PodPlacement(p.key, classes.setdefault(p.spec, len(classes)), [p.node_name], [0])],
-            )
-            for p in chunk
-        ]
-        _, outcomes, _ = store.commit(list(classes), decisions)
+        _, outcomes, _ = store.commit(*pinned(chunk))
         for pod, outcome in zip(chunk, outcomes, strict=True):
             if outcome.committed:
                 accepted.append(pod)

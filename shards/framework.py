@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -25,6 +25,7 @@ from shards.stopwatch import FILTER, SCORE, Stopwatch
 
 Rows = np.ndarray | slice
 MAX_NODE_SCORE = 100
+NORMALIZE = "ScoreExtensionNormalize"  # the extension point's name in upstream's metrics
 
 
 @dataclass(slots=True)
@@ -157,44 +158,24 @@ class Profile:
         mask = table.alive[rows].copy()
         for plugin in self.filters:
             if plugin.dynamic == dynamic:
-                mask &= self._filter(plugin, pod, table, rows)
+                mask &= self._call(plugin, "Filter", plugin.filter, pod, table, rows)
         self.stopwatch.seconds[FILTER] += time.perf_counter() - started
         return mask
 
-    def _filter(
-        self, plugin: FilterPlugin, pod: PodClass, table: NodeTable, rows: Rows
-    ) -> np.ndarray:
-        if not self.stopwatch.sampling:
-            return plugin.filter(pod, table, rows)
-        started = time.perf_counter()
-        ok = plugin.filter(pod, table, rows)
-        self.stopwatch.plugin(plugin.name, "Filter", started)
-        return ok
-
-    def _score(
-        self, plugin: ScorePlugin, pod: PodClass, table: NodeTable, rows: Rows
-    ) -> np.ndarray:
-        if not self.stopwatch.sampling:
-            return plugin.score(pod, table, rows)
-        started = time.perf_counter()
-        raw = plugin.score(pod, table, rows)
-        self.stopwatch.plugin(plugin.name, "Score", started)
-        return raw
-
-    def _normalize(
+    def _call(
         self,
-        plugin: ScorePlugin,
-        pod: PodClass,
-        table: NodeTable,
-        rows: np.ndarray,
-        raw: np.ndarray,
+        plugin: FilterPlugin | ScorePlugin,
+        point: str,
+        method: Callable[..., np.ndarray],
+        *args: object,
     ) -> np.ndarray:
+        """`method(*args)`, the plugin's work at `point`, timed alone in a sampled batch."""
         if not self.stopwatch.sampling:
-            return plugin.normalize(pod, table, rows, raw)
+            return method(*args)
         started = time.perf_counter()
-        part = plugin.normalize(pod, table, rows, raw)
-        self.stopwatch.plugin(plugin.name, "ScoreExtensionNormalize", started)
-        return part
+        out = method(*args)
+        self.stopwatch.plugin(plugin.name, point, started)
+        return out
 
     def static_rows(self, pod: PodClass, table: NodeTable) -> tuple[np.ndarray, np.ndarray]:
         """The rows the spec-only filters let the pod onto: a mask over every row and the
@@ -217,14 +198,14 @@ class Profile:
         keep = np.ones(len(rows), dtype=bool)
         for plugin in self.filters:
             if plugin.dynamic and not plugin.preemptible and len(rows):
-                keep &= self._filter(plugin, pod, table, rows)
+                keep &= self._call(plugin, "Filter", plugin.filter, pod, table, rows)
         self.stopwatch.seconds[FILTER] += time.perf_counter() - started
         return rows[keep]
 
     def raw_scores(self, pod: PodClass, table: NodeTable, rows: Rows) -> list[np.ndarray]:
         """Each scorer's raw scores for the rows, in the order of `scorers`."""
         started = time.perf_counter()
-        raws = [self._score(plugin, pod, table, rows) for plugin, _ in self.scorers]
+        raws = [self._call(p, "Score", p.score, pod, table, rows) for p, _ in self.scorers]
         self.stopwatch.seconds[SCORE] += time.perf_counter() - started
         return raws
 
@@ -235,7 +216,7 @@ class Profile:
         what a placement on those rows can have changed."""
         started = time.perf_counter()
         raws = [
-            self._score(plugin, pod, table, rows) if plugin.dynamic else None
+            self._call(plugin, "Score", plugin.score, pod, table, rows) if plugin.dynamic else None
             for plugin, _ in self.scorers
         ]
         self.stopwatch.seconds[SCORE] += time.perf_counter() - started
@@ -260,10 +241,12 @@ class Profile:
             if not plugin.normalizes:
                 part = raw
             elif every:
-                part = self._normalize(plugin, pod, table, rows, raw)
+                part = self._call(plugin, NORMALIZE, plugin.normalize, pod, table, rows, raw)
             else:
                 part = np.zeros_like(raw)
-                part[feasible] = self._normalize(plugin, pod, table, rows[feasible], raw[feasible])
+                part[feasible] = self._call(
+                    plugin, NORMALIZE, plugin.normalize, pod, table, rows[feasible], raw[feasible]
+                )
             parts.append(part if weight == 1 else part * weight)
         self.stopwatch.seconds[SCORE] += time.perf_counter() - started
         return parts
@@ -282,7 +265,7 @@ class Profile:
         for plugin in self.filters:
             if not len(remaining):
                 break
-            ok = self._filter(plugin, pod, table, remaining)
+            ok = self._call(plugin, "Filter", plugin.filter, pod, table, remaining)
             if not ok.all():
                 reasons.update(plugin.reasons(pod, table, remaining[~ok]))
                 plugins.append(plugin)

@@ -138,12 +138,7 @@ class NodeTable:
         return self.namespaces.get(namespace) or default_namespace_labels(namespace)
 
     def apply(self, delta: Delta) -> None:
-        if delta.namespaces:
-            for name, labels in delta.namespaces.items():
-                if labels is None:
-                    self.namespaces.pop(name, None)
-                else:
-                    self.namespaces[name] = labels
+        if delta.apply_namespaces(self.namespaces):
             self.namespaces_version += 1
         for node in delta.specs:
             self._set_spec(node)

@@ -21,12 +21,7 @@ class CommittedView(StaticView):
         delta = store.changes_since(self.version, [])
         unknown = {i for entries in delta.peers.values() for i, _ in entries} - self._peers.keys()
         self._peers.update(store.peers(sorted(unknown)))
-        if delta.namespaces:  # what namespaceSelector matches: every answer may change
-            for name, labels in delta.namespaces.items():
-                if labels is None:
-                    self.namespaces.pop(name, None)
-                else:
-                    self.namespaces[name] = labels
+        if delta.apply_namespaces(self.namespaces):  # namespaceSelector: every answer may move
             self.pods_version += 1
         if delta.specs or delta.deleted or delta.namespaces:
             self.spec_version += 1

@@ -8,6 +8,7 @@ from cluster.store.node_store import (
     Hold,
     NodeStore,
     Preempted,
+    pinned,
 )
 
 __all__ = [
@@ -18,4 +19,5 @@ __all__ = [
     "Keys",
     "NodeStore",
     "Preempted",
+    "pinned",
 ]

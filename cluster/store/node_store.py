@@ -49,6 +49,15 @@ class Delta:
     # namespaces changed -> their labels, None if deleted
     namespaces: dict[str, dict[str, str] | None] = field(default_factory=dict)
 
+    def apply_namespaces(self, labels: dict[str, dict[str, str]]) -> bool:
+        """Bring a reader's namespace labels up to this delta; whether any changed."""
+        for name, changed in self.namespaces.items():
+            if changed is None:
+                labels.pop(name, None)
+            else:
+                labels[name] = changed
+        return bool(self.namespaces)
+
 
 class Committed(NamedTuple):
     version: int
@@ -248,16 +257,8 @@ class NodeStore:
         """Record pods the cluster runs already on their node (bound by another scheduler,
         or before optimist started), fit or not: their room is taken all the same. A pod
         recorded before comes back as `duplicate`; one on a node not in the store, as
-        `conflict`. Each pod is a unit of its own, under its own key."""
-        classes: dict[SchedulingSpec, int] = {}
-        decisions = [
-            Decision(
-                p.key,
-                [PodPlacement(p.key, classes.setdefault(p.spec, len(classes)), [p.node_name], [0])],
-            )
-            for p in pods
-        ]
-        return self.commit(list(classes), decisions, OBSERVED).outcomes if pods else []
+        `conflict`."""
+        return self.commit(*pinned(pods), OBSERVED).outcomes if pods else []
 
     def committed_nodes(self, units: Sequence[str]) -> dict[str, dict[str, str]]:
         """Of these units, those committed: unit -> pod -> node."""
@@ -352,6 +353,20 @@ class NodeStore:
         """Delete every key under this store's prefix."""
         for batch in _chunks(self.client.scan_iter(match=f"{self.keys.prefix}*", count=1000), 500):
             self.client.delete(*batch)
+
+
+def pinned(pods: Sequence[Pod]) -> tuple[list[SchedulingSpec], list[Decision]]:
+    """Pods placed on their own spec.nodeName, each a unit of its own under its own
+    key, as `commit` takes them: the classes, and a decision per pod."""
+    classes: dict[SchedulingSpec, int] = {}
+    decisions = [
+        Decision(
+            p.key,
+            [PodPlacement(p.key, classes.setdefault(p.spec, len(classes)), [p.node_name], [0])],
+        )
+        for p in pods
+    ]
+    return list(classes), decisions
 
 
 def _chunks(items: Iterable[bytes], size: int) -> Iterable[list[bytes]]:

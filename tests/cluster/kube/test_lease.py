@@ -4,6 +4,8 @@ standby takes over when the leader stops renewing or gives the lease up."""
 import threading
 import time
 
+import pytest
+
 from cluster.kube.client import Backoff, KubeClient
 from cluster.kube.lease import LeaderElector, LeaseConfig
 
@@ -35,12 +37,21 @@ def holder(api):
     return api.get("leases", "default", "optimist")["spec"]["holderIdentity"]
 
 
-def test_a_standby_takes_over_only_once_the_leader_stops_renewing(kube_api):
+@pytest.fixture
+def leader_and_standby(kube_api):
+    """ "a" leads; "b" waits in a thread of its own: (api, a, b's thread)."""
     api, url = kube_api
-    a, b = elector(url, "a"), elector(url, "b")
+    a = elector(url, "a")
     assert a.acquire(threading.Event())
-    standby = Standby(b)
+    standby = Standby(elector(url, "b"))
     standby.start()
+    yield api, a, standby
+    standby.stop.set()
+    standby.elector.release()
+
+
+def test_a_standby_takes_over_only_once_the_leader_stops_renewing(leader_and_standby):
+    api, a, standby = leader_and_standby
     time.sleep(2.0)  # the leader renews: the standby waits
     assert standby.led_at is None and holder(api) == "a"
     a._stop.set()  # the leader dies: nobody renews
@@ -52,21 +63,15 @@ def test_a_standby_takes_over_only_once_the_leader_stops_renewing(kube_api):
     assert late <= standby.led_at - died < FAST.lease_duration_s + 1.0
     lease = api.get("leases", "default", "optimist")["spec"]
     assert lease["leaseTransitions"] == 1
-    b.release()
 
 
-def test_a_lease_given_up_is_taken_at_once(kube_api):
-    api, url = kube_api
-    a, b = elector(url, "a"), elector(url, "b")
-    assert a.acquire(threading.Event())
-    standby = Standby(b)
-    standby.start()
+def test_a_lease_given_up_is_taken_at_once(leader_and_standby):
+    api, a, standby = leader_and_standby
     time.sleep(0.3)
     given = time.monotonic()
     a.release()
     standby.join(5)
     assert standby.led_at - given < 0.5 and holder(api) == "b" and a.lost.is_set()
-    b.release()
 
 
 def test_a_leader_that_cannot_renew_stops_leading_before_its_lease_runs_out(kube_api):
