@@ -22,6 +22,7 @@ this is ours. It serves loopback only.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 import threading
@@ -214,12 +215,12 @@ class FakeKubeAPI:
         sent = since
         while time.monotonic() < deadline:
             with self._lock:
-                fresh = [c for c in self.history if c.version > sent and c.kind == resource]
+                fresh = self._after(sent, resource)
                 if not fresh:
                     self._lock.wait(min(0.5, max(deadline - time.monotonic(), 0)))
                     if self._watch_epoch != epoch:
                         return
-                    fresh = [c for c in self.history if c.version > sent and c.kind == resource]
+                    fresh = self._after(sent, resource)
                     if not fresh and bookmarks:
                         kind = RESOURCES[resource][1]
                         mark = {"kind": kind, "metadata": {"resourceVersion": str(self.version)}}
@@ -233,6 +234,13 @@ class FakeKubeAPI:
                 yield {"type": change.type, "object": change.obj}
 
 
+    def _after(self, version: int, resource: str) -> list[_Change]:
+        """The changes of `resource` after `version` (the lock is held): history is in
+        version order, so a watch reads only what is new to it."""
+        start = bisect.bisect_right(self.history, version, key=lambda c: c.version)
+        return [c for c in self.history[start:] if c.kind == resource]
+
+
 def _status(code: int, reason: str, message: str) -> dict[str, Any]:
     status = {"kind": "Status", "apiVersion": "v1", "status": "Failure"}
     return {
@@ -244,6 +252,10 @@ def _status(code: int, reason: str, message: str) -> dict[str, Any]:
 class _Handler(BaseHTTPRequestHandler):
     api: FakeKubeAPI
     protocol_version = "HTTP/1.1"
+    # a reply's headers and body in one segment: else Nagle's algorithm and the client's
+    # delayed ACK hold every reply back ~40 ms
+    disable_nagle_algorithm = True
+    wbufsize = 1 << 16
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the tests read `api.requests` instead."""

@@ -41,3 +41,14 @@ def test_memory_pending_queues_every_pod_and_reports_each_role(monkeypatch, caps
     assert "3,000 pending pods, 100 nodes, 1 shards" in out
     assert "pending in the dispatcher: 3,000 units" in out
     assert "optimist's processes together:" in out and "the simulated cluster, apart:" in out
+
+
+@pytest.mark.usefixtures("ray_session")
+def test_kube_api_binds_every_pod_through_a_live_api_server(monkeypatch, capsys):
+    from benchmarks import kube_api
+
+    argv = ["kube_api", "--nodes", "5", "--pods", "40"]
+    monkeypatch.setattr(sys, "argv", argv)
+    kube_api.main()
+    out = capsys.readouterr().out
+    assert "kube_api: 40 pods on 5 nodes, 1 shard(s):" in out and "bindings/s" in out

@@ -151,10 +151,14 @@ class KubeClient:
     def stream(
         self, path: str, query: dict[str, str], timeout_s: float
     ) -> Iterator[dict[str, Any]]:
-        """A watch: its events as they come, until the server ends it. Raises ApiError
-        if the server refuses it (no retry: the informer decides)."""
+        """A watch: its events as they come, until the server ends it or the connection
+        drops (the caller resumes from the last version it saw). Raises ApiError if the
+        server refuses it or cannot be reached (no retry: the informer decides)."""
         self.bucket.take()
-        response = self._send("GET", path, query, None, "application/json", (5.0, timeout_s))
+        try:
+            response = self._send("GET", path, query, None, "application/json", (5.0, timeout_s))
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            raise ApiError(0, "Unreachable", str(err)) from None
         try:
             if response.status != 200:
                 status = _status(response.read())
@@ -168,6 +172,8 @@ class KubeClient:
                 for line in lines:
                     if line.strip():
                         yield json.loads(line)
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            log.info("watch of %s dropped: %s", path, err)
         finally:
             response.response.release_conn()
 
