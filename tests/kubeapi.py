@@ -25,6 +25,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
+import socket
 import threading
 import time
 import uuid
@@ -81,6 +82,8 @@ class FakeKubeAPI:
     _throttled: int = 0
     _retry_after: int = 1
     _watch_epoch: int = 0
+    _abruptly: bool = False  # the last drop_watches cut the connections mid-stream
+    open_watches: int = 0
     _lock: threading.Condition = field(default_factory=threading.Condition)
 
     # --- state ------------------------------------------------------------
@@ -166,9 +169,11 @@ class FakeKubeAPI:
         with self._lock:
             self._throttled, self._retry_after = requests, retry_after_s
 
-    def drop_watches(self) -> None:
-        """Close every open watch, as a restarted API server or a proxy does."""
+    def drop_watches(self, abruptly: bool = False) -> None:
+        """Close every open watch, as a restarted API server or a proxy does; `abruptly`:
+        cut the connection without ending the chunked reply, as a crash does."""
         with self._lock:
+            self._abruptly = abruptly
             self._watch_epoch += 1
             self._lock.notify_all()
 
@@ -204,35 +209,46 @@ class FakeKubeAPI:
 
     def _changes(
         self, resource: str, since: int, timeout_s: float, bookmarks: bool
-    ) -> Iterator[dict[str, Any] | None]:
-        """Watch events after `since`; None when the watch must end. A bookmark when idle."""
+    ) -> Iterator[dict[str, Any]]:
+        """Watch events after `since`, until the watch must end; a bookmark when idle.
+        Nothing is yielded with the lock held: the reader writes to a socket meanwhile."""
         deadline = time.monotonic() + timeout_s
         with self._lock:
             epoch = self._watch_epoch
-            if since < self.compacted - 1:
-                yield _status(410, "Expired", f"too old resource version: {since}")
-                return
+            expired = since < self.compacted - 1
+            if not expired:
+                self.open_watches += 1
+        if expired:
+            yield _status(410, "Expired", f"too old resource version: {since}")
+            return
+        try:
+            yield from self._stream(resource, since, epoch, deadline, bookmarks)
+        finally:
+            with self._lock:
+                self.open_watches -= 1
+
+    def _stream(
+        self, resource: str, since: int, epoch: int, deadline: float, bookmarks: bool
+    ) -> Iterator[dict[str, Any]]:
         sent = since
         while time.monotonic() < deadline:
+            mark = None
             with self._lock:
                 fresh = self._after(sent, resource)
                 if not fresh:
                     self._lock.wait(min(0.5, max(deadline - time.monotonic(), 0)))
-                    if self._watch_epoch != epoch:
-                        return
                     fresh = self._after(sent, resource)
-                    if not fresh and bookmarks:
-                        kind = RESOURCES[resource][1]
-                        mark = {"kind": kind, "metadata": {"resourceVersion": str(self.version)}}
-                        sent = self.version
-                        yield {"type": "BOOKMARK", "object": mark}
-                        continue
                 if self._watch_epoch != epoch:
                     return
+                if not fresh and bookmarks:
+                    kind = RESOURCES[resource][1]
+                    mark = {"kind": kind, "metadata": {"resourceVersion": str(self.version)}}
+                    sent = self.version
+            if mark is not None:
+                yield {"type": "BOOKMARK", "object": mark}
             for change in fresh:
                 sent = change.version
                 yield {"type": change.type, "object": change.obj}
-
 
     def _after(self, version: int, resource: str) -> list[_Change]:
         """The changes of `resource` after `version` (the lock is held): history is in
@@ -332,12 +348,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
+        self.wfile.flush()
         try:
             for event in self.api._changes(resource, since, timeout_s, bookmarks):
                 line = json.dumps(event).encode() + b"\n"
                 self.wfile.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
                 self.wfile.flush()
-            self.wfile.write(b"0\r\n\r\n")
+            if self.api._abruptly:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            else:
+                self.wfile.write(b"0\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError):
             pass
         self.close_connection = True

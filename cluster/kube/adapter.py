@@ -396,8 +396,11 @@ class KubernetesAdapter:
             "target": {"apiVersion": "v1", "kind": "Node", "name": binding.node},
         }
         with self._lock:
-            before = self._bound.get(binding.pod)
-            self._bound[binding.pod] = binding.node  # the watch's confirmation is ours
+            bound = self._bound.get(binding.pod)
+            if bound is None:
+                self._bound[binding.pod] = binding.node  # the watch's confirmation is ours
+        if bound is not None:  # the API would refuse it (409): no need to ask
+            return f"binding {binding.pod} to {binding.node}: already assigned to node {bound}"
         try:
             self.client.request(
                 "POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body=body
@@ -406,10 +409,7 @@ class KubernetesAdapter:
         except ApiError as err:
             with self._lock:
                 if self._bound.get(binding.pod) == binding.node:  # the watch says nothing else
-                    if before is None:
-                        del self._bound[binding.pod]
-                    else:
-                        self._bound[binding.pod] = before
+                    del self._bound[binding.pod]
             return f"binding {binding.pod} to {binding.node}: {err}"
 
     def evict(self, pods: list[str]) -> list[str | None]:

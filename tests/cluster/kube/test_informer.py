@@ -105,3 +105,17 @@ def test_a_resource_the_server_does_not_serve_counts_as_listed_and_empty(kube_ap
     informer = Informer(KubeClient.for_host(url), path, seen).start()
     assert informer.synced.wait(5) and not informer.served and seen.events == []
     informer.stop()
+
+
+def test_a_watch_cut_mid_stream_resumes_without_listing_again(kube_api):
+    api, url = kube_api
+    api.put("nodes", node("a"))
+    seen = Seen()
+    informer = Informer(KubeClient.for_host(url), "/api/v1/nodes", seen).start()
+    assert informer.synced.wait(5)
+    until(lambda: api.open_watches == 1)
+    api.drop_watches(abruptly=True)  # no end to the chunked reply: a crash, a cut cable
+    api.put("nodes", node("b"))
+    until(lambda: "b" in seen.now)
+    informer.stop()
+    assert informer.lists == 1 and informer.watches >= 2
