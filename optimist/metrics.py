@@ -85,6 +85,49 @@ class QueueSample:
     unschedulable: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
+@dataclass(slots=True)
+class ApiSample:
+    """What the Kubernetes adapter counts, read at each scrape (`optimist run` only)."""
+
+    retries: int = 0  # requests retried after a 429, a 5xx or a broken connection
+    reports_dropped: int = 0  # events and status writes dropped: the API could not keep up
+    relists: dict[str, int] = field(default_factory=dict)  # resource -> lists after a 410
+    leading: bool = False
+
+
+class _Api:
+    """The adapter's counters, read from it at each scrape (cheap: a few integers)."""
+
+    def __init__(self) -> None:
+        self.read: Callable[[], ApiSample] | None = None
+
+    def collect(self) -> Iterator[Metric]:
+        if self.read is None:
+            return
+        sample = self.read()
+        yield CounterMetricFamily(
+            "optimist_api_retries",
+            "API requests retried after a 429, a 5xx or a broken connection.",
+            value=sample.retries,
+        )
+        yield CounterMetricFamily(
+            "optimist_api_reports_dropped",
+            "Events and status writes dropped because the API could not keep up.",
+            value=sample.reports_dropped,
+        )
+        relists = CounterMetricFamily(
+            "optimist_api_relists",
+            "Fresh lists after 410 Gone (a watch resumed too late), by resource.",
+            labels=["resource"],
+        )
+        for resource, count in sorted(sample.relists.items()):
+            relists.add_metric([resource], count)
+        yield relists
+        yield GaugeMetricFamily(
+            "optimist_leader", "1 while this replica holds the lease.", value=int(sample.leading)
+        )
+
+
 class _Sampled:
     """A collector of the latest QueueSample: pending pods, their ages, quota use."""
 
@@ -338,6 +381,12 @@ class SchedulerMetrics:
             r.register(collector)  # type: ignore[arg-type]
         self._sampled = _Sampled()
         r.register(self._sampled)  # type: ignore[arg-type]
+        self._api = _Api()
+        r.register(self._api)  # type: ignore[arg-type]
+
+    def watch_api(self, read: Callable[[], ApiSample] | None) -> None:
+        """Serve the Kubernetes adapter's counters, as `read` gives them (None: stop)."""
+        self._api.read = read
 
     def sample(self, sample: QueueSample) -> None:
         self._sampled.set(sample)

@@ -19,7 +19,7 @@ from cluster.kube.client import KubeClient
 from cluster.kube.lease import LeaderElector, LeaseConfig
 from cluster.store import NodeStore
 from optimist.config import Settings
-from optimist.metrics import LoopMetrics, SchedulerMetrics
+from optimist.metrics import ApiSample, LoopMetrics, SchedulerMetrics
 from optimist.profiling import Profiler
 from optimist.runtime import Platform, SchedulingLoop
 
@@ -46,6 +46,15 @@ def reconcile(store: NodeStore, adapter: KubernetesAdapter) -> Reconciled:
     return Reconciled(stale, gone)
 
 
+def api_sample(adapter: KubernetesAdapter, lost: threading.Event) -> ApiSample:
+    return ApiSample(
+        retries=adapter.retries,
+        reports_dropped=adapter.reports_dropped,
+        relists={n: max(i.lists - 1, 0) for n, i in adapter.informers.items()},
+        leading=not lost.is_set(),
+    )
+
+
 @dataclass
 class Service:
     settings: Settings
@@ -65,6 +74,8 @@ class Service:
             return
         lost = elector.lost if elector is not None else threading.Event()
         adapter = KubernetesAdapter(self.client, self.settings.scheduler_names).start()
+        if self.metrics is not None:
+            self.metrics.watch_api(lambda: api_sample(adapter, lost))
         try:
             with Platform(self.settings) as platform:
                 self.reconciled = reconcile(platform.store, adapter)
@@ -89,6 +100,8 @@ class Service:
                         stop.wait(0.01)  # nothing to do until a watch brings something
         finally:
             self.ready.clear()
+            if self.metrics is not None:
+                self.metrics.watch_api(None)
             if self.profiler is not None:
                 self.profiler.detach()
             adapter.stop()

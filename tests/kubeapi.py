@@ -267,6 +267,7 @@ def _status(code: int, reason: str, message: str) -> dict[str, Any]:
 
 class _Handler(BaseHTTPRequestHandler):
     api: FakeKubeAPI
+    _raw: bytes = b""  # the request's body
     protocol_version = "HTTP/1.1"
     # a reply's headers and body in one segment: else Nagle's algorithm and the client's
     # delayed ACK hold every reply back ~40 ms
@@ -292,8 +293,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._reply(code, _status(code, reason, message)["object"], headers)
 
     def _body(self) -> dict[str, Any]:
-        length = int(self.headers.get("Content-Length") or 0)
-        return json.loads(self.rfile.read(length) or b"{}")
+        return json.loads(self._raw or b"{}")
 
     def _route(self) -> tuple[re.Match[str] | None, dict[str, list[str]]]:
         url = urlsplit(self.path)
@@ -301,6 +301,9 @@ class _Handler(BaseHTTPRequestHandler):
         return _PATH.match(url.path), parse_qs(url.query)
 
     def _handle(self) -> None:
+        # read the body whatever the answer: left unread, it would be taken for the
+        # next request on this keep-alive connection
+        self._raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         match, query = self._route()
         retry = self.api._take_throttle()
         if retry is not None:

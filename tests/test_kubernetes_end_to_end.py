@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import ray
+from prometheus_client import generate_latest
 
 from cluster.invariants import check_invariants
 from cluster.kube.client import KubeClient
@@ -21,6 +22,7 @@ from cluster.redis_server import connect
 from cluster.store import Keys, NodeStore
 from optimist.config import Settings
 from optimist.configuration import parse_configuration
+from optimist.metrics import SchedulerMetrics
 from optimist.service import Service
 from tests.cluster.kube.test_adapter import node_doc, pod_doc
 
@@ -114,8 +116,10 @@ def test_an_unschedulable_pod_is_told_why_and_placed_when_room_appears(
     api, url = kube_api
     api.put("nodes", node_doc("n0", cpu="2"))
     settings = settings_for(redis_url, key_prefix, shards=1)
-    service = Service(settings, KubeClient.for_host(url), identity="test")
+    metrics = SchedulerMetrics()
+    service = Service(settings, KubeClient.for_host(url), identity="test", metrics=metrics)
     with Running(service):
+        api.throttle(3, retry_after_s=0)  # the API is busy for a moment: retried, counted
         api.put("pods", pod_doc("big", scheduler="optimist-a", cpu="3"))
 
         def condition():
@@ -129,6 +133,10 @@ def test_an_unschedulable_pod_is_told_why_and_placed_when_room_appears(
         assert events and events[0]["reason"] == "FailedScheduling"
         api.put("nodes", node_doc("n1", cpu="4"))  # a node that fits: NodeAdd requeues it
         wait_for(lambda: api.pods_bound().get("default/big") == "n1")
+        served = generate_latest(metrics.registry).decode()
+    assert "optimist_leader 1.0" in served
+    retried = next(line for line in served.splitlines() if line.startswith("optimist_api_retries"))
+    assert float(retried.split()[-1]) >= 3
 
 
 KUBECONFIG = """

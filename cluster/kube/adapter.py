@@ -309,6 +309,11 @@ class KubernetesAdapter:
         log.warning("%s left out: %s", what, why)
         self.invalid.append((what, why))
 
+    @property
+    def retries(self) -> int:
+        """Requests retried so far, bindings' and reports' together."""
+        return self.client.retries + self._report_client.retries
+
     def bound_pods(self) -> dict[str, str]:
         """pod -> node, of every bound pod the watch has shown (for reconciling)."""
         with self._lock:
