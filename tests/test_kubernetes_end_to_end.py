@@ -285,3 +285,27 @@ def test_sharing_nodes_with_another_scheduler_the_window_is_measured(
     )
     assert windows and windows[-1] < 10.0
     assert [v for v in violations if "over-committed" not in v and "promises more" not in v] == []
+
+
+def test_a_preemptor_evicts_through_the_api_is_nominated_and_takes_the_room(
+    kube_api, redis_url, key_prefix
+):
+    api, url = kube_api
+    api.put("nodes", node_doc("n0", cpu="2"))
+    api.put("priorityclasses", {"metadata": {"name": "low"}, "value": 1})
+    api.put("priorityclasses", {"metadata": {"name": "high"}, "value": 1000})
+    settings = settings_for(redis_url, key_prefix, shards=1)
+    service = Service(settings, KubeClient.for_host(url), identity="test")
+    with Running(service):
+        api.put("pods", pod_doc("batch", cpu="2", priorityClassName="low"))
+        wait_for(lambda: api.pods_bound().get("default/batch") == "n0")
+        api.put("pods", pod_doc("urgent", cpu="2", priorityClassName="high"))
+        wait_for(lambda: api.pods_bound().get("default/urgent") == "n0", what="the preemptor bound")
+        assert api.get("pods", "default", "batch") is None  # evicted: deleted through the API
+
+        def nominated():
+            return api.get("pods", "default", "urgent").get("status", {}).get("nominatedNodeName")
+
+        wait_for(lambda: nominated() == "n0", 10, "nominatedNodeName")  # reports are async
+        cluster = api.as_cluster(settings.scheduler_names)
+        assert check_invariants(cluster, [], service.loop.store) == []
