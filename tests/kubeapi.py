@@ -84,6 +84,8 @@ class FakeKubeAPI:
     _watch_epoch: int = 0
     _abruptly: bool = False  # the last drop_watches cut the connections mid-stream
     open_watches: int = 0
+    # continue token -> (the snapshot's version, the items still to send)
+    pages: dict[str, tuple[int, list[dict[str, Any]]]] = field(default_factory=dict)
     _lock: threading.Condition = field(default_factory=threading.Condition)
 
     # --- state ------------------------------------------------------------
@@ -332,15 +334,30 @@ class _Handler(BaseHTTPRequestHandler):
         if query.get("watch", ["false"])[0] in ("true", "1"):
             self._watch(resource, query)
             return
+        limit = int(query.get("limit", ["0"])[0] or 0)
+        token = query.get("continue", [""])[0]
         with self.api._lock:
-            items = [
-                o
-                for (ns, _), o in self.api.objects[resource].items()
-                if not namespace or ns == namespace
-            ]
+            if token:  # the rest of a snapshot taken at its first page
+                page = self.api.pages.pop(token, None)
+                if page is None or page[0] < self.api.compacted - 1:
+                    self._fail(410, "Expired", "the continue token has expired")
+                    return
+                version, items = page
+            else:
+                version = self.api.version
+                items = [
+                    o
+                    for (ns, _), o in sorted(self.api.objects[resource].items())
+                    if not namespace or ns == namespace
+                ]
+            meta: dict[str, Any] = {"resourceVersion": str(version)}
+            if limit and len(items) > limit:
+                items, rest = items[:limit], items[limit:]
+                meta["continue"] = uuid.uuid4().hex
+                meta["remainingItemCount"] = len(rest)
+                self.api.pages[meta["continue"]] = (version, rest)
             kind = RESOURCES[resource][1]
-            listed = {"kind": f"{kind}List", "apiVersion": "v1", "items": items}
-            listed["metadata"] = {"resourceVersion": str(self.api.version)}
+            listed = {"kind": f"{kind}List", "apiVersion": "v1", "items": items, "metadata": meta}
             self._reply(200, listed)
 
     def _watch(self, resource: str, query: dict[str, list[str]]) -> None:

@@ -43,9 +43,11 @@ class Informer:
         *,
         watch_timeout_s: float = 300.0,
         backoff: Backoff = WATCH_BACKOFF,
+        page_size: int = 500,
     ) -> None:
         self.client, self.path, self.handle = client, path, handle
         self.watch_timeout_s = watch_timeout_s
+        self.page_size = page_size
         self.backoff = backoff
         self.synced = threading.Event()  # the first list has been handled
         self.version = ""  # the last resourceVersion seen; "" until listed
@@ -98,9 +100,21 @@ class Informer:
                 failures = min(failures + 1, 16)
 
     def _list(self) -> None:
-        listed = self.client.request("GET", self.path)
+        """Every object, a page of `page_size` at a time as client-go's pager reads them;
+        all pages are one snapshot, at the first page's version (an expired continue
+        token is 410 Gone: the list starts again)."""
+        items: list[dict[str, Any]] = []
+        query = {"limit": str(self.page_size)}
+        first = self.client.request("GET", self.path, query)
+        listed = first
+        while True:
+            items += listed.get("items") or []
+            token = (listed.get("metadata") or {}).get("continue")
+            if not token:
+                break
+            listed = self.client.request("GET", self.path, {**query, "continue": token})
         seen: dict[str, str] = {}
-        for obj in listed.get("items") or []:
+        for obj in items:
             key, version = object_key(obj), obj["metadata"].get("resourceVersion", "")
             seen[key] = version
             before = self._known.get(key)
@@ -112,7 +126,7 @@ class Informer:
             namespace, _, name = key.rpartition("/")
             self.handle("DELETED", {"metadata": {"name": name, "namespace": namespace}})
         self._known = seen
-        self.version = str(listed.get("metadata", {}).get("resourceVersion", ""))
+        self.version = str(first.get("metadata", {}).get("resourceVersion", ""))
         self.lists += 1
         self.served = True
         self.synced.set()

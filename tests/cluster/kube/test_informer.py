@@ -4,7 +4,9 @@ a dropped watch, list afresh after 410 Gone, and nothing missed either way."""
 import threading
 import time
 
-from cluster.kube.client import KubeClient
+import pytest
+
+from cluster.kube.client import ApiError, KubeClient
 from cluster.kube.informer import Informer
 
 
@@ -119,3 +121,32 @@ def test_a_watch_cut_mid_stream_resumes_without_listing_again(kube_api):
     until(lambda: "b" in seen.now)
     informer.stop()
     assert informer.lists == 1 and informer.watches >= 2
+
+
+def test_a_large_list_comes_in_pages_of_one_snapshot(kube_api):
+    api, url = kube_api
+    for i in range(25):
+        api.put("nodes", node(f"n{i:02}"))
+    seen = Seen()
+    informer = Informer(KubeClient.for_host(url), "/api/v1/nodes", seen, page_size=10)
+    informer.start()
+    assert informer.synced.wait(5)
+    informer.stop()
+    assert len(seen.now) == 25 and informer.lists == 1
+    pages = [path for method, path, watch in api.requests if path == "/api/v1/nodes" and not watch]
+    assert len(pages) == 3  # 10, 10 and 5
+
+
+def test_a_continue_token_of_a_compacted_snapshot_is_410_gone(kube_api):
+    """(The informer then lists afresh, as after any 410.)"""
+    api, url = kube_api
+    for i in range(25):
+        api.put("nodes", node(f"n{i:02}"))
+    client = KubeClient.for_host(url)
+    first = client.request("GET", "/api/v1/nodes", {"limit": "10"})
+    api.put("nodes", node("late"))
+    api.compact()  # the snapshot's version is gone
+    token = first["metadata"]["continue"]
+    with pytest.raises(ApiError) as err:
+        client.request("GET", "/api/v1/nodes", {"limit": "10", "continue": token})
+    assert err.value.status == 410
