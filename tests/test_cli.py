@@ -165,3 +165,14 @@ def test_bench_writes_cpu_profiles_of_the_driver_and_each_shard(tmp_path, redis_
     assert any(name == "handle" for _, _, name in shard.stats)  # ShardCore.handle ran there
     driver = pstats.Stats(str(tmp_path / f"{stem}.driver.prof"))
     assert any(name == "step" for _, _, name in driver.stats)  # the control loop's turns
+
+
+def test_run_refuses_kube_schedulers_own_lease(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles: [{schedulerName: optimist}]\n"  # leaderElection left at upstream's defaults
+    )
+    result = CliRunner().invoke(app, ["run", "--config", str(config)])
+    assert result.exit_code == 2
+    assert "'kube-scheduler' is kube-scheduler's own lease" in " ".join(result.output.split())
