@@ -25,6 +25,8 @@ from optimist.runtime import Platform, SchedulingLoop
 
 log = logging.getLogger(__name__)
 
+ELECTION_QPS, ELECTION_BURST = 5.0, 10  # a renewal every retryPeriod needs far less
+
 
 @dataclass(frozen=True, slots=True)
 class Reconciled:
@@ -69,7 +71,11 @@ class Service:
 
     def run(self, stop: threading.Event) -> None:
         """Until `stop` is set, or leadership is lost."""
-        elector = LeaderElector(self.client, self.identity, self.lease) if self.lease else None
+        elector = None
+        if self.lease is not None:
+            # a rate limit of its own: a flood of bindings must not make a renewal late
+            own = KubeClient(self.client.api, ELECTION_QPS, ELECTION_BURST, self.client.backoff)
+            elector = LeaderElector(own, self.identity, self.lease)
         if elector is not None and not elector.acquire(stop):
             return
         lost = elector.lost if elector is not None else threading.Event()

@@ -48,7 +48,6 @@ class LeaderElector:
         self.client, self.identity, self.config = client, identity, config
         self.path = f"/apis/coordination.k8s.io/v1/namespaces/{config.namespace}/leases"
         self.lost = threading.Event()  # set when this process stops being the leader
-        self.transitions = 0
         self._observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
         self._observed_at = 0.0  # time.monotonic() when the record last changed
         self._stop = threading.Event()
@@ -114,7 +113,6 @@ class LeaderElector:
         if holder != self.identity:
             spec["acquireTime"] = now
             spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
-            self.transitions += 1
         spec.update(
             holderIdentity=self.identity,
             leaseDurationSeconds=int(self.config.lease_duration_s),
