@@ -441,6 +441,17 @@ class _Handler(BaseHTTPRequestHandler):
             self.api.put("pods", pod)
         self._reply(201, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201})
 
+    def _patch_object(self, resource: str, namespace: str, name: str | None, query: Any) -> None:
+        """A merge patch of top-level fields (what an event's count update needs)."""
+        patch = self._body()
+        with self.api._lock:
+            obj = self.api.get(resource, namespace, name or "")
+            if obj is None:
+                self._fail(404, "NotFound", f'{resource} "{name}" not found')
+                return
+            obj.update({k: v for k, v in patch.items() if k != "metadata"})
+            self._reply(200, self.api.put(resource, obj))
+
     def _patch_status(self, resource: str, namespace: str, name: str | None, query: Any) -> None:
         patch = self._body().get("status", {})
         with self.api._lock:

@@ -19,10 +19,12 @@ broadcaster drops them.
 
 from __future__ import annotations
 
+import json
 import logging
 import queue
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -57,6 +59,31 @@ PATHS = {
     "reservations": "/apis/scheduling.koordinator.sh/v1alpha1/reservations",
 }
 TERMINAL = frozenset({"Succeeded", "Failed"})  # a pod in these phases holds no resources
+
+
+_WRITTEN_KEPT = 100_000  # pods whose last report is remembered, to aggregate repeats
+
+
+@dataclass(slots=True)
+class _Written:
+    """What was last written about one pod."""
+
+    event: str = ""  # the Event's name
+    reason: str = ""
+    message: str = ""
+    count: int = 0
+    status: str | None = None  # `_sameness` of the last status written
+
+
+def _sameness(status: dict[str, Any] | None) -> str | None:
+    """A status patch as compared with the last: its condition's times left out."""
+    if status is None:
+        return None
+    conditions = [
+        {k: v for k, v in c.items() if k != "lastTransitionTime"}
+        for c in status.get("conditions", [])
+    ]
+    return json.dumps({**status, "conditions": conditions}, sort_keys=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +141,7 @@ class KubernetesAdapter:
         self.invalid: list[tuple[str, str]] = []  # (object, error) of objects left out
         self.reports_dropped = 0
         self._reports: queue.Queue[_Report | None] = queue.Queue(report_queue)
+        self._written: OrderedDict[str, _Written] = OrderedDict()  # the reporter's own
         self._binders = ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
         handlers: dict[str, Callable[[str, dict[str, Any]], None]] = {
             "priorityclasses": self._on_priority_class,
@@ -470,22 +498,55 @@ class KubernetesAdapter:
                 self._reports.task_done()
 
     def _write(self, report: _Report) -> None:
+        """One report, aggregated as client-go's event correlator does: a status the pod
+        already has is not written again, and an event that repeats the last one about
+        the pod counts up on it instead of making another (an unschedulable pod retried
+        for an hour is one event, not thousands)."""
         namespace, name = report.pod.split("/", 1)
+        last = self._written.pop(report.pod, None) or _Written()
+        self._written[report.pod] = last  # the most recent last, for the cap below
+        if len(self._written) > _WRITTEN_KEPT:
+            self._written.popitem(last=False)
         try:
-            if report.status is not None:
+            status = _sameness(report.status)
+            if report.status is not None and status != last.status:
                 self._report_client.request(
                     "PATCH",
                     f"/api/v1/namespaces/{namespace}/pods/{name}/status",
                     body={"status": report.status},
                     content_type="application/strategic-merge-patch+json",
                 )
+                last.status = status
             if report.reason:
-                self._report_client.request(
-                    "POST", f"/api/v1/namespaces/{namespace}/events", body=self._event(report)
-                )
+                self._write_event(report, last)
         except ApiError as err:
             if err.status != 404:  # a pod gone meanwhile needs no report
                 log.warning("reporting %s on %s failed: %s", report.reason, report.pod, err)
+
+    def _write_event(self, report: _Report, last: _Written) -> None:
+        namespace = report.pod.split("/", 1)[0]
+        events = f"/api/v1/namespaces/{namespace}/events"
+        if last.event and (last.reason, last.message) == (report.reason, report.message):
+            now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            try:
+                self._report_client.request(
+                    "PATCH",
+                    f"{events}/{last.event}",
+                    body={"count": last.count + 1, "lastTimestamp": now},
+                    content_type="application/merge-patch+json",
+                )
+                last.count += 1
+                return
+            except ApiError as err:
+                if err.status != 404:  # gone (events expire): a new one below
+                    raise
+        made = self._report_client.request("POST", events, body=self._event(report))
+        last.event, last.reason, last.message = (
+            made["metadata"]["name"],
+            report.reason,
+            report.message,
+        )
+        last.count = 1
 
     def _event(self, report: _Report) -> dict[str, Any]:
         namespace, name = report.pod.split("/", 1)

@@ -227,3 +227,21 @@ def test_quotas_and_reservations_come_from_their_custom_resources(adapter):
     until(lambda: reservations.extend(adapter.take_new_reservations()) or reservations)
     assert [(q.name, q.namespaces) for q in quotas] == [("team-a", ("team-a",))]
     assert [r.hold_key for r in reservations] == ["default/vip"]
+
+
+def test_a_repeated_failure_counts_up_on_one_event_and_writes_the_condition_once(adapter):
+    api, adapter = adapter
+    api.put("pods", pod_doc("a"))
+    take_pods(adapter, 1)
+    full = "0/2 nodes are available: 2 Insufficient cpu."
+    for _ in range(3):
+        adapter.report_unschedulable([("default/a", "Unschedulable", full)])
+    assert adapter.flush_reports()
+    [event] = api.events_for("default/a")
+    assert event["count"] == 3 and event["message"] == full
+    patches = [p for m, p, _ in api.requests if m == "PATCH" and p.endswith("/a/status")]
+    assert len(patches) == 1  # the condition did not change: written once
+    other = "0/2 nodes are available: 2 node(s) had untolerated taint."
+    adapter.report_unschedulable([("default/a", "Unschedulable", other)])
+    assert adapter.flush_reports()
+    assert sorted(e["message"] for e in api.events_for("default/a")) == sorted([full, other])
