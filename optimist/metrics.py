@@ -23,7 +23,7 @@ import re
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
@@ -115,14 +115,13 @@ class _Api:
             "Events and status writes dropped because the API could not keep up.",
             value=sample.reports_dropped,
         )
-        relists = CounterMetricFamily(
+        yield _family(
+            CounterMetricFamily,
             "optimist_api_relists",
             "Fresh lists after 410 Gone (a watch resumed too late), by resource.",
-            labels=["resource"],
+            ["resource"],
+            {(resource,): count for resource, count in sample.relists.items()},
         )
-        for resource, count in sorted(sample.relists.items()):
-            relists.add_metric([resource], count)
-        yield relists
         yield GaugeMetricFamily(
             "optimist_leader", "1 while this replica holds the lease.", value=int(sample.leading)
         )
@@ -175,31 +174,42 @@ class _Sampled:
                 runtime.add_metric([quota, resource], allowed)
         yield used
         yield runtime
-        incoming = CounterMetricFamily(
+        yield _family(
+            CounterMetricFamily,
             "scheduler_queue_incoming_pods",
             "Number of pods added to scheduling queues by event and queue type.",
-            labels=["queue", "event"],
+            ["queue", "event"],
+            sample.incoming,
         )
-        for (queue, event), pods in sorted(sample.incoming.items()):
-            incoming.add_metric([queue, event], pods)
-        yield incoming
-        rollbacks = CounterMetricFamily(
+        yield _family(
+            CounterMetricFamily,
             "optimist_unit_rollbacks",
             "Units placed in part and undone: in a shard's table, or by the store at commit.",
-            labels=["where"],
+            ["where"],
+            {(where,): units for where, units in sample.rollbacks.items()},
         )
-        for where, units in sorted(sample.rollbacks.items()):
-            rollbacks.add_metric([where], units)
-        yield rollbacks
-        rejected = GaugeMetricFamily(
+        yield _family(
+            GaugeMetricFamily,
             "scheduler_unschedulable_pods",
             "Unschedulable pods by the filters that rejected nodes for them (a pod counts "
             "for each).",
-            labels=["plugin", "profile"],
+            ["plugin", "profile"],
+            sample.unschedulable,
         )
-        for (plugin, profile), pods in sorted(sample.unschedulable.items()):
-            rejected.add_metric([plugin, profile], pods)
-        yield rejected
+
+
+def _family(
+    kind: type[CounterMetricFamily] | type[GaugeMetricFamily],
+    name: str,
+    doc: str,
+    labels: list[str],
+    values: Mapping[tuple[str, ...], float],
+) -> Metric:
+    """A counter or gauge family with a series per key of `values`, in key order."""
+    family = kind(name, doc, labels=labels)
+    for key, value in sorted(values.items()):
+        family.add_metric(list(key), value)
+    return family
 
 
 def _cumulative(counts: Sequence[int], bounds: Sequence[float]) -> list[tuple[str, float]]:
