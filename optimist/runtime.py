@@ -329,19 +329,21 @@ class SchedulingLoop:
             self.shard_failures += 1
             result = ShardResult(shard, batch_id, 0, [])
         units = self.dispatcher.units
-        unplaced = {  # unit -> (decision, pods), of the units that found no node
-            d.unit: (d, units[d.unit].pods)
+        unplaced = {  # unit key -> (unit, its attempts so far), of the units that found no node
+            d.unit: (units[d.unit], units[d.unit].attempts)
             for d in result.decisions
             if not d.placed and d.unit in units
         }
         classes, placed = self.dispatcher.on_result(result)
-        if unplaced:
-            failures = [
-                (p.key, "Unschedulable", d.summary()) for d, ps in unplaced.values() for p in ps
-            ]
-            self.cluster.report_unschedulable(failures)
+        # the attempts the dispatcher counted as failed (not a late answer it ignored),
+        # with the reason it kept for each
+        failed = [unit for unit, attempts in unplaced.values() if unit.attempts > attempts]
+        if failed:
+            self.cluster.report_unschedulable(
+                [(p.key, "Unschedulable", unit.reason) for unit in failed for p in unit.pods]
+            )
         if self.metrics:
-            profiles = {unit: pods[0].spec.profile for unit, (_, pods) in unplaced.items()}
+            profiles = {key: unit.pods[0].spec.profile for key, (unit, _) in unplaced.items()}
             self.metrics.answered(result, profiles, settled=not placed)
         asks = self.dispatcher.take_preemption_asks()
         if asks:
