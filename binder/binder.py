@@ -78,13 +78,19 @@ class Binder:
         return self.bind(classes, decisions, reply.outcomes)
 
     def _recover(self, decisions: Sequence[Decision]) -> list[UnitOutcome]:
-        nodes = self.store.committed_nodes([d.unit for d in decisions])
+        committed = self.store.committed_placements([d.unit for d in decisions])
         outcomes = []
         for d in decisions:
-            placed = nodes.get(d.unit, {})
+            placed = committed.get(d.unit, {})
             if placed and all(p.pod in placed for p in d.placements):
+                where = [placed[p.pod] for p in d.placements]
                 outcomes.append(
-                    UnitOutcome(d.unit, "committed", nodes=[placed[p.pod] for p in d.placements])
+                    UnitOutcome(
+                        d.unit,
+                        "committed",
+                        nodes=[node for node, _ in where],
+                        gpus=[gpus for _, gpus in where],
+                    )
                 )
                 continue
             if placed:  # some pod was deleted meanwhile: give back the rest too
@@ -105,8 +111,11 @@ class Binder:
         owners: list[UnitOutcome] = []  # the unit of each binding
         for decision, outcome in zip(decisions, outcomes, strict=True):
             if outcome.committed:
-                for placement, node in zip(decision.placements, outcome.nodes, strict=True):
-                    bindings.append(Binding(placement.pod, node))
+                gpus = outcome.gpus or [[]] * len(outcome.nodes)
+                for placement, node, indices in zip(
+                    decision.placements, outcome.nodes, gpus, strict=True
+                ):
+                    bindings.append(Binding(placement.pod, node, tuple(indices)))
                     owners.append(outcome)
                     self.guard.note_committed(classes[placement.cls])
         self.committed_pods += len(bindings)

@@ -14,10 +14,11 @@ from cluster.reservations import Reservation
 
 @dataclass(slots=True)
 class Binding:
-    """One `pods/binding`: this pod goes on this node."""
+    """One `pods/binding`: this pod goes on this node (on these of its GPUs)."""
 
     pod: str
     node: str
+    gpus: tuple[int, ...] = ()  # written on the pod before it is bound (cluster/gpus.py)
 
 
 class ClusterAdapter(Protocol):

@@ -11,6 +11,8 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 
 from cluster import resources as res
+from cluster.errors import InvalidObject
+from cluster.gpus import GPU, GPU_INDICES_ANNOTATION, MILLI_PER_GPU, GpuDemand, parse_indices
 from cluster.manifests import pod_from_manifest
 from cluster.objects import ANY_IP, HostPort
 from cluster.reservations import is_reservation
@@ -35,6 +37,9 @@ def check_invariants(
     usage: dict[str, dict[str, int]] = {name: {} for name in cluster.nodes}
     ports: dict[str, list[tuple[str, HostPort]]] = {name: [] for name in cluster.nodes}
     members: Counter[str] = Counter()  # bound pods per PodGroup
+    gpus: dict[str, Counter[int]] = {name: Counter() for name in cluster.nodes}  # milli per GPU
+    unknown_gpus: set[str] = set()  # nodes with GPU pods whose GPUs nobody wrote down
+    scheduled = {b.pod for b in cluster.bind_log}
     for pod_key, node in cluster.bindings.items():
         if node not in cluster.nodes:
             violations.append(f"pod {pod_key} is bound to unknown node {node}")
@@ -52,6 +57,19 @@ def check_invariants(
                         f"{port.protocol}/{port.port}"
                     )
             ports[node].append((pod_key, port))
+        demand = GpuDemand.of(dict(spec.requests))
+        if demand:
+            indices = _gpu_indices(cluster, pod_key, node, demand, violations, pod_key in scheduled)
+            if indices is None:
+                unknown_gpus.add(node)
+            for i in indices or ():
+                gpus[node][i] += demand.per_device
+    for name, per_gpu in gpus.items():
+        for i, milli in sorted(per_gpu.items()):
+            if milli > MILLI_PER_GPU:
+                violations.append(
+                    f"node {name} is over-committed on GPU {i}: {milli} milli > {MILLI_PER_GPU}"
+                )
     for name, used in usage.items():
         for resource, amount, allocatable in _beyond(cluster.nodes[name].allocatable, used):
             violations.append(
@@ -114,12 +132,44 @@ def check_invariants(
                     f"node {name}: store usage {stored} != recomputed {expected} "
                     "(bound pods and holds)"
                 )
+            stored_gpus = {i: m for i, m in enumerate(store.gpu_usage(name)) if m}
+            if name not in unknown_gpus and stored_gpus != dict(gpus[name]):
+                violations.append(
+                    f"node {name}: store's milli per GPU {stored_gpus} != recomputed "
+                    f"{dict(gpus[name])} (from the pods' {GPU_INDICES_ANNOTATION})"
+                )
             for resource, amount, allocatable in _beyond(cluster.nodes[name].allocatable, expected):
                 violations.append(
                     f"node {name} promises more {resource} than it has: {amount} bound "
                     f"and held > {allocatable} allocatable"
                 )
     return violations
+
+
+def _gpu_indices(
+    cluster: SimulatedCluster,
+    pod: str,
+    node: str,
+    demand: GpuDemand,
+    violations: list[str],
+    scheduled: bool,
+) -> tuple[int, ...] | None:
+    """The GPUs a bound pod's annotation gives it, checked against what it asks for;
+    None when it has none and optimist did not bind it (another scheduler's pod)."""
+    annotations = cluster.pod_manifests[pod]["metadata"].get("annotations") or {}
+    text = annotations.get(GPU_INDICES_ANNOTATION)
+    if text is None:
+        if scheduled:
+            violations.append(f"pod {pod} asks for GPUs but was bound without GPU indices")
+        return None
+    try:
+        indices = parse_indices(f"Pod {pod}", text, cluster.nodes[node].allocatable.get(GPU, 0))
+    except InvalidObject as err:
+        violations.append(str(err))
+        return ()
+    if len(indices) != demand.devices:
+        violations.append(f"pod {pod} got GPUs {text}, but asks for {demand.devices}")
+    return indices
 
 
 def _beyond(

@@ -14,6 +14,7 @@ from cluster import resources as res
 from cluster.disruption import DisruptionBudget
 from cluster.durations import parse_duration
 from cluster.errors import InvalidObject
+from cluster.gpus import imply_pod_milli
 from cluster.objects import (
     DEFAULT_SCHEDULE_TIMEOUT_S,
     POD_GROUP_LABEL,
@@ -376,6 +377,7 @@ def pod_from_manifest(raw: Mapping[str, Any]) -> Pod:
             res.NONZERO_MEMORY: overhead.get(res.MEMORY, 0),
         },
     )
+    imply_pod_milli(obj, requests)
     requests[res.PODS] = 1
     requests.update(nonzero)
     tolerations = _list(obj, "spec.tolerations", spec.get("tolerations"))

@@ -116,6 +116,7 @@ class PodPlacement:
     cls: int
     nodes: list[str]
     versions: list[int]
+    gpus: list[int] = field(default_factory=list)  # its GPUs on the first candidate, if any
 
 
 @dataclass(slots=True)
@@ -141,7 +142,7 @@ class Decision:
     def to_wire(self) -> list[Any]:
         return [
             self.unit,
-            [[p.pod, p.cls, p.nodes, p.versions] for p in self.placements],
+            [[p.pod, p.cls, p.nodes, p.versions, p.gpus] for p in self.placements],
             self.reasons,
             self.nodes,
             self.plugins,
@@ -280,6 +281,7 @@ class UnitOutcome:
     nodes: list[str] = field(default_factory=list)  # the node of each pod, once committed
     detail: str = ""
     unbound: list[str] = field(default_factory=list)  # pods whose binding failed
+    gpus: list[list[int]] = field(default_factory=list)  # the GPUs of each pod, once committed
 
     @property
     def committed(self) -> bool:
@@ -326,7 +328,7 @@ class CommitReply:
 
     def encode(self) -> bytes:
         return _pack(
-            [[[o.unit, o.status, o.nodes, o.detail] for o in self.outcomes], self.keep_away]
+            [[[o.unit, o.status, o.nodes, o.detail, o.gpus] for o in self.outcomes], self.keep_away]
         )
 
     @classmethod
@@ -334,7 +336,10 @@ class CommitReply:
         try:
             outcomes, keep_away = _unpack(data, "CommitReply")
             return cls(
-                [UnitOutcome(str(u), str(s), list(n), str(d)) for u, s, n, d in outcomes],
+                [
+                    UnitOutcome(str(u), str(s), list(n), str(d), gpus=[list(g) for g in gpus])
+                    for u, s, n, d, gpus in outcomes
+                ],
                 int(keep_away),
             )
         except (TypeError, ValueError) as err:

@@ -16,6 +16,7 @@ from typing import Any
 
 import msgpack
 
+from cluster.gpus import imply_node_milli
 from cluster.selectors import LabelSelector, NodeSelectorTerm
 from cluster.wire import Wire
 
@@ -191,6 +192,9 @@ class Node(Wire):
     taints: tuple[Taint, ...] = ()
     unschedulable: bool = False
     images: tuple[ContainerImage, ...] = ()
+
+    def __post_init__(self) -> None:
+        imply_node_milli(self.allocatable)
 
 
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"

@@ -19,6 +19,7 @@ import yaml
 from cluster.adapter import Binding
 from cluster.disruption import DisruptionBudget
 from cluster.errors import InvalidObject
+from cluster.gpus import GPU_INDICES_ANNOTATION, format_indices
 from cluster.manifests import (
     budget_from_manifest,
     copy_manifest,
@@ -281,6 +282,12 @@ class SimulatedCluster:
             elif b.node not in self.nodes:
                 errors.append(f"node {b.node!r} not found")
             else:
+                if b.gpus:  # as the kube adapter does: annotated, then bound
+                    meta = self.pod_manifests[b.pod]["metadata"]  # the pod's own
+                    meta["annotations"] = {  # a template's map may be shared: copied
+                        **(meta.get("annotations") or {}),
+                        GPU_INDICES_ANNOTATION: format_indices(b.gpus),
+                    }
                 self.bindings[b.pod] = b.node
                 self.bind_log.append(b)
                 errors.append(None)

@@ -19,7 +19,9 @@ import numpy as np
 
 from cluster import resources as res
 from cluster.events import EVENTS
+from cluster.gpus import GpuDemand
 from cluster.objects import SchedulingSpec
+from shards.gpus import GpuChoice, least_free
 from shards.node_table import NodeTable, Ports
 from shards.stopwatch import FILTER, SCORE, Stopwatch
 
@@ -37,6 +39,7 @@ class PodClass:
     checked: np.ndarray  # columns the pod requests and the filter must check
     ports: Ports  # host ports as (protocol, bind ip, port)
     peer: int  # the table's column counting pods like this one
+    gpu: GpuDemand  # what it takes per GPU (cluster/gpus.py)
 
     @classmethod
     def compile(cls, spec: SchedulingSpec, table: NodeTable) -> PodClass:
@@ -50,7 +53,8 @@ class PodClass:
         )
         ports = tuple((p.protocol, p.bind_ip, p.port) for p in spec.host_ports)
         peer = spec.peer
-        return cls(spec, request, checked, ports, table.peer_column(peer.id, peer))
+        gpu = GpuDemand.of(dict(spec.requests))
+        return cls(spec, request, checked, ports, table.peer_column(peer.id, peer), gpu)
 
 
 class FilterPlugin(ABC):
@@ -137,6 +141,8 @@ class Profile:
     filters: list[FilterPlugin]
     scorers: list[tuple[ScorePlugin, int]]
     percentage_of_nodes_to_score: int | None = None  # None: upstream's adaptive rule
+    # which GPUs of the chosen node a pod gets; a GPU policy plugin may set its own
+    choose_gpus: GpuChoice = least_free
     # where the time goes; the shard shares one between its profiles
     stopwatch: Stopwatch = field(default_factory=Stopwatch)
     # each plugin that can span nodes, once (a filter that also scores is one plugin)

@@ -3,7 +3,8 @@
 One row per node, one column per resource. Usage is held in two parts:
 `used`, the committed truth as last synced from the store, and `assumed`,
 this shard's own placements the binder has not yet settled. What a pod may
-use on a node is `alloc - used - assumed`, in exact int64.
+use on a node is `alloc - used - assumed`, in exact int64. GPUs are also
+held per device (`gpu_used`, `gpu_assumed`: milli per GPU, cluster/gpus.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import numpy as np
 
 from cluster import resources as res
 from cluster.crosspod.view import default_namespace_labels
+from cluster.gpus import GPU, MILLI_PER_GPU
 from cluster.memo import Memo, T
 from cluster.objects import Node, Peer, Taint
 from cluster.store import Delta, NodeStore
@@ -48,6 +50,9 @@ class NodeTable:
         self.used = np.zeros((cap, width), dtype=np.int64)
         self.assumed = np.zeros((cap, width), dtype=np.int64)
         self.changed_rows: list[int] = []  # rows whose usage changed since the last mark
+        # milli used per GPU (one column per GPU of the node with the most), and assumed
+        self.gpu_used = np.zeros((cap, 0), dtype=np.int64)
+        self.gpu_assumed = np.zeros((cap, 0), dtype=np.int64)
         # host ports in use, only for the few nodes that have any
         self.ports: dict[int, Counter[HostPortKey]] = {}
         self.assumed_ports: dict[int, Counter[HostPortKey]] = {}
@@ -99,6 +104,16 @@ class NodeTable:
         self.assumed = np.pad(self.assumed, pad)
         self.peer_pods = np.pad(self.peer_pods, pad)
         self.assumed_peer_pods = np.pad(self.assumed_peer_pods, pad)
+        self.gpu_used = np.pad(self.gpu_used, pad)
+        self.gpu_assumed = np.pad(self.gpu_assumed, pad)
+
+    def _gpu_width(self, gpus: int) -> None:
+        """Room for nodes with `gpus` GPUs in the per-GPU columns."""
+        extra = gpus - self.gpu_used.shape[1]
+        if extra > 0:
+            pad = ((0, 0), (0, extra))
+            self.gpu_used = np.pad(self.gpu_used, pad)
+            self.gpu_assumed = np.pad(self.gpu_assumed, pad)
 
     def _row(self, name: str) -> int:
         row = self.index.get(name)
@@ -149,6 +164,7 @@ class NodeTable:
                 self.specs[row] = None
                 self.used[row] = 0
                 self.peer_pods[row] = 0
+                self.gpu_used[row] = 0
                 self.spec_epoch += 1
         if delta.names:
             rows = np.fromiter(
@@ -160,6 +176,10 @@ class NodeTable:
                 for row in rows.tolist():
                     self.ports.pop(row, None)
             self.peer_pods[rows] = 0
+            self.gpu_used[rows] = 0
+        for name, used in delta.gpus.items():
+            self._gpu_width(len(used))
+            self.gpu_used[self.index[name], : len(used)] = used
         for name, entries in delta.peers.items():
             row = self.index[name]
             for peer_id, pods in entries:
@@ -179,22 +199,44 @@ class NodeTable:
         self.alloc[row] = 0
         for name, amount in node.allocatable.items():
             self.alloc[row, self.col[name]] = amount
+        self._gpu_width(node.allocatable.get(GPU, 0))
         self.spec_epoch += 1
 
     # --- this shard's own placements -----------------------------------------------
 
-    def assume(self, row: int, request: np.ndarray, ports: Ports = (), peer: int = -1) -> None:
-        """Count one of this shard's own placements until the store holds it."""
+    def assume(
+        self,
+        row: int,
+        request: np.ndarray,
+        ports: Ports = (),
+        peer: int = -1,
+        gpus: Sequence[int] = (),
+        per_gpu: int = 0,
+    ) -> None:
+        """Count one of this shard's own placements until the store holds it: its
+        requests, host ports, peer, and `per_gpu` milli on each of its `gpus`."""
         self.assumed[row, : len(request)] += request
+        if gpus:
+            self.gpu_assumed[row, list(gpus)] += per_gpu
         if ports:
             self.assumed_ports.setdefault(row, Counter()).update(ports)
         if peer >= 0:
             self.assumed_peer_pods[row, peer] += 1
         self.changed_rows.append(row)
 
-    def forget(self, row: int, request: np.ndarray, ports: Ports = (), peer: int = -1) -> None:
+    def forget(
+        self,
+        row: int,
+        request: np.ndarray,
+        ports: Ports = (),
+        peer: int = -1,
+        gpus: Sequence[int] = (),
+        per_gpu: int = 0,
+    ) -> None:
         """Undo `assume` for one pod."""
         self.assumed[row, : len(request)] -= request
+        if gpus:
+            self.gpu_assumed[row, list(gpus)] -= per_gpu
         if ports:
             held = self.assumed_ports[row]
             held.subtract(ports)
@@ -217,6 +259,21 @@ class NodeTable:
         committed = self.peer_pods[:, cols][rows]
         assumed = self.assumed_peer_pods[:, cols][rows]
         return committed.sum(axis=1, dtype=np.int64) + assumed.sum(axis=1, dtype=np.int64)
+
+    def gpu_count(self, rows: slice | np.ndarray) -> np.ndarray:
+        """Per row, how many GPUs the node has."""
+        col = self.col.get(GPU)
+        if col is None:
+            return np.zeros(self.alive[rows].shape, dtype=np.int64)
+        return take_rows(self.alloc, rows)[:, col]
+
+    def gpu_free(self, rows: slice | np.ndarray) -> np.ndarray:
+        """Per row and GPU, the milli free (committed and assumed taken off); 0 for the
+        columns beyond the node's own GPUs, so that they never fit and add nothing."""
+        width = self.gpu_used.shape[1]
+        free = MILLI_PER_GPU - take_rows(self.gpu_used, rows) - take_rows(self.gpu_assumed, rows)
+        present = np.arange(width) < self.gpu_count(rows)[:, None]
+        return np.where(present, free, 0)
 
     def host_ports(self, row: int) -> Counter[HostPortKey]:
         """Host ports in use on a node: committed and assumed."""

@@ -27,6 +27,7 @@ from shards.node_table import NodeTable
 from shards.stopwatch import Stopwatch
 
 _CLASS_CACHE = 4096
+Taken = tuple[int, PodClass, tuple[int, ...]]  # a pod assumed: its row, class and GPUs
 
 
 class ShardCore:
@@ -57,10 +58,10 @@ class ShardCore:
         self._next_start = 0  # where the next search for feasible nodes begins
         self.table = NodeTable()
         self.rng = np.random.default_rng(seed)
-        # unit -> (row, pod class) of each pod this shard placed and assumes
-        # until it sees the unit committed in the store (then the store's usage
-        # holds it) or the dispatcher says its batch is settled
-        self._assumed: dict[str, list[tuple[int, PodClass]]] = {}
+        # unit -> each pod this shard placed and assumes until it sees the unit
+        # committed in the store (then the store's usage holds it) or the
+        # dispatcher says its batch is settled
+        self._assumed: dict[str, list[Taken]] = {}
         self._batch_units: dict[int, list[str]] = {}
         self._classes: OrderedDict[SchedulingSpec, PodClass] = OrderedDict()
 
@@ -94,8 +95,16 @@ class ShardCore:
         )
 
     def _stop_assuming(self, unit: str) -> None:
-        for row, pod in self._assumed.pop(unit, []):
-            self.table.forget(row, pod.request, pod.ports, pod.peer)
+        for row, pod, gpus in self._assumed.pop(unit, []):
+            self.table.forget(row, pod.request, pod.ports, pod.peer, gpus, pod.gpu.per_device)
+
+    def _take(self, row: int, pod: PodClass, profile: Profile) -> Taken:
+        """Assume a pod on `row`, on the GPUs there that the profile's GPU policy picks."""
+        gpus = ()
+        if pod.gpu:
+            gpus = profile.choose_gpus(self.table.gpu_free(slice(row, row + 1))[0], pod.gpu)
+        self.table.assume(row, pod.request, pod.ports, pod.peer, gpus, pod.gpu.per_device)
+        return row, pod, gpus
 
     def _compile(self, spec: SchedulingSpec) -> PodClass:
         pod = self._classes.get(spec)  # by value: hashing a spec costs less than a digest
@@ -164,7 +173,7 @@ class ShardCore:
 
     def _place_run(
         self, units: list[UnitRequest], classes: list[PodClass], states: dict[int, ClassState]
-    ) -> list[tuple[Decision, list[tuple[int, PodClass]]]]:
+    ) -> list[tuple[Decision, list[Taken]]]:
         """Single-pod units of one class, placed one after another (`ClassState.best_of_run`)."""
         cls = units[0].pods[0][1]
         pod = classes[cls]
@@ -183,23 +192,25 @@ class ShardCore:
                     preemptible = {cls: state.preemptible()} if unit.preempt else {}
                     out.append((self._unplaced(unit.key, state.why(), preemptible), []))
                     continue
-                self.table.assume(row, pod.request, pod.ports, pod.peer)
+                taken = self._take(row, pod, state.profile)
                 state.took(row)
                 rows = [row, *runners]
                 versions = [int(self.table.version[r]) for r in rows]
-                placement = PodPlacement(unit.pods[0][0], cls, [names[r] for r in rows], versions)
-                out.append((Decision(unit.key, [placement]), [(row, pod)]))
+                placement = PodPlacement(
+                    unit.pods[0][0], cls, [names[r] for r in rows], versions, list(taken[2])
+                )
+                out.append((Decision(unit.key, [placement]), [taken]))
         return out
 
     def _place(
         self, unit: UnitRequest, classes: list[PodClass], states: dict[int, ClassState]
-    ) -> tuple[Decision, list[tuple[int, PodClass]]]:
+    ) -> tuple[Decision, list[Taken]]:
         """At least `min_member` pods of the unit placed (and assumed), or none and the reasons.
 
         A gang tries every pod it holds; the pods that found no node stay
         out of the placement, as long as enough of them did.
         """
-        chosen: list[tuple[int, PodClass]] = []
+        chosen: list[Taken] = []
         offered: list[list[int]] = []
         placed: list[tuple[str, int]] = []
         rejection: Rejection | None = None
@@ -235,9 +246,8 @@ class ShardCore:
             pod = classes[cls]
             if nominated >= 0:  # the node's usage holds its reservation: count nothing twice
                 pod = replace(pod, request=np.zeros_like(pod.request))
-            self.table.assume(row, pod.request, pod.ports, pod.peer)
+            chosen.append(self._take(row, pod, state.profile))
             state.took(row)
-            chosen.append((row, pod))
             placed.append((key, cls))
             if nominated >= 0:  # its reserved room is there and nowhere else
                 offered.append([row])
@@ -256,8 +266,10 @@ class ShardCore:
             return self._unplaced(unit.key, rejection or Rejection.unexplained(), preemptible), []
         names, versions = self.table.names, self.table.version
         placements = [
-            PodPlacement(key, cls, [names[r] for r in rows], [int(versions[r]) for r in rows])
-            for (key, cls), rows in zip(placed, offered, strict=True)
+            PodPlacement(
+                key, cls, [names[r] for r in rows], [int(versions[r]) for r in rows], list(gpus)
+            )
+            for (key, cls), rows, (_, _, gpus) in zip(placed, offered, chosen, strict=True)
         ]
         return Decision(unit.key, placements), chosen
 
@@ -284,10 +296,10 @@ class ShardCore:
             unit, [], reasons, alive, plugins, sorted(rejection.events), preemptible or {}
         )
 
-    def _undo(self, chosen: list[tuple[int, PodClass]]) -> None:
+    def _undo(self, chosen: list[Taken]) -> None:
         """Take a unit's pods placed so far out of the table again: a rollback, if any were."""
-        for row, pod in chosen:
-            self.table.forget(row, pod.request, pod.ports, pod.peer)
+        for row, pod, gpus in chosen:
+            self.table.forget(row, pod.request, pod.ports, pod.peer, gpus, pod.gpu.per_device)
         self._rollbacks += bool(chosen)
 
     def _consult(

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from cluster.gpus import GPU
 from cluster.manifests import node_from_manifest, pod_from_manifest
 from cluster.objects import Node
 from cluster.profile_config import ProfileConfig
@@ -16,14 +17,19 @@ from shards.node_table import NodeTable
 from shards.plugins import build_profile
 
 
-def node(name: str, cpu: str = "4", memory: str = "32Gi", pods: str = "110", **spec: Any) -> Node:
+def node(
+    name: str, cpu: str = "4", memory: str = "32Gi", pods: str = "110", gpus: int = 0, **spec: Any
+) -> Node:
     """A node manifest's essentials; `labels` and `taints` go where Kubernetes puts them."""
     labels = spec.pop("labels", {})
+    allocatable = {"cpu": cpu, "memory": memory, "pods": pods}
+    if gpus:
+        allocatable[GPU] = str(gpus)
     return node_from_manifest(
         {
             "metadata": {"name": name, "labels": labels},
             "spec": spec,
-            "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": pods}},
+            "status": {"allocatable": allocatable},
         }
     )
 

@@ -442,7 +442,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._reply(201, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201})
 
     def _patch_object(self, resource: str, namespace: str, name: str | None, query: Any) -> None:
-        """A merge patch of top-level fields (what an event's count update needs)."""
+        """A merge patch of top-level fields (what an event's count update needs) and of
+        the metadata's labels and annotations (what a pod's GPU indices need)."""
         patch = self._body()
         with self.api._lock:
             obj = self.api.get(resource, namespace, name or "")
@@ -450,6 +451,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self._fail(404, "NotFound", f'{resource} "{name}" not found')
                 return
             obj.update({k: v for k, v in patch.items() if k != "metadata"})
+            for key in ("labels", "annotations"):
+                given = patch.get("metadata", {}).get(key)
+                if given:
+                    obj["metadata"].setdefault(key, {}).update(given)
             self._reply(200, self.api.put(resource, obj))
 
     def _patch_status(self, resource: str, namespace: str, name: str | None, query: Any) -> None:

@@ -33,6 +33,7 @@ from typing import Any
 from cluster.adapter import Binding
 from cluster.disruption import DisruptionBudget
 from cluster.errors import InvalidObject
+from cluster.gpus import GPU_INDICES_ANNOTATION, format_indices
 from cluster.kube.client import ApiError, KubeClient
 from cluster.kube.informer import Informer, object_key
 from cluster.manifests import (
@@ -435,6 +436,14 @@ class KubernetesAdapter:
         if bound is not None:  # the API would refuse it (409): no need to ask
             return f"binding {binding.pod} to {binding.node}: already assigned to node {bound}"
         try:
+            if binding.gpus:  # the device plugin reads them when the kubelet starts the pod
+                annotations = {GPU_INDICES_ANNOTATION: format_indices(binding.gpus)}
+                self.client.request(
+                    "PATCH",
+                    f"/api/v1/namespaces/{namespace}/pods/{name}",
+                    body={"metadata": {"annotations": annotations}},
+                    content_type="application/strategic-merge-patch+json",
+                )
             self.client.request(
                 "POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body=body
             )

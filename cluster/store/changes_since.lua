@@ -1,7 +1,7 @@
 -- What changed after version ARGV[2], for a reader that keeps the columns ARGV[3]
 -- and awaits the units ARGV[4] (its own placements not yet known to be settled).
 -- Returns {msgpack [seq, names, flat, deleted, committed, ports, specs, peered,
--- namespaces],
+-- namespaces, gpus],
 -- spec, ..., pods, ...}:
 -- `ports` lists, for changed nodes with host ports in use, [name, [[protocol,
 -- port, ip, pods], ...]]; `peered` names the changed nodes with pods, whose
@@ -12,14 +12,15 @@
 -- `flat` holds, per name, its version then its committed usage of each
 -- column; `specs` counts the specs that follow the frame (binary, so they
 -- travel outside it): the nodes whose spec changed after ARGV[2]; `namespaces` lists
--- [name, labels as JSON or false if deleted] for those changed after ARGV[2].
+-- [name, labels as JSON or false if deleted] for those changed after ARGV[2];
+-- `gpus` lists [name, milli used per GPU] for changed nodes with GPUs in use.
 local since = tonumber(ARGV[2])
 local cols = cmsgpack.unpack(ARGV[3])
 local awaited = cmsgpack.unpack(ARGV[4])
 local seq = tonumber(redis.call('GET', SEQ) or '0')
-local fields = {'v', 'specv', 'hp', 'pp'}
+local fields = {'v', 'specv', 'hp', 'pp', 'g'}
 for _, c in ipairs(cols) do fields[#fields + 1] = 'u:' .. c end
-local names, flat, deleted, ports, peered, maps = {}, {}, {}, {}, {}, {}
+local names, flat, deleted, ports, peered, maps, gpus = {}, {}, {}, {}, {}, {}, {}
 local reply = {false}
 for _, name in ipairs(redis.call('ZRANGEBYSCORE', CHANGES, '(' .. since, '+inf')) do
   local key = NODE .. name
@@ -29,7 +30,7 @@ for _, name in ipairs(redis.call('ZRANGEBYSCORE', CHANGES, '(' .. since, '+inf')
   else
     names[#names + 1] = name
     flat[#flat + 1] = tonumber(vals[1])
-    for j = 5, #fields do
+    for j = 6, #fields do
       flat[#flat + 1] = vals[j] and tonumber(vals[j]) or 0
     end
     if vals[3] then
@@ -42,6 +43,7 @@ for _, name in ipairs(redis.call('ZRANGEBYSCORE', CHANGES, '(' .. since, '+inf')
       end
       ports[#ports + 1] = {name, entries}
     end
+    if vals[5] then gpus[#gpus + 1] = {name, cmsgpack.unpack(vals[5])} end
     if vals[4] then
       peered[#peered + 1] = name
       maps[#maps + 1] = vals[4]
@@ -59,6 +61,6 @@ local namespaces = {}
 for _, name in ipairs(redis.call('ZRANGEBYSCORE', NAMESPACE_CHANGES, '(' .. since, '+inf')) do
   namespaces[#namespaces + 1] = {name, redis.call('HGET', NAMESPACES, name)}
 end
-reply[1] = cmsgpack.pack({seq, names, flat, deleted, committed, ports, #reply - 1, peered, namespaces})
+reply[1] = cmsgpack.pack({seq, names, flat, deleted, committed, ports, #reply - 1, peered, namespaces, gpus})
 for _, map in ipairs(maps) do reply[#reply + 1] = map end
 return reply

@@ -7,7 +7,10 @@
 --            affinity and spreading see of the pod, stored once under its id;
 --            keeps away: the pod has required anti-affinity)
 --   units:   list of [unit key, pods], pods a list of [pod key, class index
---            (0-based), candidate nodes best first, the node versions seen]
+--            (0-based), candidate nodes best first, the node versions seen,
+--            the GPUs the shard chose on the first candidate (optional)]
+--            A pod that asks for GPUs gets the GPUs chosen if each still has
+--            room, else those that fit best (common.lua's choose_gpus).
 -- ARGV[3]: 'fine' (a pod still fits the committed state: accept) or 'coarse'
 --          (a candidate that changed since the shard saw it is a conflict,
 --          Omega's sequence-number check), or 'observed': pods the cluster
@@ -23,7 +26,7 @@
 -- Every pod goes on its first candidate that still fits, counting the pods
 -- of the same unit placed before it and the room reserved for any of them;
 -- if one pod fits none, nothing of the unit is applied. Returns msgpack [seq, results, keep-away count], one result per unit:
---   {'committed', nodes} | {'conflict', detail} | {'duplicate', detail} | {'invalid', detail}
+--   {'committed', nodes, GPUs per pod} | {'conflict', detail} | {'duplicate', detail} | {'invalid', detail}
 local req = cmsgpack.unpack(ARGV[2])
 local coarse = ARGV[3] == 'coarse'
 local observed = ARGV[3] == 'observed'
@@ -79,7 +82,7 @@ local function load(name)
     nodes[name] = false
     return false
   end
-  n = {alloc = {}, used = {}, ports = {}, peers = {}}
+  n = {alloc = {}, used = {}, ports = {}, peers = {}, gpus = {}}
   for i = 1, #flat, 2 do
     local kind = string.sub(flat[i], 1, 2)
     if kind == 'a:' then
@@ -90,6 +93,8 @@ local function load(name)
       n.ports = cmsgpack.unpack(flat[i + 1])
     elseif kind == 'pp' then
       n.peers = cmsgpack.unpack(flat[i + 1])
+    elseif flat[i] == 'g' then
+      n.gpus = cmsgpack.unpack(flat[i + 1])
     elseif flat[i] == 'v' then
       n.version = tonumber(flat[i + 1])
     end
@@ -114,6 +119,21 @@ end
 local function valid_pod(p)
   return type(p) == 'table' and is_name(p[1]) and type(p[2]) == 'number'
     and valid_class[p[2] + 1] and type(p[3]) == 'table' and #p[3] > 0
+    and (p[5] == nil or type(p[5]) == 'table')
+end
+
+-- The GPUs a pod of class `cls` takes on node `n` (its `name`), counting `extra`, the
+-- milli per GPU that earlier pods of the unit took there; an empty list if it asks for
+-- none; nil and why if too few GPUs have room. Pods the cluster runs already
+-- (`observed`) get the GPUs they were given, or the least used, room or not.
+local function gpus_for(n, name, extra, cls, wanted)
+  local devices, per = gpu_demand(cls[1], cls[2])
+  if devices == 0 then return {} end
+  local count = n.alloc[GPU] or 0
+  local chosen = choose_gpus(n.gpus, extra, count, devices, observed and 0 or per, wanted)
+  if chosen or observed then return chosen or {} end
+  return nil, string.format('node %s: fewer than %d of its %d GPUs have %d milli free',
+    name, devices, count, per)
 end
 
 -- Which units and pods are committed already: read once for the whole batch.
@@ -147,6 +167,7 @@ local consumed = {} -- reservations of committed pods, to delete
 local seen = {}
 local dirty = {}
 local ports_dirty = {}
+local gpus_dirty = {}
 local new_peers = {} -- peer id -> class
 local namespaces = {} -- of the committed pods
 local records = {} -- pod key, record, ... for PODS
@@ -164,7 +185,9 @@ for ui, unit in ipairs(units) do
   end
   local extra = {} -- node -> resource -> amount placed by earlier pods of this unit
   local extra_ports = {} -- node -> host ports taken by earlier pods of this unit
+  local extra_gpus = {} -- node -> milli per GPU taken by earlier pods of this unit
   local chosen = {}
+  local chosen_gpus = {}
   if not result then
     for pi, p in ipairs(unit[2]) do
       if not valid_pod(p) then
@@ -195,22 +218,32 @@ for ui, unit in ipairs(units) do
         else
           extra[name] = extra[name] or {}
           extra_ports[name] = extra_ports[name] or {}
+          extra_gpus[name] = extra_gpus[name] or {}
           local r, free, amount = nil, nil, nil
           if not observed then r, free, amount = shortfall(n, extra[name], cls) end
           local clash = not r and not observed
             and (port_clash(n.ports, cls[3]) or port_clash(extra_ports[name], cls[3]))
+          local gpus, short = nil, nil
           if not r and not clash then
+            gpus, short = gpus_for(n, name, extra_gpus[name], cls, c == 1 and p[5] or nil)
+          end
+          if gpus then
             chosen[#chosen + 1] = name
+            chosen_gpus[#chosen_gpus + 1] = gpus
             for i, rn in ipairs(cls[1]) do
               extra[name][rn] = (extra[name][rn] or 0) + cls[2][i]
             end
             count_ports(extra_ports[name], cls[3], 1)
+            local _, per = gpu_demand(cls[1], cls[2])
+            count_gpus(extra_gpus[name], gpus, per, 1)
             break
           end
           if r then
             why = why or string.format('node %s: insufficient %s (free %s, requested %s)', name, r, int(free), int(amount))
-          else
+          elseif clash then
             why = why or string.format('node %s: host port %s/%s:%d is in use', name, clash[1], clash[2], clash[3])
+          else
+            why = why or short
           end
         end
       end
@@ -231,6 +264,12 @@ for ui, unit in ipairs(units) do
         n.touched = true -- in coarse mode a later unit of the batch sees it changed
       end
     end
+    for name, add in pairs(extra_gpus) do
+      if next(add) then
+        for i, milli in pairs(add) do count_gpus(nodes[name].gpus, {i - 1}, milli, 1) end
+        gpus_dirty[name] = true
+      end
+    end
     for i, p in ipairs(unit[2]) do
       seen[p[1]] = true
       if held[p[1]] then consumed[#consumed + 1] = p[1] end
@@ -243,13 +282,13 @@ for ui, unit in ipairs(units) do
       new_peers[cls[4]] = cls
       namespaces[string.match(p[1], '^[^/]*')] = true
       records[#records + 1] = p[1]
-      records[#records + 1] = cmsgpack.pack({chosen[i], unit[1], cls[1], cls[2], cls[3], cls[4]})
+      records[#records + 1] = cmsgpack.pack({chosen[i], unit[1], cls[1], cls[2], cls[3], cls[4], chosen_gpus[i]})
     end
     local pods = {}
     for i, p in ipairs(unit[2]) do pods[i] = p[1] end
     unit_records[#unit_records + 1] = unit[1]
     unit_records[#unit_records + 1] = cmsgpack.pack(pods)
-    result = {'committed', chosen}
+    result = {'committed', chosen, chosen_gpus}
   end
   results[ui] = result
 end
@@ -276,6 +315,7 @@ if next(dirty) then
     end
     redis.call('HSET', NODE .. name, unpack(args))
     if ports_dirty[name] then write_map(NODE .. name, 'hp', n.ports) end
+    if gpus_dirty[name] then redis.call('HSET', NODE .. name, 'g', cmsgpack.pack(n.gpus)) end
     changes[#changes + 1] = seq
     changes[#changes + 1] = name
   end

@@ -106,15 +106,83 @@ local function give_back(key, names, amounts)
   return true
 end
 
+-- GPUs per device (cluster/gpus.py): a node's field 'g' holds msgpack [milli used
+-- on GPU 0, on GPU 1, ...] (absent: none used); it has alloc['nvidia.com/gpu'] GPUs.
+local GPU, GPU_MILLI, MILLI_PER_GPU = 'nvidia.com/gpu', 'optimist.io/gpu-milli', 1000
+
+-- What a pod with these requests takes: how many GPUs, and the milli on each
+-- (whole GPUs take all 1000 of each; a share, its milli of one GPU).
+local function gpu_demand(names, amounts)
+  local whole, share = 0, 0
+  for i, r in ipairs(names) do
+    if r == GPU then whole = amounts[i] elseif r == GPU_MILLI then share = amounts[i] end
+  end
+  if whole > 0 then return whole, MILLI_PER_GPU end
+  if share > 0 then return 1, share end
+  return 0, 0
+end
+
+local function gpu_free(used, extra, i)
+  return MILLI_PER_GPU - (used[i + 1] or 0) - (extra[i + 1] or 0)
+end
+
+-- The GPUs (0-based) a pod taking `devices` GPUs of `per` milli each gets among a
+-- node's `count`: `wanted` (the shard's choice) if each still has `per` free, else
+-- those with the least free that have it (ties: the lower index); nil if too few have.
+local function choose_gpus(used, extra, count, devices, per, wanted)
+  if type(wanted) == 'table' and #wanted == devices then
+    local ok, taken = true, {}
+    for _, i in ipairs(wanted) do
+      ok = ok and type(i) == 'number' and i == math.floor(i) and i >= 0 and i < count
+        and not taken[i] and gpu_free(used, extra, i) >= per
+      if ok then taken[i] = true end
+    end
+    if ok then return wanted end
+  end
+  local fits = {}
+  for i = 0, count - 1 do
+    if gpu_free(used, extra, i) >= per then fits[#fits + 1] = i end
+  end
+  if #fits < devices then return nil end
+  table.sort(fits, function(a, b)
+    local fa, fb = gpu_free(used, extra, a), gpu_free(used, extra, b)
+    if fa ~= fb then return fa < fb end
+    return a < b
+  end)
+  local out = {}
+  for k = 1, devices do out[k] = fits[k] end
+  table.sort(out)
+  return out
+end
+
+-- Add (sign 1) or take back (-1) a pod's `per` milli on each of its GPUs; the
+-- list stays dense, so that msgpack writes it as an array.
+local function count_gpus(used, indices, per, sign)
+  local last = 0
+  for k, _ in pairs(used) do last = math.max(last, k) end
+  for _, i in ipairs(indices) do
+    used[i + 1] = (used[i + 1] or 0) + sign * per
+    last = math.max(last, i + 1)
+  end
+  for k = 1, last do used[k] = used[k] or 0 end
+end
+
 -- Give back what a committed pod holds (requests, ports, peer) and forget it.
 -- Marks its node in `dirty`; returns whether the pod was committed.
 local function release_pod(pod, dirty)
   local rec = redis.call('HGET', PODS, pod)
   if not rec then return false end
   local r = cmsgpack.unpack(rec)
-  local node, names, amounts, ports, peer = r[1], r[3], r[4], r[5], r[6]
+  local node, names, amounts, ports, peer, gpus = r[1], r[3], r[4], r[5], r[6], r[7]
   local key = NODE .. node
   if give_back(key, names, amounts) then
+    if gpus and #gpus > 0 then
+      local blob = redis.call('HGET', key, 'g')
+      local used = blob and cmsgpack.unpack(blob) or {}
+      local _, per = gpu_demand(names, amounts)
+      count_gpus(used, gpus, per, -1)
+      redis.call('HSET', key, 'g', cmsgpack.pack(used))
+    end
     if #ports > 0 then
       local blob = redis.call('HGET', key, 'hp')
       local used = blob and cmsgpack.unpack(blob) or {}
@@ -158,3 +226,4 @@ local function release_hold(pod, dirty)
   redis.call('HDEL', HOLDS, pod)
   return true
 end
+

@@ -16,6 +16,7 @@ import msgpack
 import numpy as np
 import redis
 
+from cluster.gpus import annotated_gpus
 from cluster.messages import Decision, PodPlacement, UnitOutcome
 from cluster.objects import Node, Peer, Pod, SchedulingSpec
 from cluster.store.keys import Keys
@@ -48,6 +49,8 @@ class Delta:
     peers: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     # namespaces changed -> their labels, None if deleted
     namespaces: dict[str, dict[str, str] | None] = field(default_factory=dict)
+    # changed nodes with GPUs in use -> milli used per GPU (cluster/gpus.py)
+    gpus: dict[str, list[int]] = field(default_factory=dict)
 
     def apply_namespaces(self, labels: dict[str, dict[str, str]]) -> bool:
         """Bring a reader's namespace labels up to this delta; whether any changed."""
@@ -173,7 +176,7 @@ class NodeStore:
             "changes_since", since, _lua_frame(list(columns)), _lua_frame(list(awaited))
         )
         head, *blobs = reply  # type: ignore[misc]
-        version, names, flat, deleted, committed, ports, spec_count, peered, spaces = (
+        version, names, flat, deleted, committed, ports, spec_count, peered, spaces, gpus = (
             msgpack.unpackb(head)
         )
         specs, maps = blobs[:spec_count], blobs[spec_count:]
@@ -192,6 +195,7 @@ class NodeStore:
                 for name, blob in zip(peered, maps, strict=True)
             },
             namespaces={name: json.loads(labels) if labels else None for name, labels in spaces},
+            gpus=dict(gpus),
         )
 
     def put_namespaces(
@@ -238,7 +242,8 @@ class NodeStore:
             for c in classes
         ]
         wire_units = [
-            [d.unit, [[p.pod, p.cls, p.nodes, p.versions] for p in d.placements]] for d in decisions
+            [d.unit, [[p.pod, p.cls, p.nodes, p.versions, p.gpus] for p in d.placements]]
+            for d in decisions
         ]
         args: list[object] = [_lua_frame([wire_classes, wire_units]), mode]
         if fences is not None:
@@ -246,9 +251,11 @@ class NodeStore:
         reply = self._run("commit", *args)
         version, results, keep_away = msgpack.unpackb(reply)  # type: ignore[arg-type]
         outcomes = []
-        for decision, (status, detail) in zip(decisions, results, strict=True):
+        for decision, (status, detail, *gpus) in zip(decisions, results, strict=True):
             if status == "committed":
-                outcomes.append(UnitOutcome(decision.unit, status, nodes=list(detail)))
+                outcomes.append(
+                    UnitOutcome(decision.unit, status, nodes=list(detail), gpus=list(gpus[0]))
+                )
             else:
                 outcomes.append(UnitOutcome(decision.unit, status, detail=str(detail)))
         return Committed(int(version), outcomes, int(keep_away))
@@ -260,14 +267,20 @@ class NodeStore:
         `conflict`."""
         return self.commit(*pinned(pods), OBSERVED).outcomes if pods else []
 
-    def committed_nodes(self, units: Sequence[str]) -> dict[str, dict[str, str]]:
-        """Of these units, those committed: unit -> pod -> node."""
+    def committed_placements(
+        self, units: Sequence[str]
+    ) -> dict[str, dict[str, tuple[str, list[int]]]]:
+        """Of these units, those committed: unit -> pod -> (node, its GPUs there)."""
         records = self.client.hmget(self.keys.units, list(units)) if units else []
         pods = {u: msgpack.unpackb(r) for u, r in zip(units, records, strict=True) if r}
         keys = [p for unit_pods in pods.values() for p in unit_pods]
         placed = self.client.hmget(self.keys.pods, keys) if keys else []
-        node = {p: msgpack.unpackb(r)[0] for p, r in zip(keys, placed, strict=True) if r}
-        return {u: {p: node[p] for p in ps if p in node} for u, ps in pods.items()}
+        where = {}
+        for pod, blob in zip(keys, placed, strict=True):
+            if blob:
+                record = msgpack.unpackb(blob)
+                where[pod] = (record[0], list(record[6]) if len(record) > 6 else [])
+        return {u: {p: where[p] for p in ps if p in where} for u, ps in pods.items()}
 
     def fence_counts(self, namespaces: Iterable[str]) -> tuple[int, dict[str, int]]:
         """The keep-away count and the fence of each namespace, read together."""
@@ -331,6 +344,11 @@ class NodeStore:
             }
         return out
 
+    def gpu_usage(self, name: str) -> list[int]:
+        """Milli used on each GPU of a node (as far as any is used)."""
+        blob = self.client.hget(self.keys.node(name), "g")
+        return list(msgpack.unpackb(blob)) if blob else []
+
     def usage(self, name: str) -> dict[str, int]:
         raw = self.client.hgetall(self.keys.node(name))
         return {k.decode()[2:]: int(v) for k, v in raw.items() if k.startswith(b"u:")}
@@ -357,12 +375,21 @@ class NodeStore:
 
 def pinned(pods: Sequence[Pod]) -> tuple[list[SchedulingSpec], list[Decision]]:
     """Pods placed on their own spec.nodeName, each a unit of its own under its own
-    key, as `commit` takes them: the classes, and a decision per pod."""
+    key, as `commit` takes them: the classes, and a decision per pod, with the GPUs
+    the pod's annotation names, if any."""
     classes: dict[SchedulingSpec, int] = {}
     decisions = [
         Decision(
             p.key,
-            [PodPlacement(p.key, classes.setdefault(p.spec, len(classes)), [p.node_name], [0])],
+            [
+                PodPlacement(
+                    p.key,
+                    classes.setdefault(p.spec, len(classes)),
+                    [p.node_name],
+                    [0],
+                    annotated_gpus(p.manifest),
+                )
+            ],
         )
         for p in pods
     ]

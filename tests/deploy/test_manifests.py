@@ -150,7 +150,7 @@ def test_the_rbac_grants_exactly_what_the_adapter_uses(kube_api):
     try:
         api.put("pods", pod_doc("p", scheduler="optimist"))
         until(lambda: adapter.take_new_pods()[0])
-        assert adapter.bind([Binding("default/p", "n1")]) == [None]
+        assert adapter.bind([Binding("default/p", "n1", gpus=(0,))]) == [None]
         for _ in range(2):  # the second counts up on the first event
             adapter.report_unschedulable([("default/p", "Unschedulable", "0/1 nodes")])
         adapter.nominate({"default/p": "n1"})

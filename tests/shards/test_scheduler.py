@@ -108,9 +108,7 @@ def test_new_extended_resource_column_appears_with_its_node(store):
     core = ShardCore(0, store, [default_profile()], seed=1)
     gpu_pod = pod_from_manifest(pod_spec({"cpu": "1", "nvidia.com/gpu": "1"})).spec
     assert not core.handle(batch([gpu_pod], [[0]])).decisions[0].placed
-    gpu_node = node("gpu")
-    gpu_node.allocatable["nvidia.com/gpu"] = 8
-    store.put_nodes([gpu_node])
+    store.put_nodes([node("gpu", gpus=8)])
     assert core.handle(batch([gpu_pod], [[0]])).decisions[0].placements[0].nodes == ["gpu"]
 
 

@@ -1,4 +1,9 @@
-"""NodeResourcesFit: the pod's requests fit in what the node has left; scored by a strategy."""
+"""NodeResourcesFit: the pod's requests fit in what the node has left; scored by a strategy.
+
+Beyond upstream, GPUs fit per device (cluster/gpus.py): the node's totals
+are not enough when no single GPU has the share a pod asks for, or fewer
+GPUs than it asks for are untouched.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,9 @@ import numpy as np
 
 from cluster import resources as res
 from cluster.events import ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE
+from cluster.gpus import GPU, GPU_MILLI
 from shards.framework import FilterPlugin, PodClass, Rows, ScorePlugin
+from shards.gpus import fits
 from shards.node_table import NodeTable, take_rows
 from shards.plugins.noderesources.least_allocated import LeastAllocated
 from shards.plugins.noderesources.most_allocated import MostAllocated
@@ -92,18 +99,37 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin):
         free = take_rows(table.alloc, rows)[:, cols] - table.in_use(rows)[:, cols]
         return cols, free < pod.request[cols]
 
+    def _per_gpu(self, pod: PodClass) -> bool:
+        """Whether the pod's GPUs are checked device by device (unless ignored)."""
+        return bool(pod.gpu) and GPU not in self.ignored and "nvidia.com" not in self.ignored_groups
+
     def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
-        return ~self._short(pod, table, rows)[1].any(axis=1)
+        ok = ~self._short(pod, table, rows)[1].any(axis=1)
+        if self._per_gpu(pod):
+            ok &= fits(table.gpu_free(rows), pod.gpu)
+        return ok
 
     def reasons(self, pod: PodClass, table: NodeTable, rows: np.ndarray) -> Counter[str]:
         cols, short = self._short(pod, table, rows)
-        return Counter(
-            {
-                _reason(table.columns[c]): int(n)
-                for c, n in zip(cols, short.sum(axis=0), strict=True)
-                if n
-            }
-        )
+        names = [table.columns[c] for c in cols]
+        if pod.gpu.whole:  # the gpu-milli of whole GPUs is those GPUs: one reason
+            names = [GPU if name == GPU_MILLI else name for name in names]
+        out: Counter[str] = Counter()
+        for name in dict.fromkeys(names):
+            n = int(short[:, [i for i, x in enumerate(names) if x == name]].any(axis=1).sum())
+            if n:
+                out[_reason(name)] = n
+        if self._per_gpu(pod):
+            # enough in total, but not on the GPUs one by one
+            split = ~short.any(axis=1) & ~fits(table.gpu_free(rows), pod.gpu)
+            if split.any():
+                what = (
+                    f"Insufficient {GPU} (whole GPUs free)"
+                    if pod.gpu.whole
+                    else f"Insufficient {GPU_MILLI} on any single GPU"
+                )
+                out[what] = int(split.sum())
+        return out
 
     def score(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
         return self.strategy.score(pod, table, rows)
