@@ -41,6 +41,12 @@ from optimist.configuration import (
     default_configuration,
     load_file,
 )
+from optimist.gpu_trace import (
+    DEFAULT_TRACE_POLICY,
+    TraceError,
+    replay_trace,
+    write_trace_plot,
+)
 from optimist.metrics import LoopMetrics, MetricsServer, SchedulerMetrics
 from optimist.plots import write_html
 from optimist.profiling import Profiler
@@ -48,6 +54,7 @@ from optimist.replay import SnapshotError, load_snapshot, run_replay, write_comp
 from optimist.runtime import init_ray
 from optimist.service import Service
 from optimist.sweep import SweepError, parse_sweep, run_sweep
+from shards.plugins.gpu_placement import POLICIES
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 console = Console()
@@ -598,6 +605,91 @@ def replay(
     for violation in run.report["invariant_violations"]:
         console.print(f"[red]invariant violated:[/red] {violation}")
     raise typer.Exit(0 if run.ok else 1)
+
+
+def _seeds(text: str) -> list[int]:
+    """`42-51`, `42,45` or both (`42-44,50`)."""
+    seeds: list[int] = []
+    try:
+        for part in text.split(","):
+            low, _, high = part.partition("-")
+            seeds.extend(range(int(low), int(high or low) + 1))
+    except ValueError:
+        raise typer.BadParameter(f"{text!r}: expected seeds such as 42-51 or 42,43") from None
+    if not seeds:
+        raise typer.BadParameter(f"{text!r}: no seeds")
+    return seeds
+
+
+@app.command("replay-gpu-trace")
+def replay_gpu_trace(
+    nodes: Annotated[Path, typer.Option(exists=True, dir_okay=False, help="openb_node_list_*.csv")],
+    pods: Annotated[Path, typer.Option(exists=True, dir_okay=False, help="openb_pod_list_*.csv")],
+    policy: Annotated[
+        str,
+        typer.Option(help=f"GPU policy, or several separated by commas: {', '.join(POLICIES)}"),
+    ] = DEFAULT_TRACE_POLICY,
+    seeds: Annotated[str, typer.Option(help="seeds, e.g. 42-51 or 42,43")] = "42-51",
+    shards: Annotated[int, typer.Option(min=1, help="scheduler shards (1: the paper's order)")] = 1,
+    report: Annotated[Path | None, typer.Option(help="write the JSON report here")] = None,
+    plot: Annotated[
+        Path | None, typer.Option(help="write a PNG of unallocated GPUs against arrivals here")
+    ] = None,
+    redis_url: Annotated[
+        str | None, typer.Option(help="redis://, rediss:// or unix:// (default: a private Redis)")
+    ] = None,
+) -> None:
+    """Replay a GPU trace by the FGD paper's protocol, placing every task with optimist.
+
+    Exits 2 if a trace file cannot be read, 1 if an invariant broke.
+    """
+    names = [p.strip() for p in policy.split(",") if p.strip()]
+    unknown = [p for p in names if p not in POLICIES]
+    if unknown or not names:
+        raise typer.BadParameter(f"{policy!r}: policies are {', '.join(POLICIES)}")
+    settings = Settings(shards=shards, redis_url=redis_url)
+    own = init_ray(None)
+    runs = []
+    try:
+        for name in names:
+            runs.append(
+                replay_trace(
+                    nodes,
+                    pods,
+                    name,
+                    _seeds(seeds),
+                    settings,
+                    progress=lambda p, s: console.print(f"{p}: seed {s} done"),
+                )
+            )
+    except TraceError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from err
+    finally:
+        if own:
+            ray.shutdown()
+    table = Table(title=f"optimist replay-gpu-trace: {pods.name}, {shards} shard(s)")
+    for column in ("policy", "unallocated % at 100%", "at the end", "fragmentation %", "failed"):
+        table.add_column(column, justify="left" if column == "policy" else "right")
+    for r in runs:
+        at_100, end = r["unallocated_gpu_pct_at_100"], r["unallocated_gpu_pct_end"]
+        table.add_row(
+            r["policy"],
+            f"{at_100['mean']:.2f} ± {at_100['std']:.2f}",
+            f"{end['mean']:.2f} ± {end['std']:.2f}",
+            f"{r['fragmentation_rate_at_100']['mean']:.1f}",
+            f"{r['failed_pods_per_seed_mean']:.0f}",
+        )
+    console.print(table)
+    if report:
+        doc = runs[0] if len(runs) == 1 else {"runs": runs}
+        report.write_text(json.dumps(doc, indent=2) + "\n")
+    if plot:
+        write_trace_plot(runs, plot)
+    violations = [v for r in runs for v in r["invariant_violations"]]
+    for violation in violations:
+        console.print(f"[red]invariant violated:[/red] {violation}")
+    raise typer.Exit(1 if violations else 0)
 
 
 def _replay_table(r: dict[str, Any]) -> Table:

@@ -35,9 +35,12 @@ def nodes_to_find(percentage: int | None, total: int) -> int:
 _NONE = np.zeros(0, dtype=np.intp)
 
 
-def pick_tied(scores: np.ndarray, rng: np.random.Generator) -> tuple[int, np.ndarray]:
-    """Index of the top score, ties broken uniformly at random (-1 if nothing is
-    feasible), and a few of the indices tied with it, in the order met after it."""
+def pick_tied(
+    scores: np.ndarray, rng: np.random.Generator, priority: np.ndarray | None = None
+) -> tuple[int, np.ndarray]:
+    """Index of the top score, ties broken uniformly at random or, given a `priority`
+    aligned with the scores, by the highest (-1 if nothing is feasible); and a few of the
+    indices tied with it, in the order met after it (by priority)."""
     if not len(scores):
         return -1, _NONE
     top = scores.max()
@@ -47,6 +50,9 @@ def pick_tied(scores: np.ndarray, rng: np.random.Generator) -> tuple[int, np.nda
     n = len(ties)
     if n == 1:
         return int(ties[0]), _NONE
+    if priority is not None:
+        ranked = ties[np.argsort(-priority[ties], kind="stable")]
+        return int(ranked[0]), ranked[1 : 1 + _TIED_KEPT]
     i = min(int(rng.random() * n), n - 1)  # uniform; Generator.integers costs more per call
     after = ties[i + 1 : i + 1 + _TIED_KEPT]
     if len(after) < min(n - 1, _TIED_KEPT):  # wrap round to the ties before it
@@ -74,6 +80,7 @@ class ClassState:
         "_judged",
         "_own",
         "_preemptible",
+        "_priority",
         "_scores",
         "_searched_at",
         "_sensitive",
@@ -93,6 +100,9 @@ class ClassState:
 
     def __init__(self, pod: PodClass, profile: Profile, table: NodeTable) -> None:
         self.pod, self.profile, self.table = pod, profile, table
+        # the profile's fixed ranking of the nodes for ties, if it has one
+        seed = profile.tie_seed
+        self._priority = None if seed is None else table.node_priority(seed)
         self._spanned = profile.spans_nodes(pod, table)
         self._searched_at = -1  # the table's change count at the last first search; -1: none
         self._own = 0  # rows this class took since `mark` (see `took`)
@@ -273,7 +283,10 @@ class ClassState:
         lasts = span[wanted - 1 :: wanted]
         grid = span[: windows * wanted].reshape(windows, wanted)
         # the score first, then a random key: the best, ties broken uniformly, and the next
-        keys = (self._scores[grid] << 20) | rng.integers(0, 1 << 20, size=grid.shape)
+        ties = self._priority[grid] if self._priority is not None else None
+        if ties is None:
+            ties = rng.integers(0, 1 << 20, size=grid.shape)
+        keys = (self._scores[grid] << 20) | ties
         keep = min(runners + 1, wanted)
         top = np.argpartition(-keys, keep - 1, axis=1)[:, :keep]
         order = np.take_along_axis(top, np.argsort(-np.take_along_axis(keys, top, 1), 1), 1)
@@ -422,7 +435,10 @@ class ClassState:
         ties broken uniformly at random; remembers the next tied rows for `runners_up`."""
         if scores is None:
             scores = self._scores if rows is None else self._scores[rows]
-        i, tied = pick_tied(scores, rng)
+        priority = self._priority
+        if priority is not None and rows is not None:
+            priority = priority[rows]
+        i, tied = pick_tied(scores, rng, priority)
         if rows is None:
             self._tied = tied.tolist()
             return i

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -21,7 +21,7 @@ from cluster import resources as res
 from cluster.events import EVENTS
 from cluster.gpus import GpuDemand
 from cluster.objects import SchedulingSpec
-from shards.gpus import GpuChoice, least_free
+from shards.gpus import least_free
 from shards.node_table import NodeTable, Ports
 from shards.stopwatch import FILTER, SCORE, Stopwatch
 
@@ -123,6 +123,20 @@ class ScorePlugin(ABC):
         """As `FilterPlugin.spans_nodes`."""
         return False
 
+    def observe(self, pods: Sequence[tuple[PodClass, int]]) -> None:
+        """The pods of a batch, (class, how many), before any is placed: for a scorer
+        that learns the workload it places against (GPUPlacement). Most learn nothing."""
+        return None
+
+
+def tightest_gpus(table: NodeTable, row: int, pod: PodClass) -> tuple[int, ...]:
+    """The GPUs a pod gets on `row` unless a policy says otherwise: the tightest fit."""
+    return least_free(table.gpu_free(slice(row, row + 1))[0], pod.gpu)
+
+
+# How a profile picks a pod's GPUs on the node it chose: (table, row, pod) -> indices
+GpuChoice = Callable[[NodeTable, int, PodClass], tuple[int, ...]]
+
 
 def default_normalize(scores: np.ndarray, *, reverse: bool) -> np.ndarray:
     """Upstream's `DefaultNormalizeScore`: scale to 0..100 by the maximum, optionally reversed."""
@@ -142,7 +156,10 @@ class Profile:
     scorers: list[tuple[ScorePlugin, int]]
     percentage_of_nodes_to_score: int | None = None  # None: upstream's adaptive rule
     # which GPUs of the chosen node a pod gets; a GPU policy plugin may set its own
-    choose_gpus: GpuChoice = least_free
+    choose_gpus: GpuChoice = tightest_gpus
+    # None: the best nodes' ties are broken at random, as upstream does; a seed: by a
+    # fixed priority of the nodes drawn from it (`NodeTable.node_priority`)
+    tie_seed: int | None = None
     # where the time goes; the shard shares one between its profiles
     stopwatch: Stopwatch = field(default_factory=Stopwatch)
     # each plugin that can span nodes, once (a filter that also scores is one plugin)
@@ -157,6 +174,11 @@ class Profile:
             for plugin in dict.fromkeys(plugins)
             if type(plugin).spans_nodes not in (FilterPlugin.spans_nodes, ScorePlugin.spans_nodes)
         ]
+
+    def observe(self, pods: Sequence[tuple[PodClass, int]]) -> None:
+        """A batch's pods of this profile, (class, how many), before any is placed."""
+        for plugin, _ in self.scorers:
+            plugin.observe(pods)
 
     def feasible(self, pod: PodClass, table: NodeTable, rows: Rows, *, dynamic: bool) -> np.ndarray:
         """The AND of the filters that are (dynamic=True) or are not (False) usage-dependent."""

@@ -8,8 +8,6 @@ gets, `least_free` unless a policy plugin says otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from cluster.gpus import GpuDemand
@@ -41,5 +39,9 @@ def least_free(free: np.ndarray, demand: GpuDemand) -> tuple[int, ...]:
     return choose(free, demand, free)
 
 
-# How a profile picks a pod's GPUs on the node it chose: (free per GPU, demand) -> indices
-GpuChoice = Callable[[np.ndarray, GpuDemand], tuple[int, ...]]
+def least_free_index(free: np.ndarray, share: int) -> np.ndarray:
+    """Per row of `free` [R, G]: the GPU `least_free` gives a share there (-1 if none)."""
+    room = np.where(free >= share, free, np.iinfo(np.int64).max)
+    best = room.argmin(axis=1)
+    best[room[np.arange(len(room)), best] == np.iinfo(np.int64).max] = -1
+    return best

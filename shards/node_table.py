@@ -9,6 +9,7 @@ held per device (`gpu_used`, `gpu_assumed`: milli per GPU, cluster/gpus.py).
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
@@ -76,7 +77,7 @@ class NodeTable:
 
     def ensure_columns(self, names: Iterable[str]) -> bool:
         """Add a column for every resource not yet known; True if any was added."""
-        new = [n for n in names if n not in self.col]
+        new = list(dict.fromkeys(n for n in names if n not in self.col))
         if not new:
             return False
         for name in new:
@@ -144,9 +145,12 @@ class NodeTable:
         if col is None:
             col = self.peer_col[peer_id] = len(self.peers)
             self.peers.append(peer)
-            pad = ((0, 0), (0, 1))
-            self.peer_pods = np.pad(self.peer_pods, pad)
-            self.assumed_peer_pods = np.pad(self.assumed_peer_pods, pad)
+            if col >= self.peer_pods.shape[1]:
+                # room for twice as many: pods with a label of their own (a StatefulSet's
+                # pod-name) are each a peer, and widening by one was quadratic
+                pad = ((0, 0), (0, max(col, 8)))
+                self.peer_pods = np.pad(self.peer_pods, pad)
+                self.assumed_peer_pods = np.pad(self.assumed_peer_pods, pad)
         return col
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
@@ -298,6 +302,11 @@ class NodeTable:
         """A value computed from node specs alone, kept until a spec changes."""
         return self._derived.get(self.spec_epoch, key, compute)
 
+    def node_priority(self, seed: int) -> np.ndarray:
+        """Per row, a fixed rank (0 .. rows-1, higher first) drawn from `seed` and the node's
+        name, so that every shard with the seed ranks the nodes alike."""
+        return self.derived(("priority", seed), lambda: _ranks(self.names, seed))
+
     def taint_groups(self) -> tuple[np.ndarray, list[tuple[Taint, ...]]]:
         """Per row, the index of its set of taints in a short list of distinct sets."""
         if self._taints is not None and self._taints[0] == self.spec_epoch:
@@ -309,3 +318,13 @@ class NodeTable:
                 codes[row] = groups.setdefault(spec.taints, len(groups))
         self._taints = (self.spec_epoch, codes, list(groups))
         return codes, list(groups)
+
+
+def _ranks(names: Sequence[str], seed: int) -> np.ndarray:
+    digests = [
+        int.from_bytes(hashlib.blake2b(f"{seed}/{n}".encode(), digest_size=8).digest(), "big")
+        for n in names
+    ]
+    ranks = np.empty(len(names), dtype=np.int64)
+    ranks[np.argsort(np.array(digests, dtype=np.uint64), kind="stable")] = np.arange(len(names))
+    return ranks

@@ -100,9 +100,7 @@ class ShardCore:
 
     def _take(self, row: int, pod: PodClass, profile: Profile) -> Taken:
         """Assume a pod on `row`, on the GPUs there that the profile's GPU policy picks."""
-        gpus = ()
-        if pod.gpu:
-            gpus = profile.choose_gpus(self.table.gpu_free(slice(row, row + 1))[0], pod.gpu)
+        gpus = profile.choose_gpus(self.table, row, pod) if pod.gpu else ()
         self.table.assume(row, pod.request, pod.ports, pod.peer, gpus, pod.gpu.per_device)
         return row, pod, gpus
 
@@ -119,6 +117,7 @@ class ShardCore:
     def _decide(self, batch: ShardBatch) -> list[Decision]:
         self.table.changed_rows.clear()
         classes = [self._compile(spec) for spec in batch.classes]
+        self._observe(batch, classes)
         states: dict[int, ClassState] = {}
         decisions = []
         placed = []
@@ -147,6 +146,16 @@ class ShardCore:
         if placed:
             self._batch_units[batch.batch_id] = placed
         return decisions
+
+    def _observe(self, batch: ShardBatch, classes: list[PodClass]) -> None:
+        """Show each profile the batch's pods before any is placed (`Profile.observe`)."""
+        counts = Counter(cls for unit in batch.units for _, cls in unit.pods)
+        by_profile: dict[str, list[tuple[PodClass, int]]] = {}
+        for cls, count in sorted(counts.items()):
+            by_profile.setdefault(classes[cls].spec.profile, []).append((classes[cls], count))
+        for name, pods in by_profile.items():
+            if name in self.profiles:
+                self.profiles[name].observe(pods)
 
     def _run_length(self, units: list[UnitRequest], i: int, classes: list[PodClass]) -> int:
         """How many units from `i` on are single pods of one class that nothing but the

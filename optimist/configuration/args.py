@@ -22,6 +22,7 @@ from optimist.configuration.fields import (
     _qualified_name_problem,
     _str,
 )
+from shards.plugins.gpu_placement import DEFAULT_POLICY, DEFAULT_WINDOW, POLICIES, TIE_BREAKS
 
 _MAX_CUSTOM_PRIORITY_SCORE = 10  # upstream's ceiling for a shape point's score
 _DEFAULT_RESOURCES = ({"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1})
@@ -165,6 +166,24 @@ def _inter_pod_affinity_args(raw: dict[str, Any], path: str) -> dict[str, Any]:
             _child(path, "ignorePreferredTermsOfExistingPods"),
         )
     return out
+
+
+def _gpu_placement_args(raw: dict[str, Any], path: str) -> dict[str, Any]:
+    """optimist's GPUPlacement (shards/plugins/gpu_placement): which policy, how many
+    recent pods make the workload it learns, and how ties between nodes are broken."""
+    m = _mapping(raw, path, {"policy", "window", "tieBreak", "prioritySeed"})
+    policy = _one_of(m.get("policy", DEFAULT_POLICY), _child(path, "policy"), sorted(POLICIES))
+    wpath = _child(path, "window")
+    window = DEFAULT_WINDOW if m.get("window") is None else _int(m["window"], wpath)
+    if window < 1:
+        raise ConfigError(wpath, window, "must be at least 1")
+    ties = _one_of(m.get("tieBreak", "nodePriority"), _child(path, "tieBreak"), TIE_BREAKS)
+    seed = (
+        0
+        if m.get("prioritySeed") is None
+        else _int(m["prioritySeed"], _child(path, "prioritySeed"))
+    )
+    return {"policy": policy, "window": window, "tieBreak": ties, "prioritySeed": seed}
 
 
 _CONSTRAINT_FIELDS = {
@@ -367,6 +386,7 @@ def _volume_binding_args(raw: dict[str, Any], path: str) -> dict[str, Any]:
 # The plugins that take args in v1.30, each with its reader; the others take none.
 ARGS: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
     "DefaultPreemption": _default_preemption_args,
+    "GPUPlacement": _gpu_placement_args,
     "InterPodAffinity": _inter_pod_affinity_args,
     "NodeAffinity": _node_affinity_args,
     "NodeResourcesBalancedAllocation": _balanced_allocation_args,

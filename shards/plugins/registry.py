@@ -11,6 +11,7 @@ from typing import Any
 
 from cluster.profile_config import ProfileConfig
 from shards.framework import FilterPlugin, Profile, ScorePlugin
+from shards.plugins.gpu_placement import GPUPlacement
 from shards.plugins.image_locality import ImageLocality
 from shards.plugins.inter_pod_affinity import InterPodAffinity
 from shards.plugins.node_affinity import NodeAffinity
@@ -35,6 +36,7 @@ REGISTRY: dict[str, Factory] = {
     "NodeResourcesBalancedAllocation": NodeResourcesBalancedAllocation.from_args,
     "ImageLocality": lambda args: ImageLocality(),
     "InterPodAffinity": InterPodAffinity.from_args,
+    "GPUPlacement": GPUPlacement.from_args,
 }
 
 
@@ -55,9 +57,14 @@ def build_profile(config: ProfileConfig) -> Profile:
     if unknown:
         raise ValueError(f"profile {config.scheduler_name}: unknown plugins {unknown}")
     plugins = {n: REGISTRY[n](config.args.get(n, {})) for n in names}
-    return Profile(
+    profile = Profile(
         name=config.scheduler_name,
         filters=[plugins[n] for n in config.filters],  # type: ignore[misc]
         scorers=[(plugins[n], w) for n, w in config.scorers],  # type: ignore[misc]
         percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
     )
+    gpus = plugins.get(GPUPlacement.name)
+    if isinstance(gpus, GPUPlacement) and any(p is gpus for p, _ in profile.scorers):
+        profile.choose_gpus = gpus.choose_gpus  # the policy decides inside the node too
+        profile.tie_seed = gpus.tie_seed
+    return profile

@@ -112,6 +112,13 @@ def test_new_extended_resource_column_appears_with_its_node(store):
     assert core.handle(batch([gpu_pod], [[0]])).decisions[0].placements[0].nodes == ["gpu"]
 
 
+def test_many_nodes_with_a_new_resource_add_one_column(store):
+    store.put_nodes([node(f"g{i}", gpus=2) for i in range(50)])
+    core = ShardCore(0, store, [default_profile()], seed=1)
+    core.handle(batch([spec("1")], []))
+    assert len(core.table.columns) == len(set(core.table.columns))
+
+
 def test_a_committed_unit_is_not_counted_twice(store):
     # The shard syncs the commit before the dispatcher says the batch is settled:
     # the unit must count once (in the store's usage), not also as an assumption.

@@ -1,0 +1,402 @@
+"""`optimist replay-gpu-trace`: the FGD paper's replay of a GPU trace, through optimist.
+
+The protocol is the paper's (../shared/traces/README.md): the trace's GPU
+nodes; its tasks shuffled with a seed and topped up, by sampling with
+replacement, to 130% of the cluster's GPU capacity; one attempt per task,
+a task that fits nowhere fails and is dropped, nothing ever leaves. Only
+the placing is optimist's own: every task is a pod created in the simulated
+cluster, queued by the dispatcher, placed by the shards with the chosen
+GPU policy (`GPUPlacement`), committed by the binder.
+
+The headline is the share of GPU capacity left unallocated when the GPU
+requests that arrived (failed ones included) reach 100% of capacity.
+Each placement depends only on the tasks before it (one shard places in
+order), so that moment is read off afterwards from the placements.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cluster.gpus import GPU, GPU_INDICES_ANNOTATION, GPU_MILLI, GPU_PRODUCT_LABEL, GpuDemand
+from cluster.invariants import check_invariants
+from cluster.profile_config import ProfileConfig
+from cluster.simulator import SimulatedCluster
+from optimist import report
+from optimist.config import Settings
+from optimist.png import Line, line_chart
+from optimist.runtime import Platform, SchedulingLoop
+from shards.plugins.gpu_placement.fragmentation import demands, fragmentation
+from shards.plugins.gpu_placement.workload import TaskClass, Workload
+
+PROFILE = "gpu-trace"
+DEFAULT_TRACE_POLICY = "fgd"  # the best optimist has
+VOLUME = 1.3  # tasks arrive until their GPU requests reach this share of capacity
+CURVE_STEPS = 130  # points of the unallocated-against-arrived curve, one per percent
+MEMORY_UNIT = 1024 * 1024  # the trace's memory is in MiB
+
+
+class TraceError(ValueError):
+    """A trace file that cannot be read: names the file, the line and the column."""
+
+
+@dataclass(frozen=True, slots=True)
+class TraceNode:
+    name: str
+    cpu_milli: int
+    memory_mib: int
+    gpus: int
+    model: str
+
+    def manifest(self) -> dict[str, Any]:
+        allocatable = {
+            "cpu": f"{self.cpu_milli}m",
+            "memory": f"{self.memory_mib}Mi",
+            "pods": "1000",  # the trace limits CPU, memory and GPUs only
+            GPU: str(self.gpus),
+        }
+        return {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": self.name, "labels": {GPU_PRODUCT_LABEL: self.model}},
+            "status": {"allocatable": allocatable, "capacity": allocatable},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TraceTask:
+    name: str
+    cpu_milli: int
+    memory_mib: int
+    num_gpu: int
+    gpu_milli: int
+    models: tuple[str, ...]  # allowed GPU models; () for any
+
+    @property
+    def gpu(self) -> GpuDemand:
+        """A share of one GPU below 1000 milli; otherwise whole GPUs."""
+        if self.num_gpu == 1 and 0 < self.gpu_milli < 1000:
+            return GpuDemand(share=self.gpu_milli)
+        return GpuDemand(whole=self.num_gpu)
+
+    @property
+    def gpu_request(self) -> int:
+        """In milli: what counts towards 'arrived' and 'allocated'."""
+        return self.gpu.devices * self.gpu.per_device
+
+    @property
+    def kind(self) -> str:
+        gpu = self.gpu
+        kind = "cpu-only" if not gpu else "gpu-share" if gpu.share else f"{gpu.whole}-gpu"
+        return f"{kind}, model-constrained" if self.models else kind
+
+    @property
+    def task_class(self) -> TaskClass:
+        return TaskClass(self.cpu_milli, self.gpu, frozenset(self.models) or None)
+
+    def manifest(self, name: str) -> dict[str, Any]:
+        gpu = self.gpu
+        requests = {"cpu": f"{self.cpu_milli}m", "memory": f"{self.memory_mib}Mi"}
+        if gpu.whole:
+            requests[GPU] = str(gpu.whole)
+        elif gpu.share:
+            requests[GPU_MILLI] = str(gpu.share)
+        spec: dict[str, Any] = {
+            "schedulerName": PROFILE,
+            "containers": [{"name": "task", "image": "task", "resources": {"requests": requests}}],
+        }
+        if self.models:
+            term = {"key": GPU_PRODUCT_LABEL, "operator": "In", "values": list(self.models)}
+            spec["affinity"] = {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [{"matchExpressions": [term]}]
+                    }
+                }
+            }
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "trace"},
+            "spec": spec,
+        }
+
+
+def _rows(path: Path, columns: Sequence[str]) -> list[tuple[int, dict[str, str]]]:
+    try:
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            missing = [c for c in columns if c not in (reader.fieldnames or [])]
+            if missing:
+                raise TraceError(f"{path}: line 1: missing columns {', '.join(missing)}")
+            return [(i + 2, row) for i, row in enumerate(reader)]
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise TraceError(f"{path}: {err}") from err
+
+
+def _int(path: Path, line: int, row: dict[str, str], column: str, low: int = 0) -> int:
+    text = row.get(column) or ""
+    try:
+        value = int(text)
+    except ValueError:
+        raise TraceError(f"{path}: line {line}: {column}={text!r}: not an integer") from None
+    if value < low:
+        raise TraceError(f"{path}: line {line}: {column}={value}: must be at least {low}")
+    return value
+
+
+def read_nodes(path: Path) -> list[TraceNode]:
+    """`openb_node_list_*.csv`: sn, cpu_milli, memory_mib, gpu, model."""
+    return [
+        TraceNode(
+            row["sn"],
+            _int(path, line, row, "cpu_milli"),
+            _int(path, line, row, "memory_mib"),
+            _int(path, line, row, "gpu"),
+            row["model"],
+        )
+        for line, row in _rows(path, ("sn", "cpu_milli", "memory_mib", "gpu", "model"))
+    ]
+
+
+def read_tasks(path: Path) -> list[TraceTask]:
+    """`openb_pod_list_*.csv`: name, cpu_milli, memory_mib, num_gpu, gpu_milli, gpu_spec."""
+    tasks = []
+    columns = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec")
+    for line, row in _rows(path, columns):
+        num_gpu = _int(path, line, row, "num_gpu")
+        gpu_milli = _int(path, line, row, "gpu_milli")
+        if num_gpu and not 0 < gpu_milli <= 1000:
+            raise TraceError(f"{path}: line {line}: gpu_milli={gpu_milli}: must be 1..1000")
+        if num_gpu > 1 and gpu_milli != 1000:
+            raise TraceError(
+                f"{path}: line {line}: gpu_milli={gpu_milli}: a task of {num_gpu} GPUs "
+                "takes them whole (1000)"
+            )
+        models = tuple(m for m in (row.get("gpu_spec") or "").split("|") if m)
+        tasks.append(
+            TraceTask(
+                row["name"],
+                _int(path, line, row, "cpu_milli"),
+                _int(path, line, row, "memory_mib"),
+                num_gpu,
+                gpu_milli if num_gpu else 0,
+                models,
+            )
+        )
+    return tasks
+
+
+def arrivals(tasks: Sequence[TraceTask], gpu_total: int, seed: int) -> list[TraceTask]:
+    """The paper's order: shuffled with the seed, then topped up by sampling with
+    replacement until the GPU requests reach `VOLUME` of capacity."""
+    rng = np.random.default_rng(seed)
+    order = [tasks[i] for i in rng.permutation(len(tasks))]
+    arrived = sum(t.gpu_request for t in order)
+    while arrived < VOLUME * gpu_total and any(t.gpu_request for t in tasks):
+        task = tasks[int(rng.integers(len(tasks)))]
+        order.append(task)
+        arrived += task.gpu_request
+    return order
+
+
+@dataclass(slots=True)
+class SeedRun:
+    seed: int
+    pods: int
+    unallocated_pct_at_100: float
+    unallocated_pct_end: float
+    fragmentation_rate_at_100: float
+    failed: Counter[str]
+    curve: list[float]  # unallocated % when 1%, 2%, ... of capacity had arrived
+    attempts_per_pod: float
+    duration_s: float
+    violations: list[str]
+
+
+def replay_seed(
+    nodes: Sequence[TraceNode],
+    tasks: Sequence[TraceTask],
+    policy: str,
+    seed: int,
+    settings: Settings,
+) -> SeedRun:
+    """One seed of the protocol, through the platform."""
+    gpu_total = sum(n.gpus for n in nodes) * 1000
+    order = arrivals(tasks, gpu_total, seed)
+    args = {"policy": policy, "prioritySeed": seed, "tieBreak": "nodePriority"}
+    profile = ProfileConfig(
+        PROFILE,
+        filters=("NodeUnschedulable", "NodeAffinity", "NodeResourcesFit"),
+        scorers=(("GPUPlacement", 1),),
+        args={"GPUPlacement": args, "NodeResourcesFit": {}},
+        percentage_of_nodes_to_score=100,  # the paper scores every node
+    )
+    settings = replace(settings, profiles=(profile,), seed=seed)
+    cluster = SimulatedCluster(frozenset({PROFILE}), seed=seed)
+    for node in nodes:
+        cluster.create_nodes(node.manifest(), 1)
+    with Platform(settings) as platform:
+        platform.store.clear()
+        loop = SchedulingLoop(platform, cluster)
+        names = [f"task-{i:06d}" for i in range(len(order))]
+        started = time.perf_counter()
+        for task, name in zip(order, names, strict=True):
+            cluster.create_pods(task.manifest(name), 1, namespace="trace")
+        loop.run_until_settled()
+        duration = time.perf_counter() - started
+        unschedulable = loop.dispatcher.unschedulable()
+        violations = check_invariants(cluster, unschedulable, platform.store)
+        attempts = loop.dispatcher.stats.pod_attempts
+    return _measure(nodes, order, names, cluster, seed, attempts, duration, violations)
+
+
+def _measure(
+    nodes: Sequence[TraceNode],
+    order: Sequence[TraceTask],
+    names: Sequence[str],
+    cluster: SimulatedCluster,
+    seed: int,
+    attempts: int,
+    duration: float,
+    violations: list[str],
+) -> SeedRun:
+    gpu_total = sum(n.gpus for n in nodes) * 1000
+    arrived = allocated = 0
+    curve: list[float] = []
+    at_100: tuple[float, int] | None = None  # (unallocated %, tasks arrived)
+    failed: Counter[str] = Counter()
+    for i, (task, name) in enumerate(zip(order, names, strict=True)):
+        arrived += task.gpu_request
+        if f"trace/{name}" in cluster.bindings:
+            allocated += task.gpu_request
+        else:
+            failed[task.kind] += 1
+        unallocated = 100.0 * (1 - allocated / gpu_total)
+        while len(curve) < CURVE_STEPS and arrived >= (len(curve) + 1) * gpu_total / 100:
+            curve.append(unallocated)
+        if at_100 is None and arrived >= gpu_total:
+            at_100 = (unallocated, i + 1)
+    end = 100.0 * (1 - allocated / gpu_total)
+    pct_100, arrived_100 = at_100 or (end, len(order))
+    rate = fragmentation_rate(nodes, order, names[:arrived_100], cluster)
+    return SeedRun(
+        seed,
+        len(order),
+        pct_100,
+        end,
+        rate,
+        failed,
+        curve,
+        attempts / len(order) if order else 0.0,
+        duration,
+        violations,
+    )
+
+
+def fragmentation_rate(
+    nodes: Sequence[TraceNode],
+    tasks: Sequence[TraceTask],
+    placed_of: Sequence[str],
+    cluster: SimulatedCluster,
+) -> float:
+    """% of the idle GPU capacity that is fragmented for the workload of all the tasks,
+    with the placements of the tasks `placed_of` names (the first ones to arrive)."""
+    index = {n.name: i for i, n in enumerate(nodes)}
+    width = max((n.gpus for n in nodes), default=0)
+    free = np.zeros((len(nodes), width), dtype=np.int64)
+    for i, n in enumerate(nodes):
+        free[i, : n.gpus] = 1000
+    cpu_free = np.array([n.cpu_milli for n in nodes], dtype=np.int64)
+    by_name = dict(zip(placed_of, tasks, strict=False))
+    for name, task in by_name.items():
+        key = f"trace/{name}"
+        node = cluster.bindings.get(key)
+        if node is None:
+            continue
+        row = index[node]
+        cpu_free[row] -= task.cpu_milli
+        annotations = cluster.pod_manifests[key]["metadata"].get("annotations") or {}
+        for gpu in (annotations.get(GPU_INDICES_ANNOTATION) or "").split(","):
+            if gpu:
+                free[row, int(gpu)] -= task.gpu.per_device
+    workload = Workload(window=max(len(tasks), 1))
+    workload.observe(t.task_class for t in tasks)
+    classes = workload.classes()
+    vocab = {m: i for i, m in enumerate(sorted({n.model for n in nodes}))}
+    model = np.array([vocab[n.model] for n in nodes], dtype=np.int64)
+    fragmented = fragmentation(free, cpu_free, model, demands(classes, vocab)).sum()
+    idle = free.sum()
+    return float(100.0 * fragmented / idle) if idle else 0.0
+
+
+def _spread(values: Sequence[float]) -> dict[str, Any]:
+    mean = sum(values) / len(values)
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+    return {"mean": round(mean, 4), "std": round(std, 4), "per_seed": [round(v, 4) for v in values]}
+
+
+def replay_trace(
+    nodes_path: Path,
+    pods_path: Path,
+    policy: str,
+    seeds: Sequence[int],
+    settings: Settings,
+    progress: Any = None,
+) -> dict[str, Any]:
+    """Every seed of one policy; the report (keys as the issue names them)."""
+    nodes, tasks = read_nodes(nodes_path), read_tasks(pods_path)
+    runs = []
+    for seed in seeds:
+        runs.append(replay_seed(nodes, tasks, policy, seed, settings))
+        if progress is not None:
+            progress(policy, seed)
+    failed: Counter[str] = Counter()
+    for run in runs:
+        failed.update(run.failed)
+    return {
+        "policy": policy,
+        "seeds": list(seeds),
+        "nodes": nodes_path.name,
+        "pods": pods_path.name,
+        "gpu_total": sum(n.gpus for n in nodes),
+        "shards": settings.shards,
+        "unallocated_gpu_pct_at_100": _spread([r.unallocated_pct_at_100 for r in runs]),
+        "unallocated_gpu_pct_end": _spread([r.unallocated_pct_end for r in runs]),
+        "fragmentation_rate_at_100": _spread([r.fragmentation_rate_at_100 for r in runs]),
+        "failed_pods": {k: round(v / len(runs), 1) for k, v in sorted(failed.items())},
+        "failed_pods_per_seed_mean": round(sum(r.failed.total() for r in runs) / len(runs), 1),
+        "pods_per_seed": [r.pods for r in runs],
+        "attempts_per_pod": _spread([r.attempts_per_pod for r in runs]),
+        "duration_s": _spread([r.duration_s for r in runs]),
+        "curve_unallocated_gpu_pct": [
+            round(sum(r.curve[i] for r in runs) / len(runs), 3)
+            for i in range(min(len(r.curve) for r in runs))
+        ],
+        "invariant_violations": [v for r in runs for v in r.violations][:100],
+        "machine": report.machine(),
+    }
+
+
+def write_trace_plot(runs: Sequence[dict[str, Any]], path: Path) -> None:
+    """Unallocated GPUs against the workload arrived, every policy on one chart."""
+    first = runs[0]
+    lines = [
+        Line(
+            f"{r['policy']} {r['unallocated_gpu_pct_at_100']['mean']:.2f}%",
+            [float(i + 1) for i in range(len(r["curve_unallocated_gpu_pct"]))],
+            r["curve_unallocated_gpu_pct"],
+        )
+        for r in runs
+    ]
+    title = f"{first['pods']}: unallocated gpus, mean of {len(first['seeds'])} seeds"
+    line_chart(path, title, "arrived gpu requests (% of capacity)", "unallocated gpu %", lines)
