@@ -169,9 +169,10 @@ def read_nodes(path: Path) -> list[TraceNode]:
 
 
 def read_tasks(path: Path) -> list[TraceTask]:
-    """`openb_pod_list_*.csv`: name, cpu_milli, memory_mib, num_gpu, gpu_milli, gpu_spec."""
+    """`openb_pod_list_*.csv`: name, cpu_milli, memory_mib, num_gpu, gpu_milli, and
+    gpu_spec where the file has it (multigpu20 has not: any model)."""
     tasks = []
-    columns = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec")
+    columns = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
     for line, row in _rows(path, columns):
         num_gpu = _int(path, line, row, "num_gpu")
         gpu_milli = _int(path, line, row, "gpu_milli")
