@@ -17,11 +17,13 @@ device plugin or the pod itself to use.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
 from cluster.errors import InvalidObject
+from cluster.wire import Wire
 
 GPU = "nvidia.com/gpu"
 GPU_MILLI = "optimist.io/gpu-milli"
@@ -29,6 +31,14 @@ MILLI_PER_GPU = 1000
 GPU_INDICES_ANNOTATION = "optimist.io/gpu-indices"
 # GPU feature discovery's label: which model a node's GPUs are
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+# on a node: its GPUs' NVLink islands and NUMA nodes, and its NICs' NUMA nodes, as JSON:
+# {"nvlink": [[0, 1, 2, 3], [4, 5, 6, 7]], "numa": [0, 0, 0, 0, 1, 1, 1, 1], "nics": [0, 1]}
+GPU_TOPOLOGY_ANNOTATION = "optimist.io/gpu-topology"
+# on a pod: its GPUs must share one NVLink island ("nvlink") or one NUMA node ("numa");
+# without it a pod of several GPUs prefers one island, then one NUMA node
+GPU_LOCALITY_ANNOTATION = "optimist.io/gpu-locality"
+NVLINK, NUMA = "nvlink", "numa"
+LOCALITIES = (NVLINK, NUMA)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,3 +127,64 @@ def annotated_gpus(manifest: Mapping[str, Any] | None) -> list[int]:
         return list(parse_indices("", text, 1 << 16))
     except InvalidObject:
         return []
+
+
+@dataclass(frozen=True, slots=True)
+class GpuTopology(Wire):
+    """Where a node's GPUs sit: per GPU, its NVLink island and its NUMA node (-1: not
+    said), and the NUMA node of each NIC."""
+
+    nvlink: tuple[int, ...] = ()
+    numa: tuple[int, ...] = ()
+    nics: tuple[int, ...] = ()
+
+    def groups(self, kind: str, gpus: int) -> tuple[int, ...]:
+        """Per GPU, its group of this kind (-1: none)."""
+        given = self.nvlink if kind == NVLINK else self.numa
+        return tuple(given[i] if i < len(given) else -1 for i in range(gpus))
+
+
+def parse_topology(obj: str, text: object, gpus: int) -> GpuTopology:
+    """The node annotation; a bad one names the annotation and what is wrong."""
+    path = f"metadata.annotations.{GPU_TOPOLOGY_ANNOTATION}"
+    try:
+        doc = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        doc = None
+    if not isinstance(doc, dict) or set(doc) - {"nvlink", "numa", "nics"}:
+        raise InvalidObject(
+            obj,
+            path,
+            text,
+            'must be JSON {"nvlink": [[GPU, ...], ...], '
+            '"numa": [NUMA node per GPU], "nics": [NUMA node per NIC]}',
+        )
+    islands = doc.get("nvlink") or []
+    nvlink = [-1] * gpus
+    if not isinstance(islands, list) or not all(isinstance(i, list) for i in islands):
+        raise InvalidObject(obj, f"{path}.nvlink", islands, "must be lists of GPU indices")
+    for island, members in enumerate(islands):
+        for gpu in members:
+            if not isinstance(gpu, int) or not 0 <= gpu < gpus or nvlink[gpu] >= 0:
+                raise InvalidObject(
+                    obj,
+                    f"{path}.nvlink",
+                    islands,
+                    f"names GPU {gpu!r} twice or beyond 0..{gpus - 1}",
+                )
+            nvlink[gpu] = island
+    numa, nics = doc.get("numa") or [], doc.get("nics") or []
+    for name, values, length in (("numa", numa, gpus), ("nics", nics, None)):
+        if not isinstance(values, list) or not all(isinstance(v, int) and v >= 0 for v in values):
+            raise InvalidObject(obj, f"{path}.{name}", values, "must be a list of NUMA nodes")
+        if length is not None and values and len(values) != length:
+            raise InvalidObject(obj, f"{path}.{name}", values, f"must name one per GPU ({gpus})")
+    return GpuTopology(tuple(nvlink) if islands else (), tuple(numa), tuple(nics))
+
+
+def pod_locality(obj: str, annotations: Mapping[str, Any]) -> str:
+    value = annotations.get(GPU_LOCALITY_ANNOTATION, "")
+    if value and value not in LOCALITIES:
+        path = f"metadata.annotations.{GPU_LOCALITY_ANNOTATION}"
+        raise InvalidObject(obj, path, value, f"must be one of {', '.join(LOCALITIES)}")
+    return str(value)

@@ -14,7 +14,14 @@ from cluster import resources as res
 from cluster.disruption import DisruptionBudget
 from cluster.durations import parse_duration
 from cluster.errors import InvalidObject
-from cluster.gpus import imply_pod_milli
+from cluster.gpus import (
+    GPU,
+    GPU_TOPOLOGY_ANNOTATION,
+    GpuTopology,
+    imply_pod_milli,
+    parse_topology,
+    pod_locality,
+)
 from cluster.objects import (
     DEFAULT_SCHEDULE_TIMEOUT_S,
     POD_GROUP_LABEL,
@@ -396,6 +403,7 @@ def pod_from_manifest(raw: Mapping[str, Any]) -> Pod:
     if not isinstance(node_name, str):
         raise InvalidObject(obj, "spec.nodeName", node_name, "must be a string")
     labels = _str_map(obj, "metadata.labels", meta.get("labels"))
+    annotations = _str_map(obj, "metadata.annotations", meta.get("annotations"))
     affinity_required, affinity_preferred = _pod_affinity(obj, spec, "podAffinity")
     anti_required, anti_preferred = _pod_affinity(obj, spec, "podAntiAffinity")
     spread_path = "spec.topologySpreadConstraints"
@@ -419,6 +427,7 @@ def pod_from_manifest(raw: Mapping[str, Any]) -> Pod:
                 _toleration(obj, f"spec.tolerations[{i}]", t) for i, t in enumerate(tolerations)
             ),
             host_ports=_host_ports(obj, containers),
+            gpu_locality=pod_locality(obj, annotations),
             images=_images(obj, spec),
             topology_spread=tuple(
                 _spread_constraint(obj, f"{spread_path}[{i}]", c)
@@ -586,8 +595,13 @@ def node_from_manifest(raw: Mapping[str, Any]) -> Node:
         images.append(
             ContainerImage(_strings(obj, f"status.images[{i}].names", image.get("names")), size)
         )
+    annotations = _str_map(obj, "metadata.annotations", meta.get("annotations"))
+    topology = annotations.get(GPU_TOPOLOGY_ANNOTATION)
     return Node(
         name=name,
+        gpu_topology=GpuTopology()
+        if topology is None
+        else parse_topology(obj, topology, allocatable.get(GPU, 0)),
         allocatable=allocatable,
         labels=_str_map(obj, "metadata.labels", meta.get("labels")),
         taints=tuple(taints),

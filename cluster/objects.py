@@ -16,7 +16,7 @@ from typing import Any
 
 import msgpack
 
-from cluster.gpus import imply_node_milli
+from cluster.gpus import GpuTopology, imply_node_milli
 from cluster.selectors import LabelSelector, NodeSelectorTerm
 from cluster.wire import Wire
 
@@ -141,6 +141,7 @@ class SchedulingSpec(Wire):
     affinity_preferred: tuple[WeightedPodAffinityTerm, ...] = ()
     anti_affinity_required: tuple[PodAffinityTerm, ...] = ()
     anti_affinity_preferred: tuple[WeightedPodAffinityTerm, ...] = ()
+    gpu_locality: str = ""  # "nvlink" or "numa": its GPUs must share one (cluster/gpus.py)
 
     @property
     def peer(self) -> Peer:
@@ -192,6 +193,7 @@ class Node(Wire):
     taints: tuple[Taint, ...] = ()
     unschedulable: bool = False
     images: tuple[ContainerImage, ...] = ()
+    gpu_topology: GpuTopology = field(default_factory=GpuTopology)
 
     def __post_init__(self) -> None:
         imply_node_milli(self.allocatable)

@@ -224,6 +224,19 @@ class SeedRun:
     violations: list[str]
 
 
+def trace_profile(policy: str, seed: int) -> ProfileConfig:
+    """The replay's profile: the filters the trace needs and the policy alone scoring every
+    node, as the paper does, ties broken by the nodes' priority drawn from the seed."""
+    args = {"policy": policy, "prioritySeed": seed, "tieBreak": "nodePriority"}
+    return ProfileConfig(
+        PROFILE,
+        filters=("NodeUnschedulable", "NodeAffinity", "NodeResourcesFit"),
+        scorers=(("GPUPlacement", 1),),
+        args={"GPUPlacement": args, "NodeResourcesFit": {}},
+        percentage_of_nodes_to_score=100,
+    )
+
+
 def replay_seed(
     nodes: Sequence[TraceNode],
     tasks: Sequence[TraceTask],
@@ -234,15 +247,7 @@ def replay_seed(
     """One seed of the protocol, through the platform."""
     gpu_total = sum(n.gpus for n in nodes) * 1000
     order = arrivals(tasks, gpu_total, seed)
-    args = {"policy": policy, "prioritySeed": seed, "tieBreak": "nodePriority"}
-    profile = ProfileConfig(
-        PROFILE,
-        filters=("NodeUnschedulable", "NodeAffinity", "NodeResourcesFit"),
-        scorers=(("GPUPlacement", 1),),
-        args={"GPUPlacement": args, "NodeResourcesFit": {}},
-        percentage_of_nodes_to_score=100,  # the paper scores every node
-    )
-    settings = replace(settings, profiles=(profile,), seed=seed)
+    settings = replace(settings, profiles=(trace_profile(policy, seed),), seed=seed)
     cluster = SimulatedCluster(frozenset({PROFILE}), seed=seed)
     for node in nodes:
         cluster.create_nodes(node.manifest(), 1)

@@ -130,8 +130,10 @@ class ScorePlugin(ABC):
 
 
 def tightest_gpus(table: NodeTable, row: int, pod: PodClass) -> tuple[int, ...]:
-    """The GPUs a pod gets on `row` unless a policy says otherwise: the tightest fit."""
-    return least_free(table.gpu_free(slice(row, row + 1))[0], pod.gpu)
+    """The GPUs a pod gets on `row` unless a policy says otherwise: the tightest fit,
+    from one NVLink island or NUMA node where it can."""
+    local = table.locality(row, pod.spec.gpu_locality)
+    return least_free(table.gpu_free(slice(row, row + 1))[0], pod.gpu, local)
 
 
 # How a profile picks a pod's GPUs on the node it chose: (table, row, pod) -> indices

@@ -17,10 +17,11 @@ import numpy as np
 
 from cluster import resources as res
 from cluster.crosspod.view import default_namespace_labels
-from cluster.gpus import GPU, MILLI_PER_GPU
+from cluster.gpus import GPU, MILLI_PER_GPU, NUMA, NVLINK
 from cluster.memo import Memo, T
 from cluster.objects import Node, Peer, Taint
 from cluster.store import Delta, NodeStore
+from shards.gpus import Locality
 
 HostPortKey = tuple[str, str, int]  # (protocol, bind ip, port)
 Ports = tuple[HostPortKey, ...]
@@ -274,10 +275,38 @@ class NodeTable:
     def gpu_free(self, rows: slice | np.ndarray) -> np.ndarray:
         """Per row and GPU, the milli free (committed and assumed taken off); 0 for the
         columns beyond the node's own GPUs, so that they never fit and add nothing."""
-        width = self.gpu_used.shape[1]
         free = MILLI_PER_GPU - take_rows(self.gpu_used, rows) - take_rows(self.gpu_assumed, rows)
-        present = np.arange(width) < self.gpu_count(rows)[:, None]
-        return np.where(present, free, 0)
+        free *= take_rows(self._gpus_present(), rows)
+        return free
+
+    def gpu_groups(self, kind: str) -> np.ndarray:
+        """int64 [rows, GPU columns]: each GPU's NVLink island or NUMA node (`kind`, as
+        the node's topology annotation says; -1 where it says nothing)."""
+        width = self.gpu_used.shape[1]
+
+        def groups() -> np.ndarray:
+            out = np.full((len(self.alive), width), -1, dtype=np.int64)
+            for row, spec in enumerate(self.specs):
+                if spec is not None and (spec.gpu_topology.nvlink or spec.gpu_topology.numa):
+                    given = spec.gpu_topology.groups(kind, spec.allocatable.get(GPU, 0))
+                    out[row, : len(given)] = given
+            return out
+
+        return self.derived(("gpu groups", kind, width, len(self.alive)), groups)
+
+    def locality(self, row: int, required: str = "") -> Locality:
+        """One node's GPU groups, for choosing GPUs there."""
+        return Locality(self.gpu_groups(NVLINK)[row], self.gpu_groups(NUMA)[row], required)
+
+    def _gpus_present(self) -> np.ndarray:
+        """int64 [rows, GPU columns]: 1 where the node has that GPU."""
+        width = self.gpu_used.shape[1]
+
+        def present() -> np.ndarray:
+            every = slice(0, len(self.alive))
+            return (np.arange(width) < self.gpu_count(every)[:, None]).astype(np.int64)
+
+        return self.derived(("gpus present", width, len(self.alive)), present)
 
     def host_ports(self, row: int) -> Counter[HostPortKey]:
         """Host ports in use on a node: committed and assumed."""

@@ -1,6 +1,7 @@
 -- Commit a batch of units, each all-or-nothing against the committed state.
 -- ARGV[2]: msgpack [classes, units]
---   classes: list of [names, amounts, host ports, peer id, peer, keeps away]
+--   classes: list of [names, amounts, host ports, peer id, peer, keeps away,
+--            GPU locality ('' or the group kind its GPUs must share: 'nvlink', 'numa')]
 --            (a pod's requests; names starting with '~' are score-only
 --            accounting and never checked for fit; host ports as [protocol,
 --            ip, port], ip 0.0.0.0 for any; the peer is what other pods'
@@ -61,7 +62,7 @@ local valid_class = {}
 for i, c in ipairs(classes) do
   local ok = type(c) == 'table' and type(c[1]) == 'table' and type(c[2]) == 'table'
     and #c[1] == #c[2] and type(c[3]) == 'table' and is_name(c[4]) and type(c[5]) == 'string'
-    and type(c[6]) == 'boolean'
+    and type(c[6]) == 'boolean' and (c[7] == '' or c[7] == 'nvlink' or c[7] == 'numa')
   if ok then
     for j, name in ipairs(c[1]) do
       ok = ok and is_name(name) and is_amount(c[2][j])
@@ -95,6 +96,8 @@ local function load(name)
       n.peers = cmsgpack.unpack(flat[i + 1])
     elseif flat[i] == 'g' then
       n.gpus = cmsgpack.unpack(flat[i + 1])
+    elseif flat[i] == 'gt' then
+      n.topology = cmsgpack.unpack(flat[i + 1])
     elseif flat[i] == 'v' then
       n.version = tonumber(flat[i + 1])
     end
@@ -130,8 +133,14 @@ local function gpus_for(n, name, extra, cls, wanted)
   local devices, per = gpu_demand(cls[1], cls[2])
   if devices == 0 then return {} end
   local count = n.alloc[GPU] or 0
-  local chosen = choose_gpus(n.gpus, extra, count, devices, observed and 0 or per, wanted)
+  local locality = not observed and cls[7] ~= '' and cls[7] or nil
+  local groups = locality and ((n.topology or {})[locality] or {})
+  local chosen = choose_gpus(n.gpus, extra, count, devices, observed and 0 or per, wanted, groups)
   if chosen or observed then return chosen or {} end
+  if locality then
+    return nil, string.format('node %s: no %s group of its GPUs has %d with %d milli free',
+      name, locality, devices, per)
+  end
   return nil, string.format('node %s: fewer than %d of its %d GPUs have %d milli free',
     name, devices, count, per)
 end

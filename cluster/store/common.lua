@@ -129,19 +129,41 @@ end
 -- The GPUs (0-based) a pod taking `devices` GPUs of `per` milli each gets among a
 -- node's `count`: `wanted` (the shard's choice) if each still has `per` free, else
 -- those with the least free that have it (ties: the lower index); nil if too few have.
-local function choose_gpus(used, extra, count, devices, per, wanted)
+-- With `groups` (per GPU, from 1, its NVLink island or NUMA node; -1: none) they must
+-- all be of one group: the one that holds them with the fewest to spare.
+local function choose_gpus(used, extra, count, devices, per, wanted, groups)
+  local function group_of(i) return groups and (groups[i + 1] or -1) or 0 end
   if type(wanted) == 'table' and #wanted == devices then
-    local ok, taken = true, {}
+    local ok, taken, first = true, {}, nil
     for _, i in ipairs(wanted) do
       ok = ok and type(i) == 'number' and i == math.floor(i) and i >= 0 and i < count
         and not taken[i] and gpu_free(used, extra, i) >= per
-      if ok then taken[i] = true end
+        and group_of(i) >= 0 and (first == nil or group_of(i) == first)
+      if ok then taken[i], first = true, group_of(i) end
     end
     if ok then return wanted end
   end
-  local fits = {}
+  local fits, in_group = {}, {}
   for i = 0, count - 1 do
-    if gpu_free(used, extra, i) >= per then fits[#fits + 1] = i end
+    local g = group_of(i)
+    if gpu_free(used, extra, i) >= per and g >= 0 then
+      fits[#fits + 1] = i
+      in_group[g] = (in_group[g] or 0) + 1
+    end
+  end
+  if groups then
+    local best = nil
+    for g, n in pairs(in_group) do
+      if n >= devices and (best == nil or n < in_group[best] or (n == in_group[best] and g < best)) then
+        best = g
+      end
+    end
+    if best == nil then return nil end
+    local kept = {}
+    for _, i in ipairs(fits) do
+      if group_of(i) == best then kept[#kept + 1] = i end
+    end
+    fits = kept
   end
   if #fits < devices then return nil end
   table.sort(fits, function(a, b)

@@ -16,7 +16,7 @@ import msgpack
 import numpy as np
 import redis
 
-from cluster.gpus import annotated_gpus
+from cluster.gpus import GPU, LOCALITIES, annotated_gpus
 from cluster.messages import Decision, PodPlacement, UnitOutcome
 from cluster.objects import Node, Peer, Pod, SchedulingSpec
 from cluster.store.keys import Keys
@@ -153,7 +153,9 @@ class NodeStore:
         version = self.version()
         batch: list[list[object]] = []
         for node in nodes:
-            batch.append([node.name, msgpack.packb(node.to_wire()), node.allocatable])
+            batch.append(
+                [node.name, msgpack.packb(node.to_wire()), node.allocatable, _groups(node)]
+            )
             if len(batch) == _PUT_CHUNK:
                 version = int(self._run("put_nodes", _lua_frame(batch)))
                 batch = []
@@ -238,6 +240,7 @@ class NodeStore:
                 (peer := c.peer).id,
                 peer.packed,
                 bool(c.anti_affinity_required),
+                c.gpu_locality,
             ]
             for c in classes
         ]
@@ -371,6 +374,14 @@ class NodeStore:
         """Delete every key under this store's prefix."""
         for batch in _chunks(self.client.scan_iter(match=f"{self.keys.prefix}*", count=1000), 500):
             self.client.delete(*batch)
+
+
+def _groups(node: Node) -> dict[str, list[int]]:
+    """The node's GPU groups as the commit script checks them (none if it says nothing)."""
+    topology, gpus = node.gpu_topology, node.allocatable.get(GPU, 0)
+    if not (topology.nvlink or topology.numa):
+        return {}
+    return {kind: list(topology.groups(kind, gpus)) for kind in LOCALITIES}
 
 
 def pinned(pods: Sequence[Pod]) -> tuple[list[SchedulingSpec], list[Decision]]:

@@ -1,5 +1,6 @@
 -- Create or replace nodes' specs; their committed usage is kept.
--- ARGV[2]: msgpack list of [name, spec (msgpack bytes), {resource: allocatable}].
+-- ARGV[2]: msgpack list of [name, spec (msgpack bytes), {resource: allocatable},
+--          GPU groups {nvlink = [island per GPU], numa = [NUMA node per GPU]} or {}].
 local nodes = cmsgpack.unpack(ARGV[2])
 local dirty = {}
 for _, n in ipairs(nodes) do
@@ -18,6 +19,11 @@ for _, n in ipairs(nodes) do
     redis.call('HSET', key, 'a:' .. r, int(amount))
   end
   redis.call('HSET', key, 'spec', spec)
+  if type(n[4]) == 'table' and next(n[4]) then
+    redis.call('HSET', key, 'gt', cmsgpack.pack(n[4]))
+  else
+    redis.call('HDEL', key, 'gt')
+  end
   dirty[name] = true
 end
 local seq = bump(dirty)

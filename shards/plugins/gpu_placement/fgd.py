@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from shards.gpus import fitting
+from shards.gpus import Locality, fitting
 from shards.plugins.gpu_placement.fragmentation import Demands, collect, demands
 from shards.plugins.gpu_placement.node_gpus import NodeGpus
 from shards.plugins.gpu_placement.policy import Policy
@@ -28,11 +28,13 @@ class FragmentationGradientDescent(Policy):
         grown = growth(nodes, task, demands(workload.classes(), nodes.vocab))
         return sigmoid_score(grown.min(axis=1))
 
-    def choose(self, node: NodeGpus, task: TaskClass, workload: Workload) -> tuple[int, ...]:
+    def choose(
+        self, node: NodeGpus, task: TaskClass, workload: Workload, local: Locality
+    ) -> tuple[int, ...]:
         """A share goes on the GPU with the best score, the lower index among equals, as the
         paper's plugin picks; untouched GPUs are all alike."""
         if not task.gpu.share:
-            return super().choose(node, task, workload)
+            return super().choose(node, task, workload, local)
         scores = sigmoid_score(growth(node, task, demands(workload.classes(), node.vocab))[0])
         scores[~fitting(node.free[0], task.gpu)] = -1
         return (int(scores.argmax()),) if scores.max() >= 0 else ()

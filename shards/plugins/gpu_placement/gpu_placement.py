@@ -67,7 +67,9 @@ class GPUPlacement(ScorePlugin):
         ties = args.get("tieBreak") or "nodePriority"
         seed = int(args.get("prioritySeed") or 0)
         window = int(args.get("window") or DEFAULT_WINDOW)
-        return cls(POLICIES[name](seed), window, seed if ties == "nodePriority" else None)
+        policy = POLICIES[name](seed)
+        ranked = ties == "nodePriority" and policy.ranks_ties
+        return cls(policy, window, seed if ranked else None)
 
     def observe(self, pods: Sequence[tuple[PodClass, int]]) -> None:
         for pod, count in pods:
@@ -110,4 +112,5 @@ class GPUPlacement(ScorePlugin):
     def choose_gpus(self, table: NodeTable, row: int, pod: PodClass) -> tuple[int, ...]:
         node, task = NodeGpus.of(table, slice(row, row + 1)), task_of(pod)
         self.policy.placed(table.names[row], task)
-        return self.policy.choose(node, task, self.workload)
+        local = table.locality(row, pod.spec.gpu_locality)
+        return self.policy.choose(node, task, self.workload, local)

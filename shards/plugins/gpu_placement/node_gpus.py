@@ -21,7 +21,8 @@ class NodeGpus:
     cpu_alloc: np.ndarray  # int64 [R]
     model: np.ndarray  # int64 [R]: code of its GPU model, len(vocab) when unlabelled
     vocab: dict[str, int]
-    names: list[str]
+    table: NodeTable  # for what few policies read: the names (`names`)
+    rows: Rows
 
     @classmethod
     def of(cls, table: NodeTable, rows: Rows) -> NodeGpus:
@@ -37,7 +38,8 @@ class NodeGpus:
             alloc,
             model,
             vocab,
-            table.names[rows] if isinstance(rows, slice) else [table.names[r] for r in rows],
+            table,
+            rows,
         )
 
     def take(self, rows: np.ndarray) -> NodeGpus:
@@ -49,8 +51,16 @@ class NodeGpus:
             self.cpu_alloc[rows],
             self.model[rows],
             self.vocab,
-            [self.names[r] for r in rows],
+            self.table,
+            np.arange(self.table.size)[self.rows][rows],
         )
+
+    @property
+    def names(self) -> list[str]:
+        names = self.table.names
+        if isinstance(self.rows, slice):
+            return names[self.rows]
+        return [names[r] for r in self.rows.tolist()]
 
     def state(self) -> np.ndarray:
         """int64 [R, G + 2]: all a policy reads of each row that changes with usage."""

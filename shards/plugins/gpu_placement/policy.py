@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from shards.gpus import least_free
+from shards.gpus import Locality, least_free
 from shards.plugins.gpu_placement.node_gpus import NodeGpus
 from shards.plugins.gpu_placement.workload import TaskClass, Workload
 
@@ -26,14 +26,18 @@ class Policy(ABC):
     # whether a node's score depends on that node's state, the task and the workload
     # alone, so that the plugin may keep it while the node stays as it was
     memo: ClassVar[bool] = True
+    # whether ties between the best nodes may go by the profile's fixed node ranking
+    ranks_ties: ClassVar[bool] = True
 
     @abstractmethod
     def score(self, nodes: NodeGpus, task: TaskClass, workload: Workload) -> np.ndarray:
         """int64 0..100 per row (rows where the pod does not fit score anything)."""
 
-    def choose(self, node: NodeGpus, task: TaskClass, workload: Workload) -> tuple[int, ...]:
-        """The GPUs of the one-row `node` the pod gets."""
-        return least_free(node.free[0], task.gpu)
+    def choose(
+        self, node: NodeGpus, task: TaskClass, workload: Workload, local: Locality
+    ) -> tuple[int, ...]:
+        """The GPUs of the one-row `node` the pod gets (from one group where `local` says)."""
+        return least_free(node.free[0], task.gpu, local)
 
     def placed(self, node: str, task: TaskClass) -> None:
         """The shard put a pod of `task` on `node` (for policies that remember)."""

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from cluster.gpus import GpuDemand
+from shards.node_table import NodeTable
 from shards.plugins.gpu_placement.fgd import growth
 from shards.plugins.gpu_placement.fragmentation import demands, fragmentation
 from shards.plugins.gpu_placement.node_gpus import NodeGpus
@@ -52,8 +53,9 @@ def random_nodes(rng, rows=200):
     free = rng.choice([0, 100, 250, 500, 600, 750, 1000], size=(rows, 8))
     free[np.arange(8) >= count[:, None]] = 0
     cpu = rng.integers(0, 64_000, size=rows)
+    table = NodeTable()
     return NodeGpus(
-        free, count, cpu, np.full(rows, 64_000), rng.integers(0, 3, size=rows), VOCAB, [""] * rows
+        free, count, cpu, np.full(rows, 64_000), rng.integers(0, 3, size=rows), VOCAB, table, []
     )
 
 

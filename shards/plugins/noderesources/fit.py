@@ -15,9 +15,9 @@ import numpy as np
 
 from cluster import resources as res
 from cluster.events import ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE
-from cluster.gpus import GPU, GPU_MILLI
+from cluster.gpus import GPU, GPU_MILLI, NVLINK
 from shards.framework import FilterPlugin, PodClass, Rows, ScorePlugin
-from shards.gpus import fits
+from shards.gpus import fits, fits_within
 from shards.node_table import NodeTable, take_rows
 from shards.plugins.noderesources.least_allocated import LeastAllocated
 from shards.plugins.noderesources.most_allocated import MostAllocated
@@ -106,7 +106,11 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin):
     def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
         ok = ~self._short(pod, table, rows)[1].any(axis=1)
         if self._per_gpu(pod):
-            ok &= fits(table.gpu_free(rows), pod.gpu)
+            free = table.gpu_free(rows)
+            ok &= fits(free, pod.gpu)
+            if pod.spec.gpu_locality:
+                groups = take_rows(table.gpu_groups(pod.spec.gpu_locality), rows)
+                ok &= fits_within(free, pod.gpu, groups)
         return ok
 
     def reasons(self, pod: PodClass, table: NodeTable, rows: np.ndarray) -> Counter[str]:
@@ -120,8 +124,9 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin):
             if n:
                 out[_reason(name)] = n
         if self._per_gpu(pod):
-            # enough in total, but not on the GPUs one by one
-            split = ~short.any(axis=1) & ~fits(table.gpu_free(rows), pod.gpu)
+            # enough in total, but not on the GPUs one by one, or not within one group
+            free = table.gpu_free(rows)
+            split = ~short.any(axis=1) & ~fits(free, pod.gpu)
             if split.any():
                 what = (
                     f"Insufficient {GPU} (whole GPUs free)"
@@ -129,6 +134,12 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin):
                     else f"Insufficient {GPU_MILLI} on any single GPU"
                 )
                 out[what] = int(split.sum())
+            if pod.spec.gpu_locality:
+                groups = take_rows(table.gpu_groups(pod.spec.gpu_locality), rows)
+                apart = ~short.any(axis=1) & ~split & ~fits_within(free, pod.gpu, groups)
+                if apart.any():
+                    where = "NVLink island" if pod.spec.gpu_locality == NVLINK else "NUMA node"
+                    out[f"Insufficient {GPU} within one {where}"] = int(apart.sum())
         return out
 
     def score(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:

@@ -1,0 +1,80 @@
+"""Per-pod cost of each GPU policy inside one shard, on a GPU trace, with no I/O counted.
+
+    .venv/bin/python -m benchmarks.gpu_policy_cost --nodes NODES.csv --pods PODS.csv \\
+        [--policy fgd best-fit ...] [--seed 42] [--batch 256] [--limit N]
+
+The shard (`ShardCore`, no Ray) places the trace's tasks in the replay's
+order, batch by batch, with a profile of GPUPlacement alone scoring every
+node (as `replay-gpu-trace` runs it). The figure is the shard's decision
+time (`ShardResult.decide_s`: filters, scores, choices, not the store sync)
+per pod: over the whole run, and the median batch's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from pathlib import Path
+
+from cluster.manifests import node_from_manifest, pod_from_manifest
+from cluster.messages import ShardBatch, UnitRequest
+from cluster.objects import SchedulingSpec
+from cluster.profile_config import ProfileConfig
+from cluster.redis_server import EmbeddedRedis, connect
+from cluster.store import Keys, NodeStore
+from optimist.gpu_trace import arrivals, read_nodes, read_tasks, trace_profile
+from shards.plugins import build_profile
+from shards.plugins.gpu_placement import POLICIES
+from shards.scheduler import ShardCore
+
+
+def measure(
+    nodes_path: Path, pods_path: Path, policy: str, seed: int, batch: int, limit: int | None
+) -> dict[str, float]:
+    nodes, tasks = read_nodes(nodes_path), read_tasks(pods_path)
+    order = arrivals(tasks, sum(n.gpus for n in nodes) * 1000, seed)[:limit]
+    config: ProfileConfig = trace_profile(policy, seed)
+    with EmbeddedRedis() as redis:
+        store = NodeStore(connect(redis.url), Keys("gpu-policy-cost:"))
+        store.put_nodes([node_from_manifest(n.manifest()) for n in nodes])
+        core = ShardCore(0, store, [build_profile(config)], seed=seed)
+        per_batch, placed = [], 0
+        for start in range(0, len(order), batch):
+            specs: dict[SchedulingSpec, int] = {}
+            units = []
+            for i, task in enumerate(order[start : start + batch], start):
+                spec = pod_from_manifest(task.manifest(f"task-{i}")).spec
+                cls = specs.setdefault(spec, len(specs))
+                units.append(UnitRequest(f"u{i}", [(f"trace/task-{i}", cls)]))
+            result = core.handle(ShardBatch(start, list(specs), units))
+            per_batch.append(result.decide_s / len(units))
+            placed += sum(d.placed for d in result.decisions)
+    total = sum(p * min(batch, len(order) - i * batch) for i, p in enumerate(per_batch))
+    return {
+        "pods": len(order),
+        "placed": placed,
+        "us_per_pod": 1e6 * total / len(order),
+        "us_per_pod_median_batch": 1e6 * statistics.median(per_batch),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=Path, required=True)
+    parser.add_argument("--pods", type=Path, required=True)
+    parser.add_argument("--policy", nargs="+", default=list(POLICIES), choices=list(POLICIES))
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--limit", type=int, default=None, help="only the first N tasks")
+    args = parser.parse_args()
+    print(f"{'policy':16} {'pods':>7} {'placed':>7} {'us/pod':>8} {'median batch':>13}")
+    for policy in args.policy:
+        r = measure(args.nodes, args.pods, policy, args.seed, args.batch, args.limit)
+        print(
+            f"{policy:16} {r['pods']:>7} {r['placed']:>7} {r['us_per_pod']:>8.0f}"
+            f" {r['us_per_pod_median_batch']:>13.0f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
