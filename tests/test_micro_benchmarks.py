@@ -52,3 +52,23 @@ def test_kube_api_binds_every_pod_through_a_live_api_server(monkeypatch, capsys)
     kube_api.main()
     out = capsys.readouterr().out
     assert "kube_api: 40 pods on 5 nodes, 1 shard(s):" in out and "bindings/s" in out
+
+
+def test_gpu_policy_cost_times_every_policy_on_a_trace(monkeypatch, capsys, tmp_path):
+    from benchmarks import gpu_policy_cost
+
+    nodes, pods = tmp_path / "nodes.csv", tmp_path / "pods.csv"
+    nodes.write_text(
+        "sn,cpu_milli,memory_mib,gpu,model\n"
+        + "".join(f"n{i},32000,65536,{(2, 8)[i % 2]},T4\n" for i in range(20))
+    )
+    pods.write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
+        + "".join(f"p{i},2000,1024,{i % 3},{(0, 500, 1000)[i % 3]}\n" for i in range(90))
+    )
+    argv = ["gpu_policy_cost", "--nodes", str(nodes), "--pods", str(pods), "--batch", "32"]
+    monkeypatch.setattr(sys, "argv", argv)
+    gpu_policy_cost.main()
+    out = capsys.readouterr().out
+    for policy in ("random", "best-fit", "dot-product", "gpu-packing", "gpu-clustering", "fgd"):
+        assert f"\n{policy} " in out
