@@ -282,6 +282,9 @@ def _measure(
     at_100: tuple[float, int] | None = None  # (unallocated %, tasks arrived)
     failed: Counter[str] = Counter()
     for i, (task, name) in enumerate(zip(order, names, strict=True)):
+        if at_100 is None and arrived + task.gpu_request > gpu_total:
+            # as the paper reads it: just before the task that takes arrivals past 100%
+            at_100 = (100.0 * (1 - allocated / gpu_total), i)
         arrived += task.gpu_request
         if f"trace/{name}" in cluster.bindings:
             allocated += task.gpu_request
@@ -290,8 +293,6 @@ def _measure(
         unallocated = 100.0 * (1 - allocated / gpu_total)
         while len(curve) < CURVE_STEPS and arrived >= (len(curve) + 1) * gpu_total / 100:
             curve.append(unallocated)
-        if at_100 is None and arrived >= gpu_total:
-            at_100 = (unallocated, i + 1)
     end = 100.0 * (1 - allocated / gpu_total)
     pct_100, arrived_100 = at_100 or (end, len(order))
     rate = fragmentation_rate(nodes, order, names[:arrived_100], cluster)

@@ -9,7 +9,7 @@ import numpy as np
 from cluster import resources as res
 from cluster.gpus import GPU_PRODUCT_LABEL
 from shards.framework import PodClass, Rows
-from shards.node_table import NodeTable, take_rows
+from shards.node_table import NodeTable
 from shards.plugins.gpu_placement.workload import TaskClass
 
 
@@ -27,14 +27,15 @@ class NodeGpus:
     @classmethod
     def of(cls, table: NodeTable, rows: Rows) -> NodeGpus:
         cpu = table.col[res.CPU]
-        alloc = take_rows(table.alloc, rows)[:, cpu]
+        alloc = table.alloc[rows, cpu]
+        used = table.used[rows, cpu] + table.assumed[rows, cpu]
         codes, vocab = table.label_codes(GPU_PRODUCT_LABEL)
         model = codes[rows].astype(np.int64)
         model[model < 0] = len(vocab)
         return cls(
             table.gpu_free(rows),
             table.gpu_count(rows),
-            alloc - table.in_use(rows)[:, cpu],
+            alloc - used,
             alloc,
             model,
             vocab,
