@@ -13,7 +13,7 @@ Template paths are relative to the file; templates are read once, at load.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -587,6 +587,8 @@ class CaseWorkload:
     threshold: float | None = None  # upstream's published threshold, if the file gives one
     labels: tuple[str, ...] = ()
     feature_gates: dict[str, bool] | None = None
+    # the case's own scheduler configuration (schedulerConfigPath); None: the run's
+    scheduler_config: Path | None = None
 
     @property
     def name(self) -> str:
@@ -626,6 +628,7 @@ def load(
         workloads = case.take("workloads", _op_list)
         labels = case.take("labels", texts, ())
         gates = case.take("featureGates", _gates, None)
+        scheduler_config = case.take("schedulerConfigPath", _existing_file, None)
         for key in _IGNORED_CASE_FIELDS:
             case.raw.pop(key, None)
         case.done()
@@ -633,11 +636,22 @@ def load(
         seen: set[str] = set()
         for j, w in enumerate(workloads):
             run = _instantiate(name, j, w, ops, defaults, files, labels, gates, overrides or {})
+            run = replace(run, scheduler_config=scheduler_config)
             if run.workload in seen:
                 raise Where(name).error(f"workloads[{j}].name", run.workload, "is used twice")
             seen.add(run.workload)
             out.append(run)
     return out
+
+
+def _existing_file(f: Fields, key: str, value: Any) -> Path:
+    """A path relative to the case file, to a file that is there."""
+    if not isinstance(value, str) or not value:
+        raise f.error(key, value, "must be a path")
+    path = (f.templates.base / value).resolve()
+    if not path.is_file():
+        raise f.error(key, value, f"no such file {path}")
+    return path
 
 
 def _op_list(f: Fields, key: str, value: Any) -> list[Any]:

@@ -15,7 +15,7 @@ import os
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from cluster.simulator import SimulatedCluster, load_template
 from dispatcher.dispatcher import Dispatcher
 from optimist import report
 from optimist.config import Settings
+from optimist.configuration import load_file
 from optimist.metrics import LoopMetrics
 from optimist.profiling import Profiler
 from optimist.quality import cluster_quality
@@ -127,7 +128,7 @@ def run_bench(
                 if bar is not None:
                     bar.update(task, completed=done, total=total)
 
-            with Platform(settings) as platform:
+            with Platform(case_settings(settings, run)) as platform:
                 if cpu_affinity:
                     pin_shards(platform.shard_info)
                 platform.store.clear()
@@ -159,6 +160,15 @@ def run_bench(
         versions=versions,
     )
     return BenchRun(top, clusters)
+
+
+def case_settings(settings: Settings, run: CaseWorkload) -> Settings:
+    """The run's settings, with the case's own profiles where it names a scheduler
+    configuration (`schedulerConfigPath`): they replace the run's for that case."""
+    if run.scheduler_config is None:
+        return settings
+    profiles = Settings.from_configuration(load_file(run.scheduler_config)).profiles
+    return replace(settings, profiles=profiles)
 
 
 @contextmanager

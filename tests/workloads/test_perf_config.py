@@ -170,6 +170,9 @@ def test_the_shipped_cases_all_load_with_a_tiny_workload():
         "SchedulingWhileGated",
         "Gang",
         "SchedulingHeterogeneous",
+        "PreemptionBasic",
+        "Tenants",
+        "GpuFragmentation",
     }
     assert {r.case for r in runs if r.workload == "tiny"} == cases
     assert not [r.name for r in runs if r.unsupported()]
@@ -213,3 +216,21 @@ def test_node_strategies_label_every_node():
     hosts = objects.node_batches(run.ops[1], random.Random(1), unique)
     assert [n for _, n in hosts] == [1, 1]
     assert len({m["metadata"]["labels"]["kubernetes.io/hostname"] for m, _ in hosts}) == 2
+
+
+def test_a_case_may_name_its_own_scheduler_configuration(tmp_path):
+    (tmp_path / "scheduler.yaml").write_text("apiVersion: kubescheduler.config.k8s.io/v1\n")
+    case = {
+        "name": "Own",
+        "schedulerConfigPath": "scheduler.yaml",
+        "workloadTemplate": [{"opcode": "createNodes", "count": 1}],
+        "workloads": [{"name": "w"}],
+    }
+    path = tmp_path / "cases.yaml"
+    path.write_text(yaml.safe_dump([case]))
+    [run] = pc.load(path, NODE)
+    assert run.scheduler_config == (tmp_path / "scheduler.yaml").resolve()
+    case["schedulerConfigPath"] = "missing.yaml"
+    path.write_text(yaml.safe_dump([case]))
+    with pytest.raises(pc.PerfConfigError, match=r"schedulerConfigPath.*no such file"):
+        pc.load(path, NODE)

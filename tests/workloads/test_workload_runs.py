@@ -13,6 +13,7 @@ import pytest
 
 from benchmarks import cases_file, template
 from benchmarks import perf_config as pc
+from cluster.gpus import GPU_INDICES_ANNOTATION
 from cluster.objects import POD_GROUP_LABEL
 from optimist.bench import Plan, run_bench
 from optimist.config import Settings
@@ -84,6 +85,10 @@ def test_every_shipped_case_runs_tiny_and_keeps_the_invariants(redis_url, key_pr
         queue = case["queue"]
         assert queue["waiting_pods"] == 40 and queue["attempts_per_waiting_pod"] == 1.0
         assert queue["events"].get("AssignedPodAdd", 0) > 0 and queue["moved_by_events"] == 0
+    elif run.case == "GpuFragmentation":
+        # 103% of the GPUs are asked for: some tasks cannot fit, and say why
+        assert case["pods_scheduled"] + everything["unschedulable"] == created
+        assert everything["unschedulable"] > 0
     else:
         assert case["pods_scheduled"] == created
     if run.case != "Gang":
@@ -137,3 +142,26 @@ def test_a_case_with_an_op_optimist_cannot_run_stops_naming_it(
     assert not bench.ok
     assert bench.report["errors"][0].startswith(expected)
     assert bench.report["pods_created"] == 0 and len(bench.cluster.nodes) == 0
+
+
+def test_gpu_fragmentation_places_with_its_own_profile_and_writes_gpus(redis_url, key_prefix):
+    [run] = [r for r in TINY if r.case == "GpuFragmentation"]
+    assert run.scheduler_config is not None and run.scheduler_config.name == "gpu-scheduler.yaml"
+    bench = run_bench(settings(redis_url, key_prefix), Plan((run,), timeout_s=60))
+    assert bench.ok and bench.report["invariant_violations"] == []
+    cluster = bench.cluster
+    gpu_pods = [
+        key
+        for key in cluster.bindings
+        if any(
+            "gpu" in name
+            for c in cluster.pod_manifests[key]["spec"]["containers"]
+            for name in c["resources"]["requests"]
+        )
+    ]
+    assert gpu_pods and all(
+        GPU_INDICES_ANNOTATION in cluster.pod_manifests[k]["metadata"]["annotations"]
+        for k in gpu_pods
+    )
+    [case] = bench.report["cases"]
+    assert case["quality"]["resources"]["nvidia.com/gpu"]["allocatable"] == 40
