@@ -9,7 +9,7 @@ RARE = TaskClass(3000, GpuDemand(whole=8), None)
 
 
 def test_the_classes_kept_cover_the_common_pods_and_weigh_by_popularity():
-    w = Workload(window=1000)
+    w = Workload(window=1000, coverage=0.95)
     w.observe([CPU] * 60 + [SHARE] * 38 + [RARE] * 2)
     classes = w.classes()
     assert classes.tasks == (CPU, SHARE)  # 98% covered; the rare 2% left out
@@ -24,3 +24,9 @@ def test_old_pods_leave_the_window_and_the_classes_follow_in_steps():
     assert w.classes().tasks == (CPU,)
     w.observe([SHARE] * 20)
     assert w.classes().tasks == (SHARE, CPU)  # 60 of the last 100
+
+
+def test_learnt_from_a_window_every_class_seen_is_kept():
+    w = Workload(window=1000)
+    w.observe([CPU] * 60 + [SHARE] * 38 + [RARE] * 2)
+    assert w.classes().tasks == (CPU, SHARE, RARE)

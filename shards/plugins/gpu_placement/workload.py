@@ -4,8 +4,11 @@ Fragmentation is only defined against a workload: free GPU capacity is a
 fragment when the pods that come cannot use it. The shard has no file that
 tells it what comes; it counts the task classes of the last `window` pods it
 was sent (a batch's pods before any is placed: they are queued already), and
-keeps the most common classes that cover `coverage` of them, as the FGD paper
-keeps those covering about 95% of tasks.
+keeps the most common classes that cover `coverage` of them. The FGD paper,
+which reads the whole trace, keeps those covering about 95% of tasks; learnt
+from a window, every class seen is kept: the cut then drops classes on
+the evidence of a few hundred pods, and cost FGD 0.35 points on the Alibaba
+trace (5.13% unallocated against 4.77%, 10 seeds, in a replay of this rule).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import numpy as np
 from cluster.gpus import GpuDemand
 
 DEFAULT_WINDOW = 5000
-COVERAGE = 0.95
+COVERAGE = 1.0
 # the classes kept are worked out again once this share of the window is new: every
 # change of them makes each node's fragmentation, and every score, new
 REFRESH = 0.5
