@@ -21,17 +21,23 @@ import numpy as np
 
 from shards.plugins.gpu_placement.workload import Classes
 
-_NEVER = np.iinfo(np.int64).max
+_SPAN = 1 << 40  # beyond any node's millicores: keeps each demand's CPU keys apart
 
 
 @dataclass(frozen=True, slots=True)
 class Demands:
-    """The GPU-needing classes of a workload grouped by demand (GPUs, milli each, models)."""
+    """The GPU-needing classes of a workload grouped by demand (GPUs, milli each, models).
+
+    The classes of demand j that a node's CPU admits are those asking for at most its
+    free CPU: with each demand's class CPUs sorted, their weight is a cumulative sum
+    read at one `searchsorted`, for every node and demand in one call (`keys` holds
+    demand j's CPUs shifted by j x _SPAN, in order)."""
 
     per_device: np.ndarray  # int64 [J]
     devices: np.ndarray  # int64 [J]
-    cpu: np.ndarray  # int64 [J, L]: the CPU of each class of the demand, _NEVER as padding
-    weight: np.ndarray  # float64 [J, L]
+    keys: np.ndarray  # int64 [classes]: CPU + j * _SPAN, sorted
+    cumulative: np.ndarray  # float64 [classes + 1]: weight of the keys before each
+    start: np.ndarray  # int64 [J]: where demand j's keys begin
     allowed: np.ndarray  # bool [J, models + 1]
 
     @classmethod
@@ -42,17 +48,18 @@ class Demands:
             if task.gpu:
                 key = (task.gpu.devices, task.gpu.per_device, allowed_k[k].tobytes())
                 groups.setdefault(key, []).append(k)
-        width = max((len(ks) for ks in groups.values()), default=0)
-        cpu = np.full((len(groups), width), _NEVER, dtype=np.int64)
-        weight = np.zeros((len(groups), width))
+        keys, weights, start = [], [], []
         for j, ks in enumerate(groups.values()):
-            cpu[j, : len(ks)] = classes.cpu[ks]
-            weight[j, : len(ks)] = classes.weight[ks]
+            start.append(len(keys))
+            for k in sorted(ks, key=lambda k: classes.cpu[k]):
+                keys.append(int(classes.cpu[k]) + j * _SPAN)
+                weights.append(float(classes.weight[k]))
         return cls(
             np.array([per for _, per, _ in groups], dtype=np.int64),
             np.array([devices for devices, _, _ in groups], dtype=np.int64),
-            cpu,
-            weight,
+            np.array(keys, dtype=np.int64),
+            np.concatenate(([0.0], np.cumsum(weights))),
+            np.array(start, dtype=np.int64),
             np.array([allowed_k[ks[0]] for ks in groups.values()], dtype=bool).reshape(
                 len(groups), len(vocab) + 1
             ),
@@ -60,8 +67,11 @@ class Demands:
 
     def admitted(self, cpu_free: np.ndarray, model: np.ndarray) -> np.ndarray:
         """float64 [..., J]: W_j, the weight of each demand's classes a node admits."""
-        fits = cpu_free[..., None, None] >= self.cpu  # [..., J, L]
-        weight = (fits * self.weight).sum(axis=-1)
+        shift = np.arange(len(self.start), dtype=np.int64) * _SPAN
+        # a node short of CPU (below 0 after a pod) admits nothing: -1 stays in its demand
+        query = np.maximum(cpu_free, -1)[..., None] + shift
+        weight = self.cumulative[np.searchsorted(self.keys, query, side="right")]
+        weight -= self.cumulative[self.start]
         return weight * np.moveaxis(self.allowed[:, model], 0, -1)
 
     def usable(self, free: np.ndarray) -> np.ndarray:
