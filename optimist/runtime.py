@@ -94,6 +94,7 @@ class Platform:
                 s.candidates,
                 s.seed * 1000 + i,
                 s.partitions,
+                s.shards,
             )
             for i in range(s.shards)
         ]

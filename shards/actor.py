@@ -33,11 +33,14 @@ class ShardActor:
         candidates: int,
         seed: int,
         partitions: int,
+        shards: int = 1,
     ) -> None:
         store = NodeStore(connect(redis_url), Keys(key_prefix))
         built = [build_profile(ProfileConfig.from_wire(p)) for p in profiles]
         consulted = [HTTPExtender.from_config(e) for e in extenders]
-        self.core = ShardCore(shard_id, store, built, seed, consulted, candidates, partitions)
+        self.core = ShardCore(
+            shard_id, store, built, seed, consulted, candidates, partitions, shards
+        )
         self._profile: cProfile.Profile | None = None
 
     def info(self) -> dict[str, object]:

@@ -66,6 +66,7 @@ class NodeTable:
         # namespaces' labels, for namespaceSelector; bumped version when any changes
         self.namespaces: dict[str, dict[str, str]] = {}
         self.namespaces_version = 0
+        self.ranking_start = 0.0  # where this shard's fixed ranking of the nodes begins
         self._labels: dict[str, tuple[int, np.ndarray, dict[str, int]]] = {}
         self._taints: tuple[int, np.ndarray, list[tuple[Taint, ...]]] | None = None
         self._derived = Memo()
@@ -333,8 +334,10 @@ class NodeTable:
 
     def node_priority(self, seed: int) -> np.ndarray:
         """Per row, a fixed rank (0 .. rows-1, higher first) drawn from `seed` and the node's
-        name, so that every shard with the seed ranks the nodes alike."""
-        return self.derived(("priority", seed), lambda: _ranks(self.names, seed))
+        name, so that every shard with the seed ranks the nodes alike, each from its own
+        `ranking_start` (a share of the way round the one order)."""
+        start = self.ranking_start
+        return self.derived(("priority", seed, start), lambda: _ranks(self.names, seed, start))
 
     def taint_groups(self) -> tuple[np.ndarray, list[tuple[Taint, ...]]]:
         """Per row, the index of its set of taints in a short list of distinct sets."""
@@ -349,11 +352,11 @@ class NodeTable:
         return codes, list(groups)
 
 
-def _ranks(names: Sequence[str], seed: int) -> np.ndarray:
+def _ranks(names: Sequence[str], seed: int, start: float) -> np.ndarray:
     digests = [
         int.from_bytes(hashlib.blake2b(f"{seed}/{n}".encode(), digest_size=8).digest(), "big")
         for n in names
     ]
     ranks = np.empty(len(names), dtype=np.int64)
     ranks[np.argsort(np.array(digests, dtype=np.uint64), kind="stable")] = np.arange(len(names))
-    return ranks
+    return (ranks + int(start * len(names))) % max(len(names), 1)

@@ -42,6 +42,7 @@ class ShardCore:
         extenders: Sequence[HTTPExtender] = (),
         candidates: int = 1,
         partitions: int = 0,
+        shards: int = 1,
     ) -> None:
         self.candidates = candidates  # nodes offered per pod, best first, for the binder
         # with node partitions, this shard looks at its own slice of the nodes first
@@ -57,6 +58,9 @@ class ShardCore:
         self._rollbacks = 0  # units placed in part and undone, since the last result
         self._next_start = 0  # where the next search for feasible nodes begins
         self.table = NodeTable()
+        # a fixed ranking of the nodes for ties starts a share of the way round in each
+        # shard: shards that rank alike all go for the same node first, and conflict
+        self.table.ranking_start = (shard_id % max(shards, 1)) / max(shards, 1)
         self.rng = np.random.default_rng(seed)
         # unit -> each pod this shard placed and assumes until it sees the unit
         # committed in the store (then the store's usage holds it) or the

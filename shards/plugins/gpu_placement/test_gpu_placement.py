@@ -102,6 +102,17 @@ def test_ties_go_by_a_fixed_priority_of_the_nodes_drawn_from_the_seed(store):
     assert {first_choices(1, s)[0] for s in range(6)} != {first_choices(1, 5)[0]}
 
 
+def test_each_shard_starts_the_ranking_a_share_of_the_way_round(store):
+    store.put_nodes([node(f"n{i}", cpu="64", gpus=8) for i in range(8)])
+
+    def first(shard, shards):
+        core = ShardCore(shard, store, [profile("fgd", prioritySeed=5)], seed=1, shards=shards)
+        return place(core, spec(cpu="1"))[0][0]
+
+    assert first(0, 1) == first(0, 4)  # the first shard keeps the ranking as drawn
+    assert len({first(i, 4) for i in range(4)}) == 4  # so shards do not all race for one
+
+
 def test_random_draws_afresh(store):
     store.put_nodes([node(f"n{i}", cpu="64", gpus=8) for i in range(8)])
     core = ShardCore(0, store, [profile("random")], seed=1)  # never the fixed ranking
