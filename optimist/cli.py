@@ -631,6 +631,12 @@ def replay_gpu_trace(
     ] = DEFAULT_TRACE_POLICY,
     seeds: Annotated[str, typer.Option(help="seeds, e.g. 42-51 or 42,43")] = "42-51",
     shards: Annotated[int, typer.Option(min=1, help="scheduler shards (1: the paper's order)")] = 1,
+    batch_pods: Annotated[
+        int | None, typer.Option(min=1, help="pods per batch to a shard [default: 512 / shards]")
+    ] = None,
+    inflight_per_shard: Annotated[
+        int, typer.Option(min=1, help="batches a shard may hold at once")
+    ] = Settings().inflight_per_shard,
     report: Annotated[Path | None, typer.Option(help="write the JSON report here")] = None,
     plot: Annotated[
         Path | None, typer.Option(help="write a PNG of unallocated GPUs against arrivals here")
@@ -647,7 +653,12 @@ def replay_gpu_trace(
     unknown = [p for p in names if p not in POLICIES]
     if unknown or not names:
         raise typer.BadParameter(f"{policy!r}: policies are {', '.join(POLICIES)}")
-    settings = Settings(shards=shards, redis_url=redis_url)
+    settings = Settings(
+        shards=shards,
+        redis_url=redis_url,
+        batch_pods=batch_pods,
+        inflight_per_shard=inflight_per_shard,
+    )
     own = init_ray(None)
     runs = []
     try:
