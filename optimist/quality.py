@@ -5,7 +5,9 @@ A fast scheduler that strands resources loses more than it gains (DESIGN.md,
 (the pods the scheduler places) this measures, in exact integers:
 
 - per resource (`cpu` in millicores, `memory` in bytes, `nvidia.com/gpu` in
-  devices): allocatable, requested (by every bound pod), free, and
+  devices, whole GPUs asked for; `optimist.io/gpu-milli`, 1000 per GPU, every
+  use of a GPU, shares included: cluster/gpus.py): allocatable, requested
+  (by every bound pod), free, and
   **stranded**. The free amount of resource R on node N is stranded when
   R is free there but no *shape* of the workload that requests R fits on
   N. A shape is the requests of one workload pod (every resource the
@@ -18,8 +20,8 @@ A fast scheduler that strands resources loses more than it gains (DESIGN.md,
   no GPU pod of the workload fits, even though GPUs are free.
 - whole free nodes: nodes holding no pod of the workload (background pods,
   such as DaemonSets, do not count: they run on every node);
-- whole free 8-GPU nodes: nodes with at least 8 allocatable GPUs and no GPU
-  requested by any pod, where an 8-GPU job still lands;
+- whole free 8-GPU nodes: nodes with at least 8 allocatable GPUs none of which
+  any pod uses, whole or in part, where an 8-GPU job still lands;
 - spread across zones (`topology.kubernetes.io/zone`): workload pods bound
   per zone (zones with none included) and the skew, max minus min.
 """
@@ -35,13 +37,13 @@ import numpy as np
 
 from cluster import resources as res
 from cluster.errors import InvalidObject
+from cluster.gpus import GPU, GPU_MILLI
 from cluster.manifests import pod_from_manifest
 from cluster.objects import Node, Pod
 from cluster.simulator import SimulatedCluster
 
-GPU = "nvidia.com/gpu"
 ZONE_LABEL = "topology.kubernetes.io/zone"
-REPORTED = (res.CPU, res.MEMORY, GPU)
+REPORTED = (res.CPU, res.MEMORY, GPU, GPU_MILLI)
 WHOLE_GPU_NODE = 8
 
 
@@ -98,8 +100,8 @@ def placement_quality(
         }
     ours = [(pod, i) for pod, i in bound if pod.key in workload]
     held = {i for _, i in ours}
-    gpu = col[GPU]
-    whole_gpu = (alloc[:, gpu] >= WHOLE_GPU_NODE) & (used[:, gpu] == 0)
+    # untouched: no pod uses any of its GPUs, whole or a share (gpu-milli counts both)
+    whole_gpu = (alloc[:, col[GPU]] >= WHOLE_GPU_NODE) & (used[:, col[GPU_MILLI]] == 0)
     return {
         "nodes": len(names),
         "workload_pods": len(workload),

@@ -73,6 +73,13 @@ def test_stranded_free_nodes_and_zones():
             "stranded": 32 * GI,
         },
         "nvidia.com/gpu": {"allocatable": 16, "requested": 1, "free": 15, "stranded": 8},
+        # the same GPUs in milli: whole ones take 1000 each
+        "optimist.io/gpu-milli": {
+            "allocatable": 16000,
+            "requested": 1000,
+            "free": 15000,
+            "stranded": 8000,
+        },
     }
     assert q["nodes"] == 4 and q["shapes"] == 3
     assert q["workload_pods"] == 25 and q["workload_pods_bound"] == 24
@@ -116,3 +123,14 @@ def test_cluster_quality_reads_the_simulated_cluster():
     assert q["whole_free_nodes"] == q["whole_free_gpu8_nodes"] == 3
     assert q["resources"]["nvidia.com/gpu"]["stranded"] == 0
     assert q["zones"]["pods_without_zone"] == 1 and q["zones"]["pods"] == {}
+
+
+def test_a_share_of_a_gpu_counts_in_milli_and_the_node_is_no_longer_untouched():
+    nodes = {"g": node_from_manifest(node("g", "32", "64Gi", gpus=8))}
+    manifest = pod("s", "1", "1Gi")
+    manifest["spec"]["containers"][0]["resources"]["requests"]["optimist.io/gpu-milli"] = "300"
+    pods = {"default/s": pod_from_manifest(manifest)}
+    q = placement_quality(nodes, pods, {"default/s": "g"}, set(pods))
+    assert q["resources"]["nvidia.com/gpu"]["requested"] == 0  # no whole GPU asked for
+    assert q["resources"]["optimist.io/gpu-milli"]["requested"] == 300
+    assert q["whole_free_gpu8_nodes"] == 0
