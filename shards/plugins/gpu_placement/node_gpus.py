@@ -18,7 +18,6 @@ class NodeGpus:
     free: np.ndarray  # int64 [R, G]: milli free per GPU, 0 beyond the node's own GPUs
     count: np.ndarray  # int64 [R]: its GPUs
     cpu_free: np.ndarray  # int64 [R], millicores
-    cpu_alloc: np.ndarray  # int64 [R]
     model: np.ndarray  # int64 [R]: code of its GPU model, len(vocab) when unlabelled
     vocab: dict[str, int]
     table: NodeTable  # for what few policies read: the names (`names`)
@@ -36,7 +35,6 @@ class NodeGpus:
             table.gpu_free(rows),
             table.gpu_count(rows),
             alloc - used,
-            alloc,
             model,
             vocab,
             table,
@@ -49,7 +47,6 @@ class NodeGpus:
             self.free[rows],
             self.count[rows],
             self.cpu_free[rows],
-            self.cpu_alloc[rows],
             self.model[rows],
             self.vocab,
             self.table,
@@ -66,11 +63,6 @@ class NodeGpus:
     def state(self) -> np.ndarray:
         """int64 [R, G + 2]: all a policy reads of each row that changes with usage."""
         return np.column_stack((self.free, self.cpu_free, self.model))
-
-    @property
-    def capacity(self) -> np.ndarray:
-        """Per row, the milli of all its GPUs."""
-        return self.count * 1000
 
 
 def task_of(pod: PodClass) -> TaskClass:

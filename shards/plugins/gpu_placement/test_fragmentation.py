@@ -54,9 +54,7 @@ def random_nodes(rng, rows=200):
     free[np.arange(8) >= count[:, None]] = 0
     cpu = rng.integers(0, 64_000, size=rows)
     table = NodeTable()
-    return NodeGpus(
-        free, count, cpu, np.full(rows, 64_000), rng.integers(0, 3, size=rows), VOCAB, table, []
-    )
+    return NodeGpus(free, count, cpu, rng.integers(0, 3, size=rows), VOCAB, table, [])
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
