@@ -133,10 +133,11 @@ local function gpus_for(n, name, extra, cls, wanted)
   local devices, per = gpu_demand(cls[1], cls[2])
   if devices == 0 then return {} end
   local count = n.alloc[GPU] or 0
-  local locality = not observed and cls[7] ~= '' and cls[7] or nil
+  if observed then return observed_gpus(n.gpus, extra, count, devices, wanted) end
+  local locality = cls[7] ~= '' and cls[7] or nil
   local groups = locality and ((n.topology or {})[locality] or {})
-  local chosen = choose_gpus(n.gpus, extra, count, devices, observed and 0 or per, wanted, groups)
-  if chosen or observed then return chosen or {} end
+  local chosen = choose_gpus(n.gpus, extra, count, devices, per, wanted, groups)
+  if chosen then return chosen end
   if locality then
     return nil, string.format('node %s: no %s group of its GPUs has %d with %d milli free',
       name, locality, devices, per)

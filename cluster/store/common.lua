@@ -177,6 +177,30 @@ local function choose_gpus(used, extra, count, devices, per, wanted, groups)
   return out
 end
 
+-- The GPUs of a pod the cluster runs already: those it was given (`wanted`) if they
+-- are GPUs of the node, room or not; else the least used, for want of knowing.
+local function observed_gpus(used, extra, count, devices, wanted)
+  if type(wanted) == 'table' and #wanted == devices then
+    local ok, taken = true, {}
+    for _, i in ipairs(wanted) do
+      ok = ok and type(i) == 'number' and i == math.floor(i) and i >= 0 and i < count and not taken[i]
+      if ok then taken[i] = true end
+    end
+    if ok then return wanted end
+  end
+  local order = {}
+  for i = 0, count - 1 do order[#order + 1] = i end
+  table.sort(order, function(a, b)
+    local fa, fb = gpu_free(used, extra, a), gpu_free(used, extra, b)
+    if fa ~= fb then return fa > fb end
+    return a < b
+  end)
+  local out = {}
+  for k = 1, math.min(devices, count) do out[k] = order[k] end
+  table.sort(out)
+  return out
+end
+
 -- Add (sign 1) or take back (-1) a pod's `per` milli on each of its GPUs; the
 -- list stays dense, so that msgpack writes it as an array.
 local function count_gpus(used, indices, per, sign)

@@ -105,3 +105,21 @@ def test_pods_bound_by_others_keep_the_gpus_their_annotation_names(store):
     running = pod_from_manifest(manifest)
     [outcome] = store.observe([running])
     assert outcome.gpus == [[1]] and store.gpu_usage("a") == [0, 1000]
+
+
+def test_pods_bound_by_others_without_indices_go_on_the_least_used_gpus(store):
+    store.put_nodes([node("a", cpu="8", gpus=3)])
+    store.commit([share(700)], [placed("x", "ns/x", 0, ["a"], [0])])
+    store.commit([share(300)], [placed("y", "ns/y", 0, ["a"], [2])])
+    running = pod_from_manifest(pod_spec({"cpu": "1", GPU: "1"}, nodeName="a"))
+    [outcome] = store.observe([running])
+    assert outcome.gpus == [[1]]  # untouched; the fullest would have been GPU 0
+    # fit or not, it is there: an over-full GPU is recorded as it is
+    named = pod_spec({"cpu": "1", GPU: "1"}, nodeName="a")
+    named["metadata"] = {
+        "name": "q",
+        "namespace": "default",
+        "annotations": {GPU_INDICES_ANNOTATION: "0"},
+    }
+    [outcome] = store.observe([pod_from_manifest(named)])
+    assert outcome.gpus == [[0]] and store.gpu_usage("a") == [1700, 1000, 300]
