@@ -3,6 +3,7 @@
 import pytest
 
 from cluster.adapter import Binding
+from cluster.gpus import GPU_INDICES_ANNOTATION
 from cluster.kube.adapter import KubernetesAdapter
 from cluster.kube.client import KubeClient
 from tests.cluster.kube.test_informer import until
@@ -86,6 +87,18 @@ def test_a_heartbeat_changes_no_node_a_label_does(adapter):
     gone = []
     until(lambda: gone.extend(adapter.take_node_events()[1]) or gone)
     assert gone == ["n2"]
+
+
+def test_a_pod_gets_its_gpu_indices_written_before_it_is_bound(adapter):
+    api, adapter = adapter
+    api.put("pods", pod_doc("g"))
+    take_pods(adapter, 1)
+    assert adapter.bind([Binding("default/g", "n1", gpus=(1, 3))]) == [None]
+    pod = api.get("pods", "default", "g")
+    assert pod["metadata"]["annotations"][GPU_INDICES_ANNOTATION] == "1,3"
+    assert pod["spec"]["nodeName"] == "n1"
+    methods = [(m, path.rsplit("/", 1)[-1]) for m, path, _ in api.requests if "/pods/g" in path]
+    assert methods[-2:] == [("PATCH", "g"), ("POST", "binding")]
 
 
 def test_binding_goes_through_the_subresource_once_and_is_reported(adapter):
