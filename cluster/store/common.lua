@@ -126,6 +126,35 @@ local function gpu_free(used, extra, i)
   return MILLI_PER_GPU - (used[i + 1] or 0) - (extra[i + 1] or 0)
 end
 
+-- `wanted` if it names `devices` distinct GPUs among a node's `count`, each of which
+-- `ok` accepts (called in order); nil otherwise.
+local function given_gpus(wanted, count, devices, ok)
+  if type(wanted) ~= 'table' or #wanted ~= devices then return nil end
+  local taken = {}
+  for _, i in ipairs(wanted) do
+    if type(i) ~= 'number' or i ~= math.floor(i) or i < 0 or i >= count or taken[i]
+        or not ok(i) then
+      return nil
+    end
+    taken[i] = true
+  end
+  return wanted
+end
+
+-- The first `devices` of `gpus` by free milli (the least free first, or the most free
+-- if `most`; ties: the lower index), in index order.
+local function by_free(gpus, used, extra, devices, most)
+  table.sort(gpus, function(a, b)
+    local fa, fb = gpu_free(used, extra, a), gpu_free(used, extra, b)
+    if fa ~= fb then return (fa < fb) ~= most end
+    return a < b
+  end)
+  local out = {}
+  for k = 1, math.min(devices, #gpus) do out[k] = gpus[k] end
+  table.sort(out)
+  return out
+end
+
 -- The GPUs (0-based) a pod taking `devices` GPUs of `per` milli each gets among a
 -- node's `count`: `wanted` (the shard's choice) if each still has `per` free, else
 -- those with the least free that have it (ties: the lower index); nil if too few have.
@@ -133,16 +162,12 @@ end
 -- all be of one group: the one that holds them with the fewest to spare.
 local function choose_gpus(used, extra, count, devices, per, wanted, groups)
   local function group_of(i) return groups and (groups[i + 1] or -1) or 0 end
-  if type(wanted) == 'table' and #wanted == devices then
-    local ok, taken, first = true, {}, nil
-    for _, i in ipairs(wanted) do
-      ok = ok and type(i) == 'number' and i == math.floor(i) and i >= 0 and i < count
-        and not taken[i] and gpu_free(used, extra, i) >= per
-        and group_of(i) >= 0 and (first == nil or group_of(i) == first)
-      if ok then taken[i], first = true, group_of(i) end
-    end
-    if ok then return wanted end
-  end
+  local first = nil -- the group of the first wanted GPU: the others must share it
+  local given = given_gpus(wanted, count, devices, function(i)
+    first = first or group_of(i)
+    return gpu_free(used, extra, i) >= per and group_of(i) >= 0 and group_of(i) == first
+  end)
+  if given then return given end
   local fits, in_group = {}, {}
   for i = 0, count - 1 do
     local g = group_of(i)
@@ -166,39 +191,17 @@ local function choose_gpus(used, extra, count, devices, per, wanted, groups)
     fits = kept
   end
   if #fits < devices then return nil end
-  table.sort(fits, function(a, b)
-    local fa, fb = gpu_free(used, extra, a), gpu_free(used, extra, b)
-    if fa ~= fb then return fa < fb end
-    return a < b
-  end)
-  local out = {}
-  for k = 1, devices do out[k] = fits[k] end
-  table.sort(out)
-  return out
+  return by_free(fits, used, extra, devices, false)
 end
 
 -- The GPUs of a pod the cluster runs already: those it was given (`wanted`) if they
 -- are GPUs of the node, room or not; else the least used, for want of knowing.
 local function observed_gpus(used, extra, count, devices, wanted)
-  if type(wanted) == 'table' and #wanted == devices then
-    local ok, taken = true, {}
-    for _, i in ipairs(wanted) do
-      ok = ok and type(i) == 'number' and i == math.floor(i) and i >= 0 and i < count and not taken[i]
-      if ok then taken[i] = true end
-    end
-    if ok then return wanted end
-  end
-  local order = {}
-  for i = 0, count - 1 do order[#order + 1] = i end
-  table.sort(order, function(a, b)
-    local fa, fb = gpu_free(used, extra, a), gpu_free(used, extra, b)
-    if fa ~= fb then return fa > fb end
-    return a < b
-  end)
-  local out = {}
-  for k = 1, math.min(devices, count) do out[k] = order[k] end
-  table.sort(out)
-  return out
+  local given = given_gpus(wanted, count, devices, function() return true end)
+  if given then return given end
+  local all = {}
+  for i = 0, count - 1 do all[#all + 1] = i end
+  return by_free(all, used, extra, devices, true)
 end
 
 -- Add (sign 1) or take back (-1) a pod's `per` milli on each of its GPUs; the
