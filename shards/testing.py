@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -9,7 +10,8 @@ import numpy as np
 
 from cluster.gpus import GPU
 from cluster.manifests import node_from_manifest, pod_from_manifest
-from cluster.objects import Node
+from cluster.messages import ShardBatch, UnitRequest
+from cluster.objects import Node, SchedulingSpec
 from cluster.profile_config import ProfileConfig
 from cluster.store import Delta
 from shards.framework import PodClass, Profile
@@ -74,3 +76,13 @@ def default_profile(percentage: int | None = 100) -> Profile:
             percentage_of_nodes_to_score=percentage,
         )
     )
+
+
+_batch_ids = itertools.count(1)
+
+
+def single_pod_batch(specs: Sequence[SchedulingSpec]) -> ShardBatch:
+    """A batch of one single-pod unit per spec, each its own class, in order."""
+    ids = next(_batch_ids)
+    units = [UnitRequest(f"u{ids}-{i}", [(f"ns/p{ids}-{i}", i)]) for i in range(len(specs))]
+    return ShardBatch(ids, list(specs), units)

@@ -8,9 +8,9 @@ import pytest
 from cluster.errors import InvalidObject
 from cluster.gpus import GPU, GPU_LOCALITY_ANNOTATION, GPU_MILLI, GPU_TOPOLOGY_ANNOTATION
 from cluster.manifests import node_from_manifest, pod_from_manifest
-from cluster.messages import Decision, PodPlacement, ShardBatch, UnitRequest
+from cluster.messages import Decision, PodPlacement
 from shards.scheduler import ShardCore
-from shards.testing import default_profile, pod_spec
+from shards.testing import default_profile, pod_spec, single_pod_batch
 
 _ids = itertools.count(1)
 ISLANDS = {"nvlink": [[0, 1, 2, 3], [4, 5, 6, 7]], "numa": [0, 0, 0, 0, 1, 1, 1, 1], "nics": [1]}
@@ -32,11 +32,7 @@ def spec(locality="", **gpu):
 
 
 def place(core, *specs):
-    batch = ShardBatch(
-        next(_ids),
-        list(specs),
-        [UnitRequest(f"u{next(_ids)}", [(f"ns/p{next(_ids)}", i)]) for i in range(len(specs))],
-    )
+    batch = single_pod_batch(specs)
     return core.handle(batch).decisions
 
 

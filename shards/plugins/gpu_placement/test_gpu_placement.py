@@ -6,13 +6,13 @@ import pytest
 
 from cluster.gpus import GPU, GPU_MILLI
 from cluster.manifests import pod_from_manifest
-from cluster.messages import Decision, PodPlacement, ShardBatch, UnitRequest
+from cluster.messages import Decision, PodPlacement
 from cluster.profile_config import ProfileConfig
 from optimist.configuration import ConfigError
 from optimist.configuration.loader import parse_configuration
 from shards.plugins import build_profile
 from shards.scheduler import ShardCore
-from shards.testing import node, pod_spec
+from shards.testing import node, pod_spec, single_pod_batch
 
 _ids = itertools.count(1)
 
@@ -36,11 +36,7 @@ def spec(cpu="1", **gpu):
 
 
 def place(core, *specs):
-    batch = ShardBatch(
-        next(_ids),
-        list(specs),
-        [UnitRequest(f"u{next(_ids)}", [(f"ns/p{next(_ids)}", i)]) for i in range(len(specs))],
-    )
+    batch = single_pod_batch(specs)
     return [
         (d.placements[0].nodes[0], d.placements[0].gpus) if d.placed else None
         for d in core.handle(batch).decisions
