@@ -285,6 +285,7 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
         "conflict_backoffs": stats.conflict_backoffs,
         "bind_failures": stats.bind_failures,
         "shard_failures": loop.shard_failures,
+        "shard_restarts": loop.shard_restarts,
         "binder_failures": loop.binder_failures,
         # batches each binder committed over the whole run: 0 the driver's, then the actors
         "binder_batches": loop.commits_by_binder,
@@ -428,6 +429,7 @@ SUMMED = (
     "conflict_backoffs",
     "bind_failures",
     "shard_failures",
+    "shard_restarts",
     "binder_failures",
     "extender_errors",
     "cross_pod_refusals",

@@ -40,6 +40,8 @@ class Settings:
     # how long room freed by a preemption stays reserved for its preemptor: longer
     # than its victims take to terminate (30 s by default in Kubernetes)
     hold_ttl_s: float = 120.0
+    # a shard that holds a batch longer is restarted, and the batch's units tried again
+    shard_timeout_s: float = 30.0
 
     def __post_init__(self) -> None:
         positive = ("shards", "batch_pods", "inflight_per_shard", "max_conflicts", "candidates")
@@ -50,8 +52,9 @@ class Settings:
             raise ValueError(
                 f"conflict_mode {self.conflict_mode!r}: must be one of {', '.join(CONFLICT_MODES)}"
             )
-        if not self.hold_ttl_s > 0:
-            raise ValueError(f"hold_ttl_s must be positive, got {self.hold_ttl_s}")
+        for name in ("hold_ttl_s", "shard_timeout_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if not 0 < self.backoff_initial_s <= self.backoff_max_s:
             raise ValueError(
                 "backoff must satisfy 0 < initial <= max, got "

@@ -125,6 +125,15 @@ class _Committing:
     held: list[UnitOutcome]  # the batch's reservations, placed already
 
 
+@dataclass(frozen=True, slots=True)
+class _Sent:
+    """A batch out with a shard."""
+
+    shard: int
+    batch_id: int
+    at: float  # time.monotonic() when it was sent
+
+
 # A pod's stages as the loop sees them, for latency breakdowns: called with the
 # stage ("queued", "sent", "decided", "committed"), the pod keys and the
 # time.perf_counter() when they reached it; "sent" again on every attempt.
@@ -187,10 +196,12 @@ class SchedulingLoop:
         self.binder = Binder(platform.store, cluster, s.profiles, s.conflict_mode, fenced)
         self.on_bound = on_bound
         self.on_stage = on_stage
-        self._inflight: dict[ray.ObjectRef, tuple[int, int]] = {}  # ref -> (shard, batch id)
+        self._inflight: dict[ray.ObjectRef, _Sent] = {}  # oldest first
         self._committing: dict[ray.ObjectRef, _Committing] = {}  # at binder actors
         self._per_shard = [0] * len(self.shards)
         self.shard_failures = 0
+        self.shard_restarts = 0  # shards killed for answering too late, for Ray to restart
+        self._restarting: set[int] = set()  # those shards, until their batches came back
         self.binder_failures = 0
         self.commits_by_binder = [0] * (len(self.binders) + 1)  # batches; 0 is the driver's
 
@@ -279,6 +290,8 @@ class SchedulingLoop:
     def feed(self) -> None:
         """Top up every shard's pipeline with batches from the active queue."""
         for shard, actor in enumerate(self.shards):
+            if shard in self._restarting:
+                continue
             while self._per_shard[shard] < self.settings.inflight_per_shard:
                 batch = self.dispatcher.next_batch(shard, self.settings.pods_per_batch)
                 if batch is None:
@@ -288,7 +301,8 @@ class SchedulingLoop:
                     self.on_stage("sent", sent, time.perf_counter())
                 if self.metrics:
                     self.metrics.sent(batch.batch_id, sum(len(u.pods) for u in batch.units))
-                self._inflight[actor.schedule.remote(batch.encode())] = (shard, batch.batch_id)
+                ref = actor.schedule.remote(batch.encode())
+                self._inflight[ref] = _Sent(shard, batch.batch_id, time.monotonic())
                 self._per_shard[shard] += 1
 
     def step(self, timeout_s: float) -> None:
@@ -301,6 +315,7 @@ class SchedulingLoop:
             self.profiler.poll()
         if not self.busy():
             return
+        self._restart_overdue()
         waiting = [*self._inflight, *self._committing]
         ready, _ = ray.wait(waiting, num_returns=1, timeout=timeout_s)
         for ref in ready:
@@ -319,9 +334,35 @@ class SchedulingLoop:
         """A shard or a binder actor has work out."""
         return bool(self._inflight or self._committing)
 
+    def _restart_overdue(self) -> None:
+        """A shard that holds a batch past `shard_timeout_s` is stuck (or cut off): kill it
+        for Ray to start again. Its batches then fail, and their units are tried again."""
+        if not self._inflight:
+            return
+        oldest = next(iter(self._inflight.values()))
+        if time.monotonic() - oldest.at < self.settings.shard_timeout_s:
+            return
+        overdue = {
+            s.shard
+            for s in self._inflight.values()
+            if time.monotonic() - s.at >= self.settings.shard_timeout_s
+        } - self._restarting
+        for shard in sorted(overdue):
+            log.error(
+                "shard %d has not answered in %.0f s: restarting it",
+                shard,
+                self.settings.shard_timeout_s,
+            )
+            ray.kill(self.shards[shard], no_restart=False)
+            self.shard_restarts += 1
+            self._restarting.add(shard)
+
     def _complete(self, ref: ray.ObjectRef) -> None:
-        shard, batch_id = self._inflight.pop(ref)
+        sent = self._inflight.pop(ref)
+        shard, batch_id = sent.shard, sent.batch_id
         self._per_shard[shard] -= 1
+        if not self._per_shard[shard]:
+            self._restarting.discard(shard)
         try:
             result = ShardResult.decode(ray.get(ref))
         except (RayError, MalformedMessage) as err:

@@ -21,7 +21,7 @@ from shards.scheduler import ShardCore
 log = logging.getLogger(__name__)
 
 
-@ray.remote(num_cpus=0)
+@ray.remote(num_cpus=0, max_restarts=-1)  # a dead shard comes back and syncs afresh
 class ShardActor:
     def __init__(
         self,

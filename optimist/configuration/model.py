@@ -59,6 +59,7 @@ class OptimistOptions:
     node_partitions: bool | None = None
     binders: int | None = None
     quotas: tuple[Quota, ...] | None = None
+    shard_timeout_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

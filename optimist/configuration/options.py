@@ -7,7 +7,15 @@ from typing import Any
 
 from cluster.errors import InvalidObject
 from cluster.quota import Quota, quotas_from_config
-from optimist.configuration.fields import _INT64, ConfigError, _bool, _int, _mapping, _str
+from optimist.configuration.fields import (
+    _INT64,
+    ConfigError,
+    _bool,
+    _int,
+    _mapping,
+    _number,
+    _str,
+)
 from optimist.configuration.model import _TYPE_META, OptimistOptions
 
 _OPTIMIST_FIELDS = {
@@ -22,6 +30,7 @@ _OPTIMIST_FIELDS = {
     "nodePartitions",
     "binders",
     "quotas",
+    "shardTimeoutSeconds",
 }
 
 
@@ -43,7 +52,15 @@ def _optimist_options(doc: dict[str, Any]) -> OptimistOptions:
         node_partitions=get("nodePartitions", _bool),
         binders=get("binders", lambda v, p: _int(v, p, lo=1)),
         quotas=get("quotas", _quotas),
+        shard_timeout_s=get("shardTimeoutSeconds", _positive),
     )
+
+
+def _positive(value: Any, path: str) -> float:
+    number = _number(value, path)
+    if not number > 0:
+        raise ConfigError(path, value, "must be positive")
+    return number
 
 
 def _quotas(value: Any, path: str) -> tuple[Quota, ...]:

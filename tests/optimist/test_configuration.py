@@ -228,7 +228,7 @@ def test_full_example_file():
     o = c.optimist
     assert (o.shards, o.batch_pods, o.inflight_per_shard, o.seed) == (4, 128, 3, 7)
     assert (o.key_prefix, o.metrics_address, o.node_partitions) == ("prod:", "0.0.0.0:10260", True)
-    assert o.binders == 2
+    assert (o.binders, o.shard_timeout_s) == (2, 12.5)
     assert o.redis_url is None and o.ray_address is None
 
 
@@ -832,6 +832,8 @@ def test_optimist_document_alone():
         ("metricsAddress", "localhost:99999", '"localhost:99999"'),
         ("nodePartitions", "maybe", '"maybe"'),
         ("binders", "0", "0"),
+        ("shardTimeoutSeconds", "0", "0"),
+        ("shardTimeoutSeconds", "soon", '"soon"'),
         ("keyPrefix", "''", '""'),
         ("shard", "2", "2"),
     ],
@@ -861,7 +863,7 @@ def test_settings_take_flags_over_the_file_over_defaults():
     assert (from_file.shards, from_file.batch_pods, from_file.inflight_per_shard) == (4, 128, 3)
     assert (from_file.seed, from_file.key_prefix) == (7, "prod:")
     assert (from_file.metrics_address, from_file.node_partitions) == ("0.0.0.0:10260", True)
-    assert from_file.binders == 2
+    assert (from_file.binders, from_file.shard_timeout_s) == (2, 12.5)
     assert (from_file.backoff_initial_s, from_file.backoff_max_s) == (2.0, 20.0)
     assert from_file.profiles == c.profiles
     assert from_file.scheduler_names == {"optimist-a", "optimist-b"}

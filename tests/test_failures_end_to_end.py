@@ -1,0 +1,98 @@
+"""Failures in the middle of a run, on real Ray and a real Redis: whatever dies, every
+pod ends bound once or reported, and the invariant checker agrees with the store."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+import ray
+import yaml
+
+from benchmarks import template
+from cluster.invariants import check_invariants
+from cluster.simulator import SimulatedCluster
+from optimist.config import Settings
+from optimist.runtime import Platform, SchedulingLoop
+
+pytestmark = pytest.mark.usefixtures("ray_session")
+
+
+def cluster_of(settings: Settings, nodes: int) -> SimulatedCluster:
+    cluster = SimulatedCluster(settings.scheduler_names)
+    cluster.create_nodes(yaml.safe_load(template("node-default.yaml").read_text()), nodes)
+    return cluster
+
+
+def pods(cluster: SimulatedCluster, prefix: str, count: int) -> list[str]:
+    doc = yaml.safe_load(template("pod-default.yaml").read_text())
+    doc["metadata"] = {"generateName": f"{prefix}-"}
+    return cluster.create_pods(doc, count)
+
+
+def settle_and_check(loop: SchedulingLoop, platform: Platform, cluster: SimulatedCluster) -> None:
+    loop.run_until_settled()
+    assert check_invariants(cluster, loop.dispatcher.unschedulable(), platform.store) == []
+    assert len(cluster.bind_log) == len(cluster.bindings)  # each pod bound once
+
+
+def test_a_shard_killed_mid_run_comes_back_and_nothing_is_lost(redis_url, key_prefix):
+    settings = Settings(shards=2, redis_url=redis_url, key_prefix=key_prefix, batch_pods=32)
+    cluster = cluster_of(settings, 60)
+    killed: list[int] = []
+    with Platform(settings) as platform:
+        before = ray.get(platform.shards[0].info.remote())["pid"]
+
+        def kill_once(bound: list[str]) -> None:
+            if not killed and len(cluster.bindings) > 300:
+                ray.kill(platform.shards[0], no_restart=False)  # Ray starts it again
+                killed.append(len(cluster.bindings))
+
+        loop = SchedulingLoop(platform, cluster, on_bound=kill_once)
+        first = pods(cluster, "p", 1500)
+        settle_and_check(loop, platform, cluster)
+        assert killed and loop.shard_failures >= 1
+        after = loop.dispatcher.stats.decided_by_shard[0]
+        later = pods(cluster, "later", 300)
+        settle_and_check(loop, platform, cluster)
+        assert loop.dispatcher.stats.decided_by_shard[0] > after  # the new shard decides
+        assert ray.get(platform.shards[0].info.remote())["pid"] != before
+    assert all(k in cluster.bindings for k in first + later)
+
+
+def test_a_shard_that_stops_answering_is_restarted_and_its_pods_placed(redis_url, key_prefix):
+    """SIGSTOP: the process lives but answers nothing, as when it is stuck or cut off.
+    After `shard_timeout_s` the loop kills it, Ray starts it again, and its batches'
+    units go to whichever shard asks next."""
+    settings = Settings(
+        shards=2, redis_url=redis_url, key_prefix=key_prefix, batch_pods=32, shard_timeout_s=1.0
+    )
+    cluster = cluster_of(settings, 60)
+    stopped: list[int] = []
+    with Platform(settings) as platform:
+        pid = ray.get(platform.shards[1].info.remote())["pid"]
+
+        def stop_once(bound: list[str]) -> None:
+            if not stopped and len(cluster.bindings) > 200:
+                os.kill(pid, signal.SIGSTOP)
+                stopped.append(len(cluster.bindings))
+
+        loop = SchedulingLoop(platform, cluster, on_bound=stop_once)
+        placed = pods(cluster, "p", 1200)
+        try:
+            settle_and_check(loop, platform, cluster)
+        finally:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        assert stopped and loop.shard_restarts >= 1 and loop.shard_failures >= 1
+        assert ray.get(platform.shards[1].info.remote())["pid"] != pid
+    assert all(k in cluster.bindings for k in placed)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
