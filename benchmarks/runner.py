@@ -39,6 +39,7 @@ from benchmarks.perf_config import (
 )
 from cluster.redis_server import connect
 from cluster.simulator import SimulatedCluster
+from optimist.chaos import Chaos, ChaosPlan
 from optimist.metrics import LoopMetrics
 from optimist.profiling import Profiler
 from optimist.report import CpuClock, PeakMemory
@@ -172,6 +173,7 @@ class CaseOutcome:
     deleted: int
     notes: list[str]
     error: str | None = None
+    chaos: dict[str, Any] | None = None  # the faults injected and the recoveries, if any
 
 
 class CaseRunner:
@@ -185,7 +187,9 @@ class CaseRunner:
         progress: Callable[[int, int], None] = lambda done, total: None,
         metrics: LoopMetrics | None = None,
         profiler: Profiler | None = None,
+        chaos: ChaosPlan | None = None,
     ) -> None:
+        self.started = time.perf_counter()
         self.run = run
         self.platform = platform
         self.cluster = SimulatedCluster(platform.settings.scheduler_names, seed=seed)
@@ -226,6 +230,17 @@ class CaseRunner:
         self.notes: list[str] = []
         self._ours = 0  # pods of our profiles made, for the progress bar
         self._next_sample = 0.0
+        self.chaos = (
+            Chaos(
+                chaos,
+                platform,
+                lambda: len(self.loop.store_rebuilds),
+                lambda: len(self.bound_at),
+                seed,
+            )
+            if chaos
+            else None
+        )
 
     # --- the whole run ---------------------------------------------------------------
 
@@ -267,6 +282,7 @@ class CaseRunner:
             self.deleted,
             self.notes,
             error,
+            self.chaos.report(self.started) if self.chaos else None,
         )
 
     def _op(self, index: int, op: Op) -> None:
@@ -516,6 +532,8 @@ class CaseRunner:
             self._churn()
             self._pace_deletions()
             self._tick()
+            if self.chaos:
+                self.chaos.tick()
             if loop.dispatcher.idle():
                 loop.ingest()
                 if loop.dispatcher.idle() and not loop.dispatcher.skip_backoff():

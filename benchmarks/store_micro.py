@@ -114,6 +114,7 @@ def _through_actors(url: str, spec: SchedulingSpec, nodes: list, batch: int, bat
                     Decision(f"u{b}-{i}", [PodPlacement(f"ns/a{b}-{i}", 0, [nodes[i].name], [0])])
                     for i in range(batch)
                 ],
+                store.working_epoch(),
             ).encode()
             for b in range(batches)
         ]

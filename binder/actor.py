@@ -9,6 +9,8 @@ fences.py says what keeps commits from several binders consistent.
 
 from __future__ import annotations
 
+import os
+
 import ray
 
 from cluster.messages import CommitReply, CommitRequest
@@ -22,8 +24,14 @@ class BinderActor:
         self.store = NodeStore(connect(redis_url), Keys(key_prefix))
         self.conflict_mode = conflict_mode
 
+    def info(self) -> dict[str, object]:
+        """Where this binder runs (and that it runs)."""
+        return {"pid": os.getpid(), "ray_node_id": ray.get_runtime_context().get_node_id()}
+
     def commit(self, request: bytes) -> bytes:
         req = CommitRequest.decode(request)
         fences = Fences(keep_away_seen=req.keep_away_seen, count_namespaces=True)
-        committed = self.store.commit(req.classes, req.decisions, self.conflict_mode, fences)
+        committed = self.store.commit(
+            req.classes, req.decisions, self.conflict_mode, fences, req.epoch
+        )
         return CommitReply(committed.outcomes, committed.keep_away).encode()

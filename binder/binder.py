@@ -14,6 +14,7 @@ of the batches it commits itself exact.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 
@@ -22,7 +23,9 @@ from cluster.adapter import Binding, ClusterAdapter
 from cluster.messages import CommitReply, CommitRequest, Decision, UnitOutcome
 from cluster.objects import SchedulingSpec
 from cluster.profile_config import ProfileConfig
-from cluster.store import Fences, NodeStore
+from cluster.store import STORE_ERRORS, Fences, NodeStore
+
+log = logging.getLogger(__name__)
 
 
 class Binder:
@@ -44,40 +47,55 @@ class Binder:
         self.bind_s = 0.0  # how long the last call to bind in the cluster took
 
     def process(
-        self, classes: Sequence[SchedulingSpec], decisions: Sequence[Decision]
+        self,
+        classes: Sequence[SchedulingSpec],
+        decisions: Sequence[Decision],
+        epoch: str | None = None,
     ) -> list[UnitOutcome]:
-        """Commit and bind the placed units of one shard batch."""
+        """Commit and bind the placed units of one shard batch, placed in the store's
+        `epoch` (by default the binder's own): EpochChanged, nothing committed, if the
+        store is in another."""
         admitted, refused, fences = self.guard.screen(classes, decisions)
         if not admitted:
             return refused
         fenced = Fences(units=fences) if self.guard.fenced else None
-        committed = self.store.commit(classes, admitted, self.conflict_mode, fenced)
+        committed = self.store.commit(classes, admitted, self.conflict_mode, fenced, epoch)
         self.guard.saw_keep_away(committed.keep_away)
         return self.bind(classes, admitted, committed.outcomes) + refused
 
     def request_for_actor(
-        self, classes: Sequence[SchedulingSpec], decisions: Sequence[Decision]
+        self,
+        classes: Sequence[SchedulingSpec],
+        decisions: Sequence[Decision],
+        epoch: str | None = None,
     ) -> CommitRequest | None:
         """The batch as a binder actor commits it, or None if it needs the cross-pod
         re-check and must be committed here."""
         if self.guard.needs_check(classes, decisions):
             return None
-        return CommitRequest(self.guard.keep_away, list(classes), list(decisions))
+        return CommitRequest(
+            self.guard.keep_away,
+            list(classes),
+            list(decisions),
+            epoch or self.store.working_epoch(),
+        )
 
     def take_reply(
         self,
         classes: Sequence[SchedulingSpec],
         decisions: Sequence[Decision],
         reply: CommitReply | None,
+        lost: str = "its binder actor failed",
     ) -> list[UnitOutcome]:
-        """Bind what an actor committed. Without a reply (the actor died) the store
-        tells which units it had committed; the others were not."""
+        """Bind what an actor committed. Without a reply (the actor died, or the store
+        was away: `lost` says which) the store tells which units were committed; the
+        others were not."""
         if reply is None:
-            return self.bind(classes, decisions, self._recover(decisions))
+            return self.bind(classes, decisions, self._recover(decisions, lost))
         self.guard.saw_keep_away(reply.keep_away)
         return self.bind(classes, decisions, reply.outcomes)
 
-    def _recover(self, decisions: Sequence[Decision]) -> list[UnitOutcome]:
+    def _recover(self, decisions: Sequence[Decision], lost: str) -> list[UnitOutcome]:
         committed = self.store.committed_placements([d.unit for d in decisions])
         outcomes = []
         for d in decisions:
@@ -95,7 +113,7 @@ class Binder:
                 continue
             if placed:  # some pod was deleted meanwhile: give back the rest too
                 self.store.release([d.unit])
-            outcomes.append(UnitOutcome(d.unit, "conflict", detail="its binder actor failed"))
+            outcomes.append(UnitOutcome(d.unit, "conflict", detail=lost))
         return outcomes
 
     def bind(
@@ -143,5 +161,10 @@ class Binder:
                 outcome.status, outcome.unbound = "partly-bound", list(errs)
                 partial.extend(errs)
         if whole or partial:
-            self.store.release(whole, partial)
+            try:
+                self.store.release(whole, partial)
+            except STORE_ERRORS as err:
+                # bound pods stay counted; these hold room until the store is built
+                # again or reconciled (never released twice: that would over-commit)
+                log.error("binder: cannot give back %d refused units: %s", len(whole), err)
         return outcomes

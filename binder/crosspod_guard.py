@@ -53,16 +53,20 @@ class CrossPodGuard:
     ) -> None:
         self.store = store
         self.fenced = fenced  # other binders commit too: read fences with every sync
-        self.keep_away = 0  # the store's keep-away count that the view reflects
-        self._stale = fenced  # the store's count moved past `keep_away`: sync before routing
-        self.view = CommittedView()
         self.rules: dict[str, list[Rule]] = {
             p.scheduler_name: [RULES[n](p.args.get(n, {})) for n in p.filters if n in RULES]
             for p in profiles
         }
+        self.refused = 0
+        self.reset()
+
+    def reset(self) -> None:
+        """Know nothing of the store: at the start, and when it was built again."""
+        self.keep_away = 0  # the store's keep-away count that the view reflects
+        self._stale = self.fenced  # the store's count moved past `keep_away`: sync first
+        self.view = CommittedView()
         self._keeping_away: list[Peer] = []  # committed peers with required anti-affinity
         self._selected: dict[SchedulingSpec, bool] = {}  # spec -> selected by one of those
-        self.refused = 0
 
     def needs_check(self, classes: Sequence[SchedulingSpec], decisions: Sequence[Decision]) -> bool:
         """Whether any pod of the batch needs the re-check (so only this binder may commit it)."""

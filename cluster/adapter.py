@@ -21,7 +21,20 @@ class Binding:
     gpus: tuple[int, ...] = ()  # written on the pod before it is bound (cluster/gpus.py)
 
 
+@dataclass(slots=True)
+class ClusterState:
+    """What the cluster holds now: the node store is built again from it when Redis
+    has lost the store."""
+
+    nodes: list[Node]
+    namespaces: dict[str, dict[str, str]]  # name -> labels
+    pods: list[Pod]  # every bound pod, with its node_name (and GPU indices annotated)
+
+
 class ClusterAdapter(Protocol):
+    def snapshot(self) -> ClusterState:
+        """The cluster's nodes, namespaces and bound pods, read afresh."""
+
     def take_new_pods(self) -> tuple[list[Pod], list[tuple[str, InvalidObject]]]:
         """Pods of our profiles created, or changed while unbound, since the last call;
         (pod key, error) for unparsable ones."""

@@ -194,6 +194,7 @@ class ShardResult:
     # the shard's timings (`shards.stopwatch`): per extension point and per plugin, the
     # series of a histogram as `cluster.histogram.Histograms.to_wire` lays them out
     observed: list[list[Any]] = field(default_factory=lambda: [[], []])
+    epoch: str = ""  # the node store's epoch the decisions were made in
 
     def encode(self) -> bytes:
         return _pack(
@@ -202,6 +203,7 @@ class ShardResult:
                 self.batch_id,
                 self.store_version,
                 [d.to_wire() for d in self.decisions],
+                self.epoch,
                 self.sync_s,
                 self.decide_s,
                 self.extender_errors,
@@ -216,13 +218,14 @@ class ShardResult:
     def decode(cls, data: bytes) -> ShardResult:
         try:
             wire = _unpack(data, "ShardResult")
-            if len(wire) != 11:
-                raise ValueError(f"{len(wire)} fields, expected 11")
+            if len(wire) != 12:
+                raise ValueError(f"{len(wire)} fields, expected 12")
             (
                 shard,
                 batch_id,
                 version,
                 decisions,
+                epoch,
                 sync_s,
                 decide_s,
                 errors,
@@ -236,6 +239,7 @@ class ShardResult:
                 batch_id=int(batch_id),
                 store_version=int(version),
                 decisions=[Decision.from_wire(d) for d in decisions],
+                epoch=str(epoch),
                 sync_s=float(sync_s),
                 decide_s=float(decide_s),
                 extender_errors=int(errors),
@@ -291,11 +295,13 @@ class UnitOutcome:
 @dataclass(slots=True)
 class CommitRequest:
     """Driver → binder actor: placed units of one batch to commit, none needing the
-    cross-pod re-check, and the keep-away count their routing knew (binder/fences.py)."""
+    cross-pod re-check, the keep-away count their routing knew (binder/fences.py), and
+    the node store's epoch the shard placed them in."""
 
     keep_away_seen: int
     classes: list[SchedulingSpec]
     decisions: list[Decision]
+    epoch: str
 
     def encode(self) -> bytes:
         return _pack(
@@ -303,17 +309,19 @@ class CommitRequest:
                 self.keep_away_seen,
                 [c.to_wire() for c in self.classes],
                 [d.to_wire() for d in self.decisions],
+                self.epoch,
             ]
         )
 
     @classmethod
     def decode(cls, data: bytes) -> CommitRequest:
         try:
-            seen, classes, decisions = _unpack(data, "CommitRequest")
+            seen, classes, decisions, epoch = _unpack(data, "CommitRequest")
             return cls(
                 int(seen),
                 [SchedulingSpec.from_wire(c) for c in classes],
                 [Decision.from_wire(d) for d in decisions],
+                str(epoch),
             )
         except (TypeError, ValueError) as err:
             raise MalformedMessage(f"CommitRequest: {err}") from None

@@ -122,6 +122,13 @@ class EmbeddedRedis:
         self.stop()
         raise RuntimeError(f"{self.executable} did not answer on {self.socket} within {timeout_s}s")
 
+    def restart(self) -> None:
+        """Kill the server as a crash would, and start an empty one in its place."""
+        if self._process is not None:
+            self._process.kill()
+            self._process.wait()
+        self.start()
+
     def stop(self) -> None:
         if self._process is not None and self._process.poll() is None:
             self._process.terminate()

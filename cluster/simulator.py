@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from cluster.adapter import Binding
+from cluster.adapter import Binding, ClusterState
 from cluster.disruption import DisruptionBudget
 from cluster.errors import InvalidObject
 from cluster.gpus import GPU_INDICES_ANNOTATION, format_indices
@@ -59,6 +59,7 @@ class SimulatedCluster:
     pod_groups: dict[str, PodGroup] = field(default_factory=dict)
     reports: dict[str, tuple[str, str]] = field(default_factory=dict)  # pod -> last failure
     nominated: dict[str, str] = field(default_factory=dict)  # pod -> nominatedNodeName
+    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> labels
     _new: list[str] = field(default_factory=list)
     _new_groups: list[PodGroup] = field(default_factory=list)
     _new_namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -199,7 +200,17 @@ class SimulatedCluster:
 
     def create_namespace(self, name: str, labels: Mapping[str, str]) -> None:
         """A namespace with labels (the API server adds kubernetes.io/metadata.name)."""
-        self._new_namespaces[name] = {**labels, "kubernetes.io/metadata.name": name}
+        self.namespaces[name] = {**labels, "kubernetes.io/metadata.name": name}
+        self._new_namespaces[name] = self.namespaces[name]
+
+    def snapshot(self) -> ClusterState:
+        pods = []
+        for key, node in self.bindings.items():
+            manifest = self.pod_manifests[key]
+            pods.append(
+                pod_from_manifest({**manifest, "spec": {**manifest["spec"], "nodeName": node}})
+            )
+        return ClusterState(list(self.nodes.values()), dict(self.namespaces), pods)
 
     def take_namespace_events(self) -> tuple[dict[str, dict[str, str]], list[str]]:
         made, self._new_namespaces = self._new_namespaces, {}

@@ -30,6 +30,7 @@ from cluster.invariants import check_invariants
 from cluster.simulator import SimulatedCluster, load_template
 from dispatcher.dispatcher import Dispatcher
 from optimist import report
+from optimist.chaos import ChaosPlan
 from optimist.config import Settings
 from optimist.configuration import load_file
 from optimist.metrics import LoopMetrics
@@ -111,10 +112,14 @@ def run_bench(
     metrics: LoopMetrics | None = None,
     profile_dir: Path | None = None,
     profiler: Profiler | None = None,
+    chaos: ChaosPlan | None = None,
 ) -> BenchRun:
     """Run every workload of the plan; with `profile_dir`, write a CPU profile of the
     control process and of each shard per workload there (pstats files); with a
-    `profiler`, take profiles whenever it is asked to, while workloads run."""
+    `profiler`, take profiles whenever it is asked to, while workloads run; with
+    `chaos`, inject its faults while they run."""
+    if chaos:
+        chaos.check(settings.binders, own_redis=settings.redis_url is None)
     plan = Plan((workload.case(),)) if isinstance(workload, Workload) else workload
     cases: list[dict[str, Any]] = []
     clusters: dict[str, SimulatedCluster] = {}
@@ -140,6 +145,7 @@ def run_bench(
                     progress=progress,
                     metrics=metrics,
                     profiler=profiler,
+                    chaos=chaos,
                 )
                 try:
                     with _profiled(platform, profile_dir, run.name):
@@ -151,6 +157,11 @@ def run_bench(
                 versions = versions or report.versions(platform.store.client.info("server"))
             clusters[run.name] = outcome.cluster
     top = pooled(cases)
+    if chaos:
+        injected = Counter[str]()
+        for c in cases:
+            injected.update(c["chaos"]["faults_injected"])
+        top["faults_injected"] = dict(injected)
     top.update(
         cases=cases,
         errors=[c["error"] for c in cases if c["error"]],
@@ -287,6 +298,9 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
         "shard_failures": loop.shard_failures,
         "shard_restarts": loop.shard_restarts,
         "binder_failures": loop.binder_failures,
+        # Redis away or lost, and the rebuilds of the store from the cluster (seconds each)
+        "store_outages": loop.store_outages,
+        "store_rebuilds_s": loop.store_rebuilds,
         # batches each binder committed over the whole run: 0 the driver's, then the actors
         "binder_batches": loop.commits_by_binder,
         "extender_errors": stats.extender_errors,
@@ -307,6 +321,7 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
         "shards": shards,
         "notes": outcome.notes,
         "invariant_violations": violations[:100],
+        "chaos": outcome.chaos,
     }
 
 

@@ -33,6 +33,7 @@ from optimist.bench import (
     run_bench,
     write_placements,
 )
+from optimist.chaos import FAULTS, ChaosError, ChaosPlan
 from optimist.config import Settings
 from optimist.configuration import (
     HANDLED_OUTSIDE_SHARDS,
@@ -183,6 +184,20 @@ def bench(
             "&seconds=S, a CPU profile (pstats) taken on demand, to loopback clients only"
         ),
     ] = False,
+    chaos: Annotated[
+        str | None,
+        typer.Option(
+            help="inject these faults at random while the run runs, comma-separated: "
+            f"{', '.join(FAULTS)}; the report counts them (faults_injected) and times "
+            "each recovery"
+        ),
+    ] = None,
+    chaos_interval: Annotated[
+        float, typer.Option(help="with --chaos: seconds between faults, on average")
+    ] = 2.0,
+    chaos_faults: Annotated[
+        int | None, typer.Option(help="with --chaos: inject no more faults than this")
+    ] = None,
 ) -> None:
     """Run scheduler_perf cases on a simulated cluster and report pods/s; exits 1 if any pod
     was lost or a case failed, 2 if the case file or the configuration is bad."""
@@ -193,6 +208,13 @@ def bench(
             err=True,
         )
         raise typer.Exit(2)
+    try:
+        faults = ChaosPlan.parse(chaos, chaos_interval, chaos_faults) if chaos else None
+        if faults and sweep:
+            raise ChaosError("--chaos: not with --sweep (each run would see other faults)")
+    except ChaosError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from e
     configuration = _load_or_exit(config) if config else default_configuration()
     settings = Settings.from_configuration(
         configuration,
@@ -241,6 +263,7 @@ def bench(
                 linger,
                 profile,
                 Profiler() if profiling_endpoint else None,
+                faults,
             )
         else:
             run = run_bench(
@@ -249,8 +272,9 @@ def bench(
                 show_progress=progress,
                 cpu_affinity=cpu_affinity,
                 profile_dir=profile,
+                chaos=faults,
             )
-    except SweepError as e:
+    except (SweepError, ChaosError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from e
     console.print(sweep_table(run.report) if sweep else summary_table(run.report))
@@ -328,6 +352,7 @@ def _bench_serving_metrics(
     linger: float,
     profile_dir: Path | None,
     profiler: Profiler | None,
+    chaos: ChaosPlan | None,
 ) -> BenchRun:
     """`run_bench` with the platform's metrics served on `address` (ready while it runs),
     and for `linger` seconds after, so that a scraper collects the final values."""
@@ -344,6 +369,7 @@ def _bench_serving_metrics(
             metrics=LoopMetrics(metrics, partitions=settings.partitions),
             profile_dir=profile_dir,
             profiler=profiler,
+            chaos=chaos,
         )
         running.clear()
         time.sleep(linger)
@@ -423,6 +449,14 @@ def summary_table(r: dict[str, Any]) -> Table:
         )
     for role, peak in r.get("memory_peak_bytes", {}).items():
         rows.append((f"peak RSS {role}", f"{peak / 2**20:.0f} MiB"))
+    for kind, rec in (r.get("chaos") or {}).get("recovery_s", {}).items():
+        rows.append(
+            (
+                f"chaos {kind}: injected / recovered; recovery median / max",
+                f"{rec['count']} / {rec['recovered']}; "
+                f"{_seconds(rec['median_s'])} / {_seconds(rec['max_s'])}",
+            )
+        )
     if r.get("upstream_threshold"):
         rows.append((r["upstream_threshold"]["note"], r["upstream_threshold"]["pods_per_s"]))
     for label, value in rows:

@@ -14,8 +14,10 @@ import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import ray
@@ -34,7 +36,7 @@ from cluster.objects import Pod, SchedulingSpec
 from cluster.quota import QuotaTree
 from cluster.redis_server import EmbeddedRedis, connect
 from cluster.reservations import Reservations, is_reservation
-from cluster.store import Hold, Keys, NodeStore
+from cluster.store import STORE_ERRORS, EpochChanged, Hold, Keys, NodeStore
 from dispatcher.dispatcher import Dispatcher, PreemptionAsk
 from dispatcher.queue import Backoff
 from optimist.config import Settings
@@ -70,7 +72,7 @@ class Platform:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self._redis: EmbeddedRedis | None = None
+        self.embedded_redis: EmbeddedRedis | None = None  # the private one, if started
         self._own_ray = False
         self.shards: list[ray.actor.ActorHandle] = []
         self.binders: list[ray.actor.ActorHandle] = []  # beside the driver's own binder
@@ -79,9 +81,10 @@ class Platform:
     def __enter__(self) -> Platform:
         s = self.settings
         if s.redis_url is None:
-            self._redis = EmbeddedRedis().start()
-        self.redis_url = s.redis_url or self._redis.url  # type: ignore[union-attr]
+            self.embedded_redis = EmbeddedRedis().start()
+        self.redis_url = s.redis_url or self.embedded_redis.url  # type: ignore[union-attr]
         self.store = NodeStore(connect(self.redis_url), Keys(s.key_prefix))
+        self.store.open()
         self._own_ray = init_ray(s.ray_address)
         profiles = [p.to_wire() for p in s.profiles]
         self.shards = [
@@ -110,8 +113,8 @@ class Platform:
             ray.kill(actor)
         if self._own_ray:
             ray.shutdown()
-        if self._redis is not None:
-            self._redis.stop()
+        if self.embedded_redis is not None:
+            self.embedded_redis.stop()
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +126,7 @@ class _Committing:
     decisions: list[Decision]
     decided: float  # time.perf_counter() when its shard's answer arrived
     held: list[UnitOutcome]  # the batch's reservations, placed already
+    epoch: str  # the node store's epoch it is committed in
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,12 +205,18 @@ class SchedulingLoop:
         self._per_shard = [0] * len(self.shards)
         self.shard_failures = 0
         self.shard_restarts = 0  # shards killed for answering too late, for Ray to restart
+        self.store_outages = 0  # times Redis was away or had lost the store
+        self.store_rebuilds: list[float] = []  # seconds each rebuild of the store took
         self._restarting: set[int] = set()  # those shards, until their batches came back
         self.binder_failures = 0
         self.commits_by_binder = [0] * (len(self.binders) + 1)  # batches; 0 is the driver's
 
     def ingest(self) -> None:
         """Take in what changed in the cluster: nodes first, so that new pods can use them."""
+        with self._surviving_the_store(rebuild=True):
+            self._ingest()
+
+    def _ingest(self) -> None:
         made, gone = self.cluster.take_node_events()
         if made:
             self.store.put_nodes(made)
@@ -250,7 +260,8 @@ class SchedulingLoop:
             self.on_stage("queued", [p.key for p in pods], time.perf_counter())
         for pod in pods:
             self.dispatcher.add(pod)
-            if self.reservations.has_placed:
+        if self.reservations.has_placed:  # queued first: a failing store loses no pod
+            for pod in pods:
                 self._claim(pod)
         gated = [
             (p.key, "SchedulingGated", f"scheduling gates are not empty: {', '.join(p.gates)}")
@@ -307,6 +318,63 @@ class SchedulingLoop:
 
     def step(self, timeout_s: float) -> None:
         """One turn: take in new pods, feed shards, complete whatever answers arrived."""
+        with self._surviving_the_store():
+            self._step(timeout_s)
+
+    @contextmanager
+    def _surviving_the_store(self, rebuild: bool = False) -> Iterator[None]:
+        """Go on when Redis fails (what it held of a batch being committed is settled
+        where the commit is, `_guarded`). With `rebuild`, changes taken from the cluster
+        may not have reached the store: it is built again from the cluster in any case."""
+        try:
+            yield
+        except STORE_ERRORS as err:
+            self._recover_store(err, rebuild)
+
+    def _recover_store(self, err: Exception, rebuild: bool = False) -> None:
+        """Redis is away, or lost the store: wait for it, backing off, and build the store
+        again from the cluster's truth if it is not the one the driver knew (or if
+        `rebuild`). Every reader starts over then (the epoch changed), and nothing
+        placed before is committed."""
+        self.store_outages += 1
+        log.error("node store: %s", err)
+        failures = 0
+        while True:
+            try:
+                current = self.store.current_epoch()
+                break
+            except STORE_ERRORS as again:
+                failures += 1
+                wait = min(0.05 * 2**failures, 2.0)
+                log.warning("node store away (%s): trying again in %.2f s", again, wait)
+                time.sleep(wait)
+        if current == self.store.epoch and not rebuild:
+            return  # the same store: Redis was only out of reach
+        started = time.perf_counter()
+        truth = self.cluster.snapshot()
+        rebuilt = self.store.rebuild(truth.nodes, truth.namespaces, truth.pods)
+        refused = [o for o in rebuilt if not o.committed]
+        for outcome in refused:
+            log.warning("bound pod %s not counted: %s", outcome.unit, outcome.detail)
+        self.binder.guard.reset()
+        self.dispatcher.on_event(NODE_ADD)  # anything waiting may fit in the new store
+        self.store_rebuilds.append(time.perf_counter() - started)
+        log.warning(
+            "node store built again from the cluster: %d nodes, %d bound pods, in %.2f s",
+            len(truth.nodes),
+            len(truth.pods),
+            self.store_rebuilds[-1],
+        )
+
+    def _notice_lost_store(self) -> None:
+        """A shard failed: if Redis lost the store, build it now, not at the driver's next
+        call to it (until then every shard fails every batch)."""
+        with self._surviving_the_store():
+            current = self.store.current_epoch()
+            if current != self.store.epoch:
+                self._recover_store(EpochChanged(self.store.epoch, current))
+
+    def _step(self, timeout_s: float) -> None:
         self.ingest()
         self.feed()
         if self.metrics:
@@ -370,6 +438,7 @@ class SchedulingLoop:
             log.error("shard %d failed on batch %d: %s", shard, batch_id, err)
             self.shard_failures += 1
             result = ShardResult(shard, batch_id, 0, [])
+            self._notice_lost_store()
         units = self.dispatcher.units
         unplaced = {  # unit key -> (unit, its attempts so far), of the units that found no node
             d.unit: (units[d.unit], units[d.unit].attempts)
@@ -389,7 +458,8 @@ class SchedulingLoop:
             self.metrics.answered(result, profiles, settled=not placed)
         asks = self.dispatcher.take_preemption_asks()
         if asks:
-            self._preempt(asks)
+            with self._surviving_the_store():  # the batch's placed units are settled below
+                self._preempt(asks)
         if not placed:
             return
         decided = time.perf_counter()
@@ -400,15 +470,46 @@ class SchedulingLoop:
             held = [self._hold(d) for d in ours]
         slot = batch_id % (len(self.binders) + 1)  # batches take turns; 0 is the driver's
         actor = self.binders[slot - 1] if slot else None
-        request = self.binder.request_for_actor(classes, placed) if actor and placed else None
+        try:
+            request = (
+                self.binder.request_for_actor(classes, placed, result.epoch)
+                if actor and placed
+                else None
+            )
+        except STORE_ERRORS as err:  # routing reads the store too; the batch is settled here
+            self._recover_store(err)
+            request = None
         if actor is None or request is None:  # this batch is the driver's to commit
             self.commits_by_binder[0] += bool(placed)
-            outcomes = self.binder.process(classes, placed) if placed else []
+            outcomes = (
+                self._guarded(
+                    lambda: self.binder.process(classes, placed, result.epoch), classes, placed
+                )
+                if placed
+                else []
+            )
             self._settle(batch_id, outcomes + held, decided)
             return
         self.commits_by_binder[slot] += 1
         ref = actor.commit.remote(request.encode())
-        self._committing[ref] = _Committing(batch_id, classes, placed, decided, held)
+        self._committing[ref] = _Committing(batch_id, classes, placed, decided, held, request.epoch)
+
+    def _guarded(
+        self,
+        commit: Callable[[], list[UnitOutcome]],
+        classes: list[SchedulingSpec],
+        decisions: list[Decision],
+    ) -> list[UnitOutcome]:
+        """Commit (or take a binder actor's commit) and bind. If the store fails
+        meanwhile, what it holds of the batch once it is back is what was committed:
+        nothing, if it was lost, or if the batch was placed against a store since lost."""
+        while True:
+            try:
+                return commit()
+            except STORE_ERRORS as err:
+                self._recover_store(err)
+                lost = f"the node store failed during the commit: {err}"
+                commit = partial(self.binder.take_reply, classes, decisions, None, lost)
 
     def _hold(self, decision: Decision) -> UnitOutcome:
         """A reservation's placement: its room held in the store for its owner, on the
@@ -419,7 +520,11 @@ class SchedulingLoop:
             hold = Hold(
                 reservation.hold_key, node, reservation.pod.spec.requests, reservation.expires_at
             )
-            verdict = self.store.preempt([], [hold])
+            try:
+                verdict = self.store.preempt([], [hold])
+            except STORE_ERRORS as err:
+                self._recover_store(err)
+                return UnitOutcome(decision.unit, "conflict", detail=f"node store failed: {err}")
             if verdict.reserved:
                 self.reservations.placed(reservation.key, node)
                 if reservation.owner_pod and self.dispatcher.nominate_waiting(
@@ -528,7 +633,13 @@ class SchedulingLoop:
             log.error("binder actor failed on batch %d: %s", job.batch_id, err)
             self.binder_failures += 1
             reply = None
-        outcomes = self.binder.take_reply(job.classes, job.decisions, reply)
+        if job.epoch != self.store.epoch:  # committed in a store lost since: void
+            reply = None
+        outcomes = self._guarded(
+            lambda: self.binder.take_reply(job.classes, job.decisions, reply),
+            job.classes,
+            job.decisions,
+        )
         self._settle(job.batch_id, outcomes + job.held, job.decided)
 
     def _settle(self, batch_id: int, outcomes: list[UnitOutcome], decided: float) -> None:

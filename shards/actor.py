@@ -13,7 +13,7 @@ import ray
 from cluster.messages import ShardBatch
 from cluster.profile_config import ProfileConfig
 from cluster.redis_server import connect
-from cluster.store import Keys, NodeStore
+from cluster.store import EpochChanged, Keys, NodeStore
 from shards.extender import HTTPExtender
 from shards.plugins import build_profile
 from shards.scheduler import ShardCore
@@ -35,13 +35,17 @@ class ShardActor:
         partitions: int,
         shards: int = 1,
     ) -> None:
-        store = NodeStore(connect(redis_url), Keys(key_prefix))
+        self._redis = (redis_url, key_prefix)
+        self._args = (shard_id, profiles, extenders, seed, candidates, partitions, shards)
+        self.core = self._new_core()
+        self._profile: cProfile.Profile | None = None
+
+    def _new_core(self) -> ShardCore:
+        shard_id, profiles, extenders, seed, candidates, partitions, shards = self._args
+        store = NodeStore(connect(self._redis[0]), Keys(self._redis[1]))
         built = [build_profile(ProfileConfig.from_wire(p)) for p in profiles]
         consulted = [HTTPExtender.from_config(e) for e in extenders]
-        self.core = ShardCore(
-            shard_id, store, built, seed, consulted, candidates, partitions, shards
-        )
-        self._profile: cProfile.Profile | None = None
+        return ShardCore(shard_id, store, built, seed, consulted, candidates, partitions, shards)
 
     def info(self) -> dict[str, object]:
         """Where this shard runs, for the report."""
@@ -65,4 +69,13 @@ class ShardActor:
 
     def schedule(self, frame: bytes) -> bytes:
         """One batch in (msgpack), its decisions out (msgpack)."""
-        return self.core.handle(ShardBatch.decode(frame)).encode()
+        batch = ShardBatch.decode(frame)
+        try:
+            return self.core.handle(batch).encode()
+        except EpochChanged as err:
+            if not err.ready:
+                raise  # no store to decide against yet: the batch goes back to the queue
+            # the store was built again: everything this shard knew or assumed is void
+            log.warning("shard %d: %s; starting over", self.core.shard_id, err)
+            self.core = self._new_core()
+            return self.core.handle(batch).encode()

@@ -96,6 +96,7 @@ class ShardCore:
             round_trips=self.store.round_trips - trips,
             versions_behind=max(self.table.store_version - before, 0),
             observed=self.stopwatch.take(),
+            epoch=self.store.working_epoch(),
         )
 
     def _stop_assuming(self, unit: str) -> None:

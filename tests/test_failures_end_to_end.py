@@ -96,3 +96,29 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def test_redis_restarted_empty_mid_run_is_built_again_and_nothing_is_lost():
+    """The platform's own Redis is killed and started empty while pods are in flight at
+    the shards: the driver builds the store again from the cluster, under a new epoch,
+    and every placement made against the lost store is refused, never applied."""
+    settings = Settings(shards=2, batch_pods=32)  # a private Redis, to kill
+    cluster = cluster_of(settings, 60)
+    restarted: list[int] = []
+    with Platform(settings) as platform:
+        assert platform.embedded_redis is not None
+        epoch = platform.store.epoch
+
+        def restart_once(bound: list[str]) -> None:
+            if not restarted and len(cluster.bindings) > 300:
+                platform.embedded_redis.restart()
+                restarted.append(len(cluster.bindings))
+
+        loop = SchedulingLoop(platform, cluster, on_bound=restart_once)
+        placed = pods(cluster, "p", 1500)
+        settle_and_check(loop, platform, cluster)
+        assert restarted and len(loop.store_rebuilds) == 1
+        assert platform.store.epoch != epoch
+        later = pods(cluster, "later", 300)  # the shards work in the new store
+        settle_and_check(loop, platform, cluster)
+    assert all(k in cluster.bindings for k in placed + later)

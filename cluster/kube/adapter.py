@@ -30,12 +30,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from cluster.adapter import Binding
+from cluster.adapter import Binding, ClusterState
 from cluster.disruption import DisruptionBudget
 from cluster.errors import InvalidObject
 from cluster.gpus import GPU_INDICES_ANNOTATION, format_indices
 from cluster.kube.client import ApiError, KubeClient
-from cluster.kube.informer import Informer, object_key
+from cluster.kube.informer import Informer, list_all, object_key
 from cluster.manifests import (
     budget_from_manifest,
     node_from_manifest,
@@ -351,6 +351,24 @@ class KubernetesAdapter:
     def node_names(self) -> set[str]:
         with self._lock:
             return set(self._nodes)
+
+    def snapshot(self) -> ClusterState:
+        """Nodes and namespaces as the watches keep them; bound pods listed afresh,
+        since the watch keeps no pod whole."""
+        items, _ = list_all(self.client, PATHS["pods"])
+        bound = [
+            obj
+            for obj in items
+            if (obj.get("spec") or {}).get("nodeName")
+            and (obj.get("status") or {}).get("phase") not in TERMINAL
+        ]
+        with self._lock:
+            parsed = [self._parse_bound(obj) for obj in bound]
+            return ClusterState(
+                list(self._nodes.values()),
+                {name: dict(labels) for name, labels in self._namespaces.items()},
+                [pod for pod in parsed if pod is not None],
+            )
 
     # --- ClusterAdapter (the control loop's thread) ----------------------
 

@@ -34,6 +34,23 @@ def object_key(obj: dict[str, Any]) -> str:
     return f"{namespace}/{meta.get('name')}" if namespace else str(meta.get("name"))
 
 
+def list_all(client: KubeClient, path: str, page_size: int = 500) -> tuple[list[Any], str]:
+    """Every object at `path` and the list's resourceVersion, a page at a time as
+    client-go's pager reads them; all pages are one snapshot, at the first page's
+    version (an expired continue token is 410 Gone: the caller lists again)."""
+    items: list[dict[str, Any]] = []
+    query = {"limit": str(page_size)}
+    first = client.request("GET", path, query)
+    listed = first
+    while True:
+        items += listed.get("items") or []
+        token = (listed.get("metadata") or {}).get("continue")
+        if not token:
+            break
+        listed = client.request("GET", path, {**query, "continue": token})
+    return items, str(first.get("metadata", {}).get("resourceVersion", ""))
+
+
 class Informer:
     def __init__(
         self,
@@ -103,16 +120,7 @@ class Informer:
         """Every object, a page of `page_size` at a time as client-go's pager reads them;
         all pages are one snapshot, at the first page's version (an expired continue
         token is 410 Gone: the list starts again)."""
-        items: list[dict[str, Any]] = []
-        query = {"limit": str(self.page_size)}
-        first = self.client.request("GET", self.path, query)
-        listed = first
-        while True:
-            items += listed.get("items") or []
-            token = (listed.get("metadata") or {}).get("continue")
-            if not token:
-                break
-            listed = self.client.request("GET", self.path, {**query, "continue": token})
+        items, version = list_all(self.client, self.path, self.page_size)
         seen: dict[str, str] = {}
         for obj in items:
             key, version = object_key(obj), obj["metadata"].get("resourceVersion", "")
@@ -126,7 +134,7 @@ class Informer:
             namespace, _, name = key.rpartition("/")
             self.handle("DELETED", {"metadata": {"name": name, "namespace": namespace}})
         self._known = seen
-        self.version = str(first.get("metadata", {}).get("resourceVersion", ""))
+        self.version = version
         self.lists += 1
         self.served = True
         self.synced.set()

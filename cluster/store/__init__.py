@@ -2,8 +2,10 @@
 
 from cluster.store.keys import Keys
 from cluster.store.node_store import (
+    STORE_ERRORS,
     Committed,
     Delta,
+    EpochChanged,
     Fences,
     Hold,
     NodeStore,
@@ -12,8 +14,10 @@ from cluster.store.node_store import (
 )
 
 __all__ = [
+    "STORE_ERRORS",
     "Committed",
     "Delta",
+    "EpochChanged",
     "Fences",
     "Hold",
     "Keys",

@@ -1,5 +1,5 @@
--- What changed after version ARGV[2], for a reader that keeps the columns ARGV[3]
--- and awaits the units ARGV[4] (its own placements not yet known to be settled).
+-- What changed after version ARGV[3], for a reader that keeps the columns ARGV[4]
+-- and awaits the units ARGV[5] (its own placements not yet known to be settled).
 -- Returns {msgpack [seq, names, flat, deleted, committed, ports, specs, peered,
 -- namespaces, gpus],
 -- spec, ..., pods, ...}:
@@ -11,12 +11,12 @@
 -- snapshot, so the reader can stop assuming them without counting them twice;
 -- `flat` holds, per name, its version then its committed usage of each
 -- column; `specs` counts the specs that follow the frame (binary, so they
--- travel outside it): the nodes whose spec changed after ARGV[2]; `namespaces` lists
--- [name, labels as JSON or false if deleted] for those changed after ARGV[2];
+-- travel outside it): the nodes whose spec changed after ARGV[3]; `namespaces` lists
+-- [name, labels as JSON or false if deleted] for those changed after ARGV[3];
 -- `gpus` lists [name, milli used per GPU] for changed nodes with GPUs in use.
-local since = tonumber(ARGV[2])
-local cols = cmsgpack.unpack(ARGV[3])
-local awaited = cmsgpack.unpack(ARGV[4])
+local since = tonumber(ARGV[3])
+local cols = cmsgpack.unpack(ARGV[4])
+local awaited = cmsgpack.unpack(ARGV[5])
 local seq = tonumber(redis.call('GET', SEQ) or '0')
 local fields = {'v', 'specv', 'hp', 'pp', 'g'}
 for _, c in ipairs(cols) do fields[#fields + 1] = 'u:' .. c end

@@ -1,5 +1,5 @@
 -- Commit a batch of units, each all-or-nothing against the committed state.
--- ARGV[2]: msgpack [classes, units]
+-- ARGV[3]: msgpack [classes, units]
 --   classes: list of [names, amounts, host ports, peer id, peer, keeps away,
 --            GPU locality ('' or the group kind its GPUs must share: 'nvlink', 'numa')]
 --            (a pod's requests; names starting with '~' are score-only
@@ -12,12 +12,12 @@
 --            the GPUs the shard chose on the first candidate (optional)]
 --            A pod that asks for GPUs gets the GPUs chosen if each still has
 --            room, else those that fit best (common.lua's choose_gpus).
--- ARGV[3]: 'fine' (a pod still fits the committed state: accept) or 'coarse'
+-- ARGV[4]: 'fine' (a pod still fits the committed state: accept) or 'coarse'
 --          (a candidate that changed since the shard saw it is a conflict,
 --          Omega's sequence-number check), or 'observed': pods the cluster
 --          already runs (bound by another scheduler), recorded whether they
 --          fit or not, since they are there all the same
--- ARGV[4]: optional, when several binders commit (binder/fences.py): msgpack
+-- ARGV[5]: optional, when several binders commit (binder/fences.py): msgpack
 --   [fence prefix, keep-away seen (-1: no check), count namespaces (boolean),
 --    fences per unit (a list of [namespace, count seen], '*' for any)]
 --   A batch routed while fewer keeping-away peers were known than now, or a
@@ -28,14 +28,14 @@
 -- of the same unit placed before it and the room reserved for any of them;
 -- if one pod fits none, nothing of the unit is applied. Returns msgpack [seq, results, keep-away count], one result per unit:
 --   {'committed', nodes, GPUs per pod} | {'conflict', detail} | {'duplicate', detail} | {'invalid', detail}
-local req = cmsgpack.unpack(ARGV[2])
-local coarse = ARGV[3] == 'coarse'
-local observed = ARGV[3] == 'observed'
+local req = cmsgpack.unpack(ARGV[3])
+local coarse = ARGV[4] == 'coarse'
+local observed = ARGV[4] == 'observed'
 local classes, units = req[1], req[2]
 if type(classes) ~= 'table' or type(units) ~= 'table' then
   return redis.error_reply('commit: expected [classes, units]')
 end
-local fences = ARGV[4] and cmsgpack.unpack(ARGV[4])
+local fences = ARGV[5] and cmsgpack.unpack(ARGV[5])
 if fences ~= nil and not (type(fences) == 'table' and is_name(fences[1])
     and type(fences[2]) == 'number' and type(fences[3]) == 'boolean' and type(fences[4]) == 'table') then
   return redis.error_reply('commit: expected fences [prefix, keep-away seen, count namespaces, per unit]')

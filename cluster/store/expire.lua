@@ -1,6 +1,6 @@
 -- Give back every reservation whose expiry time has passed.
--- ARGV[2]: now (unix seconds). Returns [seq, reservations released].
-local now = tonumber(ARGV[2])
+-- ARGV[3]: now (unix seconds). Returns [seq, reservations released].
+local now = tonumber(ARGV[3])
 local dirty, released = {}, 0
 local flat = redis.call('HGETALL', HOLDS)
 for i = 1, #flat, 2 do

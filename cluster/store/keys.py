@@ -67,6 +67,13 @@ class Keys:
         return f"{self.prefix}fence:"
 
     @property
+    def epoch(self) -> str:
+        """The store's epoch: a token made anew each time the store is built from the
+        cluster's truth (`NodeStore.rebuild`), so that no placement computed against a
+        store Redis lost is ever applied to the one built after it."""
+        return f"{self.prefix}epoch"
+
+    @property
     def node_prefix(self) -> str:
         """Hash per node: v, specv, spec (msgpack), a:<resource>, u:<resource>,
         hp (host ports in use), pp (peer id -> pods committed there)."""
@@ -88,4 +95,5 @@ class Keys:
             self.holds,
             self.namespaces,
             self.namespace_changes,
+            self.epoch,
         ]

@@ -8,6 +8,7 @@ sync costs what changed, not the size of the cluster.
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -25,6 +26,34 @@ from cluster.store.scripts import Scripts
 _PUT_CHUNK = 1000
 CONFLICT_MODES = ("fine", "coarse")
 OBSERVED = "observed"  # commit's mode for pods the cluster runs already (`observe`)
+_BUILDING = "building:"  # the epoch while `rebuild` loads the store: nobody may use it yet
+
+
+class EpochChanged(RuntimeError):
+    """The store is not the one this client worked in: Redis lost it (restarted empty,
+    or failed over) and it was built again from the cluster's truth, or is being built,
+    or is not built yet. Nothing was read or changed. A reader starts over from
+    version 0 in the new epoch; the driver builds the store again (`rebuild`)."""
+
+    def __init__(self, known: str | None, current: str) -> None:
+        self.known = known
+        self.current = current  # "" if the store has no epoch (empty)
+        super().__init__(
+            f"node store epoch {current or '(none: the store is empty)'}, "
+            f"this client knew {known or '(none)'}"
+        )
+
+    def __reduce__(self) -> tuple[type, tuple[str | None, str]]:
+        return EpochChanged, (self.known, self.current)  # Ray sends it back pickled
+
+    @property
+    def ready(self) -> bool:
+        """The store is built (in another epoch) and may be used from version 0."""
+        return bool(self.current) and not self.current.startswith(_BUILDING)
+
+
+# What a call to the store may raise when Redis is away or lost the store.
+STORE_ERRORS = (EpochChanged, redis.ConnectionError, redis.TimeoutError)
 
 
 def _lua_frame(wire: object) -> bytes:
@@ -135,11 +164,71 @@ class NodeStore:
         self.keys = keys or Keys()
         self._scripts = Scripts.register(client)
         self._script_keys = self.keys.script_keys
+        self.epoch: str | None = None  # the epoch this client works in, once known
 
-    def _run(self, script: str, *args: object) -> object:
-        return getattr(self._scripts, script)(
-            keys=self._script_keys, args=[self.keys.node_prefix, *args]
-        )
+    def _run(self, script: str, *args: object, epoch: str | None = None) -> object:
+        """Run a script in `epoch` (by default this client's): EpochChanged if the store
+        is in another."""
+        expected = epoch or self.working_epoch()
+        try:
+            return getattr(self._scripts, script)(
+                keys=self._script_keys, args=[self.keys.node_prefix, expected, *args]
+            )
+        except redis.ResponseError as err:
+            if str(err).startswith("EPOCH"):
+                raise EpochChanged(expected, str(err)[len("EPOCH ") :]) from None
+            raise
+
+    # --- epochs ------------------------------------------------------------------
+
+    def current_epoch(self) -> str:
+        """The store's epoch now, "" if it has none."""
+        raw = self.client.get(self.keys.epoch)
+        return raw.decode() if raw else ""
+
+    def working_epoch(self) -> str:
+        """The epoch this client works in: the store's, adopted on first use
+        (EpochChanged while the store has none, or is being built)."""
+        if self.epoch is None:
+            current = self.current_epoch()
+            if not current or current.startswith(_BUILDING):
+                raise EpochChanged(None, current)
+            self.epoch = current
+        return self.epoch
+
+    def open(self) -> str:
+        """Work in the store's epoch, or begin one if the store has none: for the process
+        that loads the store (the driver). Readers adopt the epoch on first use."""
+        self.client.set(self.keys.epoch, secrets.token_hex(8), nx=True)
+        self.epoch = None
+        return self.working_epoch()
+
+    def _loading(self) -> None:
+        """Loading nodes or namespaces into a store nobody has begun: begin it."""
+        if self.epoch is None:
+            self.open()
+
+    def rebuild(
+        self,
+        nodes: Iterable[Node],
+        namespaces: Mapping[str, Mapping[str, str]],
+        pods: Sequence[Pod],
+    ) -> list[UnitOutcome]:
+        """Build the store anew from the cluster's truth (its nodes, namespaces and bound
+        pods, recorded as `observe` does), in a new epoch: whatever a client computed
+        against the store before is refused from now on. Until it is done the epoch says
+        so, and readers wait. Room held for preemptors is not carried over."""
+        token = secrets.token_hex(8)
+        self.clear()
+        self.client.set(self.keys.epoch, _BUILDING + token)
+        self.epoch = _BUILDING + token
+        self.put_nodes(nodes)
+        if namespaces:
+            self.put_namespaces(namespaces)
+        outcomes = self.observe(pods)
+        self.client.set(self.keys.epoch, token)
+        self.epoch = token
+        return outcomes
 
     @property
     def round_trips(self) -> int:
@@ -149,7 +238,9 @@ class NodeStore:
     # --- nodes ----------------------------------------------------------------
 
     def put_nodes(self, nodes: Iterable[Node]) -> int:
-        """Create or update nodes (spec and allocatable); returns the new version."""
+        """Create or update nodes (spec and allocatable); returns the new version. The
+        first writer of an empty store begins its epoch."""
+        self._loading()
         version = self.version()
         batch: list[list[object]] = []
         for node in nodes:
@@ -205,6 +296,7 @@ class NodeStore:
     ) -> int:
         """Namespaces' labels (namespaceSelector matches them), set or deleted; the new
         version."""
+        self._loading()
         entries: list[object] = [
             [n, json.dumps(dict(v), sort_keys=True)] for n, v in labels.items()
         ]
@@ -224,11 +316,14 @@ class NodeStore:
         decisions: Sequence[Decision],
         mode: str = "fine",
         fences: Fences | None = None,
+        epoch: str | None = None,
     ) -> Committed:
         """Commit placed units atomically, each all-or-nothing.
 
         `mode` is "fine" (a pod that still fits is accepted) or "coarse" (a
         candidate node that changed since the shard saw it is a conflict).
+        `epoch` is the one the placements were computed in (by default this
+        client's): in any other, nothing is committed (EpochChanged).
         """
         if mode not in CONFLICT_MODES and mode != OBSERVED:
             raise ValueError(f"conflict mode {mode!r}: must be one of {', '.join(CONFLICT_MODES)}")
@@ -251,7 +346,7 @@ class NodeStore:
         args: list[object] = [_lua_frame([wire_classes, wire_units]), mode]
         if fences is not None:
             args.append(_lua_frame(fences.to_wire(self.keys.fence_prefix)))
-        reply = self._run("commit", *args)
+        reply = self._run("commit", *args, epoch=epoch)
         version, results, keep_away = msgpack.unpackb(reply)  # type: ignore[arg-type]
         outcomes = []
         for decision, (status, detail, *gpus) in zip(decisions, results, strict=True):
@@ -371,7 +466,9 @@ class NodeStore:
         }
 
     def clear(self) -> None:
-        """Delete every key under this store's prefix."""
+        """Delete every key under this store's prefix, the epoch's too: the next to load
+        nodes begins a new one."""
+        self.epoch = None
         for batch in _chunks(self.client.scan_iter(match=f"{self.keys.prefix}*", count=1000), 500):
             self.client.delete(*batch)
 

@@ -1,6 +1,6 @@
 -- Preemption, atomically: evict the victims and reserve the room they free for
 -- the preemptor's pods, or change nothing.
--- ARGV[2]: msgpack [victims, reservations]
+-- ARGV[3]: msgpack [victims, reservations]
 --   victims:      pod keys of committed pods to release
 --   reservations: list of [pod key, node, resource names, amounts, expires at
 --                 (unix s)]; names starting with '~' are reserved but never checked
@@ -8,7 +8,7 @@
 -- reservations before it, and giving back one the same pod held already); a
 -- victim no longer committed is a conflict: the plan was made on a stale view.
 -- Returns msgpack [seq, status, detail]: status 'reserved', 'conflict' or 'invalid'.
-local req = cmsgpack.unpack(ARGV[2])
+local req = cmsgpack.unpack(ARGV[3])
 local victims, holds = req[1], req[2]
 if type(victims) ~= 'table' or type(holds) ~= 'table' then
   return redis.error_reply('preempt: expected [victims, reservations]')

@@ -1,7 +1,7 @@
 -- Create or replace nodes' specs; their committed usage is kept.
--- ARGV[2]: msgpack list of [name, spec (msgpack bytes), {resource: allocatable},
+-- ARGV[3]: msgpack list of [name, spec (msgpack bytes), {resource: allocatable},
 --          GPU groups {nvlink = [island per GPU], numa = [NUMA node per GPU]} or {}].
-local nodes = cmsgpack.unpack(ARGV[2])
+local nodes = cmsgpack.unpack(ARGV[3])
 local dirty = {}
 for _, n in ipairs(nodes) do
   local name, spec, alloc = n[1], n[2], n[3]

@@ -144,7 +144,7 @@ def test_lua_validates_its_input(store):
         [[[["cpu", "pods"], [-1000, 1]]], [["u", [["ns/p", 0, ["a"]]]], ["v", "not-a-list"]]],
         use_bin_type=False,
     )
-    raw = store._scripts.commit(keys=keys.script_keys, args=[keys.node_prefix, forged])
+    raw = store._scripts.commit(keys=keys.script_keys, args=[keys.node_prefix, store.epoch, forged])
     _, results, _ = msgpack.unpackb(raw)
     assert [r[0] for r in results] == ["invalid", "invalid"]
     assert store.usage("a").get("cpu", 0) == 0

@@ -91,6 +91,7 @@ def benches(monkeypatch: pytest.MonkeyPatch) -> list[Settings]:
         show_progress: bool,
         cpu_affinity: bool,
         profile_dir: object = None,
+        chaos: object = None,
     ) -> _Run:
         seen.append(settings)
         return _Run()

@@ -258,3 +258,24 @@ def test_a_repeated_failure_counts_up_on_one_event_and_writes_the_condition_once
     adapter.report_unschedulable([("default/a", "Unschedulable", other)])
     assert adapter.flush_reports()
     assert sorted(e["message"] for e in api.events_for("default/a")) == sorted([full, other])
+
+
+def test_a_snapshot_reads_every_bound_pod_afresh_beside_the_watched_nodes(adapter):
+    """What the node store is built again from when Redis has lost it."""
+    api, adapter = adapter
+    api.put("namespaces", {"metadata": {"name": "default", "labels": {"env": "live"}}})
+    api.put("pods", pod_doc("mine", node="n1", cpu="2"))
+    api.put("pods", pod_doc("theirs", scheduler="default-scheduler", node="n2"))
+    api.put("pods", pod_doc("pending"))
+    gone = pod_doc("done", node="n2")
+    api.put("pods", {**gone, "status": {"phase": "Succeeded"}})  # holds nothing
+    until(lambda: adapter.bound_pods().keys() >= {"default/mine", "default/theirs"})
+    until(lambda: "default" in adapter.snapshot().namespaces)
+    state = adapter.snapshot()
+    assert sorted(n.name for n in state.nodes) == ["n1", "n2"]
+    assert state.namespaces["default"]["env"] == "live"
+    assert sorted((p.key, p.node_name) for p in state.pods) == [
+        ("default/mine", "n1"),
+        ("default/theirs", "n2"),
+    ]
+    assert dict(next(p for p in state.pods if p.key == "default/mine").spec.requests)["cpu"] == 2000

@@ -1,0 +1,155 @@
+"""Faults injected into a benchmark run (`optimist bench --chaos`), at random times.
+
+The run must finish with the invariants holding whatever is killed; the report
+counts the faults (`faults_injected`) and how long the platform took to recover
+from each: a killed shard or binder actor until Ray has started it again and it
+answers, a Redis restarted empty until the store is built again and a pod is
+bound in it.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import ray
+
+log = logging.getLogger(__name__)
+
+KILL_SHARD, KILL_BINDER, RESTART_REDIS = "kill-shard", "kill-binder", "restart-redis"
+FAULTS = (KILL_SHARD, KILL_BINDER, RESTART_REDIS)
+
+
+class ChaosError(ValueError):
+    """A chaos plan the platform cannot carry out."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChaosPlan:
+    """Which faults, and how often: one every `interval_s` on average (exponential gaps),
+    the kinds taking turns so that a short run meets each of them."""
+
+    faults: tuple[str, ...]
+    interval_s: float
+    limit: int | None = None  # faults in all, per workload; None: as long as it runs
+
+    @classmethod
+    def parse(cls, text: str, interval_s: float, limit: int | None = None) -> ChaosPlan:
+        faults = tuple(dict.fromkeys(f.strip() for f in text.split(",") if f.strip()))
+        unknown = [f for f in faults if f not in FAULTS]
+        if not faults or unknown:
+            raise ChaosError(
+                f"--chaos {text!r}: {', '.join(unknown) or 'no fault'} is not one of "
+                f"{', '.join(FAULTS)}"
+            )
+        if not interval_s > 0:
+            raise ChaosError(f"--chaos-interval {interval_s}: must be positive")
+        if limit is not None and limit < 1:
+            raise ChaosError(f"--chaos-faults {limit}: must be at least 1")
+        return cls(faults, interval_s, limit)
+
+    def check(self, binders: int, own_redis: bool) -> None:
+        """Refuse faults this platform has nothing to inject into."""
+        if KILL_BINDER in self.faults and binders < 2:
+            raise ChaosError(f"--chaos {KILL_BINDER}: needs --binders 2 or more (binder actors)")
+        if RESTART_REDIS in self.faults and not own_redis:
+            raise ChaosError(
+                f"--chaos {RESTART_REDIS}: needs the platform's own Redis (no --redis-url)"
+            )
+
+
+@dataclass(slots=True)
+class _Fault:
+    kind: str
+    target: str
+    at: float  # time.perf_counter()
+    probe: ray.ObjectRef | None  # answers once the killed actor is back
+    rebuilds: int  # the loop's store rebuilds before it
+    bound: int  # pods bound before it
+    recovered_s: float | None = None
+
+
+class Chaos:
+    """Injects one workload's faults, called between the loop's steps (`tick`)."""
+
+    def __init__(
+        self,
+        plan: ChaosPlan,
+        platform: Any,  # optimist.runtime.Platform
+        rebuilds: Callable[[], int],
+        bound: Callable[[], int],
+        seed: int,
+    ) -> None:
+        self.plan = plan
+        self.platform = platform
+        self._rebuilds = rebuilds
+        self._bound = bound
+        self.rng = random.Random(seed)
+        self.faults: list[_Fault] = []
+        self._turn = self.rng.randrange(len(plan.faults))
+        self._next = time.perf_counter() + self._gap()
+
+    def _gap(self) -> float:
+        return self.rng.expovariate(1.0 / self.plan.interval_s)
+
+    def tick(self) -> None:
+        now = time.perf_counter()
+        for fault in self.faults:
+            if fault.recovered_s is None and self._recovered(fault):
+                fault.recovered_s = now - fault.at
+        if now >= self._next and len(self.faults) != self.plan.limit:
+            self._inject(self.plan.faults[self._turn % len(self.plan.faults)], now)
+            self._turn += 1
+            self._next = now + self._gap()
+
+    def _inject(self, kind: str, now: float) -> None:
+        platform, probe, target = self.platform, None, "redis"
+        if kind == RESTART_REDIS:
+            platform.embedded_redis.restart()
+        else:
+            actors = platform.shards if kind == KILL_SHARD else platform.binders
+            index = self.rng.randrange(len(actors))
+            target = f"{'shard' if kind == KILL_SHARD else 'binder'} {index}"
+            ray.kill(actors[index], no_restart=False)  # Ray starts it again
+            probe = actors[index].info.remote()  # queued until it is back
+        log.warning("chaos: %s (%s)", kind, target)
+        self.faults.append(_Fault(kind, target, now, probe, self._rebuilds(), self._bound()))
+
+    def _recovered(self, fault: _Fault) -> bool:
+        if fault.probe is not None:
+            ready, _ = ray.wait([fault.probe], timeout=0)
+            return bool(ready)
+        return self._rebuilds() > fault.rebuilds and self._bound() > fault.bound
+
+    def report(self, started: float) -> dict[str, Any]:
+        """What was injected and how long each recovery took (None: not within the run)."""
+        self.tick()
+        recovery: dict[str, dict[str, Any]] = {}
+        for kind in self.plan.faults:
+            times = [f.recovered_s for f in self.faults if f.kind == kind]
+            done = [t for t in times if t is not None]
+            recovery[kind] = {
+                "count": len(times),
+                "recovered": len(done),
+                "median_s": statistics.median(done) if done else None,
+                "max_s": max(done) if done else None,
+            }
+        return {
+            "faults_injected": dict(Counter(f.kind for f in self.faults)),
+            "recovery_s": recovery,
+            "faults": [
+                {
+                    "kind": f.kind,
+                    "target": f.target,
+                    "at_s": f.at - started,
+                    "recovered_s": f.recovered_s,
+                }
+                for f in self.faults
+            ],
+        }
