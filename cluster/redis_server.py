@@ -2,6 +2,8 @@
 
 The embedded server listens on a unix socket in a private directory and on
 no TCP port, keeps nothing on disk, and is stopped when its owner exits.
+Another server's password comes from the URL, the environment, or a file
+(a mounted Secret), and never appears in what optimist writes (`redact`).
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import parse_qsl, urlencode, urlparse
 
 import redis
 
 PASSWORD_ENV = "OPTIMIST_REDIS_PASSWORD"
+PASSWORD_FILE_ENV = "OPTIMIST_REDIS_PASSWORD_FILE"  # a file holding it, e.g. a mounted Secret
 _SCHEMES = ("redis", "rediss", "unix")
 
 
@@ -46,31 +49,54 @@ def find_redis_server() -> str:
 
 
 def connect(url: str) -> CountingRedis:
-    """A client for `url`; the password comes from the URL or OPTIMIST_REDIS_PASSWORD."""
-    scheme = urlparse(url).scheme
-    if scheme not in _SCHEMES:
+    """A client for `url`; the password comes from the URL, else OPTIMIST_REDIS_PASSWORD,
+    else the file OPTIMIST_REDIS_PASSWORD_FILE names (its first line)."""
+    parsed = urlparse(url)
+    if parsed.scheme not in _SCHEMES:
         raise ValueError(
             f"--redis-url {redact(url)!r}: scheme must be one of {', '.join(_SCHEMES)}"
         )
     kwargs = {}
-    if not urlparse(url).password and os.environ.get(PASSWORD_ENV):
-        kwargs["password"] = os.environ[PASSWORD_ENV]
+    in_url = parsed.password or any(k == "password" for k, _ in parse_qsl(parsed.query))
+    password = None if in_url else _password_from_environment()
+    if password:
+        kwargs["password"] = password
     return CountingRedis.from_url(url, **kwargs)
 
 
+def _password_from_environment() -> str | None:
+    if os.environ.get(PASSWORD_ENV):
+        return os.environ[PASSWORD_ENV]
+    path = os.environ.get(PASSWORD_FILE_ENV)
+    if not path:
+        return None
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as err:
+        raise ValueError(f"{PASSWORD_FILE_ENV}={path}: cannot read it: {err.strerror}") from None
+    return lines[0] if lines else None
+
+
 def redact(url: str) -> str:
-    """The URL with any password replaced, fit for logs and reports."""
+    """The URL with any password (user info or `?password=`) replaced, fit for logs and
+    reports."""
     parsed = urlparse(url)
-    if not parsed.password:
-        return url
-    return parsed._replace(netloc=parsed.netloc.replace(f":{parsed.password}@", ":***@")).geturl()
+    out = url
+    if parsed.password:
+        out = out.replace(f":{parsed.password}@", ":***@", 1)
+    query = parse_qsl(parsed.query, keep_blank_values=True)
+    if any(k == "password" for k, _ in query):
+        masked = [(k, "***" if k == "password" else v) for k, v in query]
+        out = out.partition("?")[0] + "?" + urlencode(masked, safe="*/")
+    return out
 
 
 class EmbeddedRedis:
     """A private redis-server on a unix socket, for as long as the context lasts."""
 
-    def __init__(self, executable: str | None = None) -> None:
+    def __init__(self, executable: str | None = None, password: str | None = None) -> None:
         self.executable = executable or find_redis_server()
+        self.password = password  # required of clients, if given (for tests of secrets)
         self._dir = Path(tempfile.mkdtemp(prefix="optimist-redis-"))
         os.chmod(self._dir, 0o700)
         self.socket = self._dir / "redis.sock"
@@ -78,6 +104,7 @@ class EmbeddedRedis:
 
     @property
     def url(self) -> str:
+        """Where to connect; without the password, which clients get apart."""
         return f"unix://{self.socket}"
 
     def start(self, timeout_s: float = 10.0) -> EmbeddedRedis:
@@ -100,6 +127,11 @@ class EmbeddedRedis:
             "--loglevel",
             "warning",
         ]
+        if self.password:  # from a file in the private directory: never on a command line
+            conf = self._dir / "redis.conf"
+            conf.write_text(f"requirepass {self.password}\n")
+            os.chmod(conf, 0o600)
+            args.insert(1, str(conf))
         self._process = subprocess.Popen(
             args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
         )
@@ -114,7 +146,8 @@ class EmbeddedRedis:
                 raise RuntimeError(f"{self.executable} exited at start: {err.strip()}")
             if self.socket.exists():
                 try:
-                    if redis.Redis(unix_socket_path=str(self.socket)).ping():
+                    probe = redis.Redis(unix_socket_path=str(self.socket), password=self.password)
+                    if probe.ping():
                         return self
                 except redis.ConnectionError:
                     pass

@@ -57,7 +57,13 @@ from optimist.service import Service
 from optimist.sweep import SweepError, parse_sweep, run_sweep
 from shards.plugins.gpu_placement import POLICIES
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
+# no locals in tracebacks: they would print what a user passed, secrets included
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    help=__doc__,
+    pretty_exceptions_show_locals=False,
+)
 console = Console()
 log = logging.getLogger("optimist")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from cluster.profile_config import ProfileConfig
@@ -18,7 +18,8 @@ DEFAULT_PROFILE = default_configuration().profiles[0]
 @dataclass(frozen=True, slots=True)
 class Settings:
     shards: int = 2
-    redis_url: str | None = None  # None: start a private Redis on a unix socket
+    # None: start a private Redis on a unix socket; never in a repr (it may hold a password)
+    redis_url: str | None = field(default=None, repr=False)
     ray_address: str | None = None  # None: start Ray locally, bound to loopback
     key_prefix: str = "optimist:"
     profiles: tuple[ProfileConfig, ...] = (DEFAULT_PROFILE,)

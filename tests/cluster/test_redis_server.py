@@ -1,8 +1,10 @@
 import os
 import stat
 import subprocess
+from pathlib import Path
 
 import pytest
+import redis
 
 from cluster.redis_server import EmbeddedRedis, connect, redact
 
@@ -32,3 +34,24 @@ def test_unknown_scheme_is_refused_without_leaking_the_password():
     with pytest.raises(ValueError) as err:
         connect("http://:topsecret@host")
     assert "topsecret" not in str(err.value)
+
+
+def test_a_password_in_the_query_is_redacted_too():
+    assert redact("unix:///tmp/r.sock?db=0&password=hunter2") == (
+        "unix:///tmp/r.sock?db=0&password=***"
+    )
+
+
+def test_password_from_a_file_and_never_on_a_command_line(tmp_path, monkeypatch):
+    secret = tmp_path / "password"
+    secret.write_text("correct-horse\n")
+    with EmbeddedRedis(password="correct-horse") as server:
+        with pytest.raises(redis.AuthenticationError):
+            connect(server.url).ping()
+        monkeypatch.setenv("OPTIMIST_REDIS_PASSWORD_FILE", str(secret))
+        assert connect(server.url).ping()
+        cmdline = (Path("/proc") / str(server._process.pid) / "cmdline").read_bytes()
+        assert b"correct-horse" not in cmdline
+    monkeypatch.setenv("OPTIMIST_REDIS_PASSWORD_FILE", str(tmp_path / "missing"))
+    with pytest.raises(ValueError, match="cannot read it"):
+        connect("unix:///tmp/r.sock")
