@@ -340,22 +340,28 @@ class SchedulingLoop:
         log.error("node store: %s", err)
         failures = 0
         while True:
+            building = False
             try:
                 current = self.store.current_epoch()
-                break
+                if current == self.store.epoch and not rebuild:
+                    return  # the same store: Redis was only out of reach
+                building = True
+                self._rebuild()
+                return
             except STORE_ERRORS as again:
+                rebuild = rebuild or building  # a rebuild cut short is done again
                 failures += 1
                 wait = min(0.05 * 2**failures, 2.0)
                 log.warning("node store away (%s): trying again in %.2f s", again, wait)
                 time.sleep(wait)
-        if current == self.store.epoch and not rebuild:
-            return  # the same store: Redis was only out of reach
+
+    def _rebuild(self) -> None:
         started = time.perf_counter()
         truth = self.cluster.snapshot()
         rebuilt = self.store.rebuild(truth.nodes, truth.namespaces, truth.pods)
-        refused = [o for o in rebuilt if not o.committed]
-        for outcome in refused:
-            log.warning("bound pod %s not counted: %s", outcome.unit, outcome.detail)
+        for outcome in rebuilt:
+            if not outcome.committed:
+                log.warning("bound pod %s not counted: %s", outcome.unit, outcome.detail)
         self.binder.guard.reset()
         self.dispatcher.on_event(NODE_ADD)  # anything waiting may fit in the new store
         self.store_rebuilds.append(time.perf_counter() - started)
@@ -410,11 +416,19 @@ class SchedulingLoop:
         oldest = next(iter(self._inflight.values()))
         if time.monotonic() - oldest.at < self.settings.shard_timeout_s:
             return
-        overdue = {
-            s.shard
-            for s in self._inflight.values()
+        late = [
+            ref
+            for ref, s in self._inflight.items()
             if time.monotonic() - s.at >= self.settings.shard_timeout_s
-        } - self._restarting
+            and s.shard not in self._restarting
+        ]
+        if not late:
+            return
+        # an answer that came while the driver itself was slow is not the shard's fault
+        answered, _ = ray.wait(late, num_returns=len(late), timeout=0)
+        overdue = {self._inflight[ref].shard for ref in late} - {
+            self._inflight[ref].shard for ref in answered
+        }
         for shard in sorted(overdue):
             log.error(
                 "shard %d has not answered in %.0f s: restarting it",
