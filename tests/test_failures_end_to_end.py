@@ -3,6 +3,7 @@ pod ends bound once or reported, and the invariant checker agrees with the store
 
 from __future__ import annotations
 
+import copy
 import os
 import signal
 
@@ -122,3 +123,58 @@ def test_redis_restarted_empty_mid_run_is_built_again_and_nothing_is_lost():
         later = pods(cluster, "later", 300)  # the shards work in the new store
         settle_and_check(loop, platform, cluster)
     assert all(k in cluster.bindings for k in placed + later)
+
+
+def _bad(doc: dict, path: tuple, value: object) -> dict:
+    """A copy of the pod template with one field set to `value` (path of keys/indices)."""
+    bad = copy.deepcopy(doc)
+    where = bad
+    for step in path[:-1]:
+        where = where[step] if isinstance(step, int) else where.setdefault(step, {})
+    where[path[-1]] = value
+    return bad
+
+
+REQUESTS = ("spec", "containers", 0, "resources", "requests")
+AFFINITY = ("spec", "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
+
+
+@pytest.mark.parametrize(
+    ("name", "path", "value", "told"),
+    [
+        ("quantity", (*REQUESTS, "cpu"), "12 cores", "spec.containers[0].resources.requests.cpu"),
+        ("negative", (*REQUESTS, "memory"), "-1Gi", "spec.containers[0].resources.requests"),
+        ("absurd", (*REQUESTS, "cpu"), "100000", "Insufficient cpu"),
+        ("selector", ("spec", "nodeSelector"), {"zone": ["a"]}, "spec.nodeSelector"),
+        (
+            "operator",
+            AFFINITY,
+            {"nodeSelectorTerms": [{"matchExpressions": [{"key": "z", "operator": "Near"}]}]},
+            "operator",
+        ),
+        ("labels", ("metadata", "labels"), {f"l{i}": "v" for i in range(5000)}, None),
+    ],
+)
+def test_bad_pods_are_told_why_and_the_rest_is_scheduled(
+    redis_url, key_prefix, name, path, value, told
+):
+    """One bad pod among good ones: it is reported (naming the field, or why it fits
+    nowhere) or, with thousands of labels, simply placed; the good pods all bind."""
+    settings = Settings(shards=2, redis_url=redis_url, key_prefix=key_prefix, batch_pods=16)
+    cluster = cluster_of(settings, 20)
+    doc = yaml.safe_load(template("pod-default.yaml").read_text())
+    doc["metadata"] = {"generateName": "good-"}
+    with Platform(settings) as platform:
+        loop = SchedulingLoop(platform, cluster)
+        good = cluster.create_pods(doc, 100)
+        bad_doc = _bad({**doc, "metadata": {"generateName": f"{name}-"}}, path, value)
+        [bad] = cluster.create_pods(bad_doc, 1)
+        more = cluster.create_pods(doc, 100)
+        settle_and_check(loop, platform, cluster)
+        unschedulable = loop.dispatcher.unschedulable()
+    assert all(k in cluster.bindings for k in good + more)
+    if told is None:
+        assert bad in cluster.bindings
+    else:
+        assert bad not in cluster.bindings and told in unschedulable[bad], unschedulable[bad]
+        assert told in cluster.reports[bad][1]  # what the pod's condition would say
