@@ -8,6 +8,7 @@ refusing a second binding of a pod as the API server does (409).
 from __future__ import annotations
 
 import random
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -109,6 +110,15 @@ class SimulatedCluster:
             del self.node_manifests[name]
         self._deleted_nodes.extend(sorted(gone))
         self.delete_pods([pod for pod, node in self.bindings.items() if node in gone])
+
+    def history_bytes(self) -> int:
+        """Memory kept for every pod ever made, deleted ones too (names, so that new ones
+        are unique; the binding log the invariant checker reads): it grows with a long
+        run whatever the scheduler does, and a soak counts it apart from the driver's."""
+        names = sys.getsizeof(self._names) + sum(sys.getsizeof(n) for n in self._names)
+        strings = {id(s): sys.getsizeof(s) for b in self.bind_log for s in (b.pod, b.node)}
+        log = sys.getsizeof(self.bind_log) + sum(sys.getsizeof(b) for b in self.bind_log)
+        return names + log + sum(strings.values())
 
     def take_node_events(self) -> tuple[list[Node], list[str]]:
         """Nodes created since the last call, and the names of nodes deleted since then."""

@@ -93,19 +93,22 @@ class PeakMemory:
         self.redis = redis
         self.peak = {"driver": 0, "shards": 0, "redis": 0}
 
-    def sample(self) -> None:
+    def current(self) -> dict[str, int]:
+        """Each role's resident memory now (a shard that died counts nothing)."""
         shards = 0
         for process in self.shards:
             try:
                 shards += process.memory_info().rss
             except psutil.Error:
-                continue  # a shard that died is counted as it was at its last sample
-        now = {
+                continue
+        return {
             "driver": self.driver.memory_info().rss,
             "shards": shards,
             "redis": int(self.redis.info("memory").get("used_memory_rss", 0)),
         }
-        for role, rss in now.items():
+
+    def sample(self) -> None:
+        for role, rss in self.current().items():
             self.peak[role] = max(self.peak[role], rss)
 
     def peaks(self) -> dict[str, int]:

@@ -72,3 +72,24 @@ def test_gpu_policy_cost_times_every_policy_on_a_trace(monkeypatch, capsys, tmp_
     out = capsys.readouterr().out
     for policy in ("random", "best-fit", "dot-product", "gpu-packing", "gpu-clustering", "fgd"):
         assert f"\n{policy} " in out
+
+
+@pytest.mark.usefixtures("ray_session")
+def test_soak_smoke_keeps_binding_and_reports_its_slopes(monkeypatch, capsys, tmp_path):
+    """The 30-second version of the ten-minute soak: a smoke, no figure asserted."""
+    import json
+
+    from benchmarks import soak
+
+    report = tmp_path / "soak.json"
+    argv = ["soak", "--duration", "30", "--nodes", "500", "--burst", "2000", "--window", "5"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--report", str(report)])
+    soak.main()
+    r = json.loads(report.read_text())
+    assert r["invariant_violations"] == []
+    assert r["peak_pods_per_s"] > 0 and r["rate_pods_per_s"] == r["peak_pods_per_s"] / 2
+    assert len(r["windows"]) >= 5 and all(w["bound"] > 0 for w in r["windows"])
+    slopes = r["memory_slope_mib_per_min"]
+    assert set(slopes) == {"driver", "shards", "redis", "driver_less_simulator_history"}
+    assert r["p99_first_s"] is not None and r["p99_last_s"] is not None
+    assert "memory slope, MiB/min:" in capsys.readouterr().out
