@@ -3,6 +3,7 @@ truncated frames, frames of another shape, values of the wrong type."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import msgpack
@@ -36,10 +37,8 @@ values = st.recursive(
 
 
 def decodes_or_refuses(kind: Any, data: bytes) -> None:
-    try:
+    with contextlib.suppress(MalformedMessage):  # any other exception fails the test
         kind.decode(data)
-    except MalformedMessage:
-        pass
 
 
 @pytest.mark.parametrize("kind", KINDS)
