@@ -20,6 +20,8 @@ from typing import Any
 
 import ray
 
+from optimist.runtime import Platform
+
 log = logging.getLogger(__name__)
 
 KILL_SHARD, KILL_BINDER, RESTART_REDIS = "kill-shard", "kill-binder", "restart-redis"
@@ -81,7 +83,7 @@ class Chaos:
     def __init__(
         self,
         plan: ChaosPlan,
-        platform: Any,  # optimist.runtime.Platform
+        platform: Platform,
         rebuilds: Callable[[], int],
         bound: Callable[[], int],
         seed: int,
@@ -100,9 +102,7 @@ class Chaos:
 
     def tick(self) -> None:
         now = time.perf_counter()
-        for fault in self.faults:
-            if fault.recovered_s is None and self._recovered(fault):
-                fault.recovered_s = now - fault.at
+        self._note_recoveries(now)
         if now >= self._next and len(self.faults) != self.plan.limit:
             self._inject(self.plan.faults[self._turn % len(self.plan.faults)], now)
             self._turn += 1
@@ -111,6 +111,7 @@ class Chaos:
     def _inject(self, kind: str, now: float) -> None:
         platform, probe, target = self.platform, None, "redis"
         if kind == RESTART_REDIS:
+            assert platform.embedded_redis is not None  # ChaosPlan.check saw to it
             platform.embedded_redis.restart()
         else:
             actors = platform.shards if kind == KILL_SHARD else platform.binders
@@ -121,6 +122,11 @@ class Chaos:
         log.warning("chaos: %s (%s)", kind, target)
         self.faults.append(_Fault(kind, target, now, probe, self._rebuilds(), self._bound()))
 
+    def _note_recoveries(self, now: float) -> None:
+        for fault in self.faults:
+            if fault.recovered_s is None and self._recovered(fault):
+                fault.recovered_s = now - fault.at
+
     def _recovered(self, fault: _Fault) -> bool:
         if fault.probe is not None:
             ready, _ = ray.wait([fault.probe], timeout=0)
@@ -129,7 +135,7 @@ class Chaos:
 
     def report(self, started: float) -> dict[str, Any]:
         """What was injected and how long each recovery took (None: not within the run)."""
-        self.tick()
+        self._note_recoveries(time.perf_counter())
         recovery: dict[str, dict[str, Any]] = {}
         for kind in self.plan.faults:
             times = [f.recovered_s for f in self.faults if f.kind == kind]
