@@ -25,10 +25,10 @@ pytestmark = pytest.mark.skipif(
 def certificate(directory: Path) -> tuple[Path, Path]:
     """A self-signed certificate for 127.0.0.1, and its key."""
     cert, key = directory / "cert.pem", directory / "key.pem"
+    new = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+    made = ["-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"]
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
-        + ["-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"]
-        + ["-addext", "subjectAltName=IP:127.0.0.1"],
+        ["openssl", *new, *made, "-addext", "subjectAltName=IP:127.0.0.1"],
         check=True,
         capture_output=True,
     )
