@@ -8,10 +8,10 @@ deleted `--lifetime` seconds after it was created, so the cluster holds a
 steady number of them while optimist keeps binding. Every `--window`
 seconds: resident memory of each role (the driver with the simulated
 cluster in it, the shards, Redis) and the created -> bound latency of the
-pods bound in that window. The report gives each role's memory slope (MiB
-per minute, least squares over the windows after the first; the driver's
-also less what the simulated cluster keeps of every pod it ever had,
-`SimulatedCluster.history_bytes`) and the P99
+pods bound in that window. The simulated cluster keeps nothing of deleted
+pods (`keep_history=False`), so that what grows is optimist's. The report
+gives each role's memory slope (MiB per minute, least squares over the
+windows after the first) and the P99
 latency of the first and the last windows and its slope. The invariant
 checker runs at the end. The tests run 30 seconds of it, as a smoke.
 """
@@ -110,15 +110,12 @@ class Soak:
         latencies, self.latencies = sorted(self.latencies), []
         pauses, self.gc_pauses = self.gc_pauses, []
         rss = self.memory.current()
-        history = self.cluster.history_bytes()
-        rss["driver_less_simulator_history"] = rss["driver"] - history
         return {
             "at_s": round(at_s, 1),
             "bound": len(latencies),
             "p50_s": _quantile(latencies, 0.50),
             "p99_s": _quantile(latencies, 0.99),
             "rss_mib": {role: round(b / MIB, 1) for role, b in rss.items()},
-            "simulator_history_mib": round(history / MIB, 1),
             "gc_full_pause_max_s": max(pauses, default=0.0),
             "pods_living": len(self.cluster.bindings),
         }
@@ -163,7 +160,7 @@ def main() -> None:
     parser.add_argument("--report", type=Path, help="write the JSON report here")
     args = parser.parse_args()
     settings = Settings(shards=args.shards)
-    cluster = SimulatedCluster(settings.scheduler_names)
+    cluster = SimulatedCluster(settings.scheduler_names, keep_history=False)
     cluster.create_nodes(load_template(template("node-default.yaml")), args.nodes)
     with Platform(settings) as platform:
         local = [int(i["pid"]) for i in platform.shard_info]  # type: ignore[call-overload]

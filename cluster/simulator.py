@@ -8,7 +8,6 @@ refusing a second binding of a pod as the API server does (409).
 from __future__ import annotations
 
 import random
-import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -50,6 +49,11 @@ def load_template(path: str | Path) -> dict[str, Any]:
 class SimulatedCluster:
     scheduler_names: frozenset[str] = frozenset({"default-scheduler"})
     seed: int = 0
+    # False for a long run (a soak): keep nothing of deleted pods, neither their names
+    # (free again, as in Kubernetes) nor a binding log; "bound once" then rests on
+    # `bind` refusing a bound pod, as the API server does, and the checker's count of
+    # the log has nothing to read
+    keep_history: bool = True
     nodes: dict[str, Node] = field(default_factory=dict)
     node_manifests: dict[str, dict[str, Any]] = field(default_factory=dict)
     pod_manifests: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -110,15 +114,6 @@ class SimulatedCluster:
             del self.node_manifests[name]
         self._deleted_nodes.extend(sorted(gone))
         self.delete_pods([pod for pod, node in self.bindings.items() if node in gone])
-
-    def history_bytes(self) -> int:
-        """Memory kept for every pod ever made, deleted ones too (names, so that new ones
-        are unique; the binding log the invariant checker reads): it grows with a long
-        run whatever the scheduler does, and a soak counts it apart from the driver's."""
-        names = sys.getsizeof(self._names) + sum(sys.getsizeof(n) for n in self._names)
-        strings = {id(s): sys.getsizeof(s) for b in self.bind_log for s in (b.pod, b.node)}
-        log = sys.getsizeof(self.bind_log) + sum(sys.getsizeof(b) for b in self.bind_log)
-        return names + log + sum(strings.values())
 
     def take_node_events(self) -> tuple[list[Node], list[str]]:
         """Nodes created since the last call, and the names of nodes deleted since then."""
@@ -238,6 +233,8 @@ class SimulatedCluster:
             if self.pod_manifests.pop(key, None) is not None:
                 self.bindings.pop(key, None)
                 self._deleted_pods.append(key)
+                if not self.keep_history:
+                    self._names.discard(key)
 
     def evict(self, pods: list[str]) -> list[str | None]:
         """Preemption's victims: deleted at once, as a pod with no grace period would be."""
@@ -310,7 +307,8 @@ class SimulatedCluster:
                         GPU_INDICES_ANNOTATION: format_indices(b.gpus),
                     }
                 self.bindings[b.pod] = b.node
-                self.bind_log.append(b)
+                if self.keep_history:
+                    self.bind_log.append(b)
                 errors.append(None)
         return errors
 

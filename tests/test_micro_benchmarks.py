@@ -90,6 +90,6 @@ def test_soak_smoke_keeps_binding_and_reports_its_slopes(monkeypatch, capsys, tm
     assert r["peak_pods_per_s"] > 0 and r["rate_pods_per_s"] == r["peak_pods_per_s"] / 2
     assert len(r["windows"]) >= 5 and all(w["bound"] > 0 for w in r["windows"])
     slopes = r["memory_slope_mib_per_min"]
-    assert set(slopes) == {"driver", "shards", "redis", "driver_less_simulator_history"}
+    assert set(slopes) == {"driver", "shards", "redis"}
     assert r["p99_first_s"] is not None and r["p99_last_s"] is not None
     assert "memory slope, MiB/min:" in capsys.readouterr().out

@@ -2,6 +2,7 @@
 
 import copy
 
+from cluster.adapter import Binding
 from cluster.manifests import pod_from_manifest
 from cluster.simulator import SimulatedCluster
 
@@ -47,3 +48,16 @@ def test_a_changed_pod_is_parsed_again_and_other_schedulers_pods_are_left_alone(
     cluster.update_pod(key, changed)
     pods, _ = cluster.take_new_pods()
     assert [dict(p.spec.labels) for p in pods] == [{"app": "db"}]
+
+
+def test_without_history_a_deleted_pod_leaves_nothing_and_bound_once_still_holds():
+    cluster = SimulatedCluster(keep_history=False)
+    cluster.create_nodes({"metadata": {"name": "n"}, "status": {"allocatable": {"cpu": "4"}}}, 1)
+    [key] = cluster.create_pods({**TEMPLATE, "metadata": {"name": "p"}}, 1)
+    assert cluster.bind([Binding(key, "n")]) == [None]
+    assert cluster.bind([Binding(key, "n")]) == [f"pod {key} is already assigned to node n"]
+    assert cluster.bind_log == []
+    cluster.delete_pods([key])
+    assert cluster.bindings == {} and cluster.bind([Binding(key, "n")]) == [
+        f"pods {key!r} not found"
+    ]
