@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: bench test lint redis-server prometheus clean
+.PHONY: bench test lint fuzz redis-server prometheus clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -40,6 +40,14 @@ bench: $(STAMP) redis-server
 test: $(STAMP) redis-server prometheus
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Coverage-guided fuzzing of the parsers (benchmarks/fuzz.py), FUZZ_SECONDS each.
+FUZZ_SECONDS ?= 120
+fuzz: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[fuzz]'
+	for target in quantity pod node configuration messages; do \
+		$(BIN)/python -m benchmarks.fuzz $$target -max_total_time=$(FUZZ_SECONDS) || exit 1; \
+	done
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

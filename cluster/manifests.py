@@ -345,6 +345,8 @@ def _container_requests(obj: str, path: str, raw: object) -> res.Resources:
 
 
 def _metadata(raw: Mapping[str, Any], kind: str) -> tuple[str, str, Mapping[str, Any]]:
+    if not isinstance(raw, Mapping):
+        raise InvalidObject(kind, "", raw, "must be an object")
     meta = raw.get("metadata")
     if not isinstance(meta, Mapping):
         raise InvalidObject(kind, "metadata", meta, "must be a map")

@@ -15,6 +15,11 @@ import msgpack
 from cluster.objects import SchedulingSpec
 
 
+# What taking apart a frame of the wrong shape raises (a map where a list was
+# expected has no `items`, a short list unpacks badly, ...): all of it is malformed.
+_WIRE_ERRORS = (TypeError, ValueError, AttributeError, KeyError, IndexError)
+
+
 class MalformedMessage(ValueError):
     """A frame that is not a well-formed message; it is dropped, never applied."""
 
@@ -104,7 +109,7 @@ class ShardBatch:
                 ],
                 resolved=[int(b) for b in resolved],
             )
-        except (TypeError, ValueError) as err:
+        except _WIRE_ERRORS as err:
             raise MalformedMessage(f"ShardBatch: {err}") from None
 
 
@@ -248,7 +253,7 @@ class ShardResult:
                 versions_behind=int(behind),
                 observed=_observed(observed),
             )
-        except (TypeError, ValueError) as err:
+        except _WIRE_ERRORS as err:
             raise MalformedMessage(f"ShardResult: {err}") from None
 
 
@@ -323,7 +328,7 @@ class CommitRequest:
                 [Decision.from_wire(d) for d in decisions],
                 str(epoch),
             )
-        except (TypeError, ValueError) as err:
+        except _WIRE_ERRORS as err:
             raise MalformedMessage(f"CommitRequest: {err}") from None
 
 
@@ -350,5 +355,5 @@ class CommitReply:
                 ],
                 int(keep_away),
             )
-        except (TypeError, ValueError) as err:
+        except _WIRE_ERRORS as err:
             raise MalformedMessage(f"CommitReply: {err}") from None

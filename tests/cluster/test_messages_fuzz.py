@@ -69,3 +69,11 @@ def test_a_real_frame_with_one_field_forged(field: int, value: Any) -> None:
     wire = msgpack.unpackb(a_result(), raw=False, strict_map_key=False)
     wire[field] = value
     decodes_or_refuses(ShardResult, msgpack.packb(wire, use_bin_type=True))
+
+
+def test_a_decision_with_a_map_field_that_is_not_a_map_is_refused() -> None:
+    """Found by the atheris run (`benchmarks/fuzz.py messages`): an AttributeError escaped."""
+    wire = msgpack.unpackb(a_result(), raw=False, strict_map_key=False)
+    wire[3][0][6] = 7  # the decision's preemptible candidates: a map
+    with pytest.raises(MalformedMessage):
+        ShardResult.decode(msgpack.packb(wire, use_bin_type=True))
