@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 
 import atheris
@@ -44,10 +45,8 @@ def _text(data: bytes) -> str:
 
 
 def quantity(data: bytes) -> None:
-    try:
+    with suppress(ValueError):
         parse_quantity(_text(data))
-    except ValueError:
-        pass
 
 
 def _manifest(data: bytes, parse: Callable[[object], object]) -> None:
@@ -55,10 +54,8 @@ def _manifest(data: bytes, parse: Callable[[object], object]) -> None:
         doc = json.loads(_text(data))
     except (ValueError, RecursionError):
         return  # not JSON: nothing a watch would hand over
-    try:
+    with suppress(InvalidObject):
         parse(doc)
-    except InvalidObject:
-        pass
 
 
 def pod(data: bytes) -> None:
@@ -70,18 +67,14 @@ def node(data: bytes) -> None:
 
 
 def configuration(data: bytes) -> None:
-    try:
+    with suppress(ConfigError):
         parse_configuration(_text(data))
-    except ConfigError:
-        pass
 
 
 def messages(data: bytes) -> None:
     for kind in (ShardBatch, ShardResult, CommitRequest, CommitReply):
-        try:
+        with suppress(MalformedMessage):
             kind.decode(data)
-        except MalformedMessage:
-            pass
 
 
 TARGETS: dict[str, Callable[[bytes], None]] = {

@@ -14,7 +14,6 @@ import msgpack
 
 from cluster.objects import SchedulingSpec
 
-
 # What taking apart a frame of the wrong shape raises (a map where a list was
 # expected has no `items`, a short list unpacks badly, ...): all of it is malformed.
 _WIRE_ERRORS = (TypeError, ValueError, AttributeError, KeyError, IndexError)
