@@ -1,14 +1,16 @@
-"""Fixtures: one real Redis server and one real Ray for the whole session."""
+"""Fixtures: one real Redis server and one real Ray for the whole session; and a hook
+that injects a fault in the middle of a run."""
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 import ray
 
 from cluster.redis_server import EmbeddedRedis, connect
+from cluster.simulator import SimulatedCluster
 from cluster.store import Keys, NodeStore
 from optimist.runtime import init_ray
 from tests.kubeapi import FakeKubeAPI
@@ -50,3 +52,17 @@ def kube_api() -> Iterator[tuple[FakeKubeAPI, str]]:
     url = api.start()
     yield api, url
     api.stop()
+
+
+class FaultAfter:
+    """An `on_bound` hook that injects `fault` once, as soon as more than `bound` pods of
+    the cluster are bound; `at` is how many were bound then (None: not yet)."""
+
+    def __init__(self, cluster: SimulatedCluster, bound: int, fault: Callable[[], None]) -> None:
+        self.cluster, self.bound, self.fault = cluster, bound, fault
+        self.at: int | None = None
+
+    def __call__(self, keys: list[str]) -> None:
+        if self.at is None and len(self.cluster.bindings) > self.bound:
+            self.fault()
+            self.at = len(self.cluster.bindings)

@@ -15,6 +15,7 @@ from cluster.invariants import check_invariants
 from cluster.simulator import SimulatedCluster
 from optimist.config import Settings
 from optimist.runtime import Platform, SchedulingLoop
+from tests.fixtures import FaultAfter
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 
@@ -73,18 +74,13 @@ def test_a_binder_actor_killed_mid_run_loses_nothing(redis_url, key_prefix):
     )
     cluster = SimulatedCluster(settings.scheduler_names)
     labelled_nodes(cluster, 60)
-    killed: list[int] = []
     with Platform(settings) as platform:
-
-        def kill_once(pods: list[str]) -> None:
-            if not killed and len(cluster.bindings) > 300:
-                ray.kill(platform.binders[0], no_restart=False)  # Ray starts it again
-                killed.append(len(cluster.bindings))
-
-        loop = SchedulingLoop(platform, cluster, on_bound=kill_once)
+        # Ray starts it again
+        killed = FaultAfter(cluster, 300, lambda: ray.kill(platform.binders[0], no_restart=False))
+        loop = SchedulingLoop(platform, cluster, on_bound=killed)
         pods = cluster.create_pods(pod_doc("p"), 1500)
         loop.run_until_settled()
-        assert killed
+        assert killed.at is not None
         assert check_invariants(cluster, loop.dispatcher.unschedulable(), platform.store) == []
         after = loop.commits_by_binder[1]
         cluster.create_pods(pod_doc("later"), 200)

@@ -16,6 +16,7 @@ from cluster.invariants import check_invariants
 from cluster.simulator import SimulatedCluster
 from optimist.config import Settings
 from optimist.runtime import Platform, SchedulingLoop
+from tests.fixtures import FaultAfter
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 
@@ -41,19 +42,14 @@ def settle_and_check(loop: SchedulingLoop, platform: Platform, cluster: Simulate
 def test_a_shard_killed_mid_run_comes_back_and_nothing_is_lost(redis_url, key_prefix):
     settings = Settings(shards=2, redis_url=redis_url, key_prefix=key_prefix, batch_pods=32)
     cluster = cluster_of(settings, 60)
-    killed: list[int] = []
     with Platform(settings) as platform:
         before = ray.get(platform.shards[0].info.remote())["pid"]
-
-        def kill_once(bound: list[str]) -> None:
-            if not killed and len(cluster.bindings) > 300:
-                ray.kill(platform.shards[0], no_restart=False)  # Ray starts it again
-                killed.append(len(cluster.bindings))
-
-        loop = SchedulingLoop(platform, cluster, on_bound=kill_once)
+        # Ray starts it again
+        killed = FaultAfter(cluster, 300, lambda: ray.kill(platform.shards[0], no_restart=False))
+        loop = SchedulingLoop(platform, cluster, on_bound=killed)
         first = pods(cluster, "p", 1500)
         settle_and_check(loop, platform, cluster)
-        assert killed and loop.shard_failures >= 1
+        assert killed.at is not None and loop.shard_failures >= 1
         after = loop.dispatcher.stats.decided_by_shard[0]
         later = pods(cluster, "later", 300)
         settle_and_check(loop, platform, cluster)
@@ -70,23 +66,17 @@ def test_a_shard_that_stops_answering_is_restarted_and_its_pods_placed(redis_url
         shards=2, redis_url=redis_url, key_prefix=key_prefix, batch_pods=32, shard_timeout_s=1.0
     )
     cluster = cluster_of(settings, 60)
-    stopped: list[int] = []
     with Platform(settings) as platform:
         pid = ray.get(platform.shards[1].info.remote())["pid"]
-
-        def stop_once(bound: list[str]) -> None:
-            if not stopped and len(cluster.bindings) > 200:
-                os.kill(pid, signal.SIGSTOP)
-                stopped.append(len(cluster.bindings))
-
-        loop = SchedulingLoop(platform, cluster, on_bound=stop_once)
+        stopped = FaultAfter(cluster, 200, lambda: os.kill(pid, signal.SIGSTOP))
+        loop = SchedulingLoop(platform, cluster, on_bound=stopped)
         placed = pods(cluster, "p", 1200)
         try:
             settle_and_check(loop, platform, cluster)
         finally:
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
-        assert stopped and loop.shard_restarts >= 1 and loop.shard_failures >= 1
+        assert stopped.at is not None and loop.shard_restarts >= 1 and loop.shard_failures >= 1
         assert ray.get(platform.shards[1].info.remote())["pid"] != pid
     assert all(k in cluster.bindings for k in placed)
 
@@ -105,20 +95,14 @@ def test_redis_restarted_empty_mid_run_is_built_again_and_nothing_is_lost():
     and every placement made against the lost store is refused, never applied."""
     settings = Settings(shards=2, batch_pods=32)  # a private Redis, to kill
     cluster = cluster_of(settings, 60)
-    restarted: list[int] = []
     with Platform(settings) as platform:
         assert platform.embedded_redis is not None
         epoch = platform.store.epoch
-
-        def restart_once(bound: list[str]) -> None:
-            if not restarted and len(cluster.bindings) > 300:
-                platform.embedded_redis.restart()
-                restarted.append(len(cluster.bindings))
-
-        loop = SchedulingLoop(platform, cluster, on_bound=restart_once)
+        restarted = FaultAfter(cluster, 300, platform.embedded_redis.restart)
+        loop = SchedulingLoop(platform, cluster, on_bound=restarted)
         placed = pods(cluster, "p", 1500)
         settle_and_check(loop, platform, cluster)
-        assert restarted and len(loop.store_rebuilds) == 1
+        assert restarted.at is not None and len(loop.store_rebuilds) == 1
         assert platform.store.epoch != epoch
         later = pods(cluster, "later", 300)  # the shards work in the new store
         settle_and_check(loop, platform, cluster)
