@@ -166,5 +166,10 @@ class Binder:
             except STORE_ERRORS as err:
                 # bound pods stay counted; these hold room until the store is built
                 # again or reconciled (never released twice: that would over-commit)
-                log.error("binder: cannot give back %d refused units: %s", len(whole), err)
+                log.error(
+                    "binder: cannot give back %d refused units and %d pods: %s",
+                    len(whole),
+                    len(partial),
+                    err,
+                )
         return outcomes
