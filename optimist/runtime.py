@@ -21,6 +21,7 @@ from functools import partial
 
 import numpy as np
 import ray
+from ray._private import ray_constants
 from ray.exceptions import RayError
 
 from binder.actor import BinderActor
@@ -58,13 +59,35 @@ def init_ray(address: str | None) -> bool:
     if address:
         ray.init(address=address, logging_level=logging.WARNING)
     else:
-        ray.init(
-            _node_ip_address="127.0.0.1",
-            include_dashboard=False,
-            object_store_memory=_OBJECT_STORE_BYTES,
-            logging_level=logging.WARNING,
-        )
+        with _single_node():
+            ray.init(
+                _node_ip_address="127.0.0.1",
+                include_dashboard=False,
+                object_store_memory=_OBJECT_STORE_BYTES,
+                logging_level=logging.WARNING,
+            )
     return True
+
+
+@contextmanager
+def _single_node() -> Iterator[None]:
+    """Ray, believing a cluster may grow, turns 127.0.0.1 into the machine's address, and
+    its GCS, raylet and workers then listen on every interface. It keeps to loopback
+    when told that this is a single-node Ray (`RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`):
+    a constant read when `ray` is imported, and the variable for the processes it
+    starts. Both only while the local Ray starts, so that this process may still
+    join a cluster later. tests/optimist/test_ray_loopback.py checks the sockets."""
+    variable = ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR
+    was, before = os.environ.get(variable), ray_constants.ENABLE_RAY_CLUSTER
+    os.environ[variable], ray_constants.ENABLE_RAY_CLUSTER = "0", False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = before
+        if was is None:
+            del os.environ[variable]
+        else:
+            os.environ[variable] = was
 
 
 class Platform:
