@@ -153,6 +153,7 @@ def run_bench(
                 finally:
                     if profiler:
                         profiler.detach()
+                platform.locate_shards()  # a shard whose Ray node was lost runs elsewhere
                 cases.append(case_report(outcome, platform))
                 versions = versions or report.versions(platform.store.client.info("server"))
             clusters[run.name] = outcome.cluster
@@ -246,7 +247,10 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
     shards = [
         {
             "id": info["id"],
+            # where it ran at the end, and each Ray node it was seen on, first to last
             "ray_node_id": info["ray_node_id"],
+            "ray_node_ip": info["ray_node_ip"],
+            "ray_nodes": info["ray_nodes"],
             "units": stats.units_by_shard.get(int(info["id"]), 0),  # type: ignore[call-overload]
             "pods": stats.pods_by_shard.get(int(info["id"]), 0),  # type: ignore[call-overload]
             **shard_idle(busy.get(int(info["id"]), 0.0), duration),  # type: ignore[call-overload]

@@ -52,7 +52,7 @@ from optimist.metrics import LoopMetrics, MetricsServer, SchedulerMetrics
 from optimist.plots import write_html
 from optimist.profiling import Profiler
 from optimist.replay import SnapshotError, load_snapshot, run_replay, write_comparison
-from optimist.runtime import init_ray
+from optimist.runtime import PlacementError, init_ray
 from optimist.service import Service
 from optimist.sweep import SweepError, parse_sweep, run_sweep
 from shards.plugins.gpu_placement import POLICIES
@@ -121,6 +121,13 @@ def bench(
         str | None, typer.Option(help="redis://, rediss:// or unix:// (default: a private Redis)")
     ] = None,
     ray_address: Annotated[str | None, typer.Option(help="join this Ray cluster")] = None,
+    shard_resource: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="a Ray resource each shard asks for, NAME or NAME=AMOUNT (repeatable): in "
+            "a Ray cluster, shards go to the nodes that offer it [default: shardResources]"
+        ),
+    ] = None,
     batch_pods: Annotated[
         int | None,
         typer.Option(min=1, help="pods per batch sent to a shard [default: 512/shards, 64..256]"),
@@ -231,6 +238,8 @@ def bench(
         seed=seed,
     )
     settings = replace(settings, conflict_mode=conflict_mode, candidates=candidates)
+    if shard_resource:
+        settings = replace(settings, shard_resources=_resources_or_exit(shard_resource))
     if node_partitions is not None:
         settings = replace(settings, node_partitions=node_partitions)
     if binders is not None:
@@ -280,7 +289,7 @@ def bench(
                 profile_dir=profile,
                 chaos=faults,
             )
-    except (SweepError, ChaosError) as e:
+    except (SweepError, ChaosError, PlacementError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from e
     console.print(sweep_table(run.report) if sweep else summary_table(run.report))
@@ -320,6 +329,24 @@ def check_config(
     settings = Settings.from_configuration(configuration).public()
     settings.pop("profiles")
     typer.echo("optimist: " + ", ".join(f"{k}={v}" for k, v in settings.items()))
+
+
+def _resources_or_exit(given: list[str]) -> dict[str, float]:
+    """`--shard-resource NAME[=AMOUNT]`, each once or more; exits 2 naming a bad one."""
+    out: dict[str, float] = {}
+    for item in given:
+        name, _, amount = item.partition("=")
+        try:
+            out[name] = float(amount or 1)
+        except ValueError:
+            out[name] = float("nan")
+        if not name or not out[name] > 0:
+            typer.echo(
+                f"error: --shard-resource {item!r}: want NAME or NAME=AMOUNT, AMOUNT > 0",
+                err=True,
+            )
+            raise typer.Exit(2)
+    return out
 
 
 def _load_or_exit(path: Path) -> Configuration:
@@ -519,6 +546,13 @@ def run(
     ] = None,
     ray_address: Annotated[str | None, typer.Option(help="join this Ray cluster")] = None,
     shards: Annotated[int | None, typer.Option(min=1, help="scheduler shards")] = None,
+    shard_resource: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="a Ray resource each shard asks for, NAME or NAME=AMOUNT (repeatable): in "
+            "a Ray cluster, shards go to the nodes that offer it [default: shardResources]"
+        ),
+    ] = None,
     metrics_address: Annotated[
         str | None,
         typer.Option(
@@ -549,6 +583,8 @@ def run(
     settings = Settings.from_configuration(
         configuration, shards=shards, redis_url=redis_url, ray_address=ray_address
     )
+    if shard_resource:
+        settings = replace(settings, shard_resources=_resources_or_exit(shard_resource))
     connection = configuration.component.get("clientConnection", {})
     path = str(kubeconfig or "") or connection.get("kubeconfig") or None
     client = KubeClient.for_kubeconfig(

@@ -43,6 +43,10 @@ class Settings:
     hold_ttl_s: float = 120.0
     # a shard that holds a batch longer is restarted, and the batch's units tried again
     shard_timeout_s: float = 30.0
+    # Ray resources each shard (binder actor) asks for, e.g. {"optimist-shard": 1}: in a
+    # Ray cluster, only the nodes started with them (`ray start --resources`) take it
+    shard_resources: dict[str, float] = field(default_factory=dict)
+    binder_resources: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         positive = ("shards", "batch_pods", "inflight_per_shard", "max_conflicts", "candidates")
@@ -56,6 +60,10 @@ class Settings:
         for name in ("hold_ttl_s", "shard_timeout_s"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        for name in ("shard_resources", "binder_resources"):
+            for resource, amount in getattr(self, name).items():
+                if not resource or not amount > 0:
+                    raise ValueError(f"{name}: {resource!r}: {amount} must be positive")
         if not 0 < self.backoff_initial_s <= self.backoff_max_s:
             raise ValueError(
                 "backoff must satisfy 0 < initial <= max, got "

@@ -102,6 +102,14 @@ class Platform:
         self.shard_info: list[dict[str, object]] = []
 
     def __enter__(self) -> Platform:
+        try:
+            self._start()
+        except BaseException:
+            self.__exit__()  # what did start stops: no Redis or actor is left behind
+            raise
+        return self
+
+    def _start(self) -> None:
         s = self.settings
         if s.redis_url is None:
             self.embedded_redis = EmbeddedRedis().start()
@@ -110,8 +118,10 @@ class Platform:
         self.store.open()
         self._own_ray = init_ray(s.ray_address)
         profiles = [p.to_wire() for p in s.profiles]
+        at_shards = _spread(s.shard_resources, s.shards, "shardResources")
+        at_binders = _spread(s.binder_resources, s.binders - 1, "binderResources")
         self.shards = [
-            ShardActor.remote(
+            ShardActor.options(**at_shards).remote(
                 i,
                 self.redis_url,
                 s.key_prefix,
@@ -125,11 +135,29 @@ class Platform:
             for i in range(s.shards)
         ]
         self.binders = [
-            BinderActor.remote(self.redis_url, s.key_prefix, s.conflict_mode)
+            BinderActor.options(**at_binders).remote(self.redis_url, s.key_prefix, s.conflict_mode)
             for _ in range(s.binders - 1)
         ]
         self.shard_info = ray.get([shard.info.remote() for shard in self.shards])
-        return self
+        for info in self.shard_info:
+            info["ray_nodes"] = [_node(info)]
+
+    def locate_shards(self, timeout_s: float = 10.0) -> None:
+        """Where each shard runs now, noted in its info: Ray starts a shard whose node was
+        lost on another node, and its `ray_nodes` then names both. A shard that does not
+        answer in time keeps what was known."""
+        asked = {shard.info.remote(): i for i, shard in enumerate(self.shards)}
+        answered, _ = ray.wait(list(asked), num_returns=len(asked), timeout=timeout_s)
+        for ref in answered:
+            try:
+                now = ray.get(ref)
+            except RayError:
+                continue
+            info = self.shard_info[asked[ref]]
+            seen: list[dict[str, object]] = info["ray_nodes"]  # type: ignore[assignment]
+            if seen[-1] != _node(now):
+                seen.append(_node(now))
+            info.update(now, ray_nodes=seen)
 
     def __exit__(self, *exc: object) -> None:
         for actor in self.shards + self.binders:
@@ -138,6 +166,28 @@ class Platform:
             ray.shutdown()
         if self.embedded_redis is not None:
             self.embedded_redis.stop()
+
+
+def _node(info: dict[str, object]) -> dict[str, object]:
+    return {"id": info["ray_node_id"], "ip": info["ray_node_ip"]}
+
+
+class PlacementError(RuntimeError):
+    """The Ray cluster offers too little of a resource the actors ask for."""
+
+
+def _spread(resources: dict[str, float], count: int, setting: str) -> dict[str, object]:
+    """Options that spread `count` actors over the Ray nodes offering `resources`. Too
+    little of them in the cluster is refused now, not left for the actors to wait on."""
+    offered = ray.cluster_resources()
+    for name, amount in resources.items():
+        if count and offered.get(name, 0.0) < amount * count:
+            raise PlacementError(
+                f"{setting}: {count} actors asking for {name}={amount:g} each, and the "
+                f"Ray cluster offers {offered.get(name, 0.0):g} of it "
+                f"(ray start --resources '{{\"{name}\": N}}' on the nodes for them)"
+            )
+    return {"scheduling_strategy": "SPREAD", "resources": dict(resources)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,6 +52,7 @@ class ShardActor:
         return {
             "id": self.core.shard_id,
             "ray_node_id": ray.get_runtime_context().get_node_id(),
+            "ray_node_ip": ray.util.get_node_ip_address(),
             "pid": os.getpid(),
         }
 

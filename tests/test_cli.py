@@ -87,6 +87,9 @@ def test_bench_writes_report_and_placements(tmp_path, redis_url):
     assert set(r["throughput_pods_per_s"]) == {"average", "p50", "p90", "p99"}
     shard_keys = {"id", "ray_node_id", "units", "pods", "busy_s", "idle_fraction"}
     assert [set(s) >= shard_keys for s in r["shards"]] == [True, True]
+    assert [[n["id"] for n in s["ray_nodes"]] for s in r["shards"]] == [
+        [s["ray_node_id"]] for s in r["shards"]
+    ]
     assert r["machine"]["cores"] >= 1 and r["versions"]["redis_server"]
     rows = list(csv.reader(placements.open()))
     assert rows[0] == ["namespace", "pod", "node"] and len(rows) == 1 + 1000 + 300
@@ -134,6 +137,21 @@ def test_bench_names_what_it_cannot_run(redis_url, args, expected):
     result = CliRunner().invoke(app, cmd)
     assert result.exit_code == (2 if "Nothing" in args else 1)
     assert expected in " ".join(result.output.split())
+
+
+@pytest.mark.parametrize(
+    ("resource", "expected"),
+    [
+        ("optimist-shard", "offers 0 of it"),  # this Ray has no such resource: refused
+        ("optimist-shard=0", "AMOUNT > 0"),
+        ("=2", "want NAME or NAME=AMOUNT"),
+    ],
+)
+def test_bench_refuses_shard_resources_it_cannot_have(redis_url, resource, expected):
+    args = ["bench", str(CASES), "--workload", "Everything/small", "--shards", "2"]
+    args += ["--no-progress", "--redis-url", redis_url, "--shard-resource", resource]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and expected in " ".join(result.output.split()), result.output
 
 
 def test_redis_password_never_reaches_the_report():

@@ -60,6 +60,8 @@ class OptimistOptions:
     binders: int | None = None
     quotas: tuple[Quota, ...] | None = None
     shard_timeout_s: float | None = None
+    shard_resources: dict[str, float] | None = None
+    binder_resources: dict[str, float] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,8 @@ _OPTIMIST_FIELDS = {
     "binders",
     "quotas",
     "shardTimeoutSeconds",
+    "shardResources",
+    "binderResources",
 }
 
 
@@ -53,7 +55,22 @@ def _optimist_options(doc: dict[str, Any]) -> OptimistOptions:
         binders=get("binders", lambda v, p: _int(v, p, lo=1)),
         quotas=get("quotas", _quotas),
         shard_timeout_s=get("shardTimeoutSeconds", _positive),
+        shard_resources=get("shardResources", _resources),
+        binder_resources=get("binderResources", _resources),
     )
+
+
+def _resources(value: Any, path: str) -> dict[str, float]:
+    """Ray resources an actor asks for: name -> a positive amount, as `ray start
+    --resources` offers them."""
+    if not isinstance(value, dict):
+        raise ConfigError(path, value, "must be a mapping of Ray resource names to amounts")
+    out = {}
+    for name, amount in value.items():
+        if not isinstance(name, str) or not name:
+            raise ConfigError(path, name, "a resource name must be a non-empty string")
+        out[name] = _positive(amount, f"{path}.{name}")
+    return out
 
 
 def _positive(value: Any, path: str) -> float:

@@ -229,6 +229,10 @@ def test_full_example_file():
     assert (o.shards, o.batch_pods, o.inflight_per_shard, o.seed) == (4, 128, 3, 7)
     assert (o.key_prefix, o.metrics_address, o.node_partitions) == ("prod:", "0.0.0.0:10260", True)
     assert (o.binders, o.shard_timeout_s) == (2, 12.5)
+    assert (o.shard_resources, o.binder_resources) == (
+        {"optimist-shard": 1.0},
+        {"optimist-control": 0.5},
+    )
     assert o.redis_url is None and o.ray_address is None
 
 
@@ -834,6 +838,8 @@ def test_optimist_document_alone():
         ("binders", "0", "0"),
         ("shardTimeoutSeconds", "0", "0"),
         ("shardTimeoutSeconds", "soon", '"soon"'),
+        ("shardResources", "optimist-shard", '"optimist-shard"'),
+        ("binderResources", "[1]", "[1]"),
         ("keyPrefix", "''", '""'),
         ("shard", "2", "2"),
     ],
@@ -841,6 +847,12 @@ def test_optimist_document_alone():
 def test_optimist_document_errors(field, value, shown):
     error = optimist_error(f"{field}: {value}")
     assert error.path == field and shown in str(error), str(error)
+
+
+@pytest.mark.parametrize("amount", ["0", "-1", "many", "null"])
+def test_a_ray_resource_amount_must_be_positive(amount):
+    error = optimist_error(f"shardResources: {{optimist-shard: {amount}}}")
+    assert error.path == "shardResources.optimist-shard", str(error)
 
 
 def optimist_error(body: str) -> ConfigError:
@@ -864,6 +876,7 @@ def test_settings_take_flags_over_the_file_over_defaults():
     assert (from_file.seed, from_file.key_prefix) == (7, "prod:")
     assert (from_file.metrics_address, from_file.node_partitions) == ("0.0.0.0:10260", True)
     assert (from_file.binders, from_file.shard_timeout_s) == (2, 12.5)
+    assert from_file.shard_resources == {"optimist-shard": 1.0}
     assert (from_file.backoff_initial_s, from_file.backoff_max_s) == (2.0, 20.0)
     assert from_file.profiles == c.profiles
     assert from_file.scheduler_names == {"optimist-a", "optimist-b"}
