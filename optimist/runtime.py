@@ -177,16 +177,20 @@ class PlacementError(RuntimeError):
 
 
 def _spread(resources: dict[str, float], count: int, setting: str) -> dict[str, object]:
-    """Options that spread `count` actors over the Ray nodes offering `resources`. Too
-    little of them in the cluster is refused now, not left for the actors to wait on."""
+    """Options that spread `count` actors over the Ray nodes offering `resources`. A
+    resource no node offers is refused now, not left for the actors to wait on; too
+    little of one is waited for, as an autoscaler adds the nodes that offer it."""
     offered = ray.cluster_resources()
     for name, amount in resources.items():
-        if count and offered.get(name, 0.0) < amount * count:
+        if not count or offered.get(name, 0.0) >= amount * count:
+            continue
+        have = f"{count} actors asking for {name}={amount:g} each; the Ray cluster offers"
+        if not offered.get(name):
             raise PlacementError(
-                f"{setting}: {count} actors asking for {name}={amount:g} each, and the "
-                f"Ray cluster offers {offered.get(name, 0.0):g} of it "
-                f"(ray start --resources '{{\"{name}\": N}}' on the nodes for them)"
+                f"{setting}: {have} none of it (ray start --resources "
+                f"'{{\"{name}\": N}}' on the nodes for them)"
             )
+        log.warning("%s: %s %g of it: the rest wait for nodes", setting, have, offered[name])
     return {"scheduling_strategy": "SPREAD", "resources": dict(resources)}
 
 

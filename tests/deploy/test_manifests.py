@@ -4,6 +4,7 @@ what the adapter uses."""
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from pathlib import Path
@@ -83,13 +84,27 @@ def test_the_configuration_inside_is_one_optimist_runs_as_a_second_scheduler(ren
     assert election["resourceName"] != "kube-scheduler"
     assert election["resourceNamespace"] == NAMESPACE  # where the Role grants the lease
     shards = configuration.optimist.shards
-    workers = find(objects, "RayCluster", "optimist-ray")["spec"]["workerGroupSpecs"][0]
-    assert (overlay, shards, workers["replicas"]) in {("small", 2, 1), ("large", 8, 8)}
+    ray_cluster = find(objects, "RayCluster", "optimist-ray")["spec"]
+    workers = ray_cluster["workerGroupSpecs"][0]
+    # a shard per worker: only the workers offer the resource each shard asks for, and
+    # the autoscaler adds workers up to maxReplicas while shards wait for one
+    assert (overlay, shards, workers["replicas"]) in {("small", 2, 2), ("large", 8, 8)}
+    assert configuration.optimist.shard_resources == {"optimist-shard": 1.0}
+    offered = json.loads(json.loads(workers["rayStartParams"]["resources"]))
+    assert offered == {"optimist-shard": 1}
+    assert "resources" not in ray_cluster["headGroupSpec"]["rayStartParams"]
+    assert ray_cluster["enableInTreeAutoscaling"] and workers["maxReplicas"] >= shards
+    # Ray's token authentication on, from one Secret, wherever Ray runs
+    for pod in [ray_cluster["headGroupSpec"]["template"], workers["template"]]:
+        ray_env = {e["name"]: e for e in pod["spec"]["containers"][0]["env"]}
+        assert ray_env["RAY_AUTH_MODE"]["value"] == "token"
+        assert ray_env["RAY_AUTH_TOKEN"]["valueFrom"]["secretKeyRef"]["name"] == "optimist-ray-token"
     # two control replicas, and the Redis password only ever from the Secret
     control = find(objects, "Deployment", "optimist-control")
     assert control["spec"]["replicas"] == 2
     env = {e["name"]: e for e in control["spec"]["template"]["spec"]["containers"][0]["env"]}
     assert env["OPTIMIST_REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"]["name"] == "optimist-redis"
+    assert env["RAY_AUTH_TOKEN"]["valueFrom"]["secretKeyRef"]["name"] == "optimist-ray-token"
     assert "@" not in configuration.optimist.redis_url  # no password in the URL
     assert not any(o["kind"] == "Secret" for o in objects)  # the admin makes it (README)
 
