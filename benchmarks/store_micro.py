@@ -5,8 +5,10 @@
 Measures on a private Redis: pods committed per second with one Lua call
 per batch; the same through the whole binder (cross-pod screen, commit,
 bind in the simulated cluster), which is how far one binder goes; commits
-through 1, 2 and 3 binder actors at once, two batches in flight each, which
-is what more binders add in front of one Redis; and the cost of
+through 1, 2, 4 and 8 binder actors at once, two batches in flight each,
+with the share of a core Redis used meanwhile: where one Redis saturates
+(its one thread near a whole core) and what more binders add before it; and
+the cost of
 `changes_since` as a function of how many nodes changed, which is what a
 shard pays before every batch.
 """
@@ -18,6 +20,7 @@ import statistics
 import time
 
 import ray
+import redis
 
 from benchmarks import template
 from binder.actor import BinderActor
@@ -102,7 +105,8 @@ def main() -> None:
 def _through_actors(url: str, spec: SchedulingSpec, nodes: list, batch: int, batches: int) -> None:
     """Pods/s committed by several binder actors at once, each kept two batches busy."""
     init_ray(None)
-    for count in (1, 2, 3):
+    client = connect(url)
+    for count in (1, 2, 4, 8):
         actors = [BinderActor.remote(url, f"actors{count}:", "fine") for _ in range(count)]
         store = NodeStore(connect(url), Keys(f"actors{count}:"))
         store.put_nodes(nodes)
@@ -119,6 +123,7 @@ def _through_actors(url: str, spec: SchedulingSpec, nodes: list, batch: int, bat
             for b in range(batches)
         ]
         ray.get([a.commit.remote(requests[0]) for a in actors])  # warm, and not timed
+        redis_cpu = _cpu_s(client)
         started = time.perf_counter()
         pending: list[ray.ObjectRef] = []
         for b, request in enumerate(requests[1:]):
@@ -127,11 +132,19 @@ def _through_actors(url: str, spec: SchedulingSpec, nodes: list, batch: int, bat
                 ray.get(done)
             pending.append(actors[b % count].commit.remote(request))
         ray.get(pending)
-        rate = (batches - 1) * batch / (time.perf_counter() - started)
-        print(f"binder actors: {count}: {rate:,.0f} pods/s committed")
+        wall = time.perf_counter() - started
+        busy = (_cpu_s(client) - redis_cpu) / wall
+        rate = (batches - 1) * batch / wall
+        print(f"binder actors: {count}: {rate:,.0f} pods/s committed, Redis {busy:.0%} of a core")
         for actor in actors:
             ray.kill(actor)
     ray.shutdown()
+
+
+def _cpu_s(client: redis.Redis) -> float:
+    """CPU seconds the Redis server has used, its own thread's and the kernel's for it."""
+    info = client.info("cpu")
+    return float(info["used_cpu_user_main_thread"]) + float(info["used_cpu_sys_main_thread"])
 
 
 if __name__ == "__main__":
