@@ -98,7 +98,8 @@ def test_the_configuration_inside_is_one_optimist_runs_as_a_second_scheduler(ren
     for pod in [ray_cluster["headGroupSpec"]["template"], workers["template"]]:
         ray_env = {e["name"]: e for e in pod["spec"]["containers"][0]["env"]}
         assert ray_env["RAY_AUTH_MODE"]["value"] == "token"
-        assert ray_env["RAY_AUTH_TOKEN"]["valueFrom"]["secretKeyRef"]["name"] == "optimist-ray-token"
+        token = ray_env["RAY_AUTH_TOKEN"]["valueFrom"]["secretKeyRef"]
+        assert token["name"] == "optimist-ray-token"
     # two control replicas, and the Redis password only ever from the Secret
     control = find(objects, "Deployment", "optimist-control")
     assert control["spec"]["replicas"] == 2
