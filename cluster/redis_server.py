@@ -155,11 +155,15 @@ class EmbeddedRedis:
         self.stop()
         raise RuntimeError(f"{self.executable} did not answer on {self.socket} within {timeout_s}s")
 
-    def restart(self) -> None:
-        """Kill the server as a crash would, and start an empty one in its place."""
+    def kill(self) -> None:
+        """Kill the server as a crash would: what it held is lost."""
         if self._process is not None:
             self._process.kill()
             self._process.wait()
+
+    def restart(self) -> None:
+        """Kill the server as a crash would, and start an empty one in its place."""
+        self.kill()
         self.start()
 
     def stop(self) -> None:

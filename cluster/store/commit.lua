@@ -17,13 +17,16 @@
 --          Omega's sequence-number check), or 'observed': pods the cluster
 --          already runs (bound by another scheduler), recorded whether they
 --          fit or not, since they are there all the same
--- ARGV[5]: optional, when several binders commit (binder/fences.py): msgpack
+-- ARGV[5]: optional ('' for none), when several binders commit (binder/fences.py): msgpack
 --   [fence prefix, keep-away seen (-1: no check), count namespaces (boolean),
 --    fences per unit (a list of [namespace, count seen], '*' for any)]
 --   A batch routed while fewer keeping-away peers were known than now, or a
 --   unit whose namespaces got pods from another binder since its cross-pod
 --   check, is a conflict. Counting namespaces bumps the fence of each
 --   namespace this batch committed pods in, and '*'.
+-- ARGV[6]: optional: msgpack [expires at, home partition]: the units are parts of
+--   units that span partitions (partitioned.py), committed as reservations until
+--   settle.lua confirms or gives them back.
 -- Every pod goes on its first candidate that still fits, counting the pods
 -- of the same unit placed before it and the room reserved for any of them;
 -- if one pod fits none, nothing of the unit is applied. Returns msgpack [seq, results, keep-away count], one result per unit:
@@ -35,7 +38,14 @@ local classes, units = req[1], req[2]
 if type(classes) ~= 'table' or type(units) ~= 'table' then
   return redis.error_reply('commit: expected [classes, units]')
 end
-local fences = ARGV[5] and cmsgpack.unpack(ARGV[5])
+local fences = ARGV[5] and ARGV[5] ~= '' and cmsgpack.unpack(ARGV[5]) or nil
+local reservation = ARGV[6]
+if reservation ~= nil then
+  local r = cmsgpack.unpack(reservation)
+  if not (type(r) == 'table' and type(r[1]) == 'number' and type(r[2]) == 'number') then
+    return redis.error_reply('commit: expected a reservation [expires at, home partition]')
+  end
+end
 if fences ~= nil and not (type(fences) == 'table' and is_name(fences[1])
     and type(fences[2]) == 'number' and type(fences[3]) == 'boolean' and type(fences[4]) == 'table') then
   return redis.error_reply('commit: expected fences [prefix, keep-away seen, count namespaces, per unit]')
@@ -332,6 +342,14 @@ if next(dirty) then
   write_pairs('ZADD', CHANGES, changes)
   write_pairs('HSET', PODS, records)
   write_pairs('HSET', UNITS, unit_records)
+  if reservation ~= nil then
+    local reserved = {}
+    for i = 1, #unit_records, 2 do
+      reserved[#reserved + 1] = unit_records[i]
+      reserved[#reserved + 1] = reservation
+    end
+    write_pairs('HSET', RESERVED, reserved)
+  end
   for i = 1, #consumed, 1000 do
     redis.call('HDEL', HOLDS, unpack(consumed, i, math.min(i + 999, #consumed)))
   end

@@ -74,6 +74,18 @@ class Keys:
         return f"{self.prefix}epoch"
 
     @property
+    def reserved(self) -> str:
+        """Hash: unit key -> msgpack [expires at (unix s), home partition]: a part of a unit
+        that spans partitions, committed here as a reservation until its commit is
+        confirmed or given back (partitioned.py)."""
+        return f"{self.prefix}reserved"
+
+    def decided(self, unit: str) -> str:
+        """String, in the unit's home partition: 'committed' or 'aborted', for as long as
+        another partition may still hold a reservation of it."""
+        return f"{self.prefix}decided:{unit}"
+
+    @property
     def node_prefix(self) -> str:
         """Hash per node: v, specv, spec (msgpack), a:<resource>, u:<resource>,
         hp (host ports in use), pp (peer id -> pods committed there)."""
@@ -96,4 +108,5 @@ class Keys:
             self.namespaces,
             self.namespace_changes,
             self.epoch,
+            self.reserved,
         ]

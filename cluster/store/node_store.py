@@ -11,6 +11,7 @@ import json
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from math import ceil
 from typing import NamedTuple
 
 import msgpack
@@ -156,6 +157,15 @@ class Preempted:
     @property
     def reserved(self) -> bool:
         return self.status == "reserved"
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """How a partition holds its part of a unit that spans partitions: until
+    `expires_at` (unix seconds), for the unit's `home` partition to decide."""
+
+    expires_at: float
+    home: int
 
 
 class NodeStore:
@@ -317,13 +327,16 @@ class NodeStore:
         mode: str = "fine",
         fences: Fences | None = None,
         epoch: str | None = None,
+        reservation: Reservation | None = None,
     ) -> Committed:
         """Commit placed units atomically, each all-or-nothing.
 
         `mode` is "fine" (a pod that still fits is accepted) or "coarse" (a
         candidate node that changed since the shard saw it is a conflict).
         `epoch` is the one the placements were computed in (by default this
-        client's): in any other, nothing is committed (EpochChanged).
+        client's): in any other, nothing is committed (EpochChanged). With a
+        `reservation`, the units committed are parts of units that span
+        partitions, held until `settle` confirms or gives them back.
         """
         if mode not in CONFLICT_MODES and mode != OBSERVED:
             raise ValueError(f"conflict mode {mode!r}: must be one of {', '.join(CONFLICT_MODES)}")
@@ -344,8 +357,10 @@ class NodeStore:
             for d in decisions
         ]
         args: list[object] = [_lua_frame([wire_classes, wire_units]), mode]
-        if fences is not None:
-            args.append(_lua_frame(fences.to_wire(self.keys.fence_prefix)))
+        if fences is not None or reservation is not None:
+            args.append(_lua_frame(fences.to_wire(self.keys.fence_prefix)) if fences else "")
+        if reservation is not None:
+            args.append(_lua_frame([float(reservation.expires_at), reservation.home]))
         reply = self._run("commit", *args, epoch=epoch)
         version, results, keep_away = msgpack.unpackb(reply)  # type: ignore[arg-type]
         outcomes = []
@@ -357,6 +372,21 @@ class NodeStore:
             else:
                 outcomes.append(UnitOutcome(decision.unit, status, detail=str(detail)))
         return Committed(int(version), outcomes, int(keep_away))
+
+    def settle(self, unit: str, action: str, home: bool, keep_s: float) -> str:
+        """The second step for a unit reserved here (settle.lua): `action` is 'confirm',
+        'abort' or 'resolve'; `home` if this is the unit's home partition, where the
+        decision is kept for `keep_s`. Returns settle.lua's answer."""
+        decided = self.keys.decided(unit) if home else ""
+        _, answer = self._run("settle", unit, action, decided, max(1, ceil(keep_s)))  # type: ignore[misc]
+        return answer.decode() if isinstance(answer, bytes) else str(answer)
+
+    def reservations(self) -> dict[str, Reservation]:
+        """Unit key -> its reservation here, for units that span partitions."""
+        return {
+            unit.decode(): Reservation(*msgpack.unpackb(blob))
+            for unit, blob in self.client.hgetall(self.keys.reserved).items()
+        }
 
     def observe(self, pods: Sequence[Pod]) -> list[UnitOutcome]:
         """Record pods the cluster runs already on their node (bound by another scheduler,

@@ -22,6 +22,7 @@ _NAMES = (
     "expire",
     "claim",
     "put_namespaces",
+    "settle",
 )
 
 
@@ -40,6 +41,7 @@ class Scripts:
     expire: Script
     claim: Script
     put_namespaces: Script
+    settle: Script
 
     @classmethod
     def register(cls, client: redis.Redis) -> Scripts:

@@ -1,0 +1,204 @@
+"""The node store across three real Redis servers: units within a partition commit in
+one script, units across partitions in two steps, and a coordinator or a server lost
+between the steps leaves no reservation once the time is up."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import ExitStack
+
+import pytest
+
+from cluster.messages import Decision, PodPlacement
+from cluster.redis_server import EmbeddedRedis, connect
+from cluster.store import NodeStore
+from cluster.store.node_store import Reservation
+from cluster.store.partitioned import UNAVAILABLE, PartitionedStore
+from shards.testing import node
+from tests.cluster.test_node_store import spec
+
+TTL = 5.0
+CPU = ["cpu"]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def servers() -> Iterator[list[EmbeddedRedis]]:
+    with ExitStack() as stack:
+        yield [stack.enter_context(EmbeddedRedis()) for _ in range(3)]
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def partitioned(servers, clock) -> Iterator[PartitionedStore]:
+    store = PartitionedStore(
+        [NodeStore(connect(s.url)) for s in servers], reservation_ttl_s=TTL, clock=clock
+    )
+    store.put_nodes([node(f"n{i}", cpu="2") for i in range(30)])
+    yield store
+    store.close()
+
+
+def owned(store: PartitionedStore) -> list[str]:
+    """One node of each partition, in partition order."""
+    first: dict[int, str] = {}
+    for i in range(30):
+        first.setdefault(store.partition_of(f"n{i}"), f"n{i}")
+    return [first[i] for i in range(len(store.stores))]
+
+
+def gang(key: str, nodes: list[str]) -> Decision:
+    return Decision(key, [PodPlacement(f"ns/{key}-{i}", 0, [n], [0]) for i, n in enumerate(nodes)])
+
+
+def free(store: PartitionedStore, names: list[str]) -> list[int]:
+    room = store.room(names, CPU)
+    return [room[n]["cpu"] for n in names]
+
+
+def reservations(store: PartitionedStore) -> list[dict[str, Reservation]]:
+    return [s.reservations() for s in store.stores]
+
+
+def test_every_node_lives_in_the_partition_that_owns_it(partitioned):
+    for i, s in enumerate(partitioned.stores):
+        names = s.node_names()
+        assert names and all(partitioned.partition_of(n) == i for n in names)
+    assert sum(len(s.node_names()) for s in partitioned.stores) == 30
+
+
+def test_units_within_a_partition_commit_in_one_script_each_partition(partitioned):
+    a, b, c = owned(partitioned)
+    partitioned.commit([spec()], [gang(f"warm{i}", [n]) for i, n in enumerate((a, b, c))])
+    partitioned.release(units=["warm0", "warm1", "warm2"])  # each script loaded once
+    calls = [s.round_trips for s in partitioned.stores]
+    units = [gang("u1", [a]), gang("u2", [b]), gang("u3", [c]), gang("u4", [a])]
+    # a candidate in another partition is cut: the pod stays in its first one's
+    units[1].placements[0].nodes.append(c)
+    units[1].placements[0].versions.append(0)
+    outcomes = partitioned.commit([spec()], units)
+    assert [o.status for o in outcomes] == ["committed"] * 4
+    assert [o.nodes for o in outcomes] == [[a], [b], [c], [a]]
+    assert [s.round_trips - n for s, n in zip(partitioned.stores, calls, strict=True)] == [1, 1, 1]
+    assert partitioned.spanning_commits == 0 and reservations(partitioned) == [{}, {}, {}]
+
+
+def test_a_gang_across_partitions_commits_whole_in_two_steps(partitioned):
+    a, b, c = owned(partitioned)
+    [outcome] = partitioned.commit([spec()], [gang("g", [b, a, c, b])])
+    assert outcome.status == "committed" and outcome.nodes == [b, a, c, b]  # in pod order
+    assert partitioned.spanning_commits == 1
+    assert free(partitioned, [a, b, c]) == [1000, 0, 1000]
+    assert reservations(partitioned) == [{}, {}, {}]  # every part confirmed
+    home = partitioned.stores[partitioned.partition_of(b)]
+    assert home.client.get(home.keys.decided("g")) == b"committed"
+    assert partitioned.release(units=["g"]) == 4
+    assert free(partitioned, [a, b, c]) == [2000, 2000, 2000]
+
+
+def test_a_gang_one_partition_refuses_leaves_nothing_anywhere(partitioned):
+    a, b, c = owned(partitioned)
+    [outcome] = partitioned.commit([spec()], [gang("g", [a, b, c, c, c])])  # 3 CPUs on c
+    assert outcome.status == "conflict" and c in outcome.detail
+    assert free(partitioned, [a, b, c]) == [2000, 2000, 2000]
+    assert reservations(partitioned) == [{}, {}, {}]
+    assert all(s.committed_pods() == {} for s in partitioned.stores)
+
+
+def reserve_every_part(store: PartitionedStore, unit: Decision, clock: Clock) -> int:
+    """Step one of a coordinator, which then dies; returns the unit's home."""
+    parts = store._parts(unit)
+    home = next(iter(parts))
+    for i, part in parts.items():
+        committed = store.stores[i].commit(
+            [spec()], [part], reservation=Reservation(clock() + TTL, home)
+        )
+        assert committed.outcomes[0].status == "committed"
+    return home
+
+
+def test_a_coordinator_dead_after_reserving_leaves_nothing_once_the_time_is_up(partitioned, clock):
+    a, b, c = owned(partitioned)
+    reserve_every_part(partitioned, gang("g", [a, b, c]), clock)
+    assert free(partitioned, [a, b, c]) == [1000, 1000, 1000]  # held meanwhile
+    assert partitioned.settle_expired() == 0  # not yet
+    clock.now += TTL
+    assert partitioned.settle_expired() == 3
+    assert free(partitioned, [a, b, c]) == [2000, 2000, 2000]
+    assert reservations(partitioned) == [{}, {}, {}]
+    home = partitioned.stores[0]
+    assert home.client.get(home.keys.decided("g")) == b"aborted"  # no late confirmation
+    assert home.settle("g", "confirm", True, 60) == "gone"
+
+
+def test_a_coordinator_dead_after_home_decided_is_completed_by_the_sweeper(partitioned, clock):
+    a, b, c = owned(partitioned)
+    home = reserve_every_part(partitioned, gang("g", [b, c, a]), clock)
+    assert partitioned.stores[home].settle("g", "confirm", True, 60) == "confirmed"
+    clock.now += TTL
+    assert partitioned.settle_expired() == 2  # the two other parts, confirmed
+    assert reservations(partitioned) == [{}, {}, {}]
+    assert free(partitioned, [a, b, c]) == [1000, 1000, 1000]  # the gang whole
+    assert [set(s.committed_pods().values()) for s in partitioned.stores] == [{a}, {b}, {c}]
+
+
+def test_a_partition_down_refuses_its_units_and_the_others_go_on(partitioned, servers):
+    a, b, c = owned(partitioned)
+    servers[2].kill()
+    single, spanning = gang("u", [a]), gang("g", [a, b, c])
+    outcomes = partitioned.commit([spec()], [single, gang("v", [c]), spanning])
+    assert [o.status for o in outcomes] == ["committed", UNAVAILABLE, UNAVAILABLE]
+    assert "partition 2" in outcomes[2].detail
+    assert free(partitioned, [a, b]) == [1000, 2000]  # the gang's parts were given back
+    assert [s.reservations() for s in partitioned.stores[:2]] == [{}, {}]
+
+
+def test_a_partition_killed_between_the_steps(partitioned, servers, clock):
+    """Its server dies once every part is reserved: home decided, so the gang stands
+    where it was confirmed, and the partition comes back empty, to be built again."""
+    a, b, c = owned(partitioned)
+    lost = partitioned.stores[2]
+    settle = lost.settle
+
+    def dies_first(*args: object) -> str:
+        servers[2].kill()
+        return settle(*args)  # type: ignore[arg-type]
+
+    lost.settle = dies_first  # type: ignore[method-assign]
+    [outcome] = partitioned.commit([spec()], [gang("g", [a, b, c])])
+    assert outcome.status == "committed"  # decided at home (partition 0) before the loss
+    servers[2].start()  # empty, as after a crash
+    lost.rebuild([node(n, cpu="2") for n in lost_nodes(partitioned, 2)], {}, [])
+    clock.now += TTL
+    partitioned.settle_expired()
+    assert reservations(partitioned) == [{}, {}, {}]
+    assert free(partitioned, [a, b, c]) == [1000, 1000, 2000]  # c's part went with its Redis
+
+
+def test_a_home_killed_between_the_steps_is_settled_once_it_is_back(partitioned, servers, clock):
+    a, b, c = owned(partitioned)
+    reserve_every_part(partitioned, gang("g", [c, a, b]), clock)  # home: partition 2
+    servers[2].kill()
+    clock.now += TTL
+    assert partitioned.settle_expired() == 0  # the home does not answer: the parts wait
+    assert [list(s.reservations()) for s in partitioned.stores[:2]] == [["g"], ["g"]]
+    servers[2].start()
+    partitioned.stores[2].rebuild([node(n, cpu="2") for n in lost_nodes(partitioned, 2)], {}, [])
+    assert partitioned.settle_expired() == 2  # the home lost its decision: given back
+    assert reservations(partitioned) == [{}, {}, {}]
+    assert free(partitioned, [a, b, c]) == [2000, 2000, 2000]
+
+
+def lost_nodes(store: PartitionedStore, i: int) -> list[str]:
+    return [f"n{k}" for k in range(30) if store.partition_of(f"n{k}") == i]
