@@ -8,7 +8,8 @@ bind in the simulated cluster), which is how far one binder goes; commits
 through 1, 2, 4 and 8 binder actors at once, two batches in flight each,
 with the share of a core Redis used meanwhile: where one Redis saturates
 (its one thread near a whole core) and what more binders add before it; and
-the cost of
+commits through a store partitioned over 1, 2 and 3 Redis servers, single pods
+and gangs across partitions (two steps each); and the cost of
 `changes_since` as a function of how many nodes changed, which is what a
 shard pays before every batch.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from contextlib import ExitStack
 
 import ray
 import redis
@@ -31,6 +33,7 @@ from cluster.objects import SchedulingSpec
 from cluster.redis_server import EmbeddedRedis, connect
 from cluster.simulator import SimulatedCluster, load_template
 from cluster.store import Keys, NodeStore
+from cluster.store.partitioned import PartitionedStore
 from optimist.config import DEFAULT_PROFILE
 from optimist.runtime import init_ray
 
@@ -79,6 +82,7 @@ def main() -> None:
                 f"{what}: batch {args.batch}: median {per_batch * 1e3:.2f} ms = {rate:,.0f} pods/s"
             )
         _through_actors(server.url, spec, nodes, args.batch, args.batches)
+        _partitioned(spec, nodes, args.batch, args.batches)
         for changed in (0, 100, 1000, args.nodes):
             version = store.version()
             decisions = [
@@ -139,6 +143,48 @@ def _through_actors(url: str, spec: SchedulingSpec, nodes: list, batch: int, bat
         for actor in actors:
             ray.kill(actor)
     ray.shutdown()
+
+
+def _partitioned(spec: SchedulingSpec, nodes: list, batch: int, batches: int) -> None:
+    """Pods/s committed through a PartitionedStore over 1, 2 and 3 Redis servers: single
+    pods (one script per partition per batch, the partitions side by side), and gangs
+    of two pods on nodes of different partitions (two steps each)."""
+    for count in (1, 2, 3):
+        with ExitStack() as stack:
+            servers = [stack.enter_context(EmbeddedRedis()) for _ in range(count)]
+            store = PartitionedStore([NodeStore(connect(s.url)) for s in servers])
+            stack.callback(store.close)
+            store.put_nodes(nodes)
+            timings = []
+            for b in range(batches):
+                on = [nodes[(b * batch + i) % len(nodes)].name for i in range(batch)]
+                decisions = [
+                    Decision(f"p{b}-{i}", [PodPlacement(f"ns/p{b}-{i}", 0, [name], [0])])
+                    for i, name in enumerate(on)
+                ]
+                t = time.perf_counter()
+                store.commit([spec], decisions)
+                timings.append(time.perf_counter() - t)
+            single = batch / statistics.median(timings)
+            line = f"partitioned: {count} Redis: single pods {single:,.0f} pods/s"
+            if count > 1:
+                by_partition: dict[int, list] = {}
+                for n in nodes:
+                    by_partition.setdefault(store.partition_of(n.name), []).append(n.name)
+                pairs = list(zip(by_partition[0], by_partition[1], strict=False))
+                gangs = [
+                    Decision(
+                        f"g{i}",
+                        [PodPlacement(f"ns/g{i}-{k}", 0, [n], [0]) for k, n in enumerate(pair)],
+                    )
+                    for i, pair in enumerate(pairs[:batch])
+                ]
+                t = time.perf_counter()
+                outcomes = store.commit([spec], gangs)
+                elapsed = time.perf_counter() - t
+                assert all(o.status == "committed" for o in outcomes), outcomes[0]
+                line += f", gangs across two partitions {2 * len(gangs) / elapsed:,.0f} pods/s"
+            print(line)
 
 
 def _cpu_s(client: redis.Redis) -> float:

@@ -24,9 +24,9 @@
 --   unit whose namespaces got pods from another binder since its cross-pod
 --   check, is a conflict. Counting namespaces bumps the fence of each
 --   namespace this batch committed pods in, and '*'.
--- ARGV[6]: optional: msgpack [expires at, home partition]: the units are parts of
---   units that span partitions (partitioned.py), committed as reservations until
---   settle.lua confirms or gives them back.
+-- ARGV[6]: optional: msgpack [expires at, home partition of each unit]: the units are
+--   parts of units that span partitions (partitioned.py), committed as reservations
+--   until settle.lua confirms or gives them back.
 -- Every pod goes on its first candidate that still fits, counting the pods
 -- of the same unit placed before it and the room reserved for any of them;
 -- if one pod fits none, nothing of the unit is applied. Returns msgpack [seq, results, keep-away count], one result per unit:
@@ -39,12 +39,10 @@ if type(classes) ~= 'table' or type(units) ~= 'table' then
   return redis.error_reply('commit: expected [classes, units]')
 end
 local fences = ARGV[5] and ARGV[5] ~= '' and cmsgpack.unpack(ARGV[5]) or nil
-local reservation = ARGV[6]
-if reservation ~= nil then
-  local r = cmsgpack.unpack(reservation)
-  if not (type(r) == 'table' and type(r[1]) == 'number' and type(r[2]) == 'number') then
-    return redis.error_reply('commit: expected a reservation [expires at, home partition]')
-  end
+local reservation = ARGV[6] and cmsgpack.unpack(ARGV[6])
+if reservation ~= nil and not (type(reservation) == 'table' and type(reservation[1]) == 'number'
+    and type(reservation[2]) == 'table' and #reservation[2] == #units) then
+  return redis.error_reply('commit: expected a reservation [expires at, a home per unit]')
 end
 if fences ~= nil and not (type(fences) == 'table' and is_name(fences[1])
     and type(fences[2]) == 'number' and type(fences[3]) == 'boolean' and type(fences[4]) == 'table') then
@@ -344,9 +342,11 @@ if next(dirty) then
   write_pairs('HSET', UNITS, unit_records)
   if reservation ~= nil then
     local reserved = {}
-    for i = 1, #unit_records, 2 do
-      reserved[#reserved + 1] = unit_records[i]
-      reserved[#reserved + 1] = reservation
+    for ui, unit in ipairs(units) do
+      if results[ui][1] == 'committed' then
+        reserved[#reserved + 1] = unit[1]
+        reserved[#reserved + 1] = cmsgpack.pack({reservation[1], reservation[2][ui]})
+      end
     end
     write_pairs('HSET', RESERVED, reserved)
   end

@@ -327,16 +327,18 @@ class NodeStore:
         mode: str = "fine",
         fences: Fences | None = None,
         epoch: str | None = None,
-        reservation: Reservation | None = None,
+        reserve_until: float | None = None,
+        homes: Sequence[int] = (),
     ) -> Committed:
         """Commit placed units atomically, each all-or-nothing.
 
         `mode` is "fine" (a pod that still fits is accepted) or "coarse" (a
         candidate node that changed since the shard saw it is a conflict).
         `epoch` is the one the placements were computed in (by default this
-        client's): in any other, nothing is committed (EpochChanged). With a
-        `reservation`, the units committed are parts of units that span
-        partitions, held until `settle` confirms or gives them back.
+        client's): in any other, nothing is committed (EpochChanged). With
+        `reserve_until`, the units are parts of units that span partitions (their
+        home partitions in `homes`), held as reservations until then, for `settle`
+        to confirm or give back.
         """
         if mode not in CONFLICT_MODES and mode != OBSERVED:
             raise ValueError(f"conflict mode {mode!r}: must be one of {', '.join(CONFLICT_MODES)}")
@@ -357,10 +359,10 @@ class NodeStore:
             for d in decisions
         ]
         args: list[object] = [_lua_frame([wire_classes, wire_units]), mode]
-        if fences is not None or reservation is not None:
+        if fences is not None or reserve_until is not None:
             args.append(_lua_frame(fences.to_wire(self.keys.fence_prefix)) if fences else "")
-        if reservation is not None:
-            args.append(_lua_frame([float(reservation.expires_at), reservation.home]))
+        if reserve_until is not None:
+            args.append(_lua_frame([float(reserve_until), list(homes)]))
         reply = self._run("commit", *args, epoch=epoch)
         version, results, keep_away = msgpack.unpackb(reply)  # type: ignore[arg-type]
         outcomes = []
@@ -373,13 +375,18 @@ class NodeStore:
                 outcomes.append(UnitOutcome(decision.unit, status, detail=str(detail)))
         return Committed(int(version), outcomes, int(keep_away))
 
-    def settle(self, unit: str, action: str, home: bool, keep_s: float) -> str:
-        """The second step for a unit reserved here (settle.lua): `action` is 'confirm',
-        'abort' or 'resolve'; `home` if this is the unit's home partition, where the
-        decision is kept for `keep_s`. Returns settle.lua's answer."""
-        decided = self.keys.decided(unit) if home else ""
-        _, answer = self._run("settle", unit, action, decided, max(1, ceil(keep_s)))  # type: ignore[misc]
-        return answer.decode() if isinstance(answer, bytes) else str(answer)
+    def settle(
+        self, units: Sequence[str], action: str, at_home: Sequence[bool], keep_s: float
+    ) -> list[str]:
+        """The second step for units reserved here (settle.lua): `action` is 'confirm',
+        'abort' or 'resolve'; where this is a unit's home partition (`at_home`), its
+        decision is kept for `keep_s`. Returns settle.lua's answer for each."""
+        entries = [
+            [u, self.keys.decided(u) if home else ""]
+            for u, home in zip(units, at_home, strict=True)
+        ]
+        _, answers = self._run("settle", _lua_frame(entries), action, max(1, ceil(keep_s)))  # type: ignore[misc]
+        return [a.decode() if isinstance(a, bytes) else str(a) for a in answers]
 
     def reservations(self) -> dict[str, Reservation]:
         """Unit key -> its reservation here, for units that span partitions."""

@@ -38,10 +38,10 @@ from cluster.store.node_store import (
     Committed,
     EpochChanged,
     NodeStore,
-    Reservation,
 )
 
 T = TypeVar("T")
+R = TypeVar("R")
 UNAVAILABLE = "unavailable"  # the status of a unit whose partition did not answer
 
 
@@ -77,35 +77,27 @@ class PartitionedStore:
         """Commit placed units, each all-or-nothing across partitions; the outcomes in the
         order of `decisions`. A unit whose partition did not answer is `unavailable`:
         whether its commit was applied is known once the partition answers again."""
-        outcomes: dict[str, UnitOutcome] = {}
         single: dict[int, list[Decision]] = defaultdict(list)
-        spanning: list[tuple[Decision, dict[int, Decision]]] = []
+        spanning: dict[str, tuple[Decision, dict[int, Decision]]] = {}
         for decision in decisions:
             parts = self._parts(decision)
             if len(parts) == 1:
                 [(i, part)] = parts.items()
                 single[i].append(part)
             else:
-                spanning.append((decision, parts))
-        batches = {
-            i: self._pool.submit(self._guard, i, self.stores[i].commit, classes, part, mode)
-            for i, part in single.items()
+                spanning[decision.unit] = (decision, parts)
+        committing = {
+            i: self._pool.submit(self._guard, i, self.stores[i].commit, classes, units, mode)
+            for i, units in single.items()
         }
-        for decision, parts in spanning:
-            outcomes[decision.unit] = self._commit_spanning(classes, decision, parts, mode)
-        for i, future in batches.items():
-            committed = future.result()
-            for decision, outcome in zip(
-                single[i],
-                committed.outcomes if committed else [None] * len(single[i]),
-                strict=True,
-            ):
-                outcomes[decision.unit] = outcome or _unavailable(decision.unit, i)
+        outcomes = self._commit_spanning(classes, spanning, mode) if spanning else {}
+        for i, units in single.items():
+            outcomes.update(self._outcomes(i, units, committing[i].result()))
         return [outcomes[d.unit] for d in decisions]
 
     def _parts(self, decision: Decision) -> dict[int, Decision]:
-        """The unit cut by partition, each pod with the candidates in the partition of
-        its first one: a pod moves within its partition, never across."""
+        """The unit cut by partition, home first, each pod with the candidates in the
+        partition of its first one: a pod moves within its partition, never across."""
         placements: dict[int, list[PodPlacement]] = defaultdict(list)
         for p in decision.placements:
             home = self.partition_of(p.nodes[0])
@@ -114,99 +106,111 @@ class PartitionedStore:
                 replace(p, nodes=[p.nodes[k] for k in kept], versions=[p.versions[k] for k in kept])
             )
         first = self.partition_of(decision.placements[0].nodes[0])
-        order = [first, *sorted(set(placements) - {first})]  # home first
+        order = [first, *sorted(set(placements) - {first})]
         return {i: replace(decision, placements=placements[i]) for i in order}
 
     def _commit_spanning(
         self,
         classes: Sequence[SchedulingSpec],
-        decision: Decision,
-        parts: dict[int, Decision],
+        spanning: dict[str, tuple[Decision, dict[int, Decision]]],
         mode: str,
-    ) -> UnitOutcome:
-        unit, home = decision.unit, next(iter(parts))
-        reservation = Reservation(self.clock() + self.ttl_s, home)
-        reserving = {
-            i: self._pool.submit(
-                self._guard,
-                i,
-                self.stores[i].commit,
-                classes,
-                [part],
-                mode,
-                None,
-                None,
-                reservation,
-            )
-            for i, part in parts.items()
+    ) -> dict[str, UnitOutcome]:
+        """The two steps for every unit that spans partitions, each step one call per
+        partition, the partitions side by side."""
+        homes = {unit: next(iter(parts)) for unit, (_, parts) in spanning.items()}
+        by_partition: dict[int, list[Decision]] = defaultdict(list)
+        for _, parts in spanning.values():
+            for i, part in parts.items():
+                by_partition[i].append(part)
+        until = self.clock() + self.ttl_s
+
+        def reserve(i: int, units: list[Decision]) -> dict[str, UnitOutcome]:
+            at = [homes[u.unit] for u in units]
+            commit = partial(self.stores[i].commit, reserve_until=until, homes=at)
+            return self._outcomes(i, units, self._guard(i, commit, classes, units, mode))
+
+        reserved: dict[str, dict[int, UnitOutcome]] = defaultdict(dict)
+        for i, outcomes in self._each(by_partition, reserve):
+            for unit, outcome in outcomes.items():
+                reserved[unit][i] = outcome
+        out: dict[str, UnitOutcome] = {}
+        for unit, parts in reserved.items():
+            refused = [o for o in parts.values() if o.status != "committed"]
+            if refused:
+                out[unit] = refused[0]
+        accepted = [u for u in spanning if u not in out]
+        decided = self._settle_each({u: [homes[u]] for u in accepted}, "confirm", homes)
+        others: dict[str, list[int]] = {}
+        for unit in accepted:
+            if decided.get((unit, homes[unit])) != "confirmed":  # a sweeper aborted it, or away
+                out[unit] = UnitOutcome(unit, "conflict", detail="its reservation ran out first")
+            else:
+                others[unit] = [i for i in spanning[unit][1] if i != homes[unit]]
+        # a part not confirmed now is, by a sweeper: its home says 'committed'
+        self._settle_each(others, "confirm", homes)
+        self._settle_each({u: list(spanning[u][1]) for u in out}, "abort", homes)
+        for unit in others:
+            self.spanning_commits += 1
+            out[unit] = _whole(spanning[unit][0], spanning[unit][1], reserved[unit])
+        return out
+
+    def _settle_each(
+        self, where: dict[str, list[int]], action: str, homes: dict[str, int]
+    ) -> dict[tuple[str, int], str]:
+        """settle.lua for each unit on the partitions given, one call per partition, side
+        by side: (unit, partition) -> its answer; none where the partition did not answer."""
+        work: dict[int, list[str]] = defaultdict(list)
+        for unit, partitions in where.items():
+            for i in partitions:
+                work[i].append(unit)
+
+        def settle(i: int, units: list[str]) -> list[str] | None:
+            at_home = [homes[u] == i for u in units]
+            return self._guard(i, self.stores[i].settle, units, action, at_home, self._keep_s)
+
+        return {
+            (unit, i): answer
+            for i, answers in self._each(work, settle)
+            for unit, answer in zip(work[i], answers or [], strict=False)
         }
-        reserved: dict[int, UnitOutcome] = {}
-        for i, future in reserving.items():
-            committed = future.result()
-            reserved[i] = committed.outcomes[0] if committed else _unavailable(unit, i)
-        refused = [o for o in reserved.values() if o.status != "committed"]
-        if refused:
-            self._give_back(unit, parts, home)
-            return refused[0]
-        decided = self._guard(home, self.stores[home].settle, unit, "confirm", True, self._keep_s)
-        if decided != "confirmed":  # a sweeper aborted it meanwhile, or home is away
-            self._give_back(unit, parts, home)
-            return UnitOutcome(unit, "conflict", detail="its reservation ran out before the commit")
-        confirming = [
-            self._pool.submit(self._guard, i, self.stores[i].settle, unit, "confirm", False, 1)
-            for i in parts
-            if i != home
-        ]
-        for future in confirming:
-            future.result()  # a part not confirmed now is by a sweeper: home says 'committed'
-        self.spanning_commits += 1
-        where: dict[str, tuple[str, list[int]]] = {}
-        for i, part in parts.items():
-            gpus = reserved[i].gpus or [[] for _ in part.placements]
-            for p, node, chosen in zip(part.placements, reserved[i].nodes, gpus, strict=True):
-                where[p.pod] = (node, chosen)
-        pods = [p.pod for p in decision.placements]
-        return UnitOutcome(
-            unit, "committed", nodes=[where[p][0] for p in pods], gpus=[where[p][1] for p in pods]
-        )
 
-    def _reserve(
-        self,
-        i: int,
-        classes: Sequence[SchedulingSpec],
-        part: Decision,
-        mode: str,
-        reservation: Reservation,
-    ) -> Committed | None:
-        commit = partial(self.stores[i].commit, reservation=reservation)
-        return self._guard(i, commit, classes, [part], mode)
+    def _each(
+        self, work: dict[int, list[T]], call: Callable[[int, list[T]], R]
+    ) -> list[tuple[int, R]]:
+        """`call(i, items)` for each partition's items, the partitions side by side."""
+        futures = {i: self._pool.submit(call, i, items) for i, items in work.items() if items}
+        return [(i, f.result()) for i, f in futures.items()]
 
-    def _give_back(self, unit: str, parts: dict[int, Decision], home: int) -> None:
-        """Every reserved part of the unit goes back; home decides 'aborted'. A part that
-        cannot be reached now is given back by a sweeper once its reservation expires."""
-        for i in parts:
-            self._guard(i, self.stores[i].settle, unit, "abort", i == home, self._keep_s)
+    def _outcomes(
+        self, i: int, units: list[Decision], committed: Committed | None
+    ) -> dict[str, UnitOutcome]:
+        if committed is None:
+            return {u.unit: _unavailable(u.unit, i) for u in units}
+        return {u.unit: o for u, o in zip(units, committed.outcomes, strict=True)}
 
     def settle_expired(self, now: float | None = None) -> int:
         """Settle every reservation whose time is up, as its home decides (module
         docstring); returns how many were settled. A partition or home that does not
         answer is left for the next sweep."""
         now = self.clock() if now is None else now
-        settled = 0
+        expired: dict[str, list[int]] = defaultdict(list)  # unit -> partitions holding it
+        homes: dict[str, int] = {}
         for i, store in enumerate(self.stores):
-            held = self._guard(i, store.reservations)
-            for unit, r in (held or {}).items():
-                if r.expires_at > now:
-                    continue
-                home = self.stores[r.home]
-                decision = self._guard(r.home, home.settle, unit, "resolve", True, self._keep_s)
-                if decision is None:
-                    continue  # home away: ask again next time
-                if i != r.home:
-                    action = "confirm" if decision == "committed" else "abort"
-                    if self._guard(i, store.settle, unit, action, False, 1) is None:
-                        continue
-                settled += 1
+            for unit, r in (self._guard(i, store.reservations) or {}).items():
+                if r.expires_at <= now:
+                    expired[unit].append(i)
+                    homes[unit] = r.home
+        if not expired:
+            return 0
+        decided = self._settle_each({u: [homes[u]] for u in expired}, "resolve", homes)
+        settled = sum(1 for u, ps in expired.items() if homes[u] in ps and (u, homes[u]) in decided)
+        for action, answer in (("confirm", "committed"), ("abort", "aborted")):
+            away = {
+                u: [i for i in ps if i != homes[u]]
+                for u, ps in expired.items()
+                if decided.get((u, homes[u])) == answer
+            }
+            settled += len(self._settle_each(away, action, homes))
         return settled
 
     def release(self, units: Sequence[str] = (), pods: Sequence[str] = ()) -> int:
@@ -248,3 +252,21 @@ class PartitionedStore:
 
 def _unavailable(unit: str, partition: int) -> UnitOutcome:
     return UnitOutcome(unit, UNAVAILABLE, detail=f"partition {partition} did not answer")
+
+
+def _whole(
+    decision: Decision, parts: dict[int, Decision], reserved: dict[int, UnitOutcome]
+) -> UnitOutcome:
+    """The committed unit, its parts' nodes and GPUs put back in its pods' order."""
+    where: dict[str, tuple[str, list[int]]] = {}
+    for i, part in parts.items():
+        gpus = reserved[i].gpus or [[] for _ in part.placements]
+        for p, node, chosen in zip(part.placements, reserved[i].nodes, gpus, strict=True):
+            where[p.pod] = (node, chosen)
+    pods = [p.pod for p in decision.placements]
+    return UnitOutcome(
+        decision.unit,
+        "committed",
+        nodes=[where[p][0] for p in pods],
+        gpus=[where[p][1] for p in pods],
+    )

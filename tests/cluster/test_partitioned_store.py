@@ -107,6 +107,23 @@ def test_a_gang_across_partitions_commits_whole_in_two_steps(partitioned):
     assert free(partitioned, [a, b, c]) == [2000, 2000, 2000]
 
 
+def test_many_gangs_across_partitions_take_a_call_per_partition_per_step(partitioned):
+    names = [
+        [f"n{i}" for i in range(30) if partitioned.partition_of(f"n{i}") == k] for k in range(3)
+    ]
+    gangs = [gang(f"g{i}", [names[0][i], names[1][i], names[2][i]]) for i in range(5)]
+    gangs.append(gang("big", [names[0][0], names[1][0], names[2][0]] * 2))  # 2 more CPUs on each
+    partitioned.commit([spec()], [gang("warm", [names[0][-1], names[1][-1], names[2][-1]])])
+    calls = [s.round_trips for s in partitioned.stores]
+    outcomes = partitioned.commit([spec()], gangs)
+    assert [o.status for o in outcomes] == ["committed"] * 5 + ["conflict"]
+    # each partition: reserve, confirm (at home, partition 0, then the others), and give
+    # back the refused gang: three calls for six gangs
+    assert [s.round_trips - n for s, n in zip(partitioned.stores, calls, strict=True)] == [3, 3, 3]
+    assert reservations(partitioned) == [{}, {}, {}]
+    assert free(partitioned, [names[k][0] for k in range(3)]) == [1000, 1000, 1000]
+
+
 def test_a_gang_one_partition_refuses_leaves_nothing_anywhere(partitioned):
     a, b, c = owned(partitioned)
     [outcome] = partitioned.commit([spec()], [gang("g", [a, b, c, c, c])])  # 3 CPUs on c
@@ -122,7 +139,7 @@ def reserve_every_part(store: PartitionedStore, unit: Decision, clock: Clock) ->
     home = next(iter(parts))
     for i, part in parts.items():
         committed = store.stores[i].commit(
-            [spec()], [part], reservation=Reservation(clock() + TTL, home)
+            [spec()], [part], reserve_until=clock() + TTL, homes=[home]
         )
         assert committed.outcomes[0].status == "committed"
     return home
@@ -139,13 +156,13 @@ def test_a_coordinator_dead_after_reserving_leaves_nothing_once_the_time_is_up(p
     assert reservations(partitioned) == [{}, {}, {}]
     home = partitioned.stores[0]
     assert home.client.get(home.keys.decided("g")) == b"aborted"  # no late confirmation
-    assert home.settle("g", "confirm", True, 60) == "gone"
+    assert home.settle(["g"], "confirm", [True], 60) == ["gone"]
 
 
 def test_a_coordinator_dead_after_home_decided_is_completed_by_the_sweeper(partitioned, clock):
     a, b, c = owned(partitioned)
     home = reserve_every_part(partitioned, gang("g", [b, c, a]), clock)
-    assert partitioned.stores[home].settle("g", "confirm", True, 60) == "confirmed"
+    assert partitioned.stores[home].settle(["g"], "confirm", [True], 60) == ["confirmed"]
     clock.now += TTL
     assert partitioned.settle_expired() == 2  # the two other parts, confirmed
     assert reservations(partitioned) == [{}, {}, {}]
