@@ -93,3 +93,42 @@ def test_soak_smoke_keeps_binding_and_reports_its_slopes(monkeypatch, capsys, tm
     assert set(slopes) == {"driver", "shards", "redis"}
     assert r["p99_first_s"] is not None and r["p99_last_s"] is not None
     assert "memory slope, MiB/min:" in capsys.readouterr().out
+
+
+def test_each_capacity_plan_holds_its_rate_when_simulated():
+    """The plan's arithmetic checked by the simulation: with a core per process, what
+    it plans reaches the rate it was planned for."""
+    from benchmarks.capacity import plan, simulate
+
+    checked = 0
+    for nodes in (5_000, 20_000, 100_000):
+        for rate in (1_000, 5_000):
+            p = plan(nodes, rate)
+            assert p.feasible and p.ceiling >= rate, p
+            reached = simulate(p.shards, p.binder_actors, p.redis, p.cores, nodes, kube=True)
+            assert reached >= rate, (p, reached)
+            checked += 1
+    assert checked == 6
+    beyond = plan(5_000, 20_000)  # one API server and one dispatcher do not go that far
+    assert not beyond.feasible and beyond.dispatchers > 1 and beyond.api_share > 1
+
+
+def test_the_capacity_simulation_meets_the_arithmetic_where_cores_abound():
+    from benchmarks.capacity import Costs, simulate
+
+    c = Costs()
+    # a driver dispatching alone, one binder actor, 4 shards, 2 Redis: Redis gives way
+    redis_ceiling = 2e6 / (c.redis_commit_us + 4 * c.redis_read_us)
+    assert simulate(4, 1, 2, 16.0) == pytest.approx(redis_ceiling, rel=0.03)
+    # on 2 cores the processes share them, and the simulation falls below every part's
+    # own ceiling, as the 2-core bench does (docs/capacity.md)
+    assert simulate(1, 0, 1, 2.0) < 1e6 / (c.dispatch_us + c.commit_us)
+
+
+def test_capacity_prints_its_table(monkeypatch, capsys):
+    from benchmarks import capacity
+
+    monkeypatch.setattr(sys, "argv", ["capacity"])
+    capacity.main()
+    out = capsys.readouterr().out
+    assert out.count("\n| 100,000 |") == 3 and "gives way first" in out
