@@ -50,7 +50,9 @@ def find_redis_server() -> str:
 
 def connect(url: str) -> CountingRedis:
     """A client for `url`; the password comes from the URL, else OPTIMIST_REDIS_PASSWORD,
-    else the file OPTIMIST_REDIS_PASSWORD_FILE names (its first line)."""
+    else the file OPTIMIST_REDIS_PASSWORD_FILE names (its first line). redis-py retries
+    none of its calls (from_url's default; `redis.Redis()` alone would retry): a commit
+    whose reply is lost must be settled from the store, never sent again."""
     parsed = urlparse(url)
     if parsed.scheme not in _SCHEMES:
         raise ValueError(

@@ -2,6 +2,7 @@
 
 import msgpack
 import pytest
+import redis
 
 from cluster.manifests import pod_from_manifest
 from cluster.messages import Decision, PodPlacement
@@ -112,6 +113,33 @@ def test_missing_node_is_a_conflict(store):
     _, [outcome], _ = store.commit([spec()], [unit("u", ("ns/p", 0, ["a"]))])
     assert outcome.status == "conflict" and "does not exist" in outcome.detail
     assert store.changes_since(0, COLUMNS).deleted == ["a"]
+
+
+def test_a_commit_whose_reply_is_lost_is_not_sent_again(store, monkeypatch):
+    """Redis ran the script, and the connection broke before the reply came back: the
+    client raises rather than replay it (a replay would find its own units committed and
+    answer 'duplicate', their room held for nobody). The caller settles the batch from
+    the store (`committed_placements`), as the runtime's `_guarded` does."""
+    store.put_nodes([node("a", cpu="2")])
+    store.commit([spec()], [unit("warm", ("ns/w", 0, ["a"]))])  # the script loaded, not timed
+    connection = store.client.connection_pool.get_connection()
+    store.client.connection_pool.release(connection)
+    read, lost = connection.read_response, []
+
+    def reply_lost(*args, **kwargs):
+        answer = read(*args, **kwargs)
+        if not lost:
+            lost.append(answer)
+            raise redis.ConnectionError("connection reset after the script ran")
+        return answer
+
+    monkeypatch.setattr(connection, "read_response", reply_lost)
+    with pytest.raises(redis.ConnectionError):
+        store.commit([spec()], [unit("u", ("ns/p", 0, ["a"]))])
+    assert lost  # the server did answer; the client never saw it
+    monkeypatch.undo()
+    assert store.committed_placements(["u"]) == {"u": {"ns/p": ("a", [])}}
+    assert store.usage("a")["cpu"] == 2000  # once: the warm pod's and this one's
 
 
 def test_release_gives_everything_back(store):
