@@ -263,6 +263,14 @@ class Dispatcher:
         if entry is not None and unit is not None and unit.state is PodState.PREEMPTING:
             self._unschedulable(unit, entry[1])
 
+    def retry_preemption(self, unit_key: str) -> None:
+        """The store failed before it took the unit's preemption: tried again as it was,
+        at once."""
+        self._asks.pop(unit_key, None)
+        unit = self.units.get(unit_key)
+        if unit is not None and unit.state is PodState.PREEMPTING:
+            self.queue.activate(unit)
+
     def _victim_gone(self, key: str) -> None:
         unit = self.units.get(self._awaited_victims.pop(key, ""))
         if unit is not None and unit.state is PodState.PREEMPTING and unit.victims is not None:

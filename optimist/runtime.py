@@ -37,7 +37,7 @@ from cluster.objects import Pod, SchedulingSpec
 from cluster.quota import QuotaTree
 from cluster.redis_server import EmbeddedRedis, connect
 from cluster.reservations import Reservations, is_reservation
-from cluster.store import STORE_ERRORS, EpochChanged, Hold, Keys, NodeStore
+from cluster.store import STORE_ERRORS, EpochChanged, Hold, Keys, NodeStore, Preempted
 from dispatcher.dispatcher import Dispatcher, PreemptionAsk
 from dispatcher.queue import Backoff
 from optimist.config import Settings
@@ -688,7 +688,10 @@ class SchedulingLoop:
         expires_at = time.time() + self.settings.hold_ttl_s
         holds = [Hold(p.key, plan.nominated[p.key], p.requests, expires_at) for p in pods]
         victims = [v.key for v in plan.victims]
-        verdict = self.store.preempt(victims, holds)
+        verdict = self._preempt_guarded(victims, holds)
+        if verdict is None:  # the store failed before it took the step: tried again
+            self.dispatcher.retry_preemption(ask.unit)
+            return False
         if not verdict.reserved:  # the plan met a changed store: tried again as usual
             log.info(
                 "preemption for %s refused by the store: %s",
@@ -714,6 +717,28 @@ class SchedulingLoop:
                         extra=unit_key(ask.unit),
                     )
         return True
+
+    def _preempt_guarded(self, victims: list[str], holds: list[Hold]) -> Preempted | None:
+        """`store.preempt`; if the store fails meanwhile, what it holds once it is back
+        says whether the step was taken: the holds are there (its victims released in the
+        store, to be evicted in the cluster as well), or nothing of it is (None)."""
+        epoch, failed = self.store.epoch, False
+        while True:
+            try:
+                if not failed:
+                    return self.store.preempt(victims, holds)
+                held = self.store.holds() if self.store.epoch == epoch else {}
+                break
+            except STORE_ERRORS as err:
+                failed = True
+                self._recover_store(err)
+        mine = [held.get(h.pod) for h in holds]
+        if all(
+            m is not None and (m.node, m.expires_at) == (h.node, h.expires_at)
+            for m, h in zip(mine, holds, strict=True)
+        ):
+            return Preempted(0, "reserved", "taken before the node store failed")
+        return None
 
     def _complete_commit(self, ref: ray.ObjectRef) -> None:
         job = self._committing.pop(ref)

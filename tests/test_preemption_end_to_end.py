@@ -6,6 +6,7 @@ Each test ends with the invariant checker, which counts reserved room too.
 from __future__ import annotations
 
 import pytest
+import redis
 
 from cluster.simulator import SimulatedCluster
 from optimist.config import Settings
@@ -118,3 +119,37 @@ def test_a_disruption_budget_steers_preemption_to_pods_it_does_not_guard(redis_u
         [again] = cluster.create_pods(pod_of("2", 10, "again"), 1)
         assert settle(loop, cluster, platform.store) == {}
         assert cluster.evicted == web + db and {high, again} <= cluster.bindings.keys()
+
+
+@pytest.mark.parametrize("lost", ["request", "reply"])
+def test_a_preemption_the_store_failed_in_is_settled_from_what_it_holds(
+    redis_url, key_prefix, lost
+):
+    """The connection to Redis breaks in the preemption's step: before Redis ran it
+    (nothing taken: the preemptor tries again), or after (victims released in the
+    store, room held: the victims must still be evicted). Either way the preemptor
+    is bound in the end, and no victim keeps running uncounted by the store."""
+    settings = Settings(shards=1, redis_url=redis_url, key_prefix=key_prefix, seed=11)
+    cluster = SimulatedCluster(settings.scheduler_names)
+    cluster.create_nodes(node_doc("2"), 1)
+    with Platform(settings) as platform:
+        loop = SchedulingLoop(platform, cluster)
+        low = cluster.create_pods(pod_of("1", 1, "low"), 2)
+        assert settle(loop, cluster, platform.store) == {}
+        preempt, failed = platform.store.preempt, []
+
+        def breaks_once(victims, holds):
+            if failed:
+                return preempt(victims, holds)
+            failed.append(lost)
+            if lost == "reply":
+                preempt(victims, holds)  # Redis ran it; its answer never came back
+            raise redis.ConnectionError(f"connection reset, the {lost} lost")
+
+        platform.store.preempt = breaks_once
+        [high] = cluster.create_pods(pod_of("2", 10, "high"), 1)
+        assert settle(loop, cluster, platform.store) == {}
+        assert failed == [lost] and high in cluster.bindings
+        assert sorted(cluster.evicted) == sorted(low)
+        assert platform.store.holds() == {}
+        assert loop.store_outages == 1
