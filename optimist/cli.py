@@ -83,6 +83,16 @@ def main(
         raise typer.Exit(2) from e
 
 
+# --shard-resource, for every command that starts shards
+ShardResources = Annotated[
+    list[str] | None,
+    typer.Option(
+        help="a Ray resource each shard asks for, NAME or NAME=AMOUNT (repeatable): in "
+        "a Ray cluster, shards go to the nodes that offer it [default: shardResources]"
+    ),
+]
+
+
 @app.command()
 def bench(
     cases: Annotated[
@@ -121,13 +131,7 @@ def bench(
         str | None, typer.Option(help="redis://, rediss:// or unix:// (default: a private Redis)")
     ] = None,
     ray_address: Annotated[str | None, typer.Option(help="join this Ray cluster")] = None,
-    shard_resource: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="a Ray resource each shard asks for, NAME or NAME=AMOUNT (repeatable): in "
-            "a Ray cluster, shards go to the nodes that offer it [default: shardResources]"
-        ),
-    ] = None,
+    shard_resource: ShardResources = None,
     batch_pods: Annotated[
         int | None,
         typer.Option(min=1, help="pods per batch sent to a shard [default: 512/shards, 64..256]"),
@@ -546,13 +550,7 @@ def run(
     ] = None,
     ray_address: Annotated[str | None, typer.Option(help="join this Ray cluster")] = None,
     shards: Annotated[int | None, typer.Option(min=1, help="scheduler shards")] = None,
-    shard_resource: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="a Ray resource each shard asks for, NAME or NAME=AMOUNT (repeatable): in "
-            "a Ray cluster, shards go to the nodes that offer it [default: shardResources]"
-        ),
-    ] = None,
+    shard_resource: ShardResources = None,
     metrics_address: Annotated[
         str | None,
         typer.Option(
