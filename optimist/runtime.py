@@ -15,7 +15,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from functools import partial
 
@@ -57,7 +57,9 @@ def init_ray(address: str | None) -> bool:
         return False
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     if address:
-        ray.init(address=address, logging_level=logging.WARNING)
+        # a Ray this machine started on loopback is joined as it was started
+        with _single_node() if _loopback(address) else nullcontext():
+            ray.init(address=address, logging_level=logging.WARNING)
     else:
         with _single_node():
             ray.init(
@@ -69,6 +71,12 @@ def init_ray(address: str | None) -> bool:
     return True
 
 
+def _loopback(address: str) -> bool:
+    """The addresses Ray would turn into the machine's own, as `_single_node` says."""
+    host = address.split("://")[-1].rsplit(":", 1)[0].strip("[]")
+    return host in ("127.0.0.1", "localhost", "::1")
+
+
 @contextmanager
 def _single_node() -> Iterator[None]:
     """Ray, believing a cluster may grow, turns 127.0.0.1 into the machine's address, and
@@ -76,7 +84,9 @@ def _single_node() -> Iterator[None]:
     when told that this is a single-node Ray (`RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`):
     a constant read when `ray` is imported, and the variable for the processes it
     starts. Both only while the local Ray starts, so that this process may still
-    join a cluster later. tests/optimist/test_ray_loopback.py checks the sockets."""
+    join a cluster later. A process joining such a Ray (at 127.0.0.1) must say so too,
+    or it looks for it at the machine's address. tests/optimist/test_ray_loopback.py
+    checks the sockets."""
     variable = ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR
     was, before = os.environ.get(variable), ray_constants.ENABLE_RAY_CLUSTER
     os.environ[variable], ray_constants.ENABLE_RAY_CLUSTER = "0", False

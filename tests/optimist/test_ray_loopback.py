@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import subprocess
+import sys
 
 import psutil
 import pytest
@@ -50,3 +52,28 @@ def test_the_single_node_switch_is_put_back_for_joining_later() -> None:
     """Ray reads it once at import: left off, this process could never join a cluster."""
     given = os.environ.get(ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR, "1")
     assert (given.lower() in ("1", "true")) == ray_constants.ENABLE_RAY_CLUSTER
+
+
+def test_another_process_joins_this_loopback_ray():
+    """Joining at 127.0.0.1, Ray would look for the GCS at the machine's address, where
+    nothing listens: `init_ray` joins a loopback Ray as it was started."""
+    address = ray.get_runtime_context().gcs_address
+    assert address.startswith("127.0.0.1:")
+    joined = subprocess.run(
+        [sys.executable, "-c", _JOIN, address],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"},
+    )
+    assert joined.returncode == 0, joined.stderr[-3000:]
+    assert joined.stdout.split()[-1] == ray.get_runtime_context().get_node_id()
+
+
+_JOIN = """
+import sys
+import ray
+from optimist.runtime import init_ray
+init_ray(sys.argv[1])
+print(ray.get_runtime_context().get_node_id())
+"""
