@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import ExitStack
 
+import hypothesis
 import pytest
+from hypothesis import strategies as st
 
 from cluster.messages import Decision, PodPlacement
 from cluster.redis_server import EmbeddedRedis, connect
@@ -219,3 +221,89 @@ def test_a_home_killed_between_the_steps_is_settled_once_it_is_back(partitioned,
 
 def lost_nodes(store: PartitionedStore, i: int) -> list[str]:
     return [f"n{k}" for k in range(30) if store.partition_of(f"n{k}") == i]
+
+
+CRASHES = ("none", "after reserving", "after the home decided", "after one more part", "late")
+
+
+@hypothesis.settings(
+    max_examples=25, deadline=None, suppress_health_check=[hypothesis.HealthCheck.too_slow]
+)
+@hypothesis.given(
+    gangs=st.lists(
+        st.tuples(
+            st.lists(st.integers(0, 11), min_size=2, max_size=4),  # its pods' nodes
+            st.sampled_from(CRASHES),  # where its coordinator dies
+            st.booleans(),  # a sweep right after it, the clock past every reservation
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_whatever_dies_where_every_gang_ends_whole_or_gone(gangs):
+    """Coordinators dying at any step, sweeps at any time: once the sweeps are done, no
+    reservation is left, every gang is committed in every partition it spans or in none,
+    and each node's usage is the sum of the pods committed on it."""
+    with ExitStack() as stack:
+        servers = [stack.enter_context(EmbeddedRedis()) for _ in range(3)]
+        clock = Clock()
+        store = PartitionedStore(
+            [NodeStore(connect(s.url)) for s in servers], reservation_ttl_s=TTL, clock=clock
+        )
+        stack.callback(store.close)
+        store.put_nodes([node(f"n{i}", cpu="2") for i in range(12)])
+        expect: dict[str, str] = {}  # gang -> 'whole' or 'gone', where the protocol says so
+        for g, (on, crash, sweep) in enumerate(gangs):
+            key, nodes = f"g{g}", [f"n{i}" for i in on]
+            if crash == "none" or len(store._parts(gang(key, nodes))) == 1:
+                [outcome] = store.commit([spec()], [gang(key, nodes)])
+                expect[key] = "whole" if outcome.status == "committed" else "gone"
+            else:
+                expect[key] = die_at(store, gang(key, nodes), crash, clock)
+            if sweep:
+                clock.now += TTL
+                store.settle_expired()
+        clock.now += TTL
+        store.settle_expired()
+        assert reservations(store) == [{}, {}, {}]
+        committed = [s.committed_pods() for s in store.stores]
+        for g, (on, _, _) in enumerate(gangs):
+            pods = {f"ns/g{g}-{k}": f"n{i}" for k, i in enumerate(on)}
+            held = {p: n for part in committed for p, n in part.items() if p in pods}
+            assert held in ({}, pods), (g, held)  # whole or gone, never in part
+            assert held == (pods if expect[f"g{g}"] == "whole" else {}), g
+        for i, part in enumerate(committed):
+            for name in store.stores[i].node_names():
+                used = sum(1000 for n in part.values() if n == name)
+                assert store.stores[i].usage(name).get("cpu", 0) == used, name
+
+
+def die_at(store: PartitionedStore, unit: Decision, crash: str, clock: Clock) -> str:
+    """A coordinator's steps for a spanning unit, up to where it dies (or, 'late', until
+    a sweeper overtakes it); what must become of the unit: 'whole' once its home
+    decided, 'gone' before, and 'gone' if a part did not fit (the coordinator then
+    gives everything back itself, as `commit` does)."""
+    parts = store._parts(unit)
+    home = next(iter(parts))
+    for i, part in parts.items():
+        [outcome] = (
+            store.stores[i]
+            .commit([spec()], [part], reserve_until=clock() + TTL, homes=[home])
+            .outcomes
+        )
+        if outcome.status != "committed":  # refused: the coordinator gives back and lives
+            for k in parts:
+                store.stores[k].settle([unit.unit], "abort", [k == home], 60)
+            return "gone"
+    if crash == "after reserving":
+        return "gone"
+    if crash == "late":  # too slow: the reservations ran out, and a sweep aborted them
+        clock.now += TTL
+        store.settle_expired()
+        assert store.stores[home].settle([unit.unit], "confirm", [True], 60) == ["gone"]
+        return "gone"
+    assert store.stores[home].settle([unit.unit], "confirm", [True], 60) == ["confirmed"]
+    if crash == "after one more part":
+        other = next(i for i in parts if i != home)
+        store.stores[other].settle([unit.unit], "confirm", [False], 1)
+    return "whole"
