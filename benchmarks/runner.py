@@ -37,12 +37,11 @@ from benchmarks.perf_config import (
     StartCollectingMetrics,
     StopCollectingMetrics,
 )
-from cluster.redis_server import connect
 from cluster.simulator import SimulatedCluster
 from optimist.chaos import Chaos, ChaosPlan
 from optimist.metrics import LoopMetrics
 from optimist.profiling import Profiler
-from optimist.report import CpuClock, PeakMemory
+from optimist.report import CpuClock, PeakMemory, RedisServers
 from optimist.runtime import Platform, SchedulingLoop
 
 STEP_S = 0.05  # longest wait for a shard's answer in one turn of the loop
@@ -204,7 +203,8 @@ class CaseRunner:
             profiler=profiler,
         )
         here = ray.get_runtime_context().get_node_id()
-        self.harness = connect(platform.redis_url)  # the bench's readings, apart from the loop's
+        # the bench's readings, apart from the loop's, of every server of the store
+        self.harness = RedisServers(platform.redis_urls)
         local = [int(i["pid"]) for i in platform.shard_info if i["ray_node_id"] == here]  # type: ignore[call-overload]
         self.memory = PeakMemory(local, self.harness)
         self.cpu = CpuClock(local, self.harness)

@@ -23,7 +23,7 @@ from cluster.adapter import Binding, ClusterAdapter
 from cluster.messages import CommitReply, CommitRequest, Decision, UnitOutcome
 from cluster.objects import SchedulingSpec
 from cluster.profile_config import ProfileConfig
-from cluster.store import STORE_ERRORS, Fences, NodeStore
+from cluster.store import STORE_ERRORS, Fences, Store
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 class Binder:
     def __init__(
         self,
-        store: NodeStore,
+        store: Store,
         cluster: ClusterAdapter,
         profiles: Sequence[ProfileConfig],
         conflict_mode: str = "fine",

@@ -23,7 +23,7 @@ from cluster.crosspod.view import ClusterView
 from cluster.messages import Decision, UnitOutcome
 from cluster.objects import Peer, SchedulingSpec
 from cluster.profile_config import ProfileConfig
-from cluster.store import NodeStore
+from cluster.store import Store
 
 # plugin name -> (args -> the per-node rule: spec, node, view -> reason or None)
 Rule = Callable[[SchedulingSpec, str, ClusterView], str | None]
@@ -49,7 +49,7 @@ class Screened(NamedTuple):
 
 class CrossPodGuard:
     def __init__(
-        self, store: NodeStore, profiles: Sequence[ProfileConfig], fenced: bool = False
+        self, store: Store, profiles: Sequence[ProfileConfig], fenced: bool = False
     ) -> None:
         self.store = store
         self.fenced = fenced  # other binders commit too: read fences with every sync

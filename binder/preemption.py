@@ -27,7 +27,7 @@ import numpy as np
 from cluster import resources as res
 from cluster.inventory import BoundPod, BoundPods
 from cluster.quota import QuotaTree
-from cluster.store import NodeStore
+from cluster.store import Store
 
 _INT32_OFFSET = 2**31  # upstream adds MaxInt32 + 1 to each priority before summing
 
@@ -160,7 +160,7 @@ def select_victims(
 class PreemptionPlanner:
     def __init__(
         self,
-        store: NodeStore,
+        store: Store,
         inventory: BoundPods,
         rng: np.random.Generator,
         violating: Violating = lambda pods: set(),

@@ -17,13 +17,13 @@ from cluster.manifests import pod_from_manifest
 from cluster.objects import ANY_IP, HostPort
 from cluster.reservations import is_reservation
 from cluster.simulator import SimulatedCluster
-from cluster.store import NodeStore
+from cluster.store import Store
 
 
 def check_invariants(
     cluster: SimulatedCluster,
     reported_unschedulable: Iterable[str],
-    store: NodeStore | None = None,
+    store: Store | None = None,
 ) -> list[str]:
     """Every violation found, as a sentence; an empty list means all invariants hold."""
     violations: list[str] = []

@@ -111,8 +111,10 @@ class Chaos:
     def _inject(self, kind: str, now: float) -> None:
         platform, probe, target = self.platform, None, "redis"
         if kind == RESTART_REDIS:
-            assert platform.embedded_redis is not None  # ChaosPlan.check saw to it
-            platform.embedded_redis.restart()
+            servers = platform.embedded_servers  # ChaosPlan.check saw that there are some
+            index = self.rng.randrange(len(servers))
+            target = f"redis {index}" if len(servers) > 1 else "redis"
+            servers[index].restart()
         else:
             actors = platform.shards if kind == KILL_SHARD else platform.binders
             index = self.rng.randrange(len(actors))

@@ -132,6 +132,14 @@ def bench(
     ] = None,
     ray_address: Annotated[str | None, typer.Option(help="join this Ray cluster")] = None,
     shard_resource: ShardResources = None,
+    redis_partitions: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="split the node store over this many private Redis servers "
+            "[default: redisPartitions, else 1]",
+        ),
+    ] = None,
     batch_pods: Annotated[
         int | None,
         typer.Option(min=1, help="pods per batch sent to a shard [default: 512/shards, 64..256]"),
@@ -233,7 +241,7 @@ def bench(
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from e
     configuration = _load_or_exit(config) if config else default_configuration()
-    settings = Settings.from_configuration(
+    settings = _settings_or_exit(
         configuration,
         shards=shards,
         redis_url=redis_url,
@@ -244,10 +252,12 @@ def bench(
     settings = replace(settings, conflict_mode=conflict_mode, candidates=candidates)
     if shard_resource:
         settings = replace(settings, shard_resources=_resources_or_exit(shard_resource))
+    if redis_partitions is not None:
+        settings = _replaced_or_exit(settings, redis_partitions=redis_partitions)
     if node_partitions is not None:
         settings = replace(settings, node_partitions=node_partitions)
     if binders is not None:
-        settings = replace(settings, binders=binders)
+        settings = _replaced_or_exit(settings, binders=binders)
     if config:
         for plugin in configuration.inactive:
             log.warning("inactive plugin: %s", plugin)
@@ -330,9 +340,28 @@ def check_config(
         typer.echo("inactive plugins (enabled in the file, not run by optimist):")
         for plugin in configuration.inactive:
             typer.echo(f"  {plugin}")
-    settings = Settings.from_configuration(configuration).public()
+    settings = _settings_or_exit(configuration).public()
     settings.pop("profiles")
     typer.echo("optimist: " + ", ".join(f"{k}={v}" for k, v in settings.items()))
+
+
+def _settings_or_exit(configuration: Configuration, **flags: Any) -> Settings:
+    """The file's settings with the flags over them; exits 2 with the reason if they do
+    not go together (a store split over servers and several binders, say)."""
+    try:
+        return Settings.from_configuration(configuration, **flags)
+    except ValueError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from err
+
+
+def _replaced_or_exit(settings: Settings, **changes: Any) -> Settings:
+    """The settings with these flags; exits 2 with the reason if they do not go together."""
+    try:
+        return replace(settings, **changes)
+    except ValueError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from err
 
 
 def _resources_or_exit(given: list[str]) -> dict[str, float]:
@@ -578,7 +607,7 @@ def run(
             err=True,
         )
         raise typer.Exit(2)
-    settings = Settings.from_configuration(
+    settings = _settings_or_exit(
         configuration, shards=shards, redis_url=redis_url, ray_address=ray_address
     )
     if shard_resource:
@@ -656,7 +685,7 @@ def replay(
     it are reported and left out.
     """
     configuration = _load_or_exit(config) if config else default_configuration()
-    settings = Settings.from_configuration(
+    settings = _settings_or_exit(
         configuration, shards=shards, redis_url=redis_url, ray_address=ray_address, seed=seed
     )
     for plugin in configuration.inactive if config else ():

@@ -20,6 +20,9 @@ class Settings:
     shards: int = 2
     # None: start a private Redis on a unix socket; never in a repr (it may hold a password)
     redis_url: str | None = field(default=None, repr=False)
+    # the node store split over these Redis servers instead (cluster/store/partitioned.py)
+    redis_urls: tuple[str, ...] = field(default=(), repr=False)
+    redis_partitions: int = 1  # without URLs: private Redis servers the store is split over
     ray_address: str | None = None  # None: start Ray locally, bound to loopback
     key_prefix: str = "optimist:"
     profiles: tuple[ProfileConfig, ...] = (DEFAULT_PROFILE,)
@@ -50,7 +53,7 @@ class Settings:
 
     def __post_init__(self) -> None:
         positive = ("shards", "batch_pods", "inflight_per_shard", "max_conflicts", "candidates")
-        for name in (*positive, "binders"):
+        for name in (*positive, "binders", "redis_partitions"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.conflict_mode not in CONFLICT_MODES:
@@ -60,6 +63,18 @@ class Settings:
         for name in ("hold_ttl_s", "shard_timeout_s"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.redis_url and (self.redis_urls or self.redis_partitions > 1):
+            raise ValueError(
+                "redis_url is one Redis; a store split over several takes redis_urls "
+                "(their URLs) or redis_partitions (private servers), not both"
+            )
+        if len(self.redis_urls) == 1:
+            raise ValueError("redis_urls: name two servers or more, or use redis_url")
+        if self.partitions_of_store > 1 and self.binders > 1:
+            raise ValueError(
+                f"binders {self.binders}: a node store split over Redis servers is "
+                "committed to by the driver's binder alone (it keeps no fences)"
+            )
         for name in ("shard_resources", "binder_resources"):
             for resource, amount in getattr(self, name).items():
                 if not resource or not amount > 0:
@@ -123,6 +138,11 @@ class Settings:
         return min(max(512 // self.shards, 64), 256)
 
     @property
+    def partitions_of_store(self) -> int:
+        """Redis servers the node store is split over (1: not split)."""
+        return len(self.redis_urls) or self.redis_partitions
+
+    @property
     def partitions(self) -> int:
         """Node partitions: one per shard when enabled, else none."""
         return self.shards if self.node_partitions else 0
@@ -138,6 +158,7 @@ class Settings:
         out["profiles"] = [p.to_wire() for p in self.profiles]
         if self.redis_url:
             out["redis_url"] = redact(self.redis_url)
+        out["redis_urls"] = [redact(u) for u in self.redis_urls]
         out["extenders"] = [_without_keys(e) for e in self.extenders]
         return out
 

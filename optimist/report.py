@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import psutil
 
+from cluster.redis_server import connect
+
 
 def window_samples(
     bound_at: list[float], start: float, end: float
@@ -81,6 +83,28 @@ def latency(values: list[float]) -> dict[str, Any]:
         "max": float(a.max()),
         "histogram": {"le_s": [*LATENCY_BUCKETS_S, "+Inf"], "counts": counts.tolist()},
     }
+
+
+class RedisServers:
+    """The node store's Redis servers read as one, for the bench's readings: INFO's
+    numbers summed over them (one server: its own)."""
+
+    def __init__(self, urls: list[str]) -> None:
+        self.clients = [connect(url) for url in urls]
+
+    def info(self, section: str) -> dict[str, Any]:
+        merged: dict[str, Any] = {}
+        for client in self.clients:
+            for key, value in client.info(section).items():
+                if isinstance(value, dict):  # commandstats: per command, its counts
+                    into = merged.setdefault(key, {})
+                    for k, v in value.items():
+                        into[k] = into.get(k, 0) + v
+                elif isinstance(value, int | float) and not isinstance(value, bool):
+                    merged[key] = merged.get(key, 0) + value
+                else:
+                    merged.setdefault(key, value)
+        return merged
 
 
 class PeakMemory:

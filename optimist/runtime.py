@@ -35,9 +35,17 @@ from cluster.inventory import BoundPods
 from cluster.messages import CommitReply, Decision, MalformedMessage, ShardResult, UnitOutcome
 from cluster.objects import Pod, SchedulingSpec
 from cluster.quota import QuotaTree
-from cluster.redis_server import EmbeddedRedis, connect
+from cluster.redis_server import EmbeddedRedis
 from cluster.reservations import Reservations, is_reservation
-from cluster.store import STORE_ERRORS, EpochChanged, Hold, Keys, NodeStore, Preempted
+from cluster.store import (
+    STORE_ERRORS,
+    EpochChanged,
+    Hold,
+    Keys,
+    PartitionedStore,
+    Preempted,
+    open_store,
+)
 from dispatcher.dispatcher import Dispatcher, PreemptionAsk
 from dispatcher.queue import Backoff
 from optimist.config import Settings
@@ -106,6 +114,7 @@ class Platform:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.embedded_redis: EmbeddedRedis | None = None  # the private one, if started
+        self.embedded_servers: list[EmbeddedRedis] = []  # each partition's, if split
         self._own_ray = False
         self.shards: list[ray.actor.ActorHandle] = []
         self.binders: list[ray.actor.ActorHandle] = []  # beside the driver's own binder
@@ -121,10 +130,14 @@ class Platform:
 
     def _start(self) -> None:
         s = self.settings
-        if s.redis_url is None:
-            self.embedded_redis = EmbeddedRedis().start()
-        self.redis_url = s.redis_url or self.embedded_redis.url  # type: ignore[union-attr]
-        self.store = NodeStore(connect(self.redis_url), Keys(s.key_prefix))
+        if s.redis_url is None and not s.redis_urls:
+            for _ in range(s.redis_partitions):
+                self.embedded_servers.append(EmbeddedRedis().start())
+            self.embedded_redis = self.embedded_servers[0]
+        given = [s.redis_url] if s.redis_url else list(s.redis_urls)
+        self.redis_urls = given or [e.url for e in self.embedded_servers]
+        self.redis_url = self.redis_urls[0]
+        self.store = open_store(self.redis_urls, Keys(s.key_prefix))
         self.store.open()
         self._own_ray = init_ray(s.ray_address)
         profiles = [p.to_wire() for p in s.profiles]
@@ -133,7 +146,7 @@ class Platform:
         self.shards = [
             ShardActor.options(**at_shards).remote(
                 i,
-                self.redis_url,
+                self.redis_urls,
                 s.key_prefix,
                 profiles,
                 list(s.extenders),
@@ -174,8 +187,10 @@ class Platform:
             ray.kill(actor)
         if self._own_ray:
             ray.shutdown()
-        if self.embedded_redis is not None:
-            self.embedded_redis.stop()
+        if isinstance(getattr(self, "store", None), PartitionedStore):
+            self.store.close()
+        for server in self.embedded_servers:
+            server.stop()
 
 
 def _node(info: dict[str, object]) -> dict[str, object]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from cluster.kube.adapter import KubernetesAdapter
 from cluster.kube.client import KubeClient
 from cluster.kube.lease import LeaderElector, LeaseConfig
-from cluster.store import NodeStore
+from cluster.store import Store
 from optimist.config import Settings
 from optimist.metrics import ApiSample, LoopMetrics, SchedulerMetrics
 from optimist.profiling import Profiler
@@ -34,7 +34,7 @@ class Reconciled:
     removed_nodes: list[str]  # in the store, gone from the cluster
 
 
-def reconcile(store: NodeStore, adapter: KubernetesAdapter) -> Reconciled:
+def reconcile(store: Store, adapter: KubernetesAdapter) -> Reconciled:
     """Make the store agree with the cluster after a restart: a pod committed but not
     bound to that node is released (the watch hands it over as pending again, if it
     still is); a node the cluster no longer has leaves the store."""

@@ -12,8 +12,7 @@ import ray
 
 from cluster.messages import ShardBatch
 from cluster.profile_config import ProfileConfig
-from cluster.redis_server import connect
-from cluster.store import EpochChanged, Keys, NodeStore
+from cluster.store import EpochChanged, Keys, open_store
 from shards.extender import HTTPExtender
 from shards.plugins import build_profile
 from shards.scheduler import ShardCore
@@ -26,7 +25,7 @@ class ShardActor:
     def __init__(
         self,
         shard_id: int,
-        redis_url: str,
+        redis_urls: list[str],  # one, or the servers the node store is split over
         key_prefix: str,
         profiles: list[list[Any]],
         extenders: list[dict[str, Any]],
@@ -35,14 +34,14 @@ class ShardActor:
         partitions: int,
         shards: int = 1,
     ) -> None:
-        self._redis = (redis_url, key_prefix)
+        self._redis = (redis_urls, key_prefix)
         self._args = (shard_id, profiles, extenders, seed, candidates, partitions, shards)
         self.core = self._new_core()
         self._profile: cProfile.Profile | None = None
 
     def _new_core(self) -> ShardCore:
         shard_id, profiles, extenders, seed, candidates, partitions, shards = self._args
-        store = NodeStore(connect(self._redis[0]), Keys(self._redis[1]))
+        store = open_store(self._redis[0], Keys(self._redis[1]))
         built = [build_profile(ProfileConfig.from_wire(p)) for p in profiles]
         consulted = [HTTPExtender.from_config(e) for e in extenders]
         return ShardCore(shard_id, store, built, seed, consulted, candidates, partitions, shards)

@@ -20,7 +20,7 @@ from cluster.crosspod.view import default_namespace_labels
 from cluster.gpus import GPU, MILLI_PER_GPU, NUMA, NVLINK
 from cluster.memo import Memo, T
 from cluster.objects import Node, Peer, Taint
-from cluster.store import Delta, NodeStore
+from cluster.store import Delta, Store
 from shards.gpus import Locality
 
 HostPortKey = tuple[str, str, int]  # (protocol, bind ip, port)
@@ -130,7 +130,7 @@ class NodeTable:
 
     # --- sync -------------------------------------------------------------------
 
-    def sync(self, store: NodeStore, awaited: Sequence[str] = ()) -> Delta:
+    def sync(self, store: Store, awaited: Sequence[str] = ()) -> Delta:
         """Apply the store's changes since the last sync; returns them."""
         delta = store.changes_since(self.store_version, self.columns, awaited)
         if self.ensure_columns(r for node in delta.specs for r in node.allocatable):

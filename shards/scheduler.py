@@ -18,7 +18,7 @@ import numpy as np
 from cluster.events import EVENTS
 from cluster.messages import Decision, PodPlacement, ShardBatch, ShardResult, UnitRequest
 from cluster.objects import SchedulingSpec
-from cluster.store import NodeStore
+from cluster.store import Store
 from shards.class_state import ClassState, pick
 from shards.extender import ExtenderError, HTTPExtender
 from shards.framework import PodClass, Profile, Rejection
@@ -36,7 +36,7 @@ class ShardCore:
     def __init__(
         self,
         shard_id: int,
-        store: NodeStore,
+        store: Store,
         profiles: list[Profile],
         seed: int,
         extenders: Sequence[HTTPExtender] = (),

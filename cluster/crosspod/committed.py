@@ -6,7 +6,7 @@ from collections import Counter
 
 from cluster.crosspod.view import StaticView
 from cluster.objects import Peer
-from cluster.store import NodeStore
+from cluster.store import Store
 
 
 class CommittedView(StaticView):
@@ -17,7 +17,7 @@ class CommittedView(StaticView):
         self.version = 0
         self._peers: dict[str, Peer] = {}
 
-    def sync(self, store: NodeStore) -> None:
+    def sync(self, store: Store) -> None:
         delta = store.changes_since(self.version, [])
         unknown = {i for entries in delta.peers.values() for i, _ in entries} - self._peers.keys()
         self._peers.update(store.peers(sorted(unknown)))

@@ -12,6 +12,7 @@ from cluster.store.node_store import (
     Preempted,
     pinned,
 )
+from cluster.store.partitioned import PartitionedStore, Store, open_store
 
 __all__ = [
     "STORE_ERRORS",
@@ -22,6 +23,9 @@ __all__ = [
     "Hold",
     "Keys",
     "NodeStore",
+    "PartitionedStore",
     "Preempted",
+    "Store",
+    "open_store",
     "pinned",
 ]

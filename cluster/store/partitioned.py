@@ -1,5 +1,6 @@
 """The node store split across Redis servers: each partition owns the nodes that hash to
-it, and commits what lands on them in its own scripts.
+it, and commits what lands on them in its own scripts. It answers as NodeStore does, so
+the runtime, the shards and the binder use either.
 
 A unit whose pods all land in one partition commits there in one script, in one
 batch per partition, the partitions side by side. A unit that spans partitions
@@ -7,42 +8,60 @@ commits in two steps, its home being the partition of its first pod:
 
 1. reserve: its part in each partition is committed as a reservation that
    expires (commit.lua with a reservation), all partitions at once. If one
-   refuses, or does not answer, every part is given back.
+   refuses, every part is given back.
 2. confirm at home: the decision. From here the unit is committed. Then the
    other parts are confirmed.
 
-A coordinator that dies, or a partition that is away, between the steps leaves
-reservations that expire. Whoever sweeps (`settle_expired`) asks the home for
-each expired part: committed there means confirm, anything else (the home
-aborted, never decided, or lost its data) means give it back, and the home
-is told that it is aborted, so that no late confirmation can follow. A part
-whose home does not answer waits for the next sweep: it is no pod's yet,
-since no pod of a unit is bound before every part is confirmed.
+A coordinator that dies, or a partition that fails, between the steps leaves
+reservations. Whoever sweeps (`settle_expired`) asks the home for each expired
+part: committed there means confirm, anything else (the home aborted, never
+decided, or lost its data) means give it back, and the home records 'aborted', so
+that no late confirmation can follow. A part whose home does not answer waits for
+the next sweep: it is no pod's yet, since no pod of a unit is bound before its
+home decided. A commit that met a failing partition raises once the others are
+done, as NodeStore's does; the caller then asks `committed_placements`, which
+settles at once every unit still in doubt and says what was committed.
+
+What lives in one place: namespaces, in partition 0. Holds and preemption work
+within one partition (a plan whose victims and holds span partitions is refused,
+and tried again as any refused plan). Fences for several binders are not kept.
 """
 
 from __future__ import annotations
 
 import time
 import zlib
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections import OrderedDict, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from functools import partial
 from typing import TypeVar
 
+import numpy as np
+import redis
+
 from cluster.messages import Decision, PodPlacement, UnitOutcome
-from cluster.objects import Node, SchedulingSpec
+from cluster.objects import Node, Peer, Pod, SchedulingSpec
+from cluster.redis_server import connect
+from cluster.store.keys import Keys
 from cluster.store.node_store import (
     STORE_ERRORS,
     Committed,
+    Delta,
     EpochChanged,
+    Fences,
+    Hold,
     NodeStore,
+    Preempted,
+    Released,
+    Reservation,
 )
 
 T = TypeVar("T")
 R = TypeVar("R")
-UNAVAILABLE = "unavailable"  # the status of a unit whose partition did not answer
+EPOCHS = "|"  # between the partitions' epochs in the store's epoch
+_CURSORS = 256  # versions handed out whose per-partition cursors are remembered
 
 
 class PartitionedStore:
@@ -55,28 +74,145 @@ class PartitionedStore:
         if not stores:
             raise ValueError("a partitioned store needs one partition at least")
         self.stores = list(stores)
+        self.keys: Keys = self.stores[0].keys
         self.ttl_s = reservation_ttl_s
         self.clock = clock
         self._pool = ThreadPoolExecutor(len(self.stores), thread_name_prefix="partition")
+        self._cursors: OrderedDict[int, tuple[int, ...]] = OrderedDict()
+        self._last_version = 0
         self.spanning_commits = 0  # units committed in two steps
 
     def partition_of(self, node: str) -> int:
         """The partition owning `node`: a hash of its name, the same in every process."""
         return zlib.crc32(node.encode()) % len(self.stores)
 
-    def put_nodes(self, nodes: Iterable[Node]) -> None:
-        owned: dict[int, list[Node]] = defaultdict(list)
-        for node in nodes:
-            owned[self.partition_of(node.name)].append(node)
-        for i, part in owned.items():
-            self.stores[i].put_nodes(part)
+    def close(self) -> None:
+        self._pool.shutdown()
+
+    # --- as NodeStore: epochs ----------------------------------------------------
+
+    @property
+    def client(self) -> redis.Redis:
+        """Partition 0's client (for what a report says of the server)."""
+        return self.stores[0].client
+
+    @property
+    def epoch(self) -> str | None:
+        if any(s.epoch is None for s in self.stores):
+            return None
+        return EPOCHS.join(s.epoch for s in self.stores)  # type: ignore[misc]
+
+    def working_epoch(self) -> str:
+        return EPOCHS.join(s.working_epoch() for s in self.stores)
+
+    def current_epoch(self) -> str:
+        return EPOCHS.join(s.current_epoch() for s in self.stores)
+
+    def open(self) -> str:
+        return EPOCHS.join(s.open() for s in self.stores)
+
+    def rebuild(
+        self,
+        nodes: Iterable[Node],
+        namespaces: Mapping[str, Mapping[str, str]],
+        pods: Sequence[Pod],
+    ) -> list[UnitOutcome]:
+        """Every partition built anew from the cluster's truth, each with its nodes and
+        the pods bound on them; the namespaces in partition 0."""
+        owned_nodes = self._by_partition(nodes, lambda n: n.name)
+        owned_pods = self._by_partition(pods, lambda p: p.node_name or "")
+        outcomes: list[UnitOutcome] = []
+        for i, store in enumerate(self.stores):
+            spaces = namespaces if i == 0 else {}
+            outcomes += store.rebuild(owned_nodes.get(i, []), spaces, owned_pods.get(i, []))
+        return outcomes
+
+    def clear(self) -> None:
+        for store in self.stores:
+            store.clear()
+        self._cursors.clear()
+
+    @property
+    def round_trips(self) -> int:
+        return sum(s.round_trips for s in self.stores)
+
+    def version(self) -> int:
+        """The partitions' versions together: it grows whenever any of them does."""
+        return sum(s.version() for s in self.stores)
+
+    # --- as NodeStore: nodes, namespaces, changes ----------------------------------
+
+    def put_nodes(self, nodes: Iterable[Node]) -> int:
+        owned = self._by_partition(nodes, lambda n: n.name)
+        return sum(self.stores[i].put_nodes(part) for i, part in owned.items())
+
+    def remove_nodes(self, names: Sequence[str]) -> int:
+        owned = self._by_partition(names, str)
+        return sum(self.stores[i].remove_nodes(part) for i, part in owned.items())
+
+    def put_namespaces(
+        self, labels: Mapping[str, Mapping[str, str]], deleted: Sequence[str] = ()
+    ) -> int:
+        return self.stores[0].put_namespaces(labels, deleted)
+
+    def changes_since(
+        self, since: int, columns: Sequence[str], awaited: Sequence[str] = ()
+    ) -> Delta:
+        """The partitions' changes since the version `since` stood for, merged. Its
+        version is this client's name for the partitions' versions now: each partition
+        has versions of its own, and a reader keeps only one number."""
+        cursor = self._cursors.get(since, (0,) * len(self.stores)) if since else None
+        deltas = [
+            s.changes_since(cursor[i] if cursor else 0, columns, awaited)
+            for i, s in enumerate(self.stores)
+        ]
+        now = tuple(d.version for d in deltas)
+        self._last_version = version = max(self._last_version + 1, sum(now))
+        self._cursors[version] = now
+        while len(self._cursors) > _CURSORS:
+            self._cursors.popitem(last=False)
+        return Delta(
+            version=version,
+            names=[n for d in deltas for n in d.names],
+            versions=np.concatenate([d.versions for d in deltas]),
+            usage=np.concatenate([d.usage for d in deltas]),
+            specs=[n for d in deltas for n in d.specs],
+            deleted=[n for d in deltas for n in d.deleted],
+            committed=sorted({u for d in deltas for u in d.committed}),
+            ports={k: v for d in deltas for k, v in d.ports.items()},
+            peers={k: v for d in deltas for k, v in d.peers.items()},
+            namespaces=deltas[0].namespaces,
+            gpus={k: v for d in deltas for k, v in d.gpus.items()},
+        )
+
+    def peers(self, ids: Sequence[str]) -> dict[str, Peer]:
+        """A peer is stored in each partition its pods were committed in."""
+        found: dict[str, Peer] = {}
+        for store in self.stores:
+            missing = [i for i in ids if i not in found]
+            if not missing:
+                break
+            found.update(store.peers(missing))
+        return found
+
+    # --- as NodeStore: units --------------------------------------------------------
 
     def commit(
-        self, classes: Sequence[SchedulingSpec], decisions: Sequence[Decision], mode: str = "fine"
-    ) -> list[UnitOutcome]:
-        """Commit placed units, each all-or-nothing across partitions; the outcomes in the
-        order of `decisions`. A unit whose partition did not answer is `unavailable`:
-        whether its commit was applied is known once the partition answers again."""
+        self,
+        classes: Sequence[SchedulingSpec],
+        decisions: Sequence[Decision],
+        mode: str = "fine",
+        fences: Fences | None = None,
+        epoch: str | None = None,
+    ) -> Committed:
+        """Commit placed units, each all-or-nothing across partitions; the outcomes in
+        the order of `decisions`. `epoch` is the store's as the placements saw it: a
+        partition in another refuses (EpochChanged). If a partition fails, the others are
+        committed all the same, and the error is raised: `committed_placements` says
+        what became of each unit."""
+        if fences is not None:
+            raise ValueError("a partitioned store keeps no fences: one binder commits")
+        epochs = epoch.split(EPOCHS) if epoch else [None] * len(self.stores)
         single: dict[int, list[Decision]] = defaultdict(list)
         spanning: dict[str, tuple[Decision, dict[int, Decision]]] = {}
         for decision in decisions:
@@ -86,14 +222,25 @@ class PartitionedStore:
                 single[i].append(part)
             else:
                 spanning[decision.unit] = (decision, parts)
+        errors: list[Exception] = []
         committing = {
-            i: self._pool.submit(self._guard, i, self.stores[i].commit, classes, units, mode)
+            i: self._pool.submit(
+                _attempt, partial(self.stores[i].commit, epoch=epochs[i]), classes, units, mode
+            )
             for i, units in single.items()
         }
-        outcomes = self._commit_spanning(classes, spanning, mode) if spanning else {}
+        outcomes = self._commit_spanning(classes, spanning, mode, epochs, errors)
+        versions = 0  # the versions the partitions answered with, together
         for i, units in single.items():
-            outcomes.update(self._outcomes(i, units, committing[i].result()))
-        return [outcomes[d.unit] for d in decisions]
+            committed = committing[i].result()
+            if isinstance(committed, Exception):
+                errors.append(committed)
+                continue
+            versions += committed.version
+            outcomes.update(zip((u.unit for u in units), committed.outcomes, strict=True))
+        if errors:
+            raise errors[0]
+        return Committed(versions, [outcomes[d.unit] for d in decisions], 0)
 
     def _parts(self, decision: Decision) -> dict[int, Decision]:
         """The unit cut by partition, home first, each pod with the candidates in the
@@ -114,9 +261,14 @@ class PartitionedStore:
         classes: Sequence[SchedulingSpec],
         spanning: dict[str, tuple[Decision, dict[int, Decision]]],
         mode: str,
+        epochs: Sequence[str | None],
+        errors: list[Exception],
     ) -> dict[str, UnitOutcome]:
-        """The two steps for every unit that spans partitions, each step one call per
-        partition, the partitions side by side."""
+        """The two steps for the units that span partitions, each step one call per
+        partition, the partitions side by side. A unit a failing partition leaves in
+        doubt is left as it is, for `committed_placements` to settle."""
+        if not spanning:
+            return {}
         homes = {unit: next(iter(parts)) for unit, (_, parts) in spanning.items()}
         by_partition: dict[int, list[Decision]] = defaultdict(list)
         for _, parts in spanning.values():
@@ -124,55 +276,73 @@ class PartitionedStore:
                 by_partition[i].append(part)
         until = self.clock() + self.ttl_s
 
-        def reserve(i: int, units: list[Decision]) -> dict[str, UnitOutcome]:
+        def reserve(i: int, units: list[Decision]) -> Committed | Exception:
             at = [homes[u.unit] for u in units]
-            commit = partial(self.stores[i].commit, reserve_until=until, homes=at)
-            return self._outcomes(i, units, self._guard(i, commit, classes, units, mode))
+            commit = partial(self.stores[i].commit, epoch=epochs[i], reserve_until=until, homes=at)
+            return _attempt(commit, classes, units, mode)
 
         reserved: dict[str, dict[int, UnitOutcome]] = defaultdict(dict)
-        for i, outcomes in self._each(by_partition, reserve):
-            for unit, outcome in outcomes.items():
+        doubt: set[str] = set()
+        for i, committed in self._each(by_partition, reserve):
+            units = [u.unit for u in by_partition[i]]
+            if isinstance(committed, Exception):
+                errors.append(committed)
+                doubt.update(units)
+                continue
+            for unit, outcome in zip(units, committed.outcomes, strict=True):
                 reserved[unit][i] = outcome
         out: dict[str, UnitOutcome] = {}
-        for unit, parts in reserved.items():
-            refused = [o for o in parts.values() if o.status != "committed"]
+        for unit in set(spanning) - doubt:
+            refused = [o for o in reserved[unit].values() if o.status != "committed"]
             if refused:
                 out[unit] = refused[0]
-        accepted = [u for u in spanning if u not in out]
-        decided = self._settle_each({u: [homes[u]] for u in accepted}, "confirm", homes)
+        accepted = [u for u in spanning if u not in out and u not in doubt]
+        decided = self._settle_each({u: [homes[u]] for u in accepted}, "confirm", homes, errors)
         others: dict[str, list[int]] = {}
         for unit in accepted:
-            if decided.get((unit, homes[unit])) != "confirmed":  # a sweeper aborted it, or away
+            answer = decided.get((unit, homes[unit]))
+            if answer is None:  # its home failed: in doubt
+                continue
+            if answer != "confirmed":  # a sweeper aborted it meanwhile
                 out[unit] = UnitOutcome(unit, "conflict", detail="its reservation ran out first")
             else:
                 others[unit] = [i for i in spanning[unit][1] if i != homes[unit]]
         # a part not confirmed now is, by a sweeper: its home says 'committed'
-        self._settle_each(others, "confirm", homes)
-        self._settle_each({u: list(spanning[u][1]) for u in out}, "abort", homes)
+        self._settle_each(others, "confirm", homes, [])
+        self._settle_each({u: list(spanning[u][1]) for u in out}, "abort", homes, [])
         for unit in others:
             self.spanning_commits += 1
             out[unit] = _whole(spanning[unit][0], spanning[unit][1], reserved[unit])
+        for unit in set(spanning) - set(out):  # in doubt: the store says, once asked
+            out[unit] = UnitOutcome(unit, "conflict", detail="a partition failed during it")
         return out
 
     def _settle_each(
-        self, where: dict[str, list[int]], action: str, homes: dict[str, int]
+        self,
+        where: dict[str, list[int]],
+        action: str,
+        homes: dict[str, int],
+        errors: list[Exception],
     ) -> dict[tuple[str, int], str]:
         """settle.lua for each unit on the partitions given, one call per partition, side
-        by side: (unit, partition) -> its answer; none where the partition did not answer."""
+        by side: (unit, partition) -> its answer; none where the partition failed (its
+        error is kept in `errors`)."""
         work: dict[int, list[str]] = defaultdict(list)
         for unit, partitions in where.items():
             for i in partitions:
                 work[i].append(unit)
 
-        def settle(i: int, units: list[str]) -> list[str] | None:
+        def settle(i: int, units: list[str]) -> list[str] | Exception:
             at_home = [homes[u] == i for u in units]
-            return self._guard(i, self.stores[i].settle, units, action, at_home, self._keep_s)
+            return _attempt(self.stores[i].settle, units, action, at_home, self._keep_s)
 
-        return {
-            (unit, i): answer
-            for i, answers in self._each(work, settle)
-            for unit, answer in zip(work[i], answers or [], strict=False)
-        }
+        answers: dict[tuple[str, int], str] = {}
+        for i, result in self._each(work, settle):
+            if isinstance(result, Exception):
+                errors.append(result)
+                continue
+            answers.update(((unit, i), a) for unit, a in zip(work[i], result, strict=True))
+        return answers
 
     def _each(
         self, work: dict[int, list[T]], call: Callable[[int, list[T]], R]
@@ -181,12 +351,36 @@ class PartitionedStore:
         futures = {i: self._pool.submit(call, i, items) for i, items in work.items() if items}
         return [(i, f.result()) for i, f in futures.items()]
 
-    def _outcomes(
-        self, i: int, units: list[Decision], committed: Committed | None
-    ) -> dict[str, UnitOutcome]:
-        if committed is None:
-            return {u.unit: _unavailable(u.unit, i) for u in units}
-        return {u.unit: o for u, o in zip(units, committed.outcomes, strict=True)}
+    def committed_placements(
+        self, units: Sequence[str]
+    ) -> dict[str, dict[str, tuple[str, list[int]]]]:
+        """Of these units, those committed: unit -> pod -> (node, its GPUs there). A unit
+        still reserved somewhere is settled first, as its home decided (or aborted, if
+        its home never did); a partition that fails to answer raises."""
+        held = [s.reservations() for s in self.stores]
+        doubt = {u: r.home for part in held for u, r in part.items() if u in set(units)}
+        if doubt:
+            self._settle_now(doubt, held)
+        out: dict[str, dict[str, tuple[str, list[int]]]] = {}
+        for store in self.stores:
+            for unit, pods in store.committed_placements(units).items():
+                out.setdefault(unit, {}).update(pods)
+        return out
+
+    def _settle_now(self, homes: dict[str, int], held: list[dict[str, Reservation]]) -> None:
+        errors: list[Exception] = []
+        decided = self._settle_each({u: [h] for u, h in homes.items()}, "resolve", homes, errors)
+        if errors:
+            raise errors[0]
+        for action, answer in (("confirm", "committed"), ("abort", "aborted")):
+            away = {
+                u: [i for i, part in enumerate(held) if u in part and i != h]
+                for u, h in homes.items()
+                if decided.get((u, h)) == answer
+            }
+            self._settle_each(away, action, homes, errors)
+        if errors:
+            raise errors[0]
 
     def settle_expired(self, now: float | None = None) -> int:
         """Settle every reservation whose time is up, as its home decides (module
@@ -196,13 +390,15 @@ class PartitionedStore:
         expired: dict[str, list[int]] = defaultdict(list)  # unit -> partitions holding it
         homes: dict[str, int] = {}
         for i, store in enumerate(self.stores):
-            for unit, r in (self._guard(i, store.reservations) or {}).items():
+            for unit, r in (self._adopting(i, store.reservations) or {}).items():
                 if r.expires_at <= now:
                     expired[unit].append(i)
                     homes[unit] = r.home
         if not expired:
             return 0
-        decided = self._settle_each({u: [homes[u]] for u in expired}, "resolve", homes)
+        for home in set(homes.values()):  # a home built again since: ask it in its epoch
+            self._adopting(home, self.stores[home].working_epoch)
+        decided = self._settle_each({u: [homes[u]] for u in expired}, "resolve", homes, [])
         settled = sum(1 for u, ps in expired.items() if homes[u] in ps and (u, homes[u]) in decided)
         for action, answer in (("confirm", "committed"), ("abort", "aborted")):
             away = {
@@ -210,34 +406,15 @@ class PartitionedStore:
                 for u, ps in expired.items()
                 if decided.get((u, homes[u])) == answer
             }
-            settled += len(self._settle_each(away, action, homes))
+            settled += len(self._settle_each(away, action, homes, []))
         return settled
 
-    def release(self, units: Sequence[str] = (), pods: Sequence[str] = ()) -> int:
-        """Give back committed units and pods wherever they are; returns pods released."""
-        results = [self._guard(i, s.release, units, pods) for i, s in enumerate(self.stores)]
-        return sum(r.pods for r in results if r)
-
-    def room(self, names: Sequence[str], resources: Sequence[str]) -> dict[str, dict[str, int]]:
-        owned: dict[int, list[str]] = defaultdict(list)
-        for name in names:
-            owned[self.partition_of(name)].append(name)
-        out: dict[str, dict[str, int]] = {}
-        for i, part in owned.items():
-            out.update(self.stores[i].room(part, resources))
-        return out
-
-    @property
-    def _keep_s(self) -> float:
-        """How long a home keeps its decision: past any reservation's life, and a sweep."""
-        return 10 * self.ttl_s
-
-    def _guard(self, i: int, call: Callable[..., T], *args: object) -> T | None:
-        """`call` on partition `i`, or None if it does not answer. A partition built
+    def _adopting(self, i: int, call: Callable[[], T]) -> T | None:
+        """`call()` on partition `i`, or None if it does not answer. A partition built
         again since (a new epoch) is adopted: what it held before is gone with it."""
         for _ in range(2):
             try:
-                return call(*args)
+                return call()
             except EpochChanged as err:
                 if not err.ready:
                     return None
@@ -246,12 +423,96 @@ class PartitionedStore:
                 return None
         return None
 
-    def close(self) -> None:
-        self._pool.shutdown()
+    @property
+    def _keep_s(self) -> float:
+        """How long a home keeps its decision: past any reservation's life, and a sweep."""
+        return 10 * self.ttl_s
+
+    def observe(self, pods: Sequence[Pod]) -> list[UnitOutcome]:
+        """Pods the cluster runs already, each recorded in its node's partition."""
+        owned = self._by_partition(pods, lambda p: p.node_name or "")
+        found = {o.unit: o for i, part in owned.items() for o in self.stores[i].observe(part)}
+        return [found[p.key] for p in pods]
+
+    def release(self, units: Sequence[str] = (), pods: Sequence[str] = ()) -> Released:
+        """Give back committed units and pods, wherever they are."""
+        results = [s.release(units, pods) for s in self.stores]
+        return Released(
+            sum(r.version for r in results),
+            max(r.units for r in results),  # a unit across partitions is one unit
+            sum(r.pods for r in results),
+            sum(r.holds for r in results),
+        )
+
+    # --- as NodeStore: holds and preemption ----------------------------------------
+
+    def preempt(self, victims: Sequence[str], holds: Sequence[Hold]) -> Preempted:
+        """Within one partition, as NodeStore's: victims and holds in more than one are
+        refused, and the plan is tried again as any refused one."""
+        partitions = {self.partition_of(h.node) for h in holds}
+        for i, store in enumerate(self.stores):
+            if victims and any(store.client.hmget(store.keys.pods, list(victims))):
+                partitions.add(i)
+        if len(partitions) > 1:
+            return Preempted(0, "conflict", "the plan spans node-store partitions")
+        return self.stores[partitions.pop() if partitions else 0].preempt(victims, holds)
+
+    def expire_holds(self, now: float) -> int:
+        return sum(s.expire_holds(now) for s in self.stores)
+
+    def claim_hold(self, held_as: str, pod: str) -> str:
+        """In the partition that holds the room; 'gone' if none does."""
+        for i, store in enumerate(self.stores):
+            if held_as in store.holds():
+                return self.stores[i].claim_hold(held_as, pod)
+        return "gone"
+
+    def holds(self) -> dict[str, Hold]:
+        return {k: h for s in self.stores for k, h in s.holds().items()}
+
+    # --- as NodeStore: the committed truth -----------------------------------------
+
+    def room(self, names: Sequence[str], resources: Sequence[str]) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for i, part in self._by_partition(names, str).items():
+            out.update(self.stores[i].room(part, resources))
+        return out
+
+    def usage(self, name: str) -> dict[str, int]:
+        return self.stores[self.partition_of(name)].usage(name)
+
+    def gpu_usage(self, name: str) -> list[int]:
+        return self.stores[self.partition_of(name)].gpu_usage(name)
+
+    def node_names(self) -> set[str]:
+        return set().union(*(s.node_names() for s in self.stores))
+
+    def committed_pods(self) -> dict[str, str]:
+        return {p: n for s in self.stores for p, n in s.committed_pods().items()}
+
+    def _by_partition(self, items: Iterable[T], node_of: Callable[[T], str]) -> dict[int, list[T]]:
+        owned: dict[int, list[T]] = defaultdict(list)
+        for item in items:
+            owned[self.partition_of(node_of(item))].append(item)
+        return owned
 
 
-def _unavailable(unit: str, partition: int) -> UnitOutcome:
-    return UnitOutcome(unit, UNAVAILABLE, detail=f"partition {partition} did not answer")
+Store = NodeStore | PartitionedStore  # what the roles read and commit through
+
+
+def open_store(urls: Sequence[str], keys: Keys) -> Store:
+    """The node store on one Redis, or split over several."""
+    stores = [NodeStore(connect(url), keys) for url in urls]
+    return stores[0] if len(stores) == 1 else PartitionedStore(stores)
+
+
+def _attempt(call: Callable[..., T], *args: object) -> T | Exception:
+    """`call(*args)`, or the store error it raised: for work done beside other work,
+    whose failure is raised once the rest is done."""
+    try:
+        return call(*args)
+    except STORE_ERRORS as err:
+        return err
 
 
 def _whole(

@@ -50,6 +50,8 @@ class OptimistOptions:
 
     shards: int | None = None
     redis_url: str | None = None
+    redis_urls: tuple[str, ...] | None = None
+    redis_partitions: int | None = None
     ray_address: str | None = None
     batch_pods: int | None = None
     inflight_per_shard: int | None = None

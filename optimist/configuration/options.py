@@ -12,6 +12,7 @@ from optimist.configuration.fields import (
     ConfigError,
     _bool,
     _int,
+    _list,
     _mapping,
     _number,
     _str,
@@ -21,6 +22,8 @@ from optimist.configuration.model import _TYPE_META, OptimistOptions
 _OPTIMIST_FIELDS = {
     "shards",
     "redisURL",
+    "redisURLs",
+    "redisPartitions",
     "rayAddress",
     "batchPods",
     "inflightPerShard",
@@ -45,6 +48,8 @@ def _optimist_options(doc: dict[str, Any]) -> OptimistOptions:
     return OptimistOptions(
         shards=get("shards", lambda v, p: _int(v, p, lo=1)),
         redis_url=get("redisURL", _redis_url),
+        redis_urls=get("redisURLs", _redis_urls),
+        redis_partitions=get("redisPartitions", lambda v, p: _int(v, p, lo=1)),
         ray_address=get("rayAddress", lambda v, p: _str(v, p, empty=False)),
         batch_pods=get("batchPods", lambda v, p: _int(v, p, lo=1)),
         inflight_per_shard=get("inflightPerShard", lambda v, p: _int(v, p, lo=1)),
@@ -87,6 +92,14 @@ def _quotas(value: Any, path: str) -> tuple[Quota, ...]:
     except InvalidObject as err:
         at = err.field if err.field.startswith(path) else f"{path}: {err.obj}: {err.field}"
         raise ConfigError(at, err.value, err.problem) from None
+
+
+def _redis_urls(value: Any, path: str) -> tuple[str, ...]:
+    """The Redis servers the node store is split over: two or more."""
+    urls = tuple(_redis_url(v, f"{path}[{i}]") for i, v in enumerate(_list(value, path)))
+    if len(urls) < 2:
+        raise ConfigError(path, value, "name two servers or more (one is redisURL)")
+    return urls
 
 
 def _redis_url(value: Any, path: str) -> str:

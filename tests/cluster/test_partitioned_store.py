@@ -9,13 +9,14 @@ from contextlib import ExitStack
 
 import hypothesis
 import pytest
+import redis
 from hypothesis import strategies as st
 
 from cluster.messages import Decision, PodPlacement
 from cluster.redis_server import EmbeddedRedis, connect
 from cluster.store import NodeStore
 from cluster.store.node_store import Reservation
-from cluster.store.partitioned import UNAVAILABLE, PartitionedStore
+from cluster.store.partitioned import PartitionedStore
 from shards.testing import node
 from tests.cluster.test_node_store import spec
 
@@ -89,7 +90,7 @@ def test_units_within_a_partition_commit_in_one_script_each_partition(partitione
     # a candidate in another partition is cut: the pod stays in its first one's
     units[1].placements[0].nodes.append(c)
     units[1].placements[0].versions.append(0)
-    outcomes = partitioned.commit([spec()], units)
+    outcomes = partitioned.commit([spec()], units).outcomes
     assert [o.status for o in outcomes] == ["committed"] * 4
     assert [o.nodes for o in outcomes] == [[a], [b], [c], [a]]
     assert [s.round_trips - n for s, n in zip(partitioned.stores, calls, strict=True)] == [1, 1, 1]
@@ -98,14 +99,14 @@ def test_units_within_a_partition_commit_in_one_script_each_partition(partitione
 
 def test_a_gang_across_partitions_commits_whole_in_two_steps(partitioned):
     a, b, c = owned(partitioned)
-    [outcome] = partitioned.commit([spec()], [gang("g", [b, a, c, b])])
+    [outcome] = partitioned.commit([spec()], [gang("g", [b, a, c, b])]).outcomes
     assert outcome.status == "committed" and outcome.nodes == [b, a, c, b]  # in pod order
     assert partitioned.spanning_commits == 1
     assert free(partitioned, [a, b, c]) == [1000, 0, 1000]
     assert reservations(partitioned) == [{}, {}, {}]  # every part confirmed
     home = partitioned.stores[partitioned.partition_of(b)]
     assert home.client.get(home.keys.decided("g")) == b"committed"
-    assert partitioned.release(units=["g"]) == 4
+    assert partitioned.release(units=["g"]).pods == 4
     assert free(partitioned, [a, b, c]) == [2000, 2000, 2000]
 
 
@@ -117,7 +118,7 @@ def test_many_gangs_across_partitions_take_a_call_per_partition_per_step(partiti
     gangs.append(gang("big", [names[0][0], names[1][0], names[2][0]] * 2))  # 2 more CPUs on each
     partitioned.commit([spec()], [gang("warm", [names[0][-1], names[1][-1], names[2][-1]])])
     calls = [s.round_trips for s in partitioned.stores]
-    outcomes = partitioned.commit([spec()], gangs)
+    outcomes = partitioned.commit([spec()], gangs).outcomes
     assert [o.status for o in outcomes] == ["committed"] * 5 + ["conflict"]
     # each partition: reserve, confirm (at home, partition 0, then the others), and give
     # back the refused gang: three calls for six gangs
@@ -128,7 +129,7 @@ def test_many_gangs_across_partitions_take_a_call_per_partition_per_step(partiti
 
 def test_a_gang_one_partition_refuses_leaves_nothing_anywhere(partitioned):
     a, b, c = owned(partitioned)
-    [outcome] = partitioned.commit([spec()], [gang("g", [a, b, c, c, c])])  # 3 CPUs on c
+    [outcome] = partitioned.commit([spec()], [gang("g", [a, b, c, c, c])]).outcomes  # 3 CPUs on c
     assert outcome.status == "conflict" and c in outcome.detail
     assert free(partitioned, [a, b, c]) == [2000, 2000, 2000]
     assert reservations(partitioned) == [{}, {}, {}]
@@ -172,37 +173,56 @@ def test_a_coordinator_dead_after_home_decided_is_completed_by_the_sweeper(parti
     assert [set(s.committed_pods().values()) for s in partitioned.stores] == [{a}, {b}, {c}]
 
 
-def test_a_partition_down_refuses_its_units_and_the_others_go_on(partitioned, servers):
+def test_a_partition_down_fails_the_commit_and_the_store_says_what_was_committed(
+    partitioned, servers
+):
+    """As with one Redis: the commit raises, and the caller (the binder's `_recover`)
+    asks the store once it is back. Units in the other partitions were committed; the
+    gang reserved in part is settled then: its home never decided, so it is gone."""
     a, b, c = owned(partitioned)
     servers[2].kill()
-    single, spanning = gang("u", [a]), gang("g", [a, b, c])
-    outcomes = partitioned.commit([spec()], [single, gang("v", [c]), spanning])
-    assert [o.status for o in outcomes] == ["committed", UNAVAILABLE, UNAVAILABLE]
-    assert "partition 2" in outcomes[2].detail
-    assert free(partitioned, [a, b]) == [1000, 2000]  # the gang's parts were given back
-    assert [s.reservations() for s in partitioned.stores[:2]] == [{}, {}]
+    units = [gang("u", [a]), gang("v", [c]), gang("g", [a, b, c])]
+    with pytest.raises(redis.ConnectionError):
+        partitioned.commit([spec()], units)
+    servers[2].start()  # empty, and built again from the cluster
+    partitioned.stores[2].rebuild([node(n, cpu="2") for n in lost_nodes(partitioned, 2)], {}, [])
+    placed = partitioned.committed_placements(["u", "v", "g"])
+    assert placed == {"u": {"ns/u-0": (a, [])}}
+    assert free(partitioned, [a, b, c]) == [1000, 2000, 2000]
+    assert reservations(partitioned) == [{}, {}, {}]
 
 
 def test_a_partition_killed_between_the_steps(partitioned, servers, clock):
-    """Its server dies once every part is reserved: home decided, so the gang stands
-    where it was confirmed, and the partition comes back empty, to be built again."""
+    """Its server dies as the other parts are confirmed, after the home decided: the gang
+    is committed, and the partition comes back empty, to be built again from the
+    cluster (where the gang's pod there is bound by then, and counted)."""
     a, b, c = owned(partitioned)
     lost = partitioned.stores[2]
     settle = lost.settle
 
-    def dies_first(*args: object) -> str:
+    def dies_first(*args: object) -> list[str]:
         servers[2].kill()
         return settle(*args)  # type: ignore[arg-type]
 
     lost.settle = dies_first  # type: ignore[method-assign]
-    [outcome] = partitioned.commit([spec()], [gang("g", [a, b, c])])
+    [outcome] = partitioned.commit([spec()], [gang("g", [a, b, c])]).outcomes
     assert outcome.status == "committed"  # decided at home (partition 0) before the loss
     servers[2].start()  # empty, as after a crash
     lost.rebuild([node(n, cpu="2") for n in lost_nodes(partitioned, 2)], {}, [])
     clock.now += TTL
     partitioned.settle_expired()
     assert reservations(partitioned) == [{}, {}, {}]
-    assert free(partitioned, [a, b, c]) == [1000, 1000, 2000]  # c's part went with its Redis
+    assert free(partitioned, [a, b]) == [1000, 1000]
+
+
+def test_a_unit_left_in_doubt_is_settled_when_the_store_is_asked(partitioned, clock):
+    """The coordinator gave up after reserving (its home never decided): asked what was
+    committed, the store settles the unit at once, before its time is up."""
+    _, b, c = owned(partitioned)
+    reserve_every_part(partitioned, gang("g", [b, c]), clock)
+    assert partitioned.committed_placements(["g"]) == {}
+    assert reservations(partitioned) == [{}, {}, {}]
+    assert free(partitioned, [b, c]) == [2000, 2000]
 
 
 def test_a_home_killed_between_the_steps_is_settled_once_it_is_back(partitioned, servers, clock):
@@ -256,7 +276,7 @@ def test_whatever_dies_where_every_gang_ends_whole_or_gone(gangs):
         for g, (on, crash, sweep) in enumerate(gangs):
             key, nodes = f"g{g}", [f"n{i}" for i in on]
             if crash == "none" or len(store._parts(gang(key, nodes))) == 1:
-                [outcome] = store.commit([spec()], [gang(key, nodes)])
+                [outcome] = store.commit([spec()], [gang(key, nodes)]).outcomes
                 expect[key] = "whole" if outcome.status == "committed" else "gone"
             else:
                 expect[key] = die_at(store, gang(key, nodes), crash, clock)
