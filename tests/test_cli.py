@@ -154,6 +154,18 @@ def test_bench_refuses_shard_resources_it_cannot_have(redis_url, resource, expec
     assert result.exit_code == 2 and expected in " ".join(result.output.split()), result.output
 
 
+def test_bench_on_a_store_split_over_private_redis_servers(tmp_path):
+    report = tmp_path / "r.json"
+    args = ["bench", str(CASES), "--workload", "Everything/small", "--shards", "2"]
+    args += ["--no-progress", "--redis-partitions", "3", "--report", str(report)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    r = json.loads(report.read_text())
+    assert r["config"]["redis_partitions"] == 3 and r["cases"][0]["pods_scheduled"] == 18
+    refused = CliRunner().invoke(app, [*args[:-2], "--binders", "2"])
+    assert refused.exit_code == 2 and "driver's binder alone" in refused.output
+
+
 def test_redis_password_never_reaches_the_report():
     from optimist.config import Settings
 

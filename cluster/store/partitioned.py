@@ -458,7 +458,9 @@ class PartitionedStore:
         return self.stores[partitions.pop() if partitions else 0].preempt(victims, holds)
 
     def expire_holds(self, now: float) -> int:
-        return sum(s.expire_holds(now) for s in self.stores)
+        """Holds whose time is up given back, and reservations whose time is up settled
+        (the runtime asks every second): how many of both."""
+        return sum(s.expire_holds(now) for s in self.stores) + self.settle_expired(now)
 
     def claim_hold(self, held_as: str, pod: str) -> str:
         """In the partition that holds the room; 'gone' if none does."""

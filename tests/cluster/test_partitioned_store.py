@@ -215,6 +215,16 @@ def test_a_partition_killed_between_the_steps(partitioned, servers, clock):
     assert free(partitioned, [a, b]) == [1000, 1000]
 
 
+def test_expiring_holds_settles_expired_reservations_too(partitioned, clock):
+    """The runtime gives back expired holds every second; a split store settles its
+    expired reservations then as well, so a coordinator that died leaves nothing."""
+    _, b, c = owned(partitioned)
+    reserve_every_part(partitioned, gang("g", [b, c]), clock)
+    assert partitioned.expire_holds(clock.now) == 0
+    assert partitioned.expire_holds(clock.now + TTL) == 2
+    assert reservations(partitioned) == [{}, {}, {}] and free(partitioned, [b, c]) == [2000, 2000]
+
+
 def test_a_unit_left_in_doubt_is_settled_when_the_store_is_asked(partitioned, clock):
     """The coordinator gave up after reserving (its home never decided): asked what was
     committed, the store settles the unit at once, before its time is up."""

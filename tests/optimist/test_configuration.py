@@ -849,6 +849,43 @@ def test_optimist_document_errors(field, value, shown):
     assert error.path == field and shown in str(error), str(error)
 
 
+def test_the_node_store_may_be_split_over_redis_servers():
+    o = parse_configuration(
+        "apiVersion: optimist.io/v1alpha1\nkind: OptimistConfiguration\n"
+        "redisURLs: [redis://10.0.0.1:6379/0, 'rediss://10.0.0.2:6379/0']\nredisPartitions: 2\n"
+    ).optimist
+    assert o.redis_urls == ("redis://10.0.0.1:6379/0", "rediss://10.0.0.2:6379/0")
+    assert o.redis_partitions == 2
+
+
+@pytest.mark.parametrize(
+    ("body", "path", "problem"),
+    [
+        ("redisURLs: [redis://a]", "redisURLs", "two servers or more"),
+        ("redisURLs: [redis://a, http://b]", "redisURLs[1]", "must start with"),
+        ("redisURLs: redis://a", "redisURLs", "must be a list"),
+        ("redisPartitions: 0", "redisPartitions", ""),
+    ],
+)
+def test_a_split_store_names_what_is_wrong(body, path, problem):
+    error = optimist_error(body)
+    assert error.path == path and problem in str(error), str(error)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"redis_url": "redis://a", "redis_partitions": 2},
+        {"redis_url": "redis://a", "redis_urls": ("redis://b", "redis://c")},
+        {"redis_urls": ("redis://b",)},
+        {"redis_partitions": 3, "binders": 2},
+    ],
+)
+def test_settings_refuse_a_split_store_that_does_not_go_together(settings):
+    with pytest.raises(ValueError, match=r"redis_url|redis_urls|binders"):
+        Settings(**settings)
+
+
 @pytest.mark.parametrize("amount", ["0", "-1", "many", "null"])
 def test_a_ray_resource_amount_must_be_positive(amount):
     error = optimist_error(f"shardResources: {{optimist-shard: {amount}}}")
