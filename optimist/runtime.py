@@ -37,15 +37,7 @@ from cluster.objects import Pod, SchedulingSpec
 from cluster.quota import QuotaTree
 from cluster.redis_server import EmbeddedRedis
 from cluster.reservations import Reservations, is_reservation
-from cluster.store import (
-    STORE_ERRORS,
-    EpochChanged,
-    Hold,
-    Keys,
-    PartitionedStore,
-    Preempted,
-    open_store,
-)
+from cluster.store import STORE_ERRORS, EpochChanged, Hold, Keys, Preempted, open_store
 from dispatcher.dispatcher import Dispatcher, PreemptionAsk
 from dispatcher.queue import Backoff
 from optimist.config import Settings
@@ -187,7 +179,7 @@ class Platform:
             ray.kill(actor)
         if self._own_ray:
             ray.shutdown()
-        if isinstance(getattr(self, "store", None), PartitionedStore):
+        if hasattr(self, "store"):
             self.store.close()
         for server in self.embedded_servers:
             server.stop()

@@ -77,5 +77,6 @@ class ShardActor:
                 raise  # no store to decide against yet: the batch goes back to the queue
             # the store was built again: everything this shard knew or assumed is void
             log.warning("shard %d: %s; starting over", self.core.shard_id, err)
+            self.core.store.close()
             self.core = self._new_core()
             return self.core.handle(batch).encode()

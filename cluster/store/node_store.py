@@ -502,6 +502,9 @@ class NodeStore:
             for pod, rec in self.client.hgetall(self.keys.pods).items()
         }
 
+    def close(self) -> None:
+        """Nothing to give back (a split store stops its threads)."""
+
     def clear(self) -> None:
         """Delete every key under this store's prefix, the epoch's too: the next to load
         nodes begins a new one."""

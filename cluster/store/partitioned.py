@@ -162,10 +162,11 @@ class PartitionedStore:
         version is this client's name for the partitions' versions now: each partition
         has versions of its own, and a reader keeps only one number."""
         cursor = self._cursors.get(since, (0,) * len(self.stores)) if since else None
-        deltas = [
-            s.changes_since(cursor[i] if cursor else 0, columns, awaited)
+        reading = [
+            self._pool.submit(s.changes_since, cursor[i] if cursor else 0, columns, awaited)
             for i, s in enumerate(self.stores)
         ]
+        deltas = [r.result() for r in reading]
         now = tuple(d.version for d in deltas)
         self._last_version = version = max(self._last_version + 1, sum(now))
         self._cursors[version] = now
