@@ -83,7 +83,7 @@ def main() -> None:
             )
         _through_actors(server.url, spec, nodes, args.batch, args.batches)
         _partitioned(spec, nodes, args.batch, args.batches)
-        for changed in (0, 100, 1000, args.nodes):
+        for changed in dict.fromkeys(c for c in (0, 100, 1000, args.nodes) if c <= args.nodes):
             version = store.version()
             decisions = [
                 Decision(
@@ -108,7 +108,7 @@ def main() -> None:
 
 def _through_actors(url: str, spec: SchedulingSpec, nodes: list, batch: int, batches: int) -> None:
     """Pods/s committed by several binder actors at once, each kept two batches busy."""
-    init_ray(None)
+    own_ray = init_ray(None)
     client = connect(url)
     for count in (1, 2, 4, 8):
         actors = [BinderActor.remote(url, f"actors{count}:", "fine") for _ in range(count)]
@@ -142,7 +142,8 @@ def _through_actors(url: str, spec: SchedulingSpec, nodes: list, batch: int, bat
         print(f"binder actors: {count}: {rate:,.0f} pods/s committed, Redis {busy:.0%} of a core")
         for actor in actors:
             ray.kill(actor)
-    ray.shutdown()
+    if own_ray:
+        ray.shutdown()
 
 
 def _partitioned(spec: SchedulingSpec, nodes: list, batch: int, batches: int) -> None:
@@ -180,7 +181,7 @@ def _partitioned(spec: SchedulingSpec, nodes: list, batch: int, batches: int) ->
                     for i, pair in enumerate(pairs[:batch])
                 ]
                 t = time.perf_counter()
-                outcomes = store.commit([spec], gangs)
+                outcomes = store.commit([spec], gangs).outcomes
                 elapsed = time.perf_counter() - t
                 assert all(o.status == "committed" for o in outcomes), outcomes[0]
                 line += f", gangs across two partitions {2 * len(gangs) / elapsed:,.0f} pods/s"

@@ -19,6 +19,19 @@ def test_shard_micro_decides_and_reports(monkeypatch, capsys, kind):
     assert "tottime" in out  # the profile was printed
 
 
+@pytest.mark.usefixtures("ray_session")
+def test_store_micro_commits_through_every_path(monkeypatch, capsys):
+    from benchmarks import store_micro
+
+    argv = ["store_micro", "--nodes", "300", "--batch", "16", "--batches", "3"]
+    monkeypatch.setattr(sys, "argv", argv)
+    store_micro.main()
+    out = capsys.readouterr().out
+    assert "commit: batch 16:" in out and "binder actors: 8:" in out
+    assert "partitioned: 3 Redis: single pods" in out and "gangs across two partitions" in out
+    assert "changes_since(0), full first sync of 300 nodes" in out
+
+
 def test_dispatcher_micro_moves_every_pod_through(monkeypatch, capsys):
     from benchmarks import dispatcher_micro
 
