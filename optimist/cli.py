@@ -9,7 +9,8 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
@@ -233,31 +234,30 @@ def bench(
             err=True,
         )
         raise typer.Exit(2)
-    try:
+    with _usage_error(ChaosError):
         faults = ChaosPlan.parse(chaos, chaos_interval, chaos_faults) if chaos else None
         if faults and sweep:
             raise ChaosError("--chaos: not with --sweep (each run would see other faults)")
-    except ChaosError as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2) from e
     configuration = _load_or_exit(config) if config else default_configuration()
-    settings = _settings_or_exit(
-        configuration,
-        shards=shards,
-        redis_url=redis_url,
-        ray_address=ray_address,
-        batch_pods=batch_pods,
-        seed=seed,
-    )
+    with _usage_error(ValueError):  # settings that do not go together
+        settings = Settings.from_configuration(
+            configuration,
+            shards=shards,
+            redis_url=redis_url,
+            ray_address=ray_address,
+            batch_pods=batch_pods,
+            seed=seed,
+        )
     settings = replace(settings, conflict_mode=conflict_mode, candidates=candidates)
     if shard_resource:
         settings = replace(settings, shard_resources=_resources_or_exit(shard_resource))
-    if redis_partitions is not None:
-        settings = _replaced_or_exit(settings, redis_partitions=redis_partitions)
     if node_partitions is not None:
         settings = replace(settings, node_partitions=node_partitions)
-    if binders is not None:
-        settings = _replaced_or_exit(settings, binders=binders)
+    with _usage_error(ValueError):
+        if redis_partitions is not None:
+            settings = replace(settings, redis_partitions=redis_partitions)
+        if binders is not None:
+            settings = replace(settings, binders=binders)
     if config:
         for plugin in configuration.inactive:
             log.warning("inactive plugin: %s", plugin)
@@ -266,14 +266,11 @@ def bench(
         for name, value in (("initNodes", nodes), ("measurePods", pods))
         if value is not None
     }
-    try:
+    with _usage_error(PerfConfigError):
         plan = load_plan(
             cases, case=case, workload=workload, overrides=overrides, timeout_s=timeout
         )
-    except PerfConfigError as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2) from e
-    try:
+    with _usage_error(SweepError, ChaosError, PlacementError):
         if sweep:
             run = run_sweep(
                 settings,
@@ -303,9 +300,6 @@ def bench(
                 profile_dir=profile,
                 chaos=faults,
             )
-    except (SweepError, ChaosError, PlacementError) as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2) from e
     console.print(sweep_table(run.report) if sweep else summary_table(run.report))
     if html:
         write_html(run.report, html)
@@ -340,28 +334,21 @@ def check_config(
         typer.echo("inactive plugins (enabled in the file, not run by optimist):")
         for plugin in configuration.inactive:
             typer.echo(f"  {plugin}")
-    settings = _settings_or_exit(configuration).public()
+    with _usage_error(ValueError):
+        settings = Settings.from_configuration(configuration).public()
     settings.pop("profiles")
     typer.echo("optimist: " + ", ".join(f"{k}={v}" for k, v in settings.items()))
 
 
-def _settings_or_exit(configuration: Configuration, **flags: Any) -> Settings:
-    """The file's settings with the flags over them; exits 2 with the reason if they do
-    not go together (a store split over servers and several binders, say)."""
+@contextmanager
+def _usage_error(*errors: type[Exception]) -> Iterator[None]:
+    """These errors are the user's (a bad file, flags that do not go together): their
+    message, and exit 2, as a usage error does."""
     try:
-        return Settings.from_configuration(configuration, **flags)
-    except ValueError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2) from err
-
-
-def _replaced_or_exit(settings: Settings, **changes: Any) -> Settings:
-    """The settings with these flags; exits 2 with the reason if they do not go together."""
-    try:
-        return replace(settings, **changes)
-    except ValueError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2) from err
+        yield
+    except errors as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from e
 
 
 def _resources_or_exit(given: list[str]) -> dict[str, float]:
@@ -607,9 +594,10 @@ def run(
             err=True,
         )
         raise typer.Exit(2)
-    settings = _settings_or_exit(
-        configuration, shards=shards, redis_url=redis_url, ray_address=ray_address
-    )
+    with _usage_error(ValueError):
+        settings = Settings.from_configuration(
+            configuration, shards=shards, redis_url=redis_url, ray_address=ray_address
+        )
     if shard_resource:
         settings = replace(settings, shard_resources=_resources_or_exit(shard_resource))
     connection = configuration.component.get("clientConnection", {})
@@ -685,16 +673,14 @@ def replay(
     it are reported and left out.
     """
     configuration = _load_or_exit(config) if config else default_configuration()
-    settings = _settings_or_exit(
-        configuration, shards=shards, redis_url=redis_url, ray_address=ray_address, seed=seed
-    )
+    with _usage_error(ValueError):
+        settings = Settings.from_configuration(
+            configuration, shards=shards, redis_url=redis_url, ray_address=ray_address, seed=seed
+        )
     for plugin in configuration.inactive if config else ():
         log.warning("inactive plugin: %s", plugin)
-    try:
+    with _usage_error(SnapshotError):
         snap = load_snapshot(snapshot, settings.scheduler_names)
-    except SnapshotError as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2) from e
     run = run_replay(snap, settings)
     for error in run.report["errors"]:
         typer.echo(f"error: {error}", err=True)
@@ -765,20 +751,18 @@ def replay_gpu_trace(
     own = init_ray(None)
     runs = []
     try:
-        for name in names:
-            runs.append(
-                replay_trace(
-                    nodes,
-                    pods,
-                    name,
-                    _seeds(seeds),
-                    settings,
-                    progress=lambda p, s: console.print(f"{p}: seed {s} done"),
+        with _usage_error(TraceError):
+            for name in names:
+                runs.append(
+                    replay_trace(
+                        nodes,
+                        pods,
+                        name,
+                        _seeds(seeds),
+                        settings,
+                        progress=lambda p, s: console.print(f"{p}: seed {s} done"),
+                    )
                 )
-            )
-    except TraceError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2) from err
     finally:
         if own:
             ray.shutdown()
