@@ -55,7 +55,6 @@ from cluster.store.node_store import (
     NodeStore,
     Preempted,
     Released,
-    Reservation,
 )
 
 T = TypeVar("T")
@@ -358,30 +357,41 @@ class PartitionedStore:
         """Of these units, those committed: unit -> pod -> (node, its GPUs there). A unit
         still reserved somewhere is settled first, as its home decided (or aborted, if
         its home never did); a partition that fails to answer raises."""
-        held = [s.reservations() for s in self.stores]
-        doubt = {u: r.home for part in held for u, r in part.items() if u in set(units)}
-        if doubt:
-            self._settle_now(doubt, held)
+        asked = set(units)
+        holding: dict[str, list[int]] = defaultdict(list)  # unit -> partitions holding it
+        homes: dict[str, int] = {}
+        for i, store in enumerate(self.stores):
+            for unit, r in store.reservations().items():
+                if unit in asked:
+                    holding[unit].append(i)
+                    homes[unit] = r.home
+        if holding:
+            errors: list[Exception] = []
+            self._resolve(holding, homes, errors)
+            if errors:
+                raise errors[0]
         out: dict[str, dict[str, tuple[str, list[int]]]] = {}
         for store in self.stores:
             for unit, pods in store.committed_placements(units).items():
                 out.setdefault(unit, {}).update(pods)
         return out
 
-    def _settle_now(self, homes: dict[str, int], held: list[dict[str, Reservation]]) -> None:
-        errors: list[Exception] = []
-        decided = self._settle_each({u: [h] for u, h in homes.items()}, "resolve", homes, errors)
-        if errors:
-            raise errors[0]
+    def _resolve(
+        self, holding: dict[str, list[int]], homes: dict[str, int], errors: list[Exception]
+    ) -> int:
+        """Settle these units' reservations (unit -> the partitions holding one) as each
+        home decides: it resolves the unit, then the other parts are confirmed or given
+        back. Returns the reservations settled; a partition that fails is in `errors`."""
+        decided = self._settle_each({u: [homes[u]] for u in holding}, "resolve", homes, errors)
+        settled = sum(1 for u, ps in holding.items() if homes[u] in ps and (u, homes[u]) in decided)
         for action, answer in (("confirm", "committed"), ("abort", "aborted")):
             away = {
-                u: [i for i, part in enumerate(held) if u in part and i != h]
-                for u, h in homes.items()
-                if decided.get((u, h)) == answer
+                u: [i for i in ps if i != homes[u]]
+                for u, ps in holding.items()
+                if decided.get((u, homes[u])) == answer
             }
-            self._settle_each(away, action, homes, errors)
-        if errors:
-            raise errors[0]
+            settled += len(self._settle_each(away, action, homes, errors))
+        return settled
 
     def settle_expired(self, now: float | None = None) -> int:
         """Settle every reservation whose time is up, as its home decides (module
@@ -399,16 +409,7 @@ class PartitionedStore:
             return 0
         for home in set(homes.values()):  # a home built again since: ask it in its epoch
             self._adopting(home, self.stores[home].working_epoch)
-        decided = self._settle_each({u: [homes[u]] for u in expired}, "resolve", homes, [])
-        settled = sum(1 for u, ps in expired.items() if homes[u] in ps and (u, homes[u]) in decided)
-        for action, answer in (("confirm", "committed"), ("abort", "aborted")):
-            away = {
-                u: [i for i in ps if i != homes[u]]
-                for u, ps in expired.items()
-                if decided.get((u, homes[u])) == answer
-            }
-            settled += len(self._settle_each(away, action, homes, []))
-        return settled
+        return self._resolve(expired, homes, [])  # one that fails is asked next time
 
     def _adopting(self, i: int, call: Callable[[], T]) -> T | None:
         """`call()` on partition `i`, or None if it does not answer. A partition built
@@ -465,9 +466,9 @@ class PartitionedStore:
 
     def claim_hold(self, held_as: str, pod: str) -> str:
         """In the partition that holds the room; 'gone' if none does."""
-        for i, store in enumerate(self.stores):
-            if held_as in store.holds():
-                return self.stores[i].claim_hold(held_as, pod)
+        for store in self.stores:
+            if store.client.hexists(store.keys.holds, held_as):
+                return store.claim_hold(held_as, pod)
         return "gone"
 
     def holds(self) -> dict[str, Hold]:
