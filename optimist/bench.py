@@ -119,7 +119,7 @@ def run_bench(
     `profiler`, take profiles whenever it is asked to, while workloads run; with
     `chaos`, inject its faults while they run."""
     if chaos:
-        chaos.check(settings.binders, own_redis=not (settings.redis_url or settings.redis_urls))
+        chaos.check(settings.binders, own_redis=settings.private_redis)
     plan = Plan((workload.case(),)) if isinstance(workload, Workload) else workload
     cases: list[dict[str, Any]] = []
     clusters: dict[str, SimulatedCluster] = {}

@@ -138,6 +138,11 @@ class Settings:
         return min(max(512 // self.shards, 64), 256)
 
     @property
+    def private_redis(self) -> bool:
+        """The platform starts the node store's Redis servers itself (none is named)."""
+        return self.redis_url is None and not self.redis_urls
+
+    @property
     def partitions_of_store(self) -> int:
         """Redis servers the node store is split over (1: not split)."""
         return len(self.redis_urls) or self.redis_partitions

@@ -122,7 +122,7 @@ class Platform:
 
     def _start(self) -> None:
         s = self.settings
-        if s.redis_url is None and not s.redis_urls:
+        if s.private_redis:
             for _ in range(s.redis_partitions):
                 self.embedded_servers.append(EmbeddedRedis().start())
             self.embedded_redis = self.embedded_servers[0]
