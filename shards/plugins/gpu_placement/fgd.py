@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from shards.gpus import Locality, fitting
-from shards.plugins.gpu_placement.fragmentation import Demands, collect, demands
+from shards.plugins.gpu_placement.fragmentation import Demands, Parts, demands, prefix_sums
 from shards.plugins.gpu_placement.node_gpus import NodeGpus
 from shards.plugins.gpu_placement.policy import Policy
 from shards.plugins.gpu_placement.workload import TaskClass, Workload
@@ -40,41 +40,58 @@ class FragmentationGradientDescent(Policy):
         return (int(scores.argmax()),) if scores.max() >= 0 else ()
 
 
-def growth(nodes: NodeGpus, task: TaskClass, demands: Demands) -> np.ndarray:
+def growth(nodes: NodeGpus, task: TaskClass, d: Demands) -> np.ndarray:
     """float64 [R, choices], milli: how much each node's fragmentation grows if the pod goes
     there, per GPU a share may take (inf where it cannot), or in one column otherwise."""
-    free = nodes.free
-    idle = free.sum(axis=1).astype(np.float64)
-    usable = demands.usable(free)  # [R, J, G]
-    count = usable.sum(axis=-1)
-    stranded = np.where(usable, 0, free[:, None, :]).sum(axis=-1)
-    before = collect(idle, count, stranded, demands.admitted(nodes.cpu_free, nodes.model), demands)
-    admitted = demands.admitted(nodes.cpu_free - task.cpu, nodes.model)
-    gpu = task.gpu
-    if gpu.share:
-        # the share on GPU g changes that GPU alone: [R, G, J] after, for every g
-        per = demands.per_device[None, None, :]
-        old = free[:, :, None]
-        new = old - gpu.share
-        was, now = old >= per, new >= per
-        count_after = count[:, None, :] - was + now
-        stranded_after = stranded[:, None, :] - np.where(was, 0, old) + np.where(now, 0, new)
-        after = collect(
-            (idle - gpu.share)[:, None],
-            count_after,
-            stranded_after,
-            admitted[:, None, :],
-            demands,
-        )
-        grown = after - before[:, None]
-        grown[~fitting(free, gpu)] = np.inf
-        return grown
-    if gpu.whole:
-        # untouched GPUs have room for every demand and strand nothing, before or after
-        after = collect(idle - 1000 * gpu.whole, count - gpu.whole, stranded, admitted, demands)
-    else:
-        after = collect(idle, count, stranded, admitted, demands)
-    return (after - before)[:, None]
+    parts = Parts.of(nodes.free, d)
+    before = (d.admitted(nodes.cpu_free, nodes.model) * parts.enough(0, d)).sum(axis=0)
+    admitted = d.admitted(nodes.cpu_free - task.cpu, nodes.model)
+    if task.gpu.share:
+        return _share_growth(nodes.free, task.gpu.share, parts, before, admitted, d)
+    # whole GPUs are taken untouched: every demand has one GPU fewer with room, each
+    taken = task.gpu.whole
+    after = (admitted * parts.enough(taken, d)).sum(axis=0)
+    return (before - after - 1000.0 * taken)[:, None]
+
+
+def _share_growth(
+    free: np.ndarray,
+    share: int,
+    parts: Parts,
+    before: np.ndarray,
+    admitted: np.ndarray,
+    d: Demands,
+) -> np.ndarray:
+    """Per GPU g: a share on it leaves room for the demands up to `room(free - share)`,
+    takes it away from those on to `room(free)` (one GPU and its milli fewer), and
+    changes nothing beyond. Each of the three is a range of the demands, so F after
+    is read from prefix sums over the demands at two places per GPU."""
+    rows = len(free)
+    terms = np.empty((len(d.per_device), 4, rows))
+    kept, lost = terms[:, 1], terms[:, 3]
+    np.multiply(admitted, parts.count >= d.devices[:, None], out=kept)
+    np.multiply(admitted, parts.count > d.devices[:, None], out=lost)
+    np.multiply(kept, parts.usable, out=terms[:, 0])
+    np.multiply(lost, parts.usable, out=terms[:, 2])
+    sums = prefix_sums(terms)
+    flat, node = sums.ravel(), np.arange(rows)[:, None]
+    stays, goes = d.room(free - share) * 4 * rows + node, parts.room * 4 * rows + node
+
+    def at(kind: int, where: np.ndarray) -> np.ndarray:
+        return flat.take(where + kind * rows)
+
+    after = (
+        at(0, stays)
+        - share * at(1, stays)
+        + at(2, goes)
+        - at(2, stays)
+        - free * (at(3, goes) - at(3, stays))
+        + sums[-1, 0][:, None]
+        - at(0, goes)
+    )
+    grown = before[:, None] - after - share
+    grown[free < share] = np.inf
+    return grown
 
 
 def sigmoid_score(growth: np.ndarray) -> np.ndarray:

@@ -8,9 +8,10 @@ fragmentation is the popularity-weighted sum over the workload's classes.
 
 Written so that it costs per GPU *demand*, not per class: with weights that
 sum to 1, F = idle - sum over demands j of W_j * [n has d_j GPUs with q_j
-free] * (idle - stranded_j), where W_j is the weight of the classes of demand
-j that n's CPU and model admit, and stranded_j the idle milli on n's GPUs
-with less than q_j free.
+free] * (the milli free on those GPUs), where W_j is the weight of the classes
+of demand j that n's CPU and model admit. The demands are kept in order of
+q_j, so a GPU has room for a prefix of them: how long a prefix, per GPU, is
+all that is read of the GPUs (`Parts`).
 """
 
 from __future__ import annotations
@@ -19,26 +20,26 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cluster.gpus import MILLI_PER_GPU
 from shards.plugins.gpu_placement.workload import Classes
-
-_SPAN = 1 << 40  # beyond any node's millicores: keeps each demand's CPU keys apart
 
 
 @dataclass(frozen=True, slots=True)
 class Demands:
-    """The GPU-needing classes of a workload grouped by demand (GPUs, milli each, models).
+    """The GPU-needing classes of a workload grouped by demand (GPUs, milli each, models),
+    the demands in order of milli per GPU.
 
-    The classes of demand j that a node's CPU admits are those asking for at most its
-    free CPU: with each demand's class CPUs sorted, their weight is a cumulative sum
-    read at one `searchsorted`, for every node and demand in one call (`keys` holds
-    demand j's CPUs shifted by j x _SPAN, in order)."""
+    The classes a node's CPU admits are those asking for at most its free CPU: with the
+    classes in order of CPU, a prefix of them. `weight[j, i]` is the weight of demand
+    j's classes among the first i, so one `searchsorted` of each node's free CPU, and a
+    gather, give every demand's admitted weight."""
 
-    per_device: np.ndarray  # int64 [J]
+    per_device: np.ndarray  # int64 [J], ascending
     devices: np.ndarray  # int64 [J]
-    keys: np.ndarray  # int64 [classes]: CPU + j * _SPAN, sorted
-    cumulative: np.ndarray  # float64 [classes + 1]: weight of the keys before each
-    start: np.ndarray  # int64 [J]: where demand j's keys begin
-    allowed: np.ndarray  # bool [J, models + 1]
+    cpu: np.ndarray  # int64 [K]: the GPU classes' CPU, ascending
+    weight: np.ndarray  # float64 [J, K + 1]
+    allowed: np.ndarray  # float64 [J, models + 1]: 1 where demand j may run on model c
+    rooms: np.ndarray  # int64 [1001]: `room` of each milli free a GPU may have
 
     @classmethod
     def of(cls, classes: Classes, vocab: dict[str, int]) -> Demands:
@@ -46,37 +47,34 @@ class Demands:
         groups: dict[tuple[int, int, bytes], list[int]] = {}
         for k, task in enumerate(classes.tasks):
             if task.gpu:
-                key = (task.gpu.devices, task.gpu.per_device, allowed_k[k].tobytes())
+                key = (task.gpu.per_device, task.gpu.devices, allowed_k[k].tobytes())
                 groups.setdefault(key, []).append(k)
-        keys, weights, start = [], [], []
-        for j, ks in enumerate(groups.values()):
-            start.append(len(keys))
-            for k in sorted(ks, key=lambda k: classes.cpu[k]):
-                keys.append(int(classes.cpu[k]) + j * _SPAN)
-                weights.append(float(classes.weight[k]))
+        order = sorted(groups)
+        ranked = sorted((int(classes.cpu[k]), j, k) for j, g in enumerate(order) for k in groups[g])
+        each = np.zeros((len(ranked) + 1, len(order)))
+        for i, (_, j, k) in enumerate(ranked, 1):
+            each[i, j] = classes.weight[k]
+        allowed = [allowed_k[groups[group][0]] for group in order]
+        per_device = np.array([per for per, _, _ in order], dtype=np.int64)
         return cls(
-            np.array([per for _, per, _ in groups], dtype=np.int64),
-            np.array([devices for devices, _, _ in groups], dtype=np.int64),
-            np.array(keys, dtype=np.int64),
-            np.concatenate(([0.0], np.cumsum(weights))),
-            np.array(start, dtype=np.int64),
-            np.array([allowed_k[ks[0]] for ks in groups.values()], dtype=bool).reshape(
-                len(groups), len(vocab) + 1
-            ),
+            per_device,
+            np.array([devices for _, devices, _ in order], dtype=np.int64),
+            np.array([cpu for cpu, _, _ in ranked], dtype=np.int64),
+            each.cumsum(axis=0).T.copy(),
+            np.array(allowed, dtype=np.float64).reshape(len(order), len(vocab) + 1),
+            np.searchsorted(per_device, np.arange(MILLI_PER_GPU + 1), side="right"),
         )
 
     def admitted(self, cpu_free: np.ndarray, model: np.ndarray) -> np.ndarray:
-        """float64 [..., J]: W_j, the weight of each demand's classes a node admits."""
-        shift = np.arange(len(self.start), dtype=np.int64) * _SPAN
-        # a node short of CPU (below 0 after a pod) admits nothing: -1 stays in its demand
-        query = np.maximum(cpu_free, -1)[..., None] + shift
-        weight = self.cumulative[np.searchsorted(self.keys, query, side="right")]
-        weight -= self.cumulative[self.start]
-        return weight * np.moveaxis(self.allowed[:, model], 0, -1)
+        """float64 [J, R]: W_j, the weight of each demand's classes a node admits."""
+        weight = self.weight[:, np.searchsorted(self.cpu, cpu_free, side="right")]
+        weight *= self.allowed[:, model]
+        return weight
 
-    def usable(self, free: np.ndarray) -> np.ndarray:
-        """bool [..., J, G]: which GPUs have room for one device of each demand."""
-        return free[..., None, :] >= self.per_device[:, None]
+    def room(self, free: np.ndarray) -> np.ndarray:
+        """int64, the shape of `free`: for how many demands (the first, in order of milli
+        per GPU) each GPU has room (none below 0 milli)."""
+        return self.rooms.take(free, mode="clip")
 
 
 def demands(classes: Classes, vocab: dict[str, int]) -> Demands:
@@ -88,22 +86,63 @@ def demands(classes: Classes, vocab: dict[str, int]) -> Demands:
     return found
 
 
+@dataclass(frozen=True, slots=True)
+class Parts:
+    """Nodes' GPUs as the demands see them: all that F is made of, beside the CPU.
+
+    Demand-major ([J, R]): what is summed over the demands runs down the first axis,
+    a whole row of nodes at a time."""
+
+    idle: np.ndarray  # float64 [R]: milli free on all GPUs
+    room: np.ndarray  # int64 [R, G]: `Demands.room` of each GPU
+    count: np.ndarray  # int64 [J, R]: the GPUs with room for one device of demand j
+    usable: np.ndarray  # float64 [J, R]: the milli free on those
+
+    @classmethod
+    def of(cls, free: np.ndarray, d: Demands) -> Parts:
+        """From `free` [R, G], milli per GPU: the GPUs tallied by how far their room
+        goes, then summed from the longest room down."""
+        rows, width = len(free), len(d.per_device) + 1
+        room = d.room(free)
+        at = (room * rows + np.arange(rows)[:, None]).ravel()
+        tally = np.empty((width, 2, rows))
+        tally[:, 0] = np.bincount(at, minlength=width * rows).reshape(width, rows)
+        tally[:, 1] = np.bincount(at, free.ravel(), width * rows).reshape(width, rows)
+        onward = suffix_sums(tally)
+        return cls(onward[0, 1], room, onward[1:, 0], onward[1:, 1])
+
+    def fragmentation(self, admitted: np.ndarray, d: Demands) -> np.ndarray:
+        """float64 [R]: F, with `admitted` the weights W [J, R] the nodes' CPU admits."""
+        return self.idle - (admitted * self.enough(0, d)).sum(axis=0)
+
+    def enough(self, fewer: int, d: Demands) -> np.ndarray:
+        """float64 [J, R]: each demand's usable milli where the node has its GPUs with
+        `fewer` of them gone (taken whole), else 0."""
+        need = d.devices[:, None] + fewer
+        return np.where(self.count >= need, self.usable - 1000.0 * fewer, 0.0)
+
+
 def fragmentation(
     free: np.ndarray, cpu_free: np.ndarray, model: np.ndarray, demands: Demands
 ) -> np.ndarray:
     """float64 [R]: F_n(M) of nodes with `free` [R, G] milli per GPU, `cpu_free` and
     `model` [R]."""
-    idle = free.sum(axis=-1).astype(np.float64)
-    usable = demands.usable(free)
-    count = usable.sum(axis=-1)
-    stranded = np.where(usable, 0, free[..., None, :]).sum(axis=-1)
-    return collect(idle, count, stranded, demands.admitted(cpu_free, model), demands)
+    return Parts.of(free, demands).fragmentation(demands.admitted(cpu_free, model), demands)
 
 
-def collect(
-    idle: np.ndarray, count: np.ndarray, stranded: np.ndarray, admitted: np.ndarray, d: Demands
-) -> np.ndarray:
-    """F from its parts: idle [...], and per demand [..., J] the GPUs with room, the
-    stranded milli and the admitted weight."""
-    usable = np.where(count >= d.devices, idle[..., None] - stranded, 0.0)
-    return idle - (admitted * usable).sum(axis=-1)
+def prefix_sums(x: np.ndarray) -> np.ndarray:
+    """[n + 1, ...]: the sums of `x`'s first i rows, a row at a time: numpy's cumsum down
+    the first axis goes one column at a time, ten times slower for a few dozen rows of
+    a thousand nodes."""
+    out = np.zeros((len(x) + 1, *x.shape[1:]))
+    for i, row in enumerate(x):
+        np.add(out[i], row, out=out[i + 1])
+    return out
+
+
+def suffix_sums(x: np.ndarray) -> np.ndarray:
+    """The shape of `x`: the sums of its rows from i on (as `prefix_sums`, from the end)."""
+    out = x.astype(np.float64)
+    for i in range(len(x) - 2, -1, -1):
+        out[i] += out[i + 1]
+    return out

@@ -6,7 +6,12 @@ import pytest
 from cluster.gpus import GpuDemand
 from shards.node_table import NodeTable
 from shards.plugins.gpu_placement.fgd import growth
-from shards.plugins.gpu_placement.fragmentation import demands, fragmentation
+from shards.plugins.gpu_placement.fragmentation import (
+    demands,
+    fragmentation,
+    prefix_sums,
+    suffix_sums,
+)
 from shards.plugins.gpu_placement.node_gpus import NodeGpus
 from shards.plugins.gpu_placement.workload import TaskClass, Workload
 
@@ -52,7 +57,7 @@ def random_nodes(rng, rows=200):
     count = rng.choice([1, 2, 4, 8], size=rows)
     free = rng.choice([0, 100, 250, 500, 600, 750, 1000], size=(rows, 8))
     free[np.arange(8) >= count[:, None]] = 0
-    cpu = rng.integers(0, 64_000, size=rows)
+    cpu = rng.integers(-2_000, 64_000, size=rows)  # below 0: a node a pod overcommitted
     table = NodeTable()
     return NodeGpus(free, count, cpu, rng.integers(0, 3, size=rows), VOCAB, table, [])
 
@@ -95,3 +100,10 @@ def test_growth_is_fragmentation_after_less_before(task):
             cpu = np.array([nodes.cpu_free[r] - task.cpu])
             after = fragmentation(free[None], cpu, nodes.model[r : r + 1], d)[0]
             assert grown[r, column] == pytest.approx(after - before[r])
+
+
+def test_running_sums_a_row_at_a_time_are_numpys():
+    x = np.random.default_rng(3).random((7, 4, 5))
+    np.testing.assert_allclose(prefix_sums(x)[1:], x.cumsum(axis=0))
+    assert not prefix_sums(x)[0].any()
+    np.testing.assert_allclose(suffix_sums(x), x[::-1].cumsum(axis=0)[::-1])
