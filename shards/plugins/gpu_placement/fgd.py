@@ -32,12 +32,16 @@ class FragmentationGradientDescent(Policy):
         self, node: NodeGpus, task: TaskClass, workload: Workload, local: Locality
     ) -> tuple[int, ...]:
         """A share goes on the GPU with the best score, the lower index among equals, as the
-        paper's plugin picks; untouched GPUs are all alike."""
+        paper's plugin picks; untouched GPUs are all alike. So are GPUs with as much
+        free: where all that fit have the same, the first is the choice."""
         if not task.gpu.share:
             return super().choose(node, task, workload, local)
+        free = node.free[0]
+        fit = np.flatnonzero(fitting(free, task.gpu))
+        if not len(fit) or (free[fit] == free[fit[0]]).all():
+            return tuple(fit[:1].tolist())
         scores = sigmoid_score(growth(node, task, demands(workload.classes(), node.vocab))[0])
-        scores[~fitting(node.free[0], task.gpu)] = -1
-        return (int(scores.argmax()),) if scores.max() >= 0 else ()
+        return (int(fit[scores[fit].argmax()]),)
 
 
 def growth(nodes: NodeGpus, task: TaskClass, d: Demands) -> np.ndarray:

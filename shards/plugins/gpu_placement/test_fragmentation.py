@@ -102,8 +102,9 @@ def test_growth_is_fragmentation_after_less_before(task):
             assert grown[r, column] == pytest.approx(after - before[r])
 
 
-def test_running_sums_a_row_at_a_time_are_numpys():
-    x = np.random.default_rng(3).random((7, 4, 5))
+@pytest.mark.parametrize("columns", [5, 500])
+def test_running_sums_are_numpys(columns):
+    x = np.random.default_rng(3).random((7, 4, columns))
     np.testing.assert_allclose(prefix_sums(x)[1:], x.cumsum(axis=0))
     assert not prefix_sums(x)[0].any()
     np.testing.assert_allclose(suffix_sums(x), x[::-1].cumsum(axis=0)[::-1])
