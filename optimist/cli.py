@@ -45,7 +45,10 @@ from optimist.configuration import (
 )
 from optimist.gpu_trace import (
     DEFAULT_TRACE_POLICY,
+    SEVERAL_SHARDS_BATCH,
+    SEVERAL_SHARDS_INFLIGHT,
     TraceError,
+    replay_settings,
     replay_trace,
     write_trace_plot,
 )
@@ -721,11 +724,24 @@ def replay_gpu_trace(
     seeds: Annotated[str, typer.Option(help="seeds, e.g. 42-51 or 42,43")] = "42-51",
     shards: Annotated[int, typer.Option(min=1, help="scheduler shards (1: the paper's order)")] = 1,
     batch_pods: Annotated[
-        int | None, typer.Option(min=1, help="pods per batch to a shard [default: 512 / shards]")
+        int | None,
+        typer.Option(
+            min=1,
+            help=f"pods per batch to a shard [default: 256; {SEVERAL_SHARDS_BATCH} with several]",
+        ),
     ] = None,
     inflight_per_shard: Annotated[
-        int, typer.Option(min=1, help="batches a shard may hold at once")
-    ] = Settings().inflight_per_shard,
+        int | None,
+        typer.Option(
+            min=1,
+            help=f"batches a shard may hold at once [default: {Settings().inflight_per_shard}; "
+            f"{SEVERAL_SHARDS_INFLIGHT} with several]",
+        ),
+    ] = None,
+    node_partitions: Annotated[
+        bool | None,
+        typer.Option(help="each shard keeps to its own nodes first [default: with several]"),
+    ] = None,
     report: Annotated[Path | None, typer.Option(help="write the JSON report here")] = None,
     plot: Annotated[
         Path | None, typer.Option(help="write a PNG of unallocated GPUs against arrivals here")
@@ -742,11 +758,12 @@ def replay_gpu_trace(
     unknown = [p for p in names if p not in POLICIES]
     if unknown or not names:
         raise typer.BadParameter(f"{policy!r}: policies are {', '.join(POLICIES)}")
-    settings = Settings(
-        shards=shards,
-        redis_url=redis_url,
+    settings = replay_settings(
+        shards,
         batch_pods=batch_pods,
         inflight_per_shard=inflight_per_shard,
+        node_partitions=node_partitions,
+        redis_url=redis_url,
     )
     own = init_ray(None)
     runs = []

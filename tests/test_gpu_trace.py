@@ -2,14 +2,21 @@
 
 import csv
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from optimist.cli import app
-from optimist.config import Settings
-from optimist.gpu_trace import TraceError, arrivals, read_nodes, read_tasks, replay_trace
+from optimist.gpu_trace import (
+    TraceError,
+    arrivals,
+    read_nodes,
+    read_tasks,
+    replay_settings,
+    replay_trace,
+)
 from shards.plugins.gpu_placement import POLICIES
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces" / "alibaba-gpu-v2023"
@@ -97,9 +104,12 @@ def test_the_replay_places_through_the_platform_and_reports(
     small_trace, redis_url, key_prefix, shards
 ):
     nodes, pods = small_trace
-    settings = Settings(shards=shards, redis_url=redis_url, key_prefix=key_prefix)
+    settings = replace(replay_settings(shards, redis_url=redis_url), key_prefix=key_prefix)
     report = replay_trace(nodes, pods, "fgd", [42, 43], settings)
     assert report.keys() >= REPORT_KEYS
+    several = shards > 1  # partitions, small batches one at a time: the replay's defaults
+    assert (report["node_partitions"], report["batch_pods"]) == (several, 64 if several else 256)
+    assert report["inflight_per_shard"] == (1 if several else 2)
     assert report["invariant_violations"] == []  # per-GPU accounting checked too
     assert report["gpu_total"] == 4 * (2 + 4 + 8)
     at_100 = report["unallocated_gpu_pct_at_100"]
