@@ -25,13 +25,16 @@ from __future__ import annotations
 
 import logging
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from types import MappingProxyType
 from typing import Any
 
 log = logging.getLogger(__name__)
 
-SYSTEM_CONFIG = {"prestart_worker_first_driver": False}
+# Ray adds to the system config it is given (the object spilling directory of that
+# session, which a later start would then reuse): hand it a copy
+SYSTEM_CONFIG: Mapping[str, object] = MappingProxyType({"prestart_worker_first_driver": False})
 # the ports the dashboard agent reports; -1: it serves nothing there
 _AGENT_PORTS = ("metrics_agent_port", "metrics_export_port", "dashboard_agent_listen_port")
 

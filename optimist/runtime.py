@@ -79,7 +79,7 @@ def _start_local() -> None:
     )
     try:
         with lean_start():
-            ray.init(**options, _system_config=lean_ray.SYSTEM_CONFIG)  # type: ignore[arg-type]
+            ray.init(**options, _system_config=dict(lean_ray.SYSTEM_CONFIG))  # type: ignore[arg-type]
         return
     except Exception as e:  # whatever broke it, a plain start may not have
         log.warning("a lean start of Ray failed (%s); starting it as it is", e)

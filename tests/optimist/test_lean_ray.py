@@ -12,6 +12,7 @@ import ray
 from ray._private.node import Node
 from ray._private.parameter import RayParams
 
+from optimist import lean_ray
 from optimist.lean_ray import lean_start
 
 
@@ -37,6 +38,8 @@ def test_the_session_ray_started_lean_and_works() -> None:
         return os.getpid()
 
     assert ray.get(pid.remote(), timeout=60) != os.getpid()
+    # Ray adds this session's spilling directory to the config it is given: not ours
+    assert dict(lean_ray.SYSTEM_CONFIG) == {"prestart_worker_first_driver": False}
 
 
 def test_a_lean_start_that_fails_is_made_plainly() -> None:
