@@ -20,10 +20,10 @@ def test_every_change_applies_to_this_ray_and_is_put_back() -> None:
     """A Ray upgrade that moves the internals shows here, not as a slow start."""
     before = (RayParams.__init__, Node.start_api_server, Node.start_raylet)
     with lean_start() as made:
-        assert made == ["params", "no-api-server", "agent-ports"]
+        assert made == ["runtime-env-port", "no-api-server", "agent-ports"]
         assert RayParams.__init__ is not before[0]
         params = RayParams()
-        assert params.no_monitor and params.runtime_env_agent_port
+        assert params.runtime_env_agent_port and not params.no_monitor
     assert (RayParams.__init__, Node.start_api_server, Node.start_raylet) == before
 
 
