@@ -78,20 +78,18 @@ def _share_growth(
     np.multiply(kept, parts.usable, out=terms[:, 0])
     np.multiply(lost, parts.usable, out=terms[:, 2])
     sums = prefix_sums(terms)
-    flat, node = sums.ravel(), np.arange(rows)[:, None]
-    stays, goes = d.room(free - share) * 4 * rows + node, parts.room * 4 * rows + node
-
-    def at(kind: int, where: np.ndarray) -> np.ndarray:
-        return flat.take(where + kind * rows)
-
+    # each GPU's four sums where its room stays and where it went: [4, R, G] each
+    flat, at = sums.ravel(), np.arange(rows)[:, None] + (np.arange(4) * rows)[:, None, None]
+    stays = flat.take(d.room(free - share) * 4 * rows + at)
+    goes = flat.take(parts.room * 4 * rows + at)
     after = (
-        at(0, stays)
-        - share * at(1, stays)
-        + at(2, goes)
-        - at(2, stays)
-        - free * (at(3, goes) - at(3, stays))
+        stays[0]
+        - share * stays[1]
+        + goes[2]
+        - stays[2]
+        - free * (goes[3] - stays[3])
         + sums[-1, 0][:, None]
-        - at(0, goes)
+        - goes[0]
     )
     grown = before[:, None] - after - share
     grown[free < share] = np.inf
