@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from cluster.gpus import MILLI_PER_GPU
 from shards.gpus import Locality, fitting
 from shards.plugins.gpu_placement.fragmentation import Demands, Parts, demands, prefix_sums
 from shards.plugins.gpu_placement.node_gpus import NodeGpus
@@ -48,14 +49,14 @@ def growth(nodes: NodeGpus, task: TaskClass, d: Demands) -> np.ndarray:
     """float64 [R, choices], milli: how much each node's fragmentation grows if the pod goes
     there, per GPU a share may take (inf where it cannot), or in one column otherwise."""
     parts = Parts.of(nodes.free, d)
-    before = (d.admitted(nodes.cpu_free, nodes.model) * parts.enough(0, d)).sum(axis=0)
+    before = parts.usable_by(d.admitted(nodes.cpu_free, nodes.model), 0, d)
     admitted = d.admitted(nodes.cpu_free - task.cpu, nodes.model)
     if task.gpu.share:
         return _share_growth(nodes.free, task.gpu.share, parts, before, admitted, d)
     # whole GPUs are taken untouched: every demand has one GPU fewer with room, each
     taken = task.gpu.whole
-    after = (admitted * parts.enough(taken, d)).sum(axis=0)
-    return (before - after - 1000.0 * taken)[:, None]
+    after = parts.usable_by(admitted, taken, d)
+    return (before - after - MILLI_PER_GPU * taken)[:, None]
 
 
 def _share_growth(

@@ -116,13 +116,14 @@ class Parts:
 
     def fragmentation(self, admitted: np.ndarray, d: Demands) -> np.ndarray:
         """float64 [R]: F, with `admitted` the weights W [J, R] the nodes' CPU admits."""
-        return self.idle - (admitted * self.enough(0, d)).sum(axis=0)
+        return self.idle - self.usable_by(admitted, 0, d)
 
-    def enough(self, fewer: int, d: Demands) -> np.ndarray:
-        """float64 [J, R]: each demand's usable milli where the node has its GPUs with
-        `fewer` of them gone (taken whole), else 0."""
-        need = d.devices[:, None] + fewer
-        return np.where(self.count >= need, self.usable - 1000.0 * fewer, 0.0)
+    def usable_by(self, admitted: np.ndarray, fewer: int, d: Demands) -> np.ndarray:
+        """float64 [R]: the idle milli the workload can use (F = idle - this), with
+        `fewer` of the untouched GPUs gone (taken whole): per demand, its usable milli
+        where the node still has its GPUs, weighted by `admitted` [J, R]."""
+        enough = self.count >= d.devices[:, None] + fewer
+        return (admitted * np.where(enough, self.usable - MILLI_PER_GPU * fewer, 0.0)).sum(axis=0)
 
 
 def fragmentation(
