@@ -13,10 +13,12 @@ import pytest
 
 from benchmarks import cases_file, template
 from benchmarks import perf_config as pc
+from benchmarks.runner import CREATE_CHUNK
 from cluster.gpus import GPU_INDICES_ANNOTATION
 from cluster.objects import POD_GROUP_LABEL
-from optimist.bench import Plan, run_bench
+from optimist.bench import Plan, Workload, run_bench
 from optimist.config import Settings
+from optimist.runtime import SchedulingLoop
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 
@@ -165,3 +167,22 @@ def test_gpu_fragmentation_places_with_its_own_profile_and_writes_gpus(redis_url
     )
     [case] = bench.report["cases"]
     assert case["quality"]["resources"]["nvidia.com/gpu"]["allocatable"] == 40
+
+
+def test_pods_are_scheduled_while_an_op_is_still_creating_them(redis_url, key_prefix, monkeypatch):
+    """As beside an API server: the loop turns between chunks of an op's pods, so shards
+    are deciding before the last exist (the measured phase does not wait on creation)."""
+    seen: list[tuple[int, bool]] = []  # after each feed: pods created so far, a batch out
+    feed = SchedulingLoop.feed
+
+    def feed_and_note(loop):
+        feed(loop)
+        seen.append((len(loop.cluster.pod_manifests), loop.busy()))
+
+    monkeypatch.setattr(SchedulingLoop, "feed", feed_and_note)
+    pods = 4 * CREATE_CHUNK
+    workload = Workload(50, pods, template("node-default.yaml"), template("pod-default.yaml"))
+    bench = run_bench(settings(redis_url, key_prefix), workload)
+    assert bench.ok and bench.report["cases"][0]["pods_scheduled"] == pods
+    assert [created for created, _ in seen[:3]] == [k * CREATE_CHUNK for k in (1, 2, 3)]
+    assert all(out for _, out in seen[:3])
