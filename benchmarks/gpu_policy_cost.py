@@ -5,15 +5,18 @@
 
 The shard (`ShardCore`, no Ray) places the trace's tasks in the replay's
 order, batch by batch, with a profile of GPUPlacement alone scoring every
-node (as `replay-gpu-trace` runs it). The figure is the shard's decision
-time (`ShardResult.decide_s`: filters, scores, choices, not the store sync)
-per pod: over the whole run, and the median batch's.
+node (as `replay-gpu-trace` runs it). The figures are per pod: the shard's
+decision time (`ShardResult.decide_s`: filters, scores, choices, not the
+store sync) over the whole run and in the median batch, and the parts of it
+that are the policy's own: the Score extension point (the shard's stopwatch)
+and the choice of GPUs inside the chosen node.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import time
 from pathlib import Path
 
 from cluster.manifests import node_from_manifest, pod_from_manifest
@@ -23,9 +26,12 @@ from cluster.profile_config import ProfileConfig
 from cluster.redis_server import EmbeddedRedis, connect
 from cluster.store import Keys, NodeStore
 from optimist.gpu_trace import arrivals, read_nodes, read_tasks, trace_profile
+from shards.framework import PodClass, Profile
+from shards.node_table import NodeTable
 from shards.plugins import build_profile
 from shards.plugins.gpu_placement import POLICIES
 from shards.scheduler import ShardCore
+from shards.stopwatch import SCORE
 
 
 def measure(
@@ -37,7 +43,9 @@ def measure(
     with EmbeddedRedis() as redis:
         store = NodeStore(connect(redis.url), Keys("gpu-policy-cost:"))
         store.put_nodes([node_from_manifest(n.manifest()) for n in nodes])
-        core = ShardCore(0, store, [build_profile(config)], seed=seed)
+        profile = build_profile(config)
+        choosing = _timed_choice(profile)
+        core = ShardCore(0, store, [profile], seed=seed)
         per_batch, placed = [], 0
         for start in range(0, len(order), batch):
             specs: dict[SchedulingSpec, int] = {}
@@ -55,7 +63,24 @@ def measure(
         "placed": placed,
         "us_per_pod": 1e6 * total / len(order),
         "us_per_pod_median_batch": 1e6 * statistics.median(per_batch),
+        "score_us_per_pod": 1e6 * core.stopwatch.seconds[SCORE] / len(order),
+        "choose_us_per_pod": 1e6 * choosing[0] / len(order),
     }
+
+
+def _timed_choice(profile: Profile) -> list[float]:
+    """The profile's choice of GPUs, timed: the seconds it took so far, in a list."""
+    spent, choose = [0.0], profile.choose_gpus
+
+    def timed(table: NodeTable, row: int, pod: PodClass) -> tuple[int, ...]:
+        started = time.perf_counter()
+        try:
+            return choose(table, row, pod)
+        finally:
+            spent[0] += time.perf_counter() - started
+
+    profile.choose_gpus = timed
+    return spent
 
 
 def main() -> None:
@@ -67,12 +92,16 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--limit", type=int, default=None, help="only the first N tasks")
     args = parser.parse_args()
-    print(f"{'policy':16} {'pods':>7} {'placed':>7} {'us/pod':>8} {'median batch':>13}")
+    print(
+        f"{'policy':16} {'pods':>7} {'placed':>7} {'us/pod':>8} {'median batch':>13}"
+        f" {'of it Score':>12} {'GPU choice':>11}"
+    )
     for policy in args.policy:
         r = measure(args.nodes, args.pods, policy, args.seed, args.batch, args.limit)
         print(
             f"{policy:16} {r['pods']:>7} {r['placed']:>7} {r['us_per_pod']:>8.0f}"
-            f" {r['us_per_pod_median_batch']:>13.0f}"
+            f" {r['us_per_pod_median_batch']:>13.0f} {r['score_us_per_pod']:>12.0f}"
+            f" {r['choose_us_per_pod']:>11.0f}"
         )
 
 
