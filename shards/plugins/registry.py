@@ -12,6 +12,7 @@ from typing import Any
 from cluster.profile_config import ProfileConfig
 from shards.framework import FilterPlugin, Profile, ScorePlugin
 from shards.plugins.gpu_placement import GPUPlacement
+from shards.plugins.gpu_topology import GPUTopology
 from shards.plugins.image_locality import ImageLocality
 from shards.plugins.inter_pod_affinity import InterPodAffinity
 from shards.plugins.node_affinity import NodeAffinity
@@ -37,6 +38,7 @@ REGISTRY: dict[str, Factory] = {
     "ImageLocality": lambda args: ImageLocality(),
     "InterPodAffinity": InterPodAffinity.from_args,
     "GPUPlacement": GPUPlacement.from_args,
+    "GPUTopology": lambda args: GPUTopology(),
 }
 
 
