@@ -39,7 +39,7 @@ from shards.plugins.gpu_placement.fragmentation import demands, fragmentation
 from shards.plugins.gpu_placement.workload import TaskClass, Workload
 
 PROFILE = "gpu-trace"
-DEFAULT_TRACE_POLICY = "fgd"  # the best optimist has
+DEFAULT_TRACE_POLICY = "fgd-capacity"  # the best optimist has (README, GPUs)
 VOLUME = 1.3  # tasks arrive until their GPU requests reach this share of capacity
 CURVE_STEPS = 130  # points of the unallocated-against-arrived curve, one per percent
 MEMORY_UNIT = 1024 * 1024  # the trace's memory is in MiB

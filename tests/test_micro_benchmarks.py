@@ -69,6 +69,7 @@ def test_kube_api_binds_every_pod_through_a_live_api_server(monkeypatch, capsys)
 
 def test_gpu_policy_cost_times_every_policy_on_a_trace(monkeypatch, capsys, tmp_path):
     from benchmarks import gpu_policy_cost
+    from shards.plugins.gpu_placement import POLICIES
 
     nodes, pods = tmp_path / "nodes.csv", tmp_path / "pods.csv"
     nodes.write_text(
@@ -83,7 +84,7 @@ def test_gpu_policy_cost_times_every_policy_on_a_trace(monkeypatch, capsys, tmp_
     monkeypatch.setattr(sys, "argv", argv)
     gpu_policy_cost.main()
     out = capsys.readouterr().out
-    for policy in ("random", "best-fit", "dot-product", "gpu-packing", "gpu-clustering", "fgd"):
+    for policy in POLICIES:
         assert f"\n{policy} " in out
 
 

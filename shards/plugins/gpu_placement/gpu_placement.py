@@ -19,6 +19,7 @@ from shards.node_table import NodeTable
 from shards.plugins.gpu_placement.best_fit import BestFit
 from shards.plugins.gpu_placement.dot_product import DotProduct
 from shards.plugins.gpu_placement.fgd import FragmentationGradientDescent
+from shards.plugins.gpu_placement.fgd_capacity import CapacityFgd
 from shards.plugins.gpu_placement.gpu_clustering import GpuClustering
 from shards.plugins.gpu_placement.gpu_packing import GpuPacking
 from shards.plugins.gpu_placement.node_gpus import NodeGpus, task_of
@@ -34,8 +35,9 @@ POLICIES: dict[str, Callable[[int], Policy]] = {
     GpuPacking.name: lambda seed: GpuPacking(),
     GpuClustering.name: lambda seed: GpuClustering(),
     FragmentationGradientDescent.name: lambda seed: FragmentationGradientDescent(),
+    CapacityFgd.name: lambda seed: CapacityFgd(),
 }
-DEFAULT_POLICY = "fgd"
+DEFAULT_POLICY = "fgd-capacity"  # the best on the Alibaba traces (README, GPUs)
 _MEMO = 1024  # task classes whose scores of every node are kept
 # nodePriority: a fixed ranking of the nodes (what packs pods, see the README); random: upstream's
 TIE_BREAKS = ("nodePriority", "random")

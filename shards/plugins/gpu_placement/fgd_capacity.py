@@ -1,0 +1,107 @@
+"""FGD that counts how many pods a node's CPU still holds, and best fit for GPU shares.
+
+Two changes to `fgd`, each found on the Alibaba trace (README, GPUs), and
+worth something only together:
+
+- Whole-GPU and CPU-only pods go where fragmentation grows least, as in FGD,
+  but a class can use a node's idle GPUs only as far as the node's free CPU
+  holds pods of it: FGD counts a node with 8 idle GPUs and the CPU for one
+  1-GPU pod as fragment-free for that class, and 7 of those GPUs are left
+  stranded. Here the class's usable milli there is at most the pods its CPU
+  admits times what each asks for (`Capacities.usable`).
+- A share goes on the tightest GPU that takes it, over all nodes (the
+  score is the milli left on that GPU, in steps of 10), as an online bin
+  packer does: shares leave the slivers of GPU that most of the idle
+  capacity at 100% arrived is, and FGD's score, rounded to whole points,
+  does not tell the tight GPU from a looser one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cluster.gpus import MILLI_PER_GPU
+from shards.plugins.gpu_placement.fgd import sigmoid_score
+from shards.plugins.gpu_placement.node_gpus import NodeGpus
+from shards.plugins.gpu_placement.policy import Policy
+from shards.plugins.gpu_placement.workload import Classes, TaskClass, Workload
+
+
+@dataclass(frozen=True, slots=True)
+class Capacities:
+    """The workload's GPU classes, for F with each class's reach capped by the CPU.
+
+    Classes are grouped by demand (GPUs, milli each) for what is read of the GPUs;
+    CPU, weight and models stay per class."""
+
+    per_device: np.ndarray  # int64 [J]: the demands
+    devices: np.ndarray  # int64 [J]
+    demand: np.ndarray  # int64 [K]: each GPU class's demand
+    cpu: np.ndarray  # int64 [K], at least 1
+    request: np.ndarray  # int64 [K]: the milli a pod of the class takes
+    weight: np.ndarray  # float64 [K, models + 1]: its popularity where it may run, else 0
+
+    @classmethod
+    def of(cls, classes: Classes, vocab: dict[str, int]) -> Capacities:
+        allowed = classes.allowed(vocab)
+        gpu = [k for k, task in enumerate(classes.tasks) if task.gpu]
+        keys = sorted({(int(classes.per_device[k]), int(classes.devices[k])) for k in gpu})
+        index = {key: j for j, key in enumerate(keys)}
+        return cls(
+            np.array([p for p, _ in keys], dtype=np.int64),
+            np.array([d for _, d in keys], dtype=np.int64),
+            np.array(
+                [index[int(classes.per_device[k]), int(classes.devices[k])] for k in gpu],
+                dtype=np.int64,
+            ),
+            np.maximum(classes.cpu[gpu], 1),
+            classes.per_device[gpu] * classes.devices[gpu],
+            classes.weight[gpu, None] * allowed[gpu],
+        )
+
+    def usable(self, free: np.ndarray, cpu_free: np.ndarray, model: np.ndarray) -> np.ndarray:
+        """float64 [R]: the idle milli the workload can use (F = idle - this). Per class:
+        the milli free on the GPUs with room for one of its devices, where there are
+        enough of them, but no more than the pods of it the free CPU holds can take."""
+        room = free[None] >= self.per_device[:, None, None]  # [J, R, G]
+        usable = np.where(
+            room.sum(axis=2) >= self.devices[:, None], (room * free[None]).sum(axis=2), 0
+        )
+        pods = np.maximum(cpu_free, 0)[None] // self.cpu[:, None]  # [K, R]
+        reach = np.minimum(usable[self.demand], pods * self.request[:, None])
+        return (self.weight[:, model] * reach).sum(axis=0)
+
+
+def capacities(classes: Classes, vocab: dict[str, int]) -> Capacities:
+    """`Capacities.of`, kept with the classes for as long as they last."""
+    key = ("capacities", tuple(vocab))
+    found = classes.derived.get(key)
+    if found is None:
+        found = classes.derived[key] = Capacities.of(classes, vocab)
+    return found
+
+
+class CapacityFgd(Policy):
+    name = "fgd-capacity"
+
+    def score(self, nodes: NodeGpus, task: TaskClass, workload: Workload) -> np.ndarray:
+        if task.gpu.share:
+            return tightest_share_score(nodes.free, task.gpu.share)
+        c = capacities(workload.classes(), nodes.vocab)
+        before = c.usable(nodes.free, nodes.cpu_free, nodes.model)
+        # whole GPUs are taken untouched: which of them does not change F
+        after_free = nodes.free.copy()
+        untouched = after_free == MILLI_PER_GPU
+        after_free[untouched & (untouched.cumsum(axis=1) <= task.gpu.whole)] = 0
+        after = c.usable(after_free, nodes.cpu_free - task.cpu, nodes.model)
+        return sigmoid_score(before - after - MILLI_PER_GPU * task.gpu.whole)
+
+
+def tightest_share_score(free: np.ndarray, share: int) -> np.ndarray:
+    """int64 0..100 per row: (1000 - the milli its tightest fitting GPU would have left)
+    in steps of 10, 0 where no GPU takes the share. The GPU chosen inside the node is
+    that one (`Policy.choose`: the least free that fits)."""
+    left = np.where(free >= share, free - share, MILLI_PER_GPU).min(axis=1, initial=MILLI_PER_GPU)
+    return (MILLI_PER_GPU - left) // 10
