@@ -734,8 +734,8 @@ def replay_gpu_trace(
         int | None,
         typer.Option(
             min=1,
-            help=f"batches a shard may hold at once [default: {Settings().inflight_per_shard}; "
-            f"{SEVERAL_SHARDS_INFLIGHT} with several]",
+            help=f"batches a shard may hold at once [default: 2; {SEVERAL_SHARDS_INFLIGHT} "
+            "with several]",
         ),
     ] = None,
     node_partitions: Annotated[

@@ -258,8 +258,7 @@ def replay_settings(
         shards=shards,
         redis_url=redis_url,
         batch_pods=batch_pods or (SEVERAL_SHARDS_BATCH if several else None),
-        inflight_per_shard=inflight_per_shard
-        or (SEVERAL_SHARDS_INFLIGHT if several else Settings().inflight_per_shard),
+        inflight_per_shard=inflight_per_shard or (SEVERAL_SHARDS_INFLIGHT if several else 2),
         node_partitions=several if node_partitions is None else node_partitions,
     )
 
@@ -405,7 +404,7 @@ def replay_trace(
         "gpu_total": sum(n.gpus for n in nodes),
         "shards": settings.shards,
         "batch_pods": settings.pods_per_batch,
-        "inflight_per_shard": settings.inflight_per_shard,
+        "inflight_per_shard": settings.batches_in_flight,
         "node_partitions": settings.node_partitions,
         "unallocated_gpu_pct_at_100": _spread([r.unallocated_pct_at_100 for r in runs]),
         "unallocated_gpu_pct_end": _spread([r.unallocated_pct_end for r in runs]),

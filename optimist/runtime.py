@@ -412,7 +412,7 @@ class SchedulingLoop:
         for shard, actor in enumerate(self.shards):
             if shard in self._restarting:
                 continue
-            while self._per_shard[shard] < self.settings.inflight_per_shard:
+            while self._per_shard[shard] < self.settings.batches_in_flight:
                 batch = self.dispatcher.next_batch(shard, self.settings.pods_per_batch)
                 if batch is None:
                     break

@@ -957,8 +957,13 @@ extenders:
 
 
 def test_pods_per_batch_keeps_about_a_thousand_pods_in_flight_unless_set():
-    assert [Settings(shards=n).pods_per_batch for n in (1, 2, 4, 8, 16)] == [256, 256, 128, 64, 64]
+    shards = (1, 2, 4, 8, 16)
+    assert [Settings(shards=n).batches_in_flight for n in shards] == [2, 2, 1, 1, 1]
+    assert [Settings(shards=n).pods_per_batch for n in shards] == [256, 256, 256, 128, 64]
     assert Settings(shards=4, batch_pods=300).pods_per_batch == 300
+    # told how many batches a shard holds, the batch keeps the pods in flight as they were
+    assert Settings(shards=4, inflight_per_shard=2).pods_per_batch == 128
+    assert Settings(shards=4, inflight_per_shard=3).batches_in_flight == 3
     with pytest.raises(ValueError, match="batch_pods must be at least 1"):
         Settings(batch_pods=0)
 
