@@ -24,6 +24,7 @@ import numpy as np
 
 from cluster.gpus import MILLI_PER_GPU
 from shards.plugins.gpu_placement.fgd import sigmoid_score
+from shards.plugins.gpu_placement.fragmentation import Demands, Parts, demands
 from shards.plugins.gpu_placement.node_gpus import NodeGpus
 from shards.plugins.gpu_placement.policy import Policy
 from shards.plugins.gpu_placement.workload import Classes, TaskClass, Workload
@@ -33,11 +34,10 @@ from shards.plugins.gpu_placement.workload import Classes, TaskClass, Workload
 class Capacities:
     """The workload's GPU classes, for F with each class's reach capped by the CPU.
 
-    Classes are grouped by demand (GPUs, milli each) for what is read of the GPUs;
-    CPU, weight and models stay per class."""
+    What is read of the GPUs is per demand (`Demands`, `Parts`); CPU, weight and
+    models stay per class."""
 
-    per_device: np.ndarray  # int64 [J]: the demands
-    devices: np.ndarray  # int64 [J]
+    demands: Demands
     demand: np.ndarray  # int64 [K]: each GPU class's demand
     cpu: np.ndarray  # int64 [K], at least 1
     request: np.ndarray  # int64 [K]: the milli a pod of the class takes
@@ -45,17 +45,19 @@ class Capacities:
 
     @classmethod
     def of(cls, classes: Classes, vocab: dict[str, int]) -> Capacities:
-        allowed = classes.allowed(vocab)
+        d, allowed = demands(classes, vocab), classes.allowed(vocab)
         gpu = [k for k, task in enumerate(classes.tasks) if task.gpu]
-        keys = sorted({(int(classes.per_device[k]), int(classes.devices[k])) for k in gpu})
-        index = {key: j for j, key in enumerate(keys)}
+        index = {
+            (int(per), int(n), a.astype(allowed.dtype).tobytes()): j
+            for j, (per, n, a) in enumerate(zip(d.per_device, d.devices, d.allowed, strict=True))
+        }
+        of_class = [
+            index[int(classes.per_device[k]), int(classes.devices[k]), allowed[k].tobytes()]
+            for k in gpu
+        ]
         return cls(
-            np.array([p for p, _ in keys], dtype=np.int64),
-            np.array([d for _, d in keys], dtype=np.int64),
-            np.array(
-                [index[int(classes.per_device[k]), int(classes.devices[k])] for k in gpu],
-                dtype=np.int64,
-            ),
+            d,
+            np.array(of_class, dtype=np.int64),
             np.maximum(classes.cpu[gpu], 1),
             classes.per_device[gpu] * classes.devices[gpu],
             classes.weight[gpu, None] * allowed[gpu],
@@ -65,10 +67,8 @@ class Capacities:
         """float64 [R]: the idle milli the workload can use (F = idle - this). Per class:
         the milli free on the GPUs with room for one of its devices, where there are
         enough of them, but no more than the pods of it the free CPU holds can take."""
-        room = free[None] >= self.per_device[:, None, None]  # [J, R, G]
-        usable = np.where(
-            room.sum(axis=2) >= self.devices[:, None], (room * free[None]).sum(axis=2), 0
-        )
+        parts, d = Parts.of(free, self.demands), self.demands
+        usable = np.where(parts.count >= d.devices[:, None], parts.usable, 0.0)  # [J, R]
         pods = np.maximum(cpu_free, 0)[None] // self.cpu[:, None]  # [K, R]
         reach = np.minimum(usable[self.demand], pods * self.request[:, None])
         return (self.weight[:, model] * reach).sum(axis=0)
