@@ -76,11 +76,7 @@ class Capacities:
 
 def capacities(classes: Classes, vocab: dict[str, int]) -> Capacities:
     """`Capacities.of`, kept with the classes for as long as they last."""
-    key = ("capacities", tuple(vocab))
-    found = classes.derived.get(key)
-    if found is None:
-        found = classes.derived[key] = Capacities.of(classes, vocab)
-    return found
+    return classes.kept(("capacities", tuple(vocab)), lambda: Capacities.of(classes, vocab))
 
 
 class CapacityFgd(Policy):

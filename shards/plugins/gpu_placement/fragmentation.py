@@ -82,11 +82,7 @@ class Demands:
 
 def demands(classes: Classes, vocab: dict[str, int]) -> Demands:
     """`Demands.of`, kept with the classes for as long as they last."""
-    key = ("demands", tuple(vocab))
-    found = classes.derived.get(key)
-    if found is None:
-        found = classes.derived[key] = Demands.of(classes, vocab)
-    return found
+    return classes.kept(("demands", tuple(vocab)), lambda: Demands.of(classes, vocab))
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,9 +14,9 @@ trace (5.13% unallocated against 4.77%, 10 seeds, in a replay of this rule).
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -27,6 +27,7 @@ COVERAGE = 1.0
 # the classes kept are worked out again once this share of the window is new: every
 # change of them makes each node's fragmentation, and every score, new
 REFRESH = 0.5
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +50,13 @@ class Classes:
     weight: np.ndarray  # float64 [K], summing to 1
     # what policies derive from these classes, kept with them (by the policy's key)
     derived: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def kept(self, key: Hashable, make: Callable[[], T]) -> T:
+        """What `make` derives from these classes, made once and kept for as long as they
+        last (a new window of the workload is new classes)."""
+        if key not in self.derived:
+            self.derived[key] = make()
+        return self.derived[key]  # type: ignore[no-any-return]
 
     def allowed(self, vocab: dict[str, int]) -> np.ndarray:
         """bool [K, models + 1]: may class k run on a node whose model code is c (the last
