@@ -22,7 +22,7 @@ from functools import partial
 import numpy as np
 import ray
 from ray._private import ray_constants
-from ray.exceptions import RayError
+from ray.exceptions import ActorUnavailableError, RayError
 
 from binder.actor import BinderActor
 from binder.binder import Binder
@@ -174,20 +174,32 @@ class Platform:
 
     def locate_shards(self, timeout_s: float = 10.0) -> None:
         """Where each shard runs now, noted in its info: Ray starts a shard whose node was
-        lost on another node, and its `ray_nodes` then names both. A shard that does not
-        answer in time keeps what was known."""
-        asked = {shard.info.remote(): i for i, shard in enumerate(self.shards)}
-        answered, _ = ray.wait(list(asked), num_returns=len(asked), timeout=timeout_s)
-        for ref in answered:
-            try:
-                now = ray.get(ref)
-            except RayError:
-                continue
-            info = self.shard_info[asked[ref]]
-            seen: list[dict[str, object]] = info["ray_nodes"]  # type: ignore[assignment]
-            if seen[-1] != _node(now):
-                seen.append(_node(now))
-            info.update(now, ray_nodes=seen)
+        lost on another node, and its `ray_nodes` then names both. A shard whose node was
+        lost so lately that Ray has not started it again yet is asked again; one that
+        does not answer in time keeps what was known."""
+        deadline = time.monotonic() + timeout_s
+        waiting = set(range(len(self.shards)))
+        while waiting and time.monotonic() < deadline:
+            asked = {self.shards[i].info.remote(): i for i in sorted(waiting)}
+            left = max(deadline - time.monotonic(), 0.0)
+            answered, _ = ray.wait(list(asked), num_returns=len(asked), timeout=left)
+            for ref in answered:
+                try:
+                    now = ray.get(ref)
+                except ActorUnavailableError:
+                    continue  # its node is going: Ray starts it again elsewhere
+                except RayError:
+                    now = None  # gone for good: what was known stays
+                waiting.discard(asked[ref])
+                if now is None:
+                    continue
+                info = self.shard_info[asked[ref]]
+                seen: list[dict[str, object]] = info["ray_nodes"]  # type: ignore[assignment]
+                if seen[-1] != _node(now):
+                    seen.append(_node(now))
+                info.update(now, ray_nodes=seen)
+            if waiting:
+                time.sleep(0.1)
 
     def __exit__(self, *exc: object) -> None:
         for actor in self.shards + self.binders:
