@@ -292,6 +292,17 @@ def replay_seed(
     return _measure(nodes, order, names, cluster, seed, attempts, duration, violations)
 
 
+def tasks_at_100(order: Sequence[TraceTask], gpu_total: int) -> int:
+    """How many tasks have arrived at 100% of GPU capacity, as the paper reads it: those
+    before the task that takes the GPUs asked for past it (all, if none does)."""
+    arrived = 0
+    for i, task in enumerate(order):
+        if arrived + task.gpu_request > gpu_total:
+            return i
+        arrived += task.gpu_request
+    return len(order)
+
+
 def _measure(
     nodes: Sequence[TraceNode],
     order: Sequence[TraceTask],
@@ -305,11 +316,11 @@ def _measure(
     gpu_total = sum(n.gpus for n in nodes) * 1000
     arrived = allocated = 0
     curve: list[float] = []
+    hundred = tasks_at_100(order, gpu_total)
     at_100: tuple[float, int] | None = None  # (unallocated %, tasks arrived)
     failed: Counter[str] = Counter()
     for i, (task, name) in enumerate(zip(order, names, strict=True)):
-        if at_100 is None and arrived + task.gpu_request > gpu_total:
-            # as the paper reads it: just before the task that takes arrivals past 100%
+        if i == hundred:
             at_100 = (100.0 * (1 - allocated / gpu_total), i)
         arrived += task.gpu_request
         if f"trace/{name}" in cluster.bindings:

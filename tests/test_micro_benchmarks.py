@@ -81,11 +81,14 @@ def test_gpu_policy_cost_times_every_policy_on_a_trace(monkeypatch, capsys, tmp_
         + "".join(f"p{i},2000,1024,{i % 3},{(0, 500, 1000)[i % 3]}\n" for i in range(90))
     )
     argv = ["gpu_policy_cost", "--nodes", str(nodes), "--pods", str(pods), "--batch", "32"]
-    monkeypatch.setattr(sys, "argv", argv)
+    monkeypatch.setattr(sys, "argv", [*argv, "--seed", "1", "2"])
     gpu_policy_cost.main()
     out = capsys.readouterr().out
+    assert "unallocated at 100%" in out
     for policy in POLICIES:
-        assert f"\n{policy} " in out
+        rows = [line.split() for line in out.splitlines() if line.startswith(f"{policy} ")]
+        assert [row[1] for row in rows] == ["1", "2", "mean"]
+        assert all(row[-1].endswith("%") for row in rows[:2])
 
 
 @pytest.mark.usefixtures("ray_session")
