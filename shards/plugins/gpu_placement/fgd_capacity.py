@@ -47,31 +47,25 @@ class Capacities:
     def of(cls, classes: Classes, vocab: dict[str, int]) -> Capacities:
         d, allowed = demands(classes, vocab), classes.allowed(vocab)
         gpu = [k for k, task in enumerate(classes.tasks) if task.gpu]
-        index = {
-            (int(per), int(n), a.astype(allowed.dtype).tobytes()): j
-            for j, (per, n, a) in enumerate(zip(d.per_device, d.devices, d.allowed, strict=True))
-        }
-        of_class = [
-            index[int(classes.per_device[k]), int(classes.devices[k]), allowed[k].tobytes()]
-            for k in gpu
-        ]
         return cls(
             d,
-            np.array(of_class, dtype=np.int64),
+            d.of_class[gpu],
             np.maximum(classes.cpu[gpu], 1),
             classes.per_device[gpu] * classes.devices[gpu],
             classes.weight[gpu, None] * allowed[gpu],
         )
 
-    def usable(self, free: np.ndarray, cpu_free: np.ndarray, model: np.ndarray) -> np.ndarray:
-        """float64 [R]: the idle milli the workload can use (F = idle - this). Per class:
-        the milli free on the GPUs with room for one of its devices, where there are
-        enough of them, but no more than the pods of it the free CPU holds can take."""
-        parts, d = Parts.of(free, self.demands), self.demands
-        usable = np.where(parts.count >= d.devices[:, None], parts.usable, 0.0)  # [J, R]
+    def usable(
+        self, parts: Parts, cpu_free: np.ndarray, model: np.ndarray, fewer: int = 0
+    ) -> np.ndarray:
+        """float64 [R]: the idle milli the workload can use (F = idle - this), with `fewer`
+        of the untouched GPUs gone. Per class: its demand's reach (`Parts.reach`), but no
+        more than the pods of it the free CPU holds can take."""
         pods = np.maximum(cpu_free, 0)[None] // self.cpu[:, None]  # [K, R]
-        reach = np.minimum(usable[self.demand], pods * self.request[:, None])
-        return (self.weight[:, model] * reach).sum(axis=0)
+        capped = np.minimum(
+            parts.reach(fewer, self.demands)[self.demand], pods * self.request[:, None]
+        )
+        return (self.weight[:, model] * capped).sum(axis=0)
 
 
 def capacities(classes: Classes, vocab: dict[str, int]) -> Capacities:
@@ -86,12 +80,10 @@ class CapacityFgd(Policy):
         if task.gpu.share:
             return tightest_share_score(nodes.free, task.gpu.share)
         c = capacities(workload.classes(), nodes.vocab)
-        before = c.usable(nodes.free, nodes.cpu_free, nodes.model)
+        parts = Parts.of(nodes.free, c.demands)
+        before = c.usable(parts, nodes.cpu_free, nodes.model)
         # whole GPUs are taken untouched: which of them does not change F
-        after_free = nodes.free.copy()
-        untouched = after_free == MILLI_PER_GPU
-        after_free[untouched & (untouched.cumsum(axis=1) <= task.gpu.whole)] = 0
-        after = c.usable(after_free, nodes.cpu_free - task.cpu, nodes.model)
+        after = c.usable(parts, nodes.cpu_free - task.cpu, nodes.model, task.gpu.whole)
         return sigmoid_score(before - after - MILLI_PER_GPU * task.gpu.whole)
 
 

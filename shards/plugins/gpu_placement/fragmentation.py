@@ -43,6 +43,7 @@ class Demands:
     weight: np.ndarray  # float64 [J, K + 1]
     allowed: np.ndarray  # float64 [J, models + 1]: 1 where demand j may run on model c
     rooms: np.ndarray  # int64 [1001]: `room` of each milli free a GPU may have
+    of_class: np.ndarray  # int64 [classes]: each class's demand (-1: it needs no GPU)
 
     @classmethod
     def of(cls, classes: Classes, vocab: dict[str, int]) -> Demands:
@@ -59,6 +60,9 @@ class Demands:
             each[i, j] = classes.weight[k]
         allowed = [allowed_k[groups[group][0]] for group in order]
         per_device = np.array([per for per, _, _ in order], dtype=np.int64)
+        of_class = np.full(len(classes.tasks), -1, dtype=np.int64)
+        for j, group in enumerate(order):
+            of_class[groups[group]] = j
         return cls(
             per_device,
             np.array([devices for _, devices, _ in order], dtype=np.int64),
@@ -66,6 +70,7 @@ class Demands:
             each.cumsum(axis=0).T.copy(),
             np.array(allowed, dtype=np.float64).reshape(len(order), len(vocab) + 1),
             np.searchsorted(per_device, np.arange(MILLI_PER_GPU + 1), side="right"),
+            of_class,
         )
 
     def admitted(self, cpu_free: np.ndarray, model: np.ndarray) -> np.ndarray:
@@ -116,10 +121,16 @@ class Parts:
 
     def usable_by(self, admitted: np.ndarray, fewer: int, d: Demands) -> np.ndarray:
         """float64 [R]: the idle milli the workload can use (F = idle - this), with
-        `fewer` of the untouched GPUs gone (taken whole): per demand, its usable milli
-        where the node still has its GPUs, weighted by `admitted` [J, R]."""
+        `fewer` of the untouched GPUs gone (taken whole): each demand's `reach`, weighted
+        by `admitted` [J, R]."""
+        return (admitted * self.reach(fewer, d)).sum(axis=0)
+
+    def reach(self, fewer: int, d: Demands) -> np.ndarray:
+        """float64 [J, R]: per demand, the milli free on the GPUs with room for one of its
+        devices where the node has enough of them, else 0; with `fewer` of the untouched
+        GPUs gone (they have room for every demand, so each loses them alike)."""
         enough = self.count >= d.devices[:, None] + fewer
-        return (admitted * np.where(enough, self.usable - MILLI_PER_GPU * fewer, 0.0)).sum(axis=0)
+        return np.where(enough, self.usable - MILLI_PER_GPU * fewer, 0.0)
 
 
 def fragmentation(

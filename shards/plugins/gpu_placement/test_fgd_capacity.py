@@ -5,7 +5,7 @@ import pytest
 
 from cluster.gpus import GpuDemand
 from shards.plugins.gpu_placement.fgd_capacity import capacities, tightest_share_score
-from shards.plugins.gpu_placement.fragmentation import demands, fragmentation
+from shards.plugins.gpu_placement.fragmentation import Parts, demands, fragmentation
 from shards.plugins.gpu_placement.test_fragmentation import VOCAB, random_nodes, workload
 from shards.plugins.gpu_placement.test_gpu_placement import place, profile, spec, used
 from shards.plugins.gpu_placement.workload import TaskClass, Workload
@@ -20,7 +20,8 @@ def test_with_cpu_to_spare_it_is_fgds_fragmentation(seed):
     classes = workload(rng.integers(1, 50, size=6)).classes()
     plenty = np.full(len(nodes.count), 10**9)
     f = fragmentation(nodes.free, plenty, nodes.model, demands(classes, VOCAB))
-    usable = capacities(classes, VOCAB).usable(nodes.free, plenty, nodes.model)
+    c = capacities(classes, VOCAB)
+    usable = c.usable(Parts.of(nodes.free, c.demands), plenty, nodes.model)
     np.testing.assert_allclose(usable, nodes.free.sum(axis=1) - f)
 
 
@@ -29,7 +30,8 @@ def test_a_class_reaches_only_the_gpus_its_cpu_holds_pods_for():
     w.observe([TaskClass(8000, GpuDemand(whole=1), None)])
     c = capacities(w.classes(), {})
     free = np.full((3, 8), 1000)
-    usable = c.usable(free, np.array([4000, 8000, 20_000]), np.zeros(3, dtype=np.int64))
+    cpu, model = np.array([4000, 8000, 20_000]), np.zeros(3, dtype=np.int64)
+    usable = c.usable(Parts.of(free, c.demands), cpu, model)
     np.testing.assert_allclose(usable, [0, 1000, 2000])  # FGD: 0, 8000, 8000
 
 
