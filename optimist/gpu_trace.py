@@ -317,11 +317,11 @@ def _measure(
     arrived = allocated = 0
     curve: list[float] = []
     hundred = tasks_at_100(order, gpu_total)
-    at_100: tuple[float, int] | None = None  # (unallocated %, tasks arrived)
+    pct_100: float | None = None  # unallocated % when the first `hundred` tasks have come
     failed: Counter[str] = Counter()
     for i, (task, name) in enumerate(zip(order, names, strict=True)):
         if i == hundred:
-            at_100 = (100.0 * (1 - allocated / gpu_total), i)
+            pct_100 = 100.0 * (1 - allocated / gpu_total)
         arrived += task.gpu_request
         if f"trace/{name}" in cluster.bindings:
             allocated += task.gpu_request
@@ -331,12 +331,11 @@ def _measure(
         while len(curve) < CURVE_STEPS and arrived >= (len(curve) + 1) * gpu_total / 100:
             curve.append(unallocated)
     end = 100.0 * (1 - allocated / gpu_total)
-    pct_100, arrived_100 = at_100 or (end, len(order))
-    rate = fragmentation_rate(nodes, order, names[:arrived_100], cluster)
+    rate = fragmentation_rate(nodes, order, names[:hundred], cluster)
     return SeedRun(
         seed,
         len(order),
-        pct_100,
+        end if pct_100 is None else pct_100,
         end,
         rate,
         failed,
