@@ -27,6 +27,7 @@ from ray.exceptions import ActorUnavailableError, RayError
 from binder.actor import BinderActor
 from binder.binder import Binder
 from binder.preemption import Plan, PreemptionPlanner, Preemptor, reclaiming
+from cluster import collector
 from cluster.adapter import ClusterAdapter
 from cluster.disruption import DisruptionBudgets
 from cluster.errors import InvalidObject
@@ -128,6 +129,7 @@ class Platform:
         self.shard_info: list[dict[str, object]] = []
 
     def __enter__(self) -> Platform:
+        self._thresholds = collector.settle()  # the driver's, for as long as it runs the roles
         try:
             self._start()
         except BaseException:
@@ -210,6 +212,7 @@ class Platform:
             self.store.close()
         for server in self.embedded_servers:
             server.stop()
+        collector.restore(self._thresholds)
 
 
 def _node(info: dict[str, object]) -> dict[str, object]:
