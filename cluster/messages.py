@@ -195,6 +195,7 @@ class ShardResult:
     round_trips: int = 0  # calls the shard made to Redis for this batch
     # store versions its table was behind when the batch came (what its sync caught up)
     versions_behind: int = 0
+    synced_from_log: bool = False  # its sync read the store's commit log, not every node
     # the shard's timings (`shards.stopwatch`): per extension point and per plugin, the
     # series of a histogram as `cluster.histogram.Histograms.to_wire` lays them out
     observed: list[list[Any]] = field(default_factory=lambda: [[], []])
@@ -214,6 +215,7 @@ class ShardResult:
                 self.rollbacks,
                 self.round_trips,
                 self.versions_behind,
+                self.synced_from_log,
                 self.observed,
             ]
         )
@@ -222,8 +224,8 @@ class ShardResult:
     def decode(cls, data: bytes) -> ShardResult:
         try:
             wire = _unpack(data, "ShardResult")
-            if len(wire) != 12:
-                raise ValueError(f"{len(wire)} fields, expected 12")
+            if len(wire) != 13:
+                raise ValueError(f"{len(wire)} fields, expected 13")
             (
                 shard,
                 batch_id,
@@ -236,6 +238,7 @@ class ShardResult:
                 rollbacks,
                 trips,
                 behind,
+                from_log,
                 observed,
             ) = wire
             return cls(
@@ -250,6 +253,7 @@ class ShardResult:
                 rollbacks=int(rollbacks),
                 round_trips=int(trips),
                 versions_behind=int(behind),
+                synced_from_log=bool(from_log),
                 observed=_observed(observed),
             )
         except _WIRE_ERRORS as err:

@@ -326,6 +326,13 @@ class SchedulerMetrics:
             buckets=exponential(1, 2, 16),
             registry=r,
         )
+        self.syncs = Counter(
+            "optimist_shard_syncs",
+            "A shard's syncs before a batch, by what it read: the store's commit log, or "
+            "every changed node (something besides commits changed, or it was far behind).",
+            ["shard", "source"],
+            registry=r,
+        )
         self.batch_pods = Histogram(
             "optimist_batch_pods",
             "Pods per batch sent to a shard.",
@@ -445,6 +452,7 @@ class LoopMetrics:
         m.shard_busy.labels(shard, "sync").observe(result.sync_s)
         m.shard_busy.labels(shard, "decide").observe(result.decide_s)
         m.versions_behind.labels(shard).observe(result.versions_behind)
+        m.syncs.labels(shard, "commit_log" if result.synced_from_log else "nodes").inc()
         m.shard_pods.labels(shard).inc(sum(len(d.placements) or 1 for d in result.decisions))
         for distribution, observed in zip(
             (m.extension_points, m.plugin_duration), result.observed, strict=True

@@ -95,6 +95,7 @@ class ShardCore:
             rollbacks=rollbacks,
             round_trips=self.store.round_trips - trips,
             versions_behind=max(self.table.store_version - before, 0),
+            synced_from_log=delta.from_log,
             observed=self.stopwatch.take(),
             epoch=self.store.working_epoch(),
         )

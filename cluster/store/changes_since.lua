@@ -1,6 +1,10 @@
 -- What changed after version ARGV[3], for a reader that keeps the columns ARGV[4]
 -- and awaits the units ARGV[5] (its own placements not yet known to be settled).
--- Returns {msgpack [seq, names, flat, deleted, committed, ports, specs, peered,
+-- When every version after ARGV[3] is a commit the commit log still holds, returns
+-- {'log', msgpack [seq, committed], record, ...}: commit.lua's records, oldest first,
+-- a node's last one holding its state now. Otherwise (a node added or removed, a
+-- release, a namespace, or a reader far behind) reads every changed node:
+-- {msgpack [seq, names, flat, deleted, committed, ports, specs, peered,
 -- namespaces, gpus],
 -- spec, ..., pods, ...}:
 -- `ports` lists, for changed nodes with host ports in use, [name, [[protocol,
@@ -18,6 +22,18 @@ local since = tonumber(ARGV[3])
 local cols = cmsgpack.unpack(ARGV[4])
 local awaited = cmsgpack.unpack(ARGV[5])
 local seq = tonumber(redis.call('GET', SEQ) or '0')
+local committed, found = {}, present(UNITS, awaited)
+for _, unit in ipairs(awaited) do
+  if found[unit] then committed[#committed + 1] = unit end
+end
+if seq - since <= COMMIT_LOG_KEPT then
+  local logged = redis.call('ZRANGEBYSCORE', COMMIT_LOG, '(' .. since, '+inf')
+  if #logged == seq - since then
+    local reply = {'log', cmsgpack.pack({seq, committed})}
+    for _, record in ipairs(logged) do reply[#reply + 1] = record end
+    return reply
+  end
+end
 local fields = {'v', 'specv', 'hp', 'pp', 'g'}
 for _, c in ipairs(cols) do fields[#fields + 1] = 'u:' .. c end
 local names, flat, deleted, ports, peered, maps, gpus = {}, {}, {}, {}, {}, {}, {}
@@ -52,10 +68,6 @@ for _, name in ipairs(redis.call('ZRANGEBYSCORE', CHANGES, '(' .. since, '+inf')
       reply[#reply + 1] = redis.call('HGET', key, 'spec')
     end
   end
-end
-local committed, found = {}, present(UNITS, awaited)
-for _, unit in ipairs(awaited) do
-  if found[unit] then committed[#committed + 1] = unit end
 end
 local namespaces = {}
 for _, name in ipairs(redis.call('ZRANGEBYSCORE', NAMESPACE_CHANGES, '(' .. since, '+inf')) do

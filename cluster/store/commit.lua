@@ -318,6 +318,35 @@ local function write_pairs(command, key, flat)
   end
 end
 
+-- The commit log's record of this commit (changes_since.lua reads it): msgpack [seq,
+-- resources, names, usage (per name, its amount of each resource, 0 where none), peers
+-- (per name, peer id -> pods), [name, host ports as stored] for names with ports in use,
+-- [name, milli used per GPU] for names with GPUs in use]: each changed node as its
+-- hash now holds it, so that a reader needs no read of its own.
+local function log_changes(seq, changed)
+  local resources, column = {}, {}
+  for name, _ in pairs(changed) do
+    for r, _ in pairs(nodes[name].used) do
+      if not column[r] then
+        resources[#resources + 1] = r
+        column[r] = #resources
+      end
+    end
+  end
+  local names, usage, peers, ports, gpus = {}, {}, {}, {}, {}
+  for name, _ in pairs(changed) do
+    local n, base = nodes[name], #usage
+    names[#names + 1] = name
+    for j = 1, #resources do usage[base + j] = 0 end
+    for r, amount in pairs(n.used) do usage[base + column[r]] = amount end
+    peers[#peers + 1] = n.peers
+    if next(n.ports) then ports[#ports + 1] = {name, n.ports} end
+    if next(n.gpus) then gpus[#gpus + 1] = {name, n.gpus} end
+  end
+  redis.call('ZADD', COMMIT_LOG, seq, cmsgpack.pack({seq, resources, names, usage, peers, ports, gpus}))
+  redis.call('ZREMRANGEBYSCORE', COMMIT_LOG, '-inf', seq - COMMIT_LOG_KEPT)
+end
+
 local seq = tonumber(redis.call('GET', SEQ) or '0')
 if next(dirty) then
   -- Every changed node in one write: its usage, its pods by peer (it holds one at
@@ -338,6 +367,7 @@ if next(dirty) then
     changes[#changes + 1] = name
   end
   write_pairs('ZADD', CHANGES, changes)
+  log_changes(seq, dirty)
   write_pairs('HSET', PODS, records)
   write_pairs('HSET', UNITS, unit_records)
   if reservation ~= nil then

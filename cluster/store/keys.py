@@ -80,6 +80,13 @@ class Keys:
         confirmed or given back (partitioned.py)."""
         return f"{self.prefix}reserved"
 
+    @property
+    def commit_log(self) -> str:
+        """Sorted set: version -> msgpack of what the commit at that version changed
+        (commit.lua), the last COMMIT_LOG_KEPT versions (common.lua): a reader close
+        behind reads these rather than every changed node's hash (changes_since.lua)."""
+        return f"{self.prefix}commitlog"
+
     def decided(self, unit: str) -> str:
         """String, in the unit's home partition: 'committed' or 'aborted', for as long as
         another partition may still hold a reservation of it."""
@@ -109,4 +116,5 @@ class Keys:
             self.namespace_changes,
             self.epoch,
             self.reserved,
+            self.commit_log,
         ]

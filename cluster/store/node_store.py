@@ -2,7 +2,11 @@
 
 Readers ask "what changed since version V" and get only the nodes touched
 after V (a sorted set of node -> version of its last change), so a shard's
-sync costs what changed, not the size of the cluster.
+sync costs what changed, not the size of the cluster. Each commit also logs
+what it changed, as its changed nodes' hashes then hold it: a reader whose
+versions since V are all logged commits takes those records as they are, and
+Redis reads no node for it (every shard reads every change: 3.7 -> 0.1 us of
+Redis per changed node).
 """
 
 from __future__ import annotations
@@ -81,6 +85,7 @@ class Delta:
     namespaces: dict[str, dict[str, str] | None] = field(default_factory=dict)
     # changed nodes with GPUs in use -> milli used per GPU (cluster/gpus.py)
     gpus: dict[str, list[int]] = field(default_factory=dict)
+    from_log: bool = False  # read from the commit log, not from each changed node
 
     def apply_namespaces(self, labels: dict[str, dict[str, str]]) -> bool:
         """Bring a reader's namespace labels up to this delta; whether any changed."""
@@ -278,6 +283,9 @@ class NodeStore:
         reply = self._run(
             "changes_since", since, _lua_frame(list(columns)), _lua_frame(list(awaited))
         )
+        if reply[0] == b"log":  # type: ignore[index]
+            _, head, *records = reply  # type: ignore[misc]
+            return _logged(head, records, columns)
         head, *blobs = reply  # type: ignore[misc]
         version, names, flat, deleted, committed, ports, spec_count, peered, spaces, gpus = (
             msgpack.unpackb(head)
@@ -511,6 +519,60 @@ class NodeStore:
         self.epoch = None
         for batch in _chunks(self.client.scan_iter(match=f"{self.keys.prefix}*", count=1000), 500):
             self.client.delete(*batch)
+
+
+def _logged(head: bytes, records: list[bytes], columns: Sequence[str]) -> Delta:
+    """The delta from commit.lua's records, oldest first: a node's last record holds its
+    state now, as a read of its hash would."""
+    version, committed = msgpack.unpackb(head)
+    names: list[str] = []
+    seqs, blocks = [], []
+    peers: dict[str, list[tuple[str, int]]] = {}
+    ports: dict[str, list[tuple[str, int, str, int]]] = {}
+    gpus: dict[str, list[int]] = {}
+    for record in records:
+        seq, resources, changed, flat, maps, in_use, on_gpus = msgpack.unpackb(record)
+        usage = np.zeros((len(changed), len(resources) + 1), dtype=np.int64)  # + a 0 column
+        usage[:, :-1] = np.asarray(flat, dtype=np.int64).reshape(len(changed), len(resources))
+        at = {r: j for j, r in enumerate(resources)}
+        blocks.append(usage[:, [at.get(c, len(resources)) for c in columns]])
+        seqs.append(np.full(len(changed), seq, dtype=np.int64))
+        names += changed
+        if ports or gpus:  # an earlier record's, for a node this one changes again
+            for name in changed:
+                ports.pop(name, None)
+                gpus.pop(name, None)
+        peers.update(
+            (name, list(m.items()) if m else []) for name, m in zip(changed, maps, strict=True)
+        )
+        ports.update((name, _port_entries(held)) for name, held in in_use)
+        gpus.update(on_gpus)
+    usage = np.concatenate(blocks) if blocks else np.zeros((0, len(columns)), dtype=np.int64)
+    versions = np.concatenate(seqs) if seqs else np.zeros(0, dtype=np.int64)
+    last = {name: i for i, name in enumerate(names)}
+    if len(last) < len(names):
+        keep = np.fromiter(last.values(), dtype=np.intp, count=len(last))
+        names, usage, versions = list(last), usage[keep], versions[keep]
+    return Delta(
+        version=version,
+        names=names,
+        versions=versions,
+        usage=usage,
+        committed=committed,
+        ports=ports,
+        peers=peers,
+        gpus=gpus,
+        from_log=True,
+    )
+
+
+def _port_entries(held: Mapping[str, Mapping[str, int]]) -> list[tuple[str, int, str, int]]:
+    """Host ports as a node's hash holds them ('protocol:port' -> ip -> pods), as entries."""
+    entries = []
+    for key, ips in held.items():
+        protocol, _, port = key.partition(":")
+        entries += [(protocol, int(port), ip, pods) for ip, pods in ips.items()]
+    return entries
 
 
 def _groups(node: Node) -> dict[str, list[int]]:

@@ -28,6 +28,7 @@ def result() -> ShardResult:
         rollbacks=3,
         round_trips=2,
         versions_behind=5,
+        synced_from_log=True,
         observed=[[[["Filter", "Success", "p"], [0, 2, 0], 0.25]], []],
         epoch="5e1f0c2a9b3d4e6f",
     )
@@ -40,7 +41,7 @@ def test_shard_result_round_trips_with_its_rollbacks_and_round_trips():
 @pytest.mark.parametrize("change", [lambda w: w[:-1], lambda w: [*w, 0]])
 def test_a_frame_of_another_shape_is_malformed(change):
     wire = msgpack.unpackb(result().encode(), raw=False, strict_map_key=False)
-    with pytest.raises(MalformedMessage, match="expected 12"):
+    with pytest.raises(MalformedMessage, match="expected 13"):
         ShardResult.decode(msgpack.packb(change(wire), use_bin_type=True))
 
 

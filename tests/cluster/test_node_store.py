@@ -289,3 +289,74 @@ def test_namespace_labels_reach_every_reader_by_version(store):
     assert store.changes_since(delta.version, []).namespaces == {}
     store.put_namespaces({}, deleted=["prod"])
     assert store.changes_since(delta.version, []).namespaces == {"prod": None}
+
+
+def _same_delta(delta):
+    """A delta's content, in an order of its own (both ways of reading list nodes in
+    an order of their own)."""
+    rows = {
+        name: (v, tuple(u))
+        for name, v, u in zip(
+            delta.names, delta.versions.tolist(), delta.usage.tolist(), strict=True
+        )
+    }
+    return (
+        delta.version,
+        rows,
+        sorted(delta.committed),
+        {n: sorted(e) for n, e in delta.ports.items()},
+        {n: sorted(e) for n, e in delta.peers.items()},
+        {n: list(g) for n, g in delta.gpus.items()},
+    )
+
+
+def test_a_reader_close_behind_reads_the_commit_log_as_it_would_each_node(store):
+    store.put_nodes([node("a"), node("b", gpus=4), node("c")])
+    since = store.version()
+    gpu_share = pod_from_manifest(pod_spec({"cpu": "1", "optimist.io/gpu-milli": "300"})).spec
+    classes = [port_spec(("TCP", "", 8080)), gpu_share, spec(), spec(cpu="2")]
+    store.commit(classes, [unit("u1", ("ns/p1", 0, ["a"])), unit("u2", ("ns/p2", 1, ["b"]))])
+    store.commit(classes, [unit("u3", ("ns/p3", 2, ["a"])), unit("u4", ("ns/p4", 3, ["c"]))])
+    store.commit(classes, [unit("u5", ("ns/p5", 1, ["b"]))])
+    columns = ["pods", "cpu", "optimist.io/gpu-milli", "nvidia.com/gpu"]  # no memory
+    logged = store.changes_since(since, columns, ["u1", "u4", "u9"])
+    assert logged.from_log
+    store.client.delete(store.keys.commit_log)
+    read = store.changes_since(since, columns, ["u1", "u4", "u9"])
+    assert not read.from_log
+    assert _same_delta(logged) == _same_delta(read)
+    assert sorted(logged.names) == ["a", "b", "c"]
+    assert logged.committed == ["u1", "u4"]
+    assert logged.ports == {"a": [("TCP", 8080, "0.0.0.0", 1)]}
+    assert logged.gpus == {"b": [600]}  # both shares on GPU 0, as stored: the rest unused
+    row = dict(zip(logged.names, logged.usage.tolist(), strict=True))["b"]
+    assert row == [2, 2000, 600, 0]
+
+
+def test_a_version_the_log_lacks_sends_the_reader_to_each_node(store):
+    store.put_nodes([node("a"), node("b")])
+    since = store.version()
+    store.commit([spec()], [unit("u1", ("ns/p1", 0, ["a"])), unit("u2", ("ns/p2", 0, ["b"]))])
+    released = store.release(["u1"]).version  # not a commit: the log has no record of it
+    delta = store.changes_since(since, COLUMNS)
+    assert not delta.from_log
+    assert dict(zip(delta.names, delta.usage.tolist(), strict=True)) == {
+        "a": [0, 0, 0],
+        "b": [1, 1000, 2**30],
+    }
+    store.commit([spec()], [unit("u3", ("ns/p3", 0, ["b"]))])
+    after = store.changes_since(released, COLUMNS)
+    assert after.from_log and after.names == ["b"] and after.usage.tolist() == [[2, 2000, 2**31]]
+
+
+def test_the_commit_log_keeps_its_last_versions(store):
+    kept = 256  # COMMIT_LOG_KEPT in common.lua
+    store.put_nodes([node("a", pods="1000", cpu="1000")])
+    since = store.version()
+    for i in range(kept + 3):
+        store.commit([spec(cpu="1m", memory="1")], [unit(f"u{i}", (f"ns/p{i}", 0, ["a"]))])
+    assert store.client.zcard(store.keys.commit_log) == kept
+    behind = store.changes_since(since, COLUMNS)
+    assert not behind.from_log and behind.usage.tolist() == [[kept + 3, kept + 3, kept + 3]]
+    close = store.changes_since(store.version() - kept, COLUMNS)
+    assert close.from_log and close.usage.tolist() == behind.usage.tolist()

@@ -118,6 +118,10 @@ def test_the_counts_agree_with_the_run(served):
     # every pod a shard decided went through Filter once; the 20 that fit nowhere failed it
     point = "scheduler_framework_extension_point_duration_seconds"
     decided = value(found, "optimist_shard_pods", "_total")
+    # every batch began with a sync; a shard's first read every node
+    syncs = value(found, "optimist_shard_batch_duration_seconds", "_count", phase="sync")
+    assert value(found, "optimist_shard_syncs", "_total") == syncs
+    assert value(found, "optimist_shard_syncs", "_total", source="nodes") >= 1
     assert value(found, point, "_count", extension_point="Filter") == decided
     assert value(found, point, "_count", extension_point="Filter", status="Unschedulable") == 20
     assert value(found, point, "_count", extension_point="Bind") == scheduled

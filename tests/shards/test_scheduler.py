@@ -7,7 +7,7 @@ import pytest
 
 from cluster.events import ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE
 from cluster.manifests import pod_from_manifest
-from cluster.messages import ShardBatch, UnitRequest
+from cluster.messages import Decision, PodPlacement, ShardBatch, UnitRequest
 from shards.scheduler import ShardCore
 from shards.testing import default_profile, node, pod_spec
 
@@ -396,6 +396,15 @@ def test_a_result_says_how_far_behind_the_store_the_shard_was(store):
     store.put_nodes([node("n2", cpu="1")])
     store.put_nodes([node("n3", cpu="1")])
     assert core.handle(batch([spec("100m")], [[0]])).versions_behind == 2
+
+
+def test_a_result_says_whether_its_sync_read_the_commit_log(store):
+    store.put_nodes([node(f"n{i}", cpu="1") for i in range(2)])
+    core = ShardCore(0, store, [default_profile()], seed=1)
+    assert not core.handle(batch([spec("100m")], [[0]])).synced_from_log  # nodes added
+    other = pod_from_manifest(pod_spec({"cpu": "100m"})).spec  # another shard's commit
+    store.commit([other], [Decision("elsewhere", [PodPlacement("ns/x", 0, ["n1"], [0])])])
+    assert core.handle(batch([spec("100m")], [[0]])).synced_from_log
 
 
 def test_a_result_carries_each_pods_share_of_the_time_at_each_extension_point(store):
