@@ -29,14 +29,16 @@ class Costs:
     """CPU µs per pod of each part, measured here (SchedulingBasic; README "Where a pod's
     time goes", `benchmarks.shard_micro`, `benchmarks.store_micro`)."""
 
-    dispatch_us: float = 45.0  # the driver without commits: dispatcher, watch, Ray, msgpack
+    # the driver without commits: dispatcher, watch, Ray, msgpack (33 in the bench with
+    # its commits, of which the commits' share by cProfile is about a fifth)
+    dispatch_us: float = 26.0
     watch_parse_us: float = 60.0  # a real API watch's parse (the simulated cluster skips it)
-    commit_us: float = 35.0  # a binder's side of a commit: encode, decode, bind call
-    # a shard's decision, its sync included (shard_micro; flat with the adaptive window)
-    decide_us: tuple[tuple[int, float], ...] = ((5_000, 124.0), (20_000, 123.0), (100_000, 245.0))
-    sync_us: float = 6.0  # every shard, for every pod committed by any
-    redis_commit_us: float = 74.0  # Redis CPU per pod committed (82% of a core at 11,100/s)
-    redis_read_us: float = 9.0  # Redis CPU per pod, per shard reading the change
+    commit_us: float = 7.0  # a binder's side of a commit: encode, decode, bind call
+    # a shard's decision, its own sync included (shard_micro, 2026-12-02)
+    decide_us: tuple[tuple[int, float], ...] = ((5_000, 39.0), (20_000, 45.0), (100_000, 136.0))
+    sync_us: float = 2.0  # every shard, for every pod committed by any (from the commit log)
+    redis_commit_us: float = 33.0  # Redis CPU per pod committed (the bench, one shard)
+    redis_read_us: float = 0.1  # Redis CPU per pod, per shard reading the change (the log)
     api_writes_per_pod: float = 4.0  # binding, Scheduled event, the kubelet's two updates
     etcd_writes_per_s: float = 30_000.0  # a 3-member etcd under heavy load (etcd's docs)
 

@@ -134,9 +134,12 @@ def test_the_capacity_simulation_meets_the_arithmetic_where_cores_abound():
     from benchmarks.capacity import Costs, simulate
 
     c = Costs()
-    # a driver dispatching alone, one binder actor, 4 shards, 2 Redis: Redis gives way
-    redis_ceiling = 2e6 / (c.redis_commit_us + 4 * c.redis_read_us)
-    assert simulate(4, 1, 2, 16.0) == pytest.approx(redis_ceiling, rel=0.03)
+    # a driver dispatching alone, one binder actor, 4 shards, one Redis: Redis gives way
+    redis_ceiling = 1e6 / (c.redis_commit_us + 4 * c.redis_read_us)
+    assert redis_ceiling < 1e6 / c.dispatch_us
+    assert simulate(4, 1, 1, 16.0) == pytest.approx(redis_ceiling, rel=0.03)
+    # a second Redis: the driver's dispatch gives way
+    assert simulate(4, 1, 2, 16.0) == pytest.approx(1e6 / c.dispatch_us, rel=0.03)
     # on 2 cores the processes share them, and the simulation falls below every part's
     # own ceiling, as the 2-core bench does (docs/capacity.md)
     assert simulate(1, 0, 1, 2.0) < 1e6 / (c.dispatch_us + c.commit_us)
@@ -149,3 +152,14 @@ def test_capacity_prints_its_table(monkeypatch, capsys):
     capacity.main()
     out = capsys.readouterr().out
     assert out.count("\n| 100,000 |") == 3 and "gives way first" in out
+
+
+@pytest.mark.usefixtures("ray_session")
+def test_ray_micro_times_round_trips_and_calls_in_flight(monkeypatch, capsys):
+    from benchmarks import ray_micro
+
+    monkeypatch.setattr(sys, "argv", ["ray_micro", "--calls", "20", "--frame-bytes", "1024"])
+    ray_micro.main()
+    out = capsys.readouterr().out
+    assert "ray: empty call: round trip median" in out and "1,024-byte frames" in out
+    assert out.count("pods/s at 256 pods a batch") == 4
