@@ -163,3 +163,14 @@ def test_ray_micro_times_round_trips_and_calls_in_flight(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "ray: empty call: round trip median" in out and "1,024-byte frames" in out
     assert out.count("pods/s at 256 pods a batch") == 4
+
+
+def test_simulator_micro_binds_every_pod_it_creates(monkeypatch, capsys):
+    from benchmarks import simulator_micro
+
+    argv = ["simulator_micro", "--pods", "1000", "--nodes", "50", "--chunk", "300"]
+    monkeypatch.setattr(sys, "argv", argv)
+    simulator_micro.main()
+    out = capsys.readouterr().out
+    assert "simulated cluster: 1,000 pods in chunks of 300:" in out and "1,000 bound" in out
+    assert all(f"  {step}:" in out for step in ("create", "watch", "bind"))
