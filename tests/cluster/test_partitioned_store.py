@@ -97,6 +97,18 @@ def test_units_within_a_partition_commit_in_one_script_each_partition(partitione
     assert partitioned.spanning_commits == 0 and reservations(partitioned) == [{}, {}, {}]
 
 
+def test_a_reader_reads_each_partition_s_commit_log_while_only_commits_came(partitioned):
+    a, b, c = owned(partitioned)
+    since = partitioned.changes_since(0, CPU).version
+    partitioned.commit([spec()], [gang("u1", [a]), gang("u2", [b]), gang("u3", [c])])
+    logged = partitioned.changes_since(since, CPU)
+    assert logged.from_log and sorted(logged.names) == sorted([a, b, c])
+    assert logged.usage.tolist() == [[1000]] * 3
+    partitioned.release(units=["u2"])  # one partition's change is no commit
+    after = partitioned.changes_since(logged.version, CPU)
+    assert not after.from_log and after.names == [b] and after.usage.tolist() == [[0]]
+
+
 def test_a_gang_across_partitions_commits_whole_in_two_steps(partitioned):
     a, b, c = owned(partitioned)
     [outcome] = partitioned.commit([spec()], [gang("g", [b, a, c, b])]).outcomes
