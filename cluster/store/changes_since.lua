@@ -49,16 +49,7 @@ for _, name in ipairs(redis.call('ZRANGEBYSCORE', CHANGES, '(' .. since, '+inf')
     for j = 6, #fields do
       flat[#flat + 1] = vals[j] and tonumber(vals[j]) or 0
     end
-    if vals[3] then
-      local entries = {}
-      for key, ips in pairs(cmsgpack.unpack(vals[3])) do
-        local sep = string.find(key, ':', 1, true)
-        for ip, pods in pairs(ips) do
-          entries[#entries + 1] = {string.sub(key, 1, sep - 1), tonumber(string.sub(key, sep + 1)), ip, pods}
-        end
-      end
-      ports[#ports + 1] = {name, entries}
-    end
+    if vals[3] then ports[#ports + 1] = {name, port_entries(cmsgpack.unpack(vals[3]))} end
     if vals[5] then gpus[#gpus + 1] = {name, cmsgpack.unpack(vals[5])} end
     if vals[4] then
       peered[#peered + 1] = name

@@ -320,7 +320,7 @@ end
 
 -- The commit log's record of this commit (changes_since.lua reads it): msgpack [seq,
 -- resources, names, usage (per name, its amount of each resource, 0 where none), peers
--- (per name, peer id -> pods), [name, host ports as stored] for names with ports in use,
+-- (per name, peer id -> pods), [name, `port_entries`] for names with host ports in use,
 -- [name, milli used per GPU] for names with GPUs in use]: each changed node as its
 -- hash now holds it, so that a reader needs no read of its own.
 local function log_changes(seq, changed)
@@ -340,7 +340,7 @@ local function log_changes(seq, changed)
     for j = 1, #resources do usage[base + j] = 0 end
     for r, amount in pairs(n.used) do usage[base + column[r]] = amount end
     peers[#peers + 1] = n.peers
-    if next(n.ports) then ports[#ports + 1] = {name, n.ports} end
+    if next(n.ports) then ports[#ports + 1] = {name, port_entries(n.ports)} end
     if next(n.gpus) then gpus[#gpus + 1] = {name, n.gpus} end
   end
   redis.call('ZADD', COMMIT_LOG, seq, cmsgpack.pack({seq, resources, names, usage, peers, ports, gpus}))

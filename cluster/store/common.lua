@@ -67,6 +67,18 @@ local function count_ports(used, ports, sign)
   end
 end
 
+-- A node's host ports as readers take them: {{protocol, port, ip, pods}, ...}.
+local function port_entries(used)
+  local entries = {}
+  for key, ips in pairs(used) do
+    local sep = string.find(key, ':', 1, true)
+    for ip, pods in pairs(ips) do
+      entries[#entries + 1] = {string.sub(key, 1, sep - 1), tonumber(string.sub(key, sep + 1)), ip, pods}
+    end
+  end
+  return entries
+end
+
 -- A node's counted maps ('hp' host ports, 'pp' peers) are written whole, or
 -- dropped when empty.
 local function write_map(key, field, map)

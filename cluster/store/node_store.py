@@ -545,7 +545,7 @@ def _logged(head: bytes, records: list[bytes], columns: Sequence[str]) -> Delta:
         peers.update(
             (name, list(m.items()) if m else []) for name, m in zip(changed, maps, strict=True)
         )
-        ports.update((name, _port_entries(held)) for name, held in in_use)
+        ports.update((name, [tuple(e) for e in entries]) for name, entries in in_use)
         gpus.update(on_gpus)
     usage = np.concatenate(blocks) if blocks else np.zeros((0, len(columns)), dtype=np.int64)
     versions = np.concatenate(seqs) if seqs else np.zeros(0, dtype=np.int64)
@@ -564,15 +564,6 @@ def _logged(head: bytes, records: list[bytes], columns: Sequence[str]) -> Delta:
         gpus=gpus,
         from_log=True,
     )
-
-
-def _port_entries(held: Mapping[str, Mapping[str, int]]) -> list[tuple[str, int, str, int]]:
-    """Host ports as a node's hash holds them ('protocol:port' -> ip -> pods), as entries."""
-    entries = []
-    for key, ips in held.items():
-        protocol, _, port = key.partition(":")
-        entries += [(protocol, int(port), ip, pods) for ip, pods in ips.items()]
-    return entries
 
 
 def _groups(node: Node) -> dict[str, list[int]]:
