@@ -258,7 +258,7 @@ def replay_settings(
         shards=shards,
         redis_url=redis_url,
         batch_pods=batch_pods or (SEVERAL_SHARDS_BATCH if several else None),
-        inflight_per_shard=inflight_per_shard or (SEVERAL_SHARDS_INFLIGHT if several else 2),
+        inflight_per_shard=inflight_per_shard or (SEVERAL_SHARDS_INFLIGHT if several else None),
         node_partitions=several if node_partitions is None else node_partitions,
     )
 
