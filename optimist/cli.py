@@ -56,7 +56,7 @@ from optimist.metrics import LoopMetrics, MetricsServer, SchedulerMetrics
 from optimist.plots import write_html
 from optimist.profiling import Profiler
 from optimist.replay import SnapshotError, load_snapshot, run_replay, write_comparison
-from optimist.runtime import PlacementError, init_ray
+from optimist.runtime import PlacementError, RayStartError, init_ray
 from optimist.service import Service
 from optimist.sweep import SweepError, parse_sweep, run_sweep
 from shards.plugins.gpu_placement import POLICIES
@@ -70,6 +70,16 @@ app = typer.Typer(
 )
 console = Console()
 log = logging.getLogger("optimist")
+
+
+def entry() -> None:
+    """The `optimist` command: a Ray that cannot start is one line saying what to do,
+    not a traceback from inside Ray."""
+    try:
+        app()
+    except RayStartError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise SystemExit(1) from None
 
 
 @app.callback()

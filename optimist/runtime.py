@@ -53,25 +53,43 @@ log = logging.getLogger(__name__)
 _OBJECT_STORE_BYTES = 256 * 1024 * 1024  # batches are small; Ray's default takes 30% of RAM
 
 
+class RayStartError(RuntimeError):
+    """Ray could not be started or joined; the message says what to do."""
+
+
 def init_ray(address: str | None) -> bool:
     """Join `address`, or start a local Ray bound to loopback; True if we started it."""
     if ray.is_initialized():
         return False
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    if address:
-        # a Ray this machine started on loopback is joined as it was started
-        with _single_node() if _loopback(address) else nullcontext():
-            ray.init(address=address, logging_level=logging.WARNING)
-    else:
-        with _single_node():
-            _start_local()
+    try:
+        if address:
+            # a Ray this machine started on loopback is joined as it was started
+            with _single_node() if _loopback(address) else nullcontext():
+                ray.init(address=address, logging_level=logging.WARNING)
+        else:
+            with _single_node():
+                _start_local()
+    except Exception as e:
+        ray.shutdown()
+        what = f"could not join Ray at {address}" if address else "could not start a local Ray"
+        hint = (
+            "check that the address is a running Ray's (ray status)"
+            if address
+            else "check free memory and /tmp/ray, or join a running one with --ray-address"
+        )
+        reason = " ".join(str(e).split()) or type(e).__name__
+        raise RayStartError(f"{what} ({reason}); {hint}") from e
     return True
 
 
 def _start_local() -> None:
     """A local Ray, started lean (`optimist.lean_ray`: 0.6 s against 4.7); plainly if
-    that fails, as it may with a Ray whose internals moved."""
+    that fails, as it may with a Ray whose internals moved. Always a new one
+    (`address="local"`): without it Ray joins whatever /tmp/ray/ray_current_cluster
+    or a running GCS names, a cluster that may be dead or another program's."""
     options = dict(
+        address="local",
         _node_ip_address="127.0.0.1",
         include_dashboard=False,
         object_store_memory=_OBJECT_STORE_BYTES,
