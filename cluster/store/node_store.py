@@ -322,8 +322,9 @@ class NodeStore:
         return int(self._run("put_namespaces", _lua_frame(entries)))
 
     def peers(self, ids: Sequence[str]) -> dict[str, Peer]:
-        """The peers stored under these ids (committed pods' affinity-relevant facts)."""
-        blobs = self.client.hmget(self.keys.peers, list(ids)) if ids else []
+        """The peers stored under these ids (committed pods' affinity-relevant facts), in
+        this client's epoch (EpochChanged if the store was lost since the ids were read)."""
+        blobs = self._run("peers", _lua_frame(list(ids))) if ids else []
         return {i: Peer.from_wire(msgpack.unpackb(b)) for i, b in zip(ids, blobs, strict=True) if b}
 
     # --- units ----------------------------------------------------------------

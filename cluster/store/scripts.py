@@ -23,6 +23,7 @@ _NAMES = (
     "claim",
     "put_namespaces",
     "settle",
+    "peers",
 )
 
 
@@ -42,6 +43,7 @@ class Scripts:
     claim: Script
     put_namespaces: Script
     settle: Script
+    peers: Script
 
     @classmethod
     def register(cls, client: redis.Redis) -> Scripts:
