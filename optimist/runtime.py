@@ -477,9 +477,13 @@ class SchedulingLoop:
         """Redis is away, or lost the store: wait for it, backing off, and build the store
         again from the cluster's truth if it is not the one the driver knew (or if
         `rebuild`). Every reader starts over then (the epoch changed), and nothing
-        placed before is committed."""
-        self.store_outages += 1
-        log.error("node store: %s", err)
+        placed before is committed. A store this driver never had (the start, or a new
+        case's) is only built: that is no outage, and no error for an operator."""
+        if isinstance(err, EpochChanged) and err.known is None and not err.current:
+            log.info("node store: empty; building it from the cluster")
+        else:
+            self.store_outages += 1
+            log.error("node store: %s", err)
         failures = 0
         while True:
             building = False

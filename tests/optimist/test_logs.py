@@ -3,9 +3,13 @@
 import json
 import logging
 
+import pytest
 from typer.testing import CliRunner
 
+from cluster.simulator import SimulatedCluster
 from optimist.cli import app
+from optimist.config import Settings
+from optimist.runtime import Platform, SchedulingLoop
 from optimist.logs import JsonFormatter, unit_key
 
 
@@ -25,3 +29,19 @@ def test_a_json_line_names_its_unit():
 def test_an_unknown_log_format_is_refused():
     result = CliRunner().invoke(app, ["--log-format", "xml", "bench", "--help"])
     assert result.exit_code == 2 and "--log-format" in result.output
+
+
+
+@pytest.mark.usefixtures("ray_session")
+def test_a_case_that_begins_without_nodes_logs_no_error(caplog, redis_url, key_prefix):
+    """Each case begins with an empty store that the loop builds: expected, so not an
+    error (an operator alerts on errors), and no outage; it is said at info."""
+    settings = Settings(shards=1, redis_url=redis_url, key_prefix=key_prefix, seed=1)
+    with Platform(settings) as platform:
+        platform.store.clear()  # as the bench does before each case
+        loop = SchedulingLoop(platform, SimulatedCluster(settings.scheduler_names))
+        with caplog.at_level(logging.INFO, logger="optimist"):
+            loop.ingest()  # nothing made yet: its first call to the store finds none
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+    assert "node store: empty; building it from the cluster" in caplog.messages
+    assert loop.store_outages == 0 and len(loop.store_rebuilds) == 1
