@@ -9,8 +9,8 @@ from typer.testing import CliRunner
 from cluster.simulator import SimulatedCluster
 from optimist.cli import app
 from optimist.config import Settings
-from optimist.runtime import Platform, SchedulingLoop
 from optimist.logs import JsonFormatter, unit_key
+from optimist.runtime import Platform, SchedulingLoop
 
 
 def record(message: str, *args, **extra) -> logging.LogRecord:
@@ -29,7 +29,6 @@ def test_a_json_line_names_its_unit():
 def test_an_unknown_log_format_is_refused():
     result = CliRunner().invoke(app, ["--log-format", "xml", "bench", "--help"])
     assert result.exit_code == 2 and "--log-format" in result.output
-
 
 
 @pytest.mark.usefixtures("ray_session")
