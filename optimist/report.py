@@ -143,27 +143,36 @@ class CpuClock:
     """CPU seconds used so far by each role: the driver (dispatcher, binder, the simulated
     cluster), the shard processes on this machine together, Redis (as it reports its
     own), and the whole machine, whose rest is Ray's daemons and anything else running.
-    A phase's figures are the differences of two readings."""
+    A phase's figures are the differences of two readings, so each role's clock only
+    goes forward: a shard process killed (chaos) keeps what it had used, and a Redis
+    restarted, whose own count starts again at 0, adds to what it had. A shard's new
+    process after a restart is not one of the processes read: its CPU is "other"."""
 
     def __init__(self, shard_pids: list[int], redis: Any) -> None:
         self.shards = [p for p in map(_process, shard_pids) if p is not None]
+        self._shard_s = [0.0] * len(self.shards)  # each process's last reading
         self.redis = redis
+        self._redis_s = 0.0  # the last reading of Redis's own count
+        self._redis_before = 0.0  # what the Redis servers restarted since had used
 
     def read(self) -> dict[str, float]:
-        shards = 0.0
-        for process in self.shards:
+        for i, process in enumerate(self.shards):
             try:
-                shards += _busy(process.cpu_times())
+                self._shard_s[i] = _busy(process.cpu_times())
             except psutil.Error:
-                continue
+                continue  # gone: what it used stays counted
         cpu = self.redis.info("cpu")
+        redis_s = float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
+        if redis_s < self._redis_s:
+            self._redis_before += self._redis_s
+        self._redis_s = redis_s
         machine = psutil.cpu_times()
         return {
             # this process's own clock, in nanoseconds: /proc counts in 10 ms ticks,
             # too coarse for a short phase (a tiny workload's could read 0)
             "driver": time.process_time(),
-            "shards": shards,
-            "redis": float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"]),
+            "shards": sum(self._shard_s),
+            "redis": self._redis_before + redis_s,
             "machine": sum(machine) - machine.idle - getattr(machine, "iowait", 0.0),
         }
 

@@ -1,0 +1,43 @@
+"""The bench's readings of the machine: clocks that only go forward across faults."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+from cluster.redis_server import EmbeddedRedis, connect
+from optimist.report import CpuClock
+
+_BURN = """
+import time
+end = time.process_time() + 0.3
+while time.process_time() < end:
+    pass
+time.sleep(60)
+"""
+
+
+def test_a_shard_killed_and_a_redis_restarted_keep_the_cpu_they_used() -> None:
+    """A chaos run kills shards and restarts Redis: a phase's CPU must not come out
+    negative (a killed process read as 0, a new Redis counting from 0)."""
+    burner = subprocess.Popen([sys.executable, "-c", _BURN])
+    try:
+        with EmbeddedRedis() as server:
+            client = connect(server.url)
+            for i in range(3000):
+                client.set(f"k{i}", i)
+            clock = CpuClock([burner.pid], client)
+            deadline = time.monotonic() + 30
+            while (before := clock.read())["shards"] < 0.25 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert before["shards"] >= 0.25 and before["redis"] > 0
+            burner.kill()
+            burner.wait()
+            server.restart()
+            after = clock.read()
+            assert after["shards"] == before["shards"]
+            assert after["redis"] >= before["redis"]
+    finally:
+        burner.kill()
+        burner.wait()
