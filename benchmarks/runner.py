@@ -233,17 +233,7 @@ class CaseRunner:
         self.notes: list[str] = []
         self._ours = 0  # pods of our profiles made, for the progress bar
         self._next_sample = 0.0
-        self.chaos = (
-            Chaos(
-                chaos,
-                platform,
-                lambda: len(self.loop.store_rebuilds),
-                lambda: len(self.bound_at),
-                seed,
-            )
-            if chaos
-            else None
-        )
+        self.chaos = Chaos(chaos, platform, self.loop, self._settled_share, seed) if chaos else None
 
     # --- the whole run ---------------------------------------------------------------
 
@@ -561,8 +551,15 @@ class CaseRunner:
             self.memory.sample()
             self._report_progress()
 
+    def _settled(self) -> int:
+        """Pods of our profiles bound or reported unschedulable."""
+        return len(self.bound_at) + len(self.loop.dispatcher.unschedulable())
+
+    def _settled_share(self) -> float:
+        return self._settled() / self._ours if self._ours else 0.0
+
     def _report_progress(self) -> None:
-        self.progress(len(self.bound_at) + len(self.loop.dispatcher.unschedulable()), self._ours)
+        self.progress(self._settled(), self._ours)
 
 
 def _in_namespace(template: Mapping[str, Any], namespace: str) -> dict[str, Any]:

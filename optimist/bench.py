@@ -244,6 +244,9 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
     busy, decided = per_shard(outcome, "busy_s"), per_shard(outcome, "decided")
     cpu = cpu_s(outcome)
     decided_at = outcome.stages["decided"].values()
+    # from the start of this process (`optimist bench`) to the workload's first
+    # decision: Ray, Redis, the nodes, the shards' first sync included
+    first_decision = report.since_process_start(min(decided_at)) if decided_at else None
     shards = [
         {
             "id": info["id"],
@@ -311,9 +314,7 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
         "cross_pod_refusals": loop.binder.guard.refused,
         "queue": queue_figures(loop.dispatcher),
         "duration_s": duration,
-        # from the start of this process (`optimist bench`) to the workload's first
-        # decision: Ray, Redis, the nodes, the shards' first sync included
-        "first_decision_s": report.since_process_start(min(decided_at)) if decided_at else None,
+        "first_decision_s": first_decision,
         "throughput_pods_per_s": report.throughput(scheduled, duration, rates),
         "throughput_samples": samples,
         "latency_s": stage_latencies(outcome, measured),
@@ -326,7 +327,27 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
         "notes": outcome.notes,
         "invariant_violations": violations[:100],
         "chaos": outcome.chaos,
+        "warnings": case_warnings(duration, first_decision, outcome.chaos),
     }
+
+
+def case_warnings(
+    duration_s: float, first_decision_s: float | None, chaos: dict[str, Any] | None
+) -> list[str]:
+    """What makes a run's figures say less than they seem to, in words for its reader."""
+    warnings = []
+    if first_decision_s is not None and first_decision_s > duration_s:
+        warnings.append(
+            f"start-up, not scheduling, dominates this run: the first decision came "
+            f"{first_decision_s:.1f} s after the command started, and scheduling took "
+            f"{duration_s:.2f} s; ask for more pods (--pods) for figures that mean more"
+        )
+    for kind in (chaos or {}).get("never_injected", []):
+        warnings.append(
+            f"chaos: {kind} was asked for and never injected (the run settled first): "
+            "ask for more pods, or more faults (--chaos-faults)"
+        )
+    return warnings
 
 
 # The stages of a bound pod, in order, and the successful attempt (last sent to committed).
@@ -506,6 +527,7 @@ def pooled(cases: list[dict[str, Any]]) -> dict[str, Any]:
         invariant_violations=[
             f"{c['name']}: {v}" for c in cases for v in c["invariant_violations"]
         ],
+        warnings=[f"{c['name']}: {w}" for c in cases for w in c["warnings"]],
     )
     return top
 

@@ -1,10 +1,18 @@
-"""Faults injected into a benchmark run (`optimist bench --chaos`), at random times.
+"""Faults injected into a benchmark run (`optimist bench --chaos`).
 
 The run must finish with the invariants holding whatever is killed; the report
 counts the faults (`faults_injected`) and how long the platform took to recover
 from each: a killed shard or binder actor until Ray has started it again and it
 answers, a Redis restarted empty until the store is built again and a pod is
 bound in it.
+
+Faults are bounded, so that every run settles: at most `limit` of them (by
+default two of each kind asked for), and none after `duration_s` (60 s) of the
+workload; after the last, the run goes on until every pod is bound or reported
+unschedulable. Without an interval they are spread over the run's progress (the
+k-th of n once k/(n+1) of its pods are settled and the one before has recovered),
+so a short run meets every kind as a long one does; with one, they come at
+random, `interval_s` apart on average.
 """
 
 from __future__ import annotations
@@ -20,12 +28,14 @@ from typing import Any
 
 import ray
 
-from optimist.runtime import Platform
+from optimist.runtime import Platform, SchedulingLoop
 
 log = logging.getLogger(__name__)
 
 KILL_SHARD, KILL_BINDER, RESTART_REDIS = "kill-shard", "kill-binder", "restart-redis"
 FAULTS = (KILL_SHARD, KILL_BINDER, RESTART_REDIS)
+FAULTS_PER_KIND = 2  # the default bound: each kind asked for, twice
+DURATION_S = 60.0  # the default bound: no fault after this long into a workload
 
 
 class ChaosError(ValueError):
@@ -34,15 +44,23 @@ class ChaosError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class ChaosPlan:
-    """Which faults, and how often: one every `interval_s` on average (exponential gaps),
-    the kinds taking turns so that a short run meets each of them."""
+    """Which faults, how many at most, for how long, and how often: spread over the run's
+    progress (`interval_s` None) or one every `interval_s` on average (exponential
+    gaps); the kinds take turns so that a short run meets each of them."""
 
     faults: tuple[str, ...]
-    interval_s: float
-    limit: int | None = None  # faults in all, per workload; None: as long as it runs
+    interval_s: float | None = None
+    limit: int | None = None  # faults in all, per workload; None: FAULTS_PER_KIND each
+    duration_s: float = DURATION_S  # no fault after this long into a workload
 
     @classmethod
-    def parse(cls, text: str, interval_s: float, limit: int | None = None) -> ChaosPlan:
+    def parse(
+        cls,
+        text: str,
+        interval_s: float | None = None,
+        limit: int | None = None,
+        duration_s: float = DURATION_S,
+    ) -> ChaosPlan:
         faults = tuple(dict.fromkeys(f.strip() for f in text.split(",") if f.strip()))
         unknown = [f for f in faults if f not in FAULTS]
         if not faults or unknown:
@@ -50,11 +68,18 @@ class ChaosPlan:
                 f"--chaos {text!r}: {', '.join(unknown) or 'no fault'} is not one of "
                 f"{', '.join(FAULTS)}"
             )
-        if not interval_s > 0:
+        if interval_s is not None and not interval_s > 0:
             raise ChaosError(f"--chaos-interval {interval_s}: must be positive")
         if limit is not None and limit < 1:
             raise ChaosError(f"--chaos-faults {limit}: must be at least 1")
-        return cls(faults, interval_s, limit)
+        if not duration_s > 0:
+            raise ChaosError(f"--chaos-duration {duration_s}: must be positive")
+        return cls(faults, interval_s, limit, duration_s)
+
+    @property
+    def bound(self) -> int:
+        """The most faults one workload gets."""
+        return self.limit if self.limit is not None else FAULTS_PER_KIND * len(self.faults)
 
     def check(self, binders: int, own_redis: bool) -> None:
         """Refuse faults this platform has nothing to inject into."""
@@ -78,35 +103,51 @@ class _Fault:
 
 
 class Chaos:
-    """Injects one workload's faults, called between the loop's steps (`tick`)."""
+    """Injects one workload's faults, called between the loop's steps (`tick`);
+    `progress` is the share of the workload's pods settled so far (0 to 1)."""
 
     def __init__(
         self,
         plan: ChaosPlan,
         platform: Platform,
-        rebuilds: Callable[[], int],
-        bound: Callable[[], int],
+        loop: SchedulingLoop,
+        progress: Callable[[], float],
         seed: int,
     ) -> None:
         self.plan = plan
         self.platform = platform
-        self._rebuilds = rebuilds
-        self._bound = bound
+        self.loop = loop
+        self.progress = progress
         self.rng = random.Random(seed)
         self.faults: list[_Fault] = []
         self._turn = self.rng.randrange(len(plan.faults))
-        self._next = time.perf_counter() + self._gap()
+        self.started = time.perf_counter()
+        self._next = self.started + self._gap() if plan.interval_s else 0.0
+        self.stopped: str | None = None  # why no more faults come: "limit" or "duration"
 
     def _gap(self) -> float:
-        return self.rng.expovariate(1.0 / self.plan.interval_s)
+        return self.rng.expovariate(1.0 / self.plan.interval_s) if self.plan.interval_s else 0.0
 
     def tick(self) -> None:
         now = time.perf_counter()
         self._note_recoveries(now)
-        if now >= self._next and len(self.faults) != self.plan.limit:
-            self._inject(self.plan.faults[self._turn % len(self.plan.faults)], now)
-            self._turn += 1
-            self._next = now + self._gap()
+        if self.stopped is None:
+            if len(self.faults) >= self.plan.bound:
+                self.stopped = "limit"
+            elif now - self.started > self.plan.duration_s:
+                self.stopped = "duration"
+            elif self._due(now):
+                self._inject(self.plan.faults[self._turn % len(self.plan.faults)], now)
+                self._turn += 1
+                self._next = now + self._gap()
+
+    def _due(self, now: float) -> bool:
+        if self.plan.interval_s:
+            return now >= self._next
+        # one at a time: the last recovered first, so that each is seen on its own
+        if self.faults and self.faults[-1].recovered_s is None:
+            return False
+        return self.progress() >= (len(self.faults) + 1) / (self.plan.bound + 1)
 
     def _inject(self, kind: str, now: float) -> None:
         platform, probe, target = self.platform, None, "redis"
@@ -123,6 +164,12 @@ class Chaos:
             probe = actors[index].info.remote()  # queued until it is back
         log.warning("chaos: %s (%s)", kind, target)
         self.faults.append(_Fault(kind, target, now, probe, self._rebuilds(), self._bound()))
+
+    def _rebuilds(self) -> int:
+        return len(self.loop.store_rebuilds)
+
+    def _bound(self) -> int:
+        return self.loop.dispatcher.stats.bound_pods
 
     def _note_recoveries(self, now: float) -> None:
         for fault in self.faults:
@@ -148,8 +195,16 @@ class Chaos:
                 "median_s": statistics.median(done) if done else None,
                 "max_s": max(done) if done else None,
             }
+        injected = Counter(f.kind for f in self.faults)
         return {
-            "faults_injected": dict(Counter(f.kind for f in self.faults)),
+            "faults_injected": dict(injected),
+            # asked for and never injected: the run ended first (a warning in the summary)
+            "never_injected": [kind for kind in self.plan.faults if not injected[kind]],
+            "limits": {"faults": self.plan.bound, "duration_s": self.plan.duration_s},
+            "stopped": self.stopped or "run ended",
+            # pods sent to the shards again because a fault voided their attempt, or
+            # because a store built again woke them
+            "retries": self.loop.fault_retries,
             "recovery_s": recovery,
             "faults": [
                 {

@@ -34,7 +34,7 @@ from optimist.bench import (
     run_bench,
     write_placements,
 )
-from optimist.chaos import FAULTS, ChaosError, ChaosPlan
+from optimist.chaos import DURATION_S, FAULTS, FAULTS_PER_KIND, ChaosError, ChaosPlan
 from optimist.config import Settings
 from optimist.configuration import (
     HANDLED_OUTSIDE_SHARDS,
@@ -232,11 +232,26 @@ def bench(
         ),
     ] = None,
     chaos_interval: Annotated[
-        float, typer.Option(help="with --chaos: seconds between faults, on average")
-    ] = 2.0,
-    chaos_faults: Annotated[
-        int | None, typer.Option(help="with --chaos: inject no more faults than this")
+        float | None,
+        typer.Option(
+            help="with --chaos: seconds between faults, on average [default: spread over "
+            "the run's progress, so that a short run meets every kind]"
+        ),
     ] = None,
+    chaos_faults: Annotated[
+        int | None,
+        typer.Option(
+            help=f"with --chaos: inject no more faults than this, per workload "
+            f"[default: {FAULTS_PER_KIND} of each kind]"
+        ),
+    ] = None,
+    chaos_duration: Annotated[
+        float,
+        typer.Option(
+            help="with --chaos: no fault after this many seconds of a workload; the run "
+            "then settles"
+        ),
+    ] = DURATION_S,
 ) -> None:
     """Run scheduler_perf cases on a simulated cluster and report pods/s; exits 1 if any pod
     was lost or a case failed, 2 if the case file or the configuration is bad."""
@@ -248,7 +263,9 @@ def bench(
         )
         raise typer.Exit(2)
     with _usage_error(ChaosError):
-        faults = ChaosPlan.parse(chaos, chaos_interval, chaos_faults) if chaos else None
+        faults = (
+            ChaosPlan.parse(chaos, chaos_interval, chaos_faults, chaos_duration) if chaos else None
+        )
         if faults and sweep:
             raise ChaosError("--chaos: not with --sweep (each run would see other faults)")
     configuration = _load_or_exit(config) if config else default_configuration()
@@ -320,6 +337,8 @@ def bench(
         write_placements(run, placements)
     if report:
         report.write_text(json.dumps(run.report, indent=2) + "\n")
+    for warning in run.report.get("warnings", []):
+        console.print(f"[yellow]warning:[/yellow] {warning}")
     for violation in run.report["invariant_violations"]:
         console.print(f"[red]invariant violated:[/red] {violation}")
     for error in run.report.get("errors", []):
@@ -515,7 +534,8 @@ def summary_table(r: dict[str, Any]) -> Table:
         )
     for role, peak in r.get("memory_peak_bytes", {}).items():
         rows.append((f"peak RSS {role}", f"{peak / 2**20:.0f} MiB"))
-    for kind, rec in (r.get("chaos") or {}).get("recovery_s", {}).items():
+    chaos = r.get("chaos") or {}
+    for kind, rec in chaos.get("recovery_s", {}).items():
         rows.append(
             (
                 f"chaos {kind}: injected / recovered; recovery median / max",
@@ -523,6 +543,9 @@ def summary_table(r: dict[str, Any]) -> Table:
                 f"{_seconds(rec['median_s'])} / {_seconds(rec['max_s'])}",
             )
         )
+    if chaos:
+        rows.append(("chaos: pods tried again for the faults", chaos["retries"]))
+        rows.append(("chaos: faults stopped by", chaos["stopped"]))
     if r.get("upstream_threshold"):
         rows.append((r["upstream_threshold"]["note"], r["upstream_threshold"]["pods_per_s"]))
     for label, value in rows:

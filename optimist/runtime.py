@@ -271,6 +271,9 @@ class _Committing:
     epoch: str  # the node store's epoch it is committed in
 
 
+_BOUND = ("bound", "partly-bound")  # the outcomes whose pods (but `unbound`) are bound
+
+
 @dataclass(frozen=True, slots=True)
 class _Sent:
     """A batch out with a shard."""
@@ -351,6 +354,9 @@ class SchedulingLoop:
         self.store_rebuilds: list[float] = []  # seconds each rebuild of the store took
         self._restarting: set[int] = set()  # those shards, until their batches came back
         self.binder_failures = 0
+        # pods tried again because a fault voided their attempt (a shard's or a binder's
+        # batch lost, a commit in a store lost since) or a store built again woke them
+        self.fault_retries = 0
         self.commits_by_binder = [0] * (len(self.binders) + 1)  # batches; 0 is the driver's
 
     def ingest(self) -> None:
@@ -509,7 +515,10 @@ class SchedulingLoop:
             if not outcome.committed:
                 log.warning("bound pod %s not counted: %s", outcome.unit, outcome.detail)
         self.binder.guard.reset()
+        incoming = self.dispatcher.stats.incoming
+        waiting = sum(incoming.values())
         self.dispatcher.on_event(NODE_ADD)  # anything waiting may fit in the new store
+        self.fault_retries += sum(incoming.values()) - waiting
         self.store_rebuilds.append(time.perf_counter() - started)
         log.warning(
             "node store built again from the cluster: %d nodes, %d bound pods, in %.2f s",
@@ -599,6 +608,10 @@ class SchedulingLoop:
             self.shard_failures += 1
             result = ShardResult(shard, batch_id, 0, [])
             self._notice_lost_store()
+            lost = self.dispatcher.batches.get(batch_id)
+            for key in lost.units if lost else ():
+                unit = self.dispatcher.units.get(key)
+                self.fault_retries += len(unit.pods) if unit else 0
         units = self.dispatcher.units
         unplaced = {  # unit key -> (unit, its attempts so far), of the units that found no node
             d.unit: (units[d.unit], units[d.unit].attempts)
@@ -659,17 +672,26 @@ class SchedulingLoop:
         commit: Callable[[], list[UnitOutcome]],
         classes: list[SchedulingSpec],
         decisions: list[Decision],
+        voided: bool = False,
     ) -> list[UnitOutcome]:
         """Commit (or take a binder actor's commit) and bind. If the store fails
         meanwhile, what it holds of the batch once it is back is what was committed:
-        nothing, if it was lost, or if the batch was placed against a store since lost."""
+        nothing, if it was lost, or if the batch was placed against a store since lost.
+        The pods of a commit so `voided` (or lost here) that are not bound are counted
+        as tried again for a fault."""
         while True:
             try:
-                return commit()
+                outcomes = commit()
+                break
             except STORE_ERRORS as err:
                 self._recover_store(err)
+                voided = True
                 lost = f"the node store failed during the commit: {err}"
                 commit = partial(self.binder.take_reply, classes, decisions, None, lost)
+        if voided:
+            settled = {o.unit: len(o.unbound) for o in outcomes if o.status in _BOUND}
+            self.fault_retries += sum(settled.get(d.unit, len(d.placements)) for d in decisions)
+        return outcomes
 
     def _hold(self, decision: Decision) -> UnitOutcome:
         """A reservation's placement: its room held in the store for its owner, on the
@@ -824,6 +846,7 @@ class SchedulingLoop:
             lambda: self.binder.take_reply(job.classes, job.decisions, reply),
             job.classes,
             job.decisions,
+            voided=reply is None,
         )
         self._settle(job.batch_id, outcomes + job.held, job.decided)
 
