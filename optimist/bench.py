@@ -12,6 +12,8 @@ from __future__ import annotations
 import cProfile
 import csv
 import os
+import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -545,9 +547,12 @@ def write_placements(run: BenchRun, path: Path) -> None:
 
 
 @contextmanager
-def _progress(show: bool) -> Iterator[Progress | None]:
+def _progress(show: bool) -> Iterator[Progress | ProgressLines | None]:
     if not show:
         yield None
+        return
+    if not sys.stdout.isatty():  # a file or a pipe: lines it can read as they come
+        yield ProgressLines()
         return
     with Progress(
         TextColumn("[bold]{task.description}"),
@@ -557,6 +562,27 @@ def _progress(show: bool) -> Iterator[Progress | None]:
         transient=False,
     ) as bar:
         yield bar
+
+
+class ProgressLines:
+    """Progress for a stdout that is no terminal: a line (flushed) whenever a workload's
+    count changes, where a live bar would show only once the process exits."""
+
+    def __init__(self) -> None:
+        self._tasks: list[tuple[str, float]] = []  # (name, when it began)
+        self._said: dict[int, tuple[int, int | None]] = {}
+
+    def add_task(self, description: str, total: int | None = None) -> int:
+        self._tasks.append((description, time.perf_counter()))
+        return len(self._tasks) - 1
+
+    def update(self, task: int, completed: int, total: int | None) -> None:
+        if self._said.get(task) == (completed, total):
+            return
+        self._said[task] = (completed, total)
+        name, began = self._tasks[task]
+        elapsed = time.perf_counter() - began
+        print(f"{name}: {completed}/{total} pods settled, {elapsed:.1f} s", flush=True)
 
 
 @contextmanager

@@ -300,6 +300,25 @@ def bench(
         plan = load_plan(
             cases, case=case, workload=workload, overrides=overrides, timeout_s=timeout
         )
+
+    def show(run: BenchRun) -> None:
+        """The summary and the files asked for, at once: a script reading stdout (or
+        waiting for a file) knows the run is over, even while metrics linger."""
+        console.print(sweep_table(run.report) if sweep else summary_table(run.report))
+        if html:
+            write_html(run.report, html)
+        if placements:
+            write_placements(run, placements)
+        if report:
+            report.write_text(json.dumps(run.report, indent=2) + "\n")
+        for warning in run.report.get("warnings", []):
+            console.print(f"[yellow]warning:[/yellow] {warning}")
+        for violation in run.report["invariant_violations"]:
+            console.print(f"[red]invariant violated:[/red] {violation}")
+        for error in run.report.get("errors", []):
+            console.print(f"[red]case failed:[/red] {error}")
+        console.file.flush()
+
     with _usage_error(SweepError, ChaosError, PlacementError):
         if sweep:
             run = run_sweep(
@@ -320,6 +339,7 @@ def bench(
                 profile,
                 Profiler() if profiling_endpoint else None,
                 faults,
+                show,
             )
         else:
             run = run_bench(
@@ -330,19 +350,8 @@ def bench(
                 profile_dir=profile,
                 chaos=faults,
             )
-    console.print(sweep_table(run.report) if sweep else summary_table(run.report))
-    if html:
-        write_html(run.report, html)
-    if placements:
-        write_placements(run, placements)
-    if report:
-        report.write_text(json.dumps(run.report, indent=2) + "\n")
-    for warning in run.report.get("warnings", []):
-        console.print(f"[yellow]warning:[/yellow] {warning}")
-    for violation in run.report["invariant_violations"]:
-        console.print(f"[red]invariant violated:[/red] {violation}")
-    for error in run.report.get("errors", []):
-        console.print(f"[red]case failed:[/red] {error}")
+    if not metrics_address or sweep:
+        show(run)
     raise typer.Exit(0 if run.ok else 1)
 
 
@@ -438,9 +447,11 @@ def _bench_serving_metrics(
     profile_dir: Path | None,
     profiler: Profiler | None,
     chaos: ChaosPlan | None,
+    show: Callable[[BenchRun], None],
 ) -> BenchRun:
     """`run_bench` with the platform's metrics served on `address` (ready while it runs),
-    and for `linger` seconds after, so that a scraper collects the final values."""
+    and for `linger` seconds after, so that a scraper collects the final values; the run
+    is shown before that."""
     metrics = SchedulerMetrics()
     running = threading.Event()
     running.set()
@@ -457,6 +468,7 @@ def _bench_serving_metrics(
             chaos=chaos,
         )
         running.clear()
+        show(run)
         time.sleep(linger)
     return run
 

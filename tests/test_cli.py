@@ -5,6 +5,10 @@ import json
 import logging
 import os
 import pstats
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -217,3 +221,29 @@ def test_run_refuses_kube_schedulers_own_lease(tmp_path):
     result = CliRunner().invoke(app, ["run", "--config", str(config)])
     assert result.exit_code == 2
     assert "'kube-scheduler' is kube-scheduler's own lease" in " ".join(result.output.split())
+
+
+def test_a_redirected_bench_prints_progress_lines_and_its_summary_before_lingering(
+    tmp_path, redis_url
+):
+    """stdout to a file or a pipe: progress comes as lines, and the summary as soon as
+    the run is over, not when the process exits 60 s of lingering later."""
+    command = [str(Path(sys.executable).with_name("optimist")), "bench", "--nodes", "50"]
+    command += ["--pods", "300", "--redis-url", redis_url]
+    command += ["--metrics-address", "127.0.0.1:0", "--linger", "60"]
+    out = (tmp_path / "out.txt").open("w+")
+    bench = subprocess.Popen(command, stdout=out, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while "pods/s average" not in (text := Path(out.name).read_text()):
+            assert bench.poll() is None, text
+            assert time.monotonic() < deadline, text
+            time.sleep(0.2)
+        assert bench.poll() is None  # still lingering: the summary did not wait for it
+        # initPods' pods too; no live bar written into a file
+        assert "SchedulingBasic/5000Nodes_10000Pods: 1300/1300 pods settled" in text
+        assert "SchedulingBasic/5000Nodes_10000Pods ━" not in text
+    finally:
+        bench.send_signal(signal.SIGINT)  # as a user's ^C: Ray and the server stop
+        bench.wait(timeout=60)
+        out.close()
