@@ -23,7 +23,7 @@ import re
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
@@ -440,6 +440,23 @@ class LoopMetrics:
         self._sent: dict[int, float] = {}  # batch id -> time.monotonic() when sent
         self._ticker = Ticker(sample_every_s)
 
+    def expect(self, profiles: Iterable[str], shards: int) -> None:
+        """Serve 0 for the label sets known in advance, before their first event: a rate
+        or an alert over a series that is not there yet reads nothing, not 0 (as
+        kube-scheduler does for its attempts' results)."""
+        m = self.metrics
+        for profile in profiles:
+            for result in ("scheduled", "unschedulable"):
+                m.attempts.labels(result, profile)
+        where = [str(p) for p in range(self.partitions)] if self.partitions else ["all"]
+        for kind in CONFLICT_KINDS:
+            for partition in where:
+                m.conflicts.labels(kind, partition)
+        for shard in map(str, range(shards)):
+            m.shard_pods.labels(shard)
+            for source in ("commit_log", "nodes"):
+                m.syncs.labels(shard, source)
+
     def sent(self, batch_id: int, pods: int) -> None:
         self._sent[batch_id] = time.monotonic()
         self.metrics.batch_pods.observe(pods)
@@ -546,18 +563,22 @@ class LoopMetrics:
             self._ticker.took(started)
 
 
+# A conflict's reason, as a label of few values: the first kind whose words it has.
+_CONFLICT_WORDS = (
+    ("resources", "insufficient"),
+    ("host-port", "host port"),
+    ("node-gone", "does not exist"),
+    ("changed", "changed since"),
+    ("cross-pod", "affinity"),
+    ("cross-pod", "spread"),
+    ("fence", "by another binder"),
+    ("binder-failed", "binder actor failed"),
+)
+CONFLICT_KINDS = (*dict.fromkeys(kind for kind, _ in _CONFLICT_WORDS), "other")
+
+
 def _conflict_kind(detail: str) -> str:
-    """A conflict's reason, as a label of few values."""
-    for kind, words in (
-        ("resources", "insufficient"),
-        ("host-port", "host port"),
-        ("node-gone", "does not exist"),
-        ("changed", "changed since"),
-        ("cross-pod", "affinity"),
-        ("cross-pod", "spread"),
-        ("fence", "by another binder"),
-        ("binder-failed", "binder actor failed"),
-    ):
+    for kind, words in _CONFLICT_WORDS:
         if words in detail:
             return kind
     return "other"

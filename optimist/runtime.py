@@ -304,6 +304,8 @@ class SchedulingLoop:
     ) -> None:
         s = platform.settings
         self.metrics = metrics
+        if metrics:
+            metrics.expect(s.scheduler_names, len(platform.shards))
         self.profiler = profiler
         if profiler:
             profiler.attach(platform.shards)

@@ -23,6 +23,7 @@ from optimist.metrics import (
     AGE_BUCKETS,
     ATTEMPT_BUCKETS,
     ATTEMPTS_BUCKETS,
+    CONFLICT_KINDS,
     SLI_BUCKETS,
     VICTIMS_BUCKETS,
     LoopMetrics,
@@ -214,3 +215,25 @@ def test_conflicts_are_counted_by_kind_and_by_the_partition_of_their_node():
         ("binder-failed", ""): 1,
         ("resources", "all"): 1,
     }
+
+
+def test_label_sets_known_in_advance_are_served_before_their_first_event(served):
+    """rate() and alerts over a counter with no sample read nothing, not 0: every kind
+    of conflict is there, at 0 where none came."""
+    _, found = served
+    conflicts = {
+        (s.labels["reason"], s.labels["partition"]): s.value
+        for s in found["optimist_conflicts"].samples
+        if s.name == "optimist_conflicts_total"
+    }
+    assert {kind for kind, _ in conflicts} == set(CONFLICT_KINDS)
+    assert {partition for _, partition in conflicts} >= {"all"}
+    results = {
+        (s.labels["result"], s.labels["profile"])
+        for s in found["scheduler_schedule_attempts"].samples
+    }
+    assert {("scheduled", "default-scheduler"), ("unschedulable", "default-scheduler")} <= results
+    sources = {
+        (s.labels["shard"], s.labels["source"]) for s in found["optimist_shard_syncs"].samples
+    }
+    assert sources >= {(shard, source) for shard in "01" for source in ("commit_log", "nodes")}
