@@ -75,9 +75,12 @@ def test_pooled_sums_redis_commands_rollbacks_and_shard_busy_time():
             "nodes": 1,
             "memory_peak_bytes": {"driver": 1},
             "invariant_violations": [],
+            "name": f"case-{pods}",
+            "warnings": [f"{pods} pods"],
         }
 
     top = pooled([case(10, 300, 2, 1, 1.0, 2.0), case(30, 500, 0, 4, 2.0, 4.0)])
+    assert top["warnings"] == ["case-10: 10 pods", "case-30: 30 pods"]
     assert top["redis_commands"] == 800 and top["redis_commands_per_pod"] == 20.0
     assert top["redis_round_trips"] == 80 and top["redis_round_trips_per_pod"] == 2.0
     assert top["binder_batches"] == [40, 2]
