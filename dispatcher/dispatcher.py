@@ -149,6 +149,12 @@ class Dispatcher:
         elif pod.key not in self._unit_of:
             self._enqueue([pod])
 
+    def gang_waits(self, groups: Collection[str]) -> dict[str, str]:
+        """Pod key -> why, of these groups' pods that wait for their gang (too few
+        members yet, or no PodGroup): what to tell the cluster as they begin to wait,
+        as kube-scheduler's coscheduling plugin does at PreFilter."""
+        return self.gangs.waiting_reasons({}, only=groups)
+
     def add_group(self, group: PodGroup) -> None:
         for pods in self.gangs.add_group(group):
             self._enqueue(pods, group.key)

@@ -7,7 +7,7 @@ the gang's unit is still being tried wait for it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from cluster.objects import Pod, PodGroup
@@ -74,11 +74,18 @@ class Gangs:
                 self.waiting[key] = [p for p in pods if p.key != pod_key]
                 return
 
-    def waiting_reasons(self, verdicts: Mapping[str, str]) -> dict[str, str]:
-        """Why each waiting pod is not being scheduled, for the report; `verdicts` holds
-        why the gang units now in backoff failed, by group."""
+    def waiting_reasons(
+        self, verdicts: Mapping[str, str], only: Collection[str] | None = None
+    ) -> dict[str, str]:
+        """Why each waiting pod (of the groups `only`, or all) is not being scheduled, for
+        the report; `verdicts` holds why the gang units now in backoff failed, by group."""
         out = {}
-        for key, pods in self.waiting.items():
+        groups = (
+            self.waiting.items()
+            if only is None
+            else ((key, self.waiting[key]) for key in only if key in self.waiting)
+        )
+        for key, pods in groups:
             group = self.groups.get(key)
             if group is None:
                 reason = f"waiting for PodGroup {key}, which does not exist"

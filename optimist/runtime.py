@@ -402,7 +402,8 @@ class SchedulingLoop:
             self._holds_checked = now
             if self.store.expire_holds(now):
                 self.dispatcher.on_event(ASSIGNED_POD_DELETE)  # held room is free again
-        for group in self.cluster.take_new_groups():
+        groups = self.cluster.take_new_groups()
+        for group in groups:
             self.dispatcher.add_group(group)
         self.budgets.put(self.cluster.take_new_budgets())
         pods, errors = self.cluster.take_new_pods()
@@ -410,6 +411,9 @@ class SchedulingLoop:
             self.on_stage("queued", [p.key for p in pods], time.perf_counter())
         for pod in pods:
             self.dispatcher.add(pod)
+        touched = {g.key for g in groups} | {p.group for p in pods if p.group}
+        if touched and (waits := self.dispatcher.gang_waits(touched)):
+            self.cluster.report_unschedulable([(k, "Unschedulable", w) for k, w in waits.items()])
         if self.reservations.has_placed:  # queued first: a failing store loses no pod
             for pod in pods:
                 self._claim(pod)

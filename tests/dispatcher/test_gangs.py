@@ -40,6 +40,22 @@ def test_gang_waits_for_min_member_then_goes_whole():
     assert d.unschedulable() == {}
 
 
+def test_the_pods_waiting_for_their_gang_are_named_with_why_for_the_cluster():
+    d = Dispatcher()
+    d.add_group(PodGroup("default", "train", min_member=3))
+    d.add(member("a"))
+    d.add(member("x", group="nowhere"))
+    assert d.gang_waits({"default/train"}) == {
+        "default/a": "waiting for PodGroup default/train: 1 of 3 pods exist"
+    }
+    assert d.gang_waits({"default/nowhere", "default/other"}) == {
+        "default/x": "waiting for PodGroup default/nowhere, which does not exist"
+    }
+    d.add(member("b"))
+    d.add(member("c"))
+    assert d.gang_waits({"default/train"}) == {}  # complete: a unit, no longer waiting
+
+
 def test_group_arriving_after_its_pods_completes_the_gang():
     d = Dispatcher()
     for name in "ab":
