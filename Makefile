@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: bench test lint fuzz redis-server prometheus clean
+.PHONY: bench test lint fuzz redis-server prometheus kube clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -34,10 +34,16 @@ prometheus:
 	@# The package starts a system-wide server; the test starts its own, on loopback.
 	@command -v systemctl >/dev/null 2>&1 && systemctl stop prometheus >/dev/null 2>&1 || true
 
+# etcd, kube-apiserver, kube-scheduler and kubectl v1.30, built from source at the pins
+# of tools/kube and tools/etcd into a cache outside the checkout (reused while the
+# pins hold); build/kube points at them. The Kubernetes tests run against them.
+kube:
+	@bash tools/build-kube.sh
+
 bench: $(STAMP) redis-server
 	$(BIN)/optimist bench $(ARGS)
 
-test: $(STAMP) redis-server prometheus
+test: $(STAMP) redis-server prometheus kube
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
