@@ -4,7 +4,9 @@ that injects a fault in the middle of a run."""
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 import ray
@@ -12,8 +14,10 @@ import ray
 from cluster.redis_server import EmbeddedRedis, connect
 from cluster.simulator import SimulatedCluster
 from cluster.store import Keys, NodeStore
+from optimist.controlplane import ControlPlane, ControlPlaneMissing, binaries
 from optimist.runtime import init_ray
-from tests.kubeapi import FakeKubeAPI
+from tests.kube.api import Api
+from tests.kube.proxy import FaultProxy
 
 _prefixes = itertools.count()
 
@@ -45,13 +49,49 @@ def ray_session() -> Iterator[None]:
         ray.shutdown()
 
 
+SHARED_CRDS = Path(__file__).resolve().parents[2] / "shared" / "kubernetes" / "crds"
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator[ControlPlane]:
+    """etcd and kube-apiserver v1.30, built from source by `make kube`, once for the
+    session, with the CRDs optimist meets (../shared/kubernetes/crds) installed.
+    Skipped, saying what to install, where they are not built; under CI, a failure."""
+    try:
+        binaries()
+    except ControlPlaneMissing as missing:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must run the Kubernetes tests: {missing}")
+        pytest.skip(str(missing))
+    crds = sorted(SHARED_CRDS.glob("*.yaml"))
+    if not crds and os.environ.get("CI") == "true":
+        pytest.fail(f"no CRDs in {SHARED_CRDS}: CI has ../shared beside the checkout")
+    with ControlPlane(crds=crds) as plane:
+        yield plane
+
+
 @pytest.fixture
-def kube_api() -> Iterator[tuple[FakeKubeAPI, str]]:
-    """A fresh stateful API server on loopback (tests/kubeapi.py): (its state, its URL)."""
-    api = FakeKubeAPI()
-    url = api.start()
-    yield api, url
-    api.stop()
+def kube_api(control_plane: ControlPlane) -> Iterator[Api]:
+    """The session's real API server behind a fault proxy of this test's own; what the
+    test made is removed after it, pass or fail."""
+    with FaultProxy(
+        control_plane.url, control_plane.serving_context(), control_plane.client_context()
+    ) as proxy:
+        api = Api(control_plane, proxy)
+        try:
+            yield api
+        finally:
+            api.clean()
+
+
+def needs_crds(*names: str) -> pytest.MarkDecorator:
+    """Skip, saying why, where ../shared/kubernetes/crds (beside CI's checkout, not in a
+    user's clone) lacks these CRDs."""
+    have = {p.name for p in SHARED_CRDS.glob("*.yaml")}
+    missing = [n for n in names if n not in have]
+    return pytest.mark.skipif(
+        bool(missing), reason=f"{', '.join(missing)} not in {SHARED_CRDS} (../shared)"
+    )
 
 
 class FaultAfter:

@@ -123,12 +123,12 @@ class Informer:
         items, version = list_all(self.client, self.path, self.page_size)
         seen: dict[str, str] = {}
         for obj in items:
-            key, version = object_key(obj), obj["metadata"].get("resourceVersion", "")
-            seen[key] = version
+            key, known = object_key(obj), obj["metadata"].get("resourceVersion", "")
+            seen[key] = known
             before = self._known.get(key)
             if before is None:
                 self.handle("ADDED", obj)
-            elif before != version:
+            elif before != known:
                 self.handle("MODIFIED", obj)
         for key in self._known.keys() - seen.keys():  # deleted while nobody watched
             namespace, _, name = key.rpartition("/")

@@ -1,11 +1,14 @@
-"""deploy/kubernetes: every overlay renders, every object is valid against the Kubernetes
-schemas, the configuration inside is one optimist accepts, and the RBAC grants exactly
-what the adapter uses."""
+"""deploy/kubernetes: every overlay renders with the real `kubectl kustomize`, every object
+is valid against the Kubernetes schemas and is accepted by the real API server (server
+side dry run, strict field validation), the configuration inside is one optimist
+accepts, and the RBAC allows every request optimist makes, as the real authorizer
+judges it, and no rule can go."""
 
 from __future__ import annotations
 
 import json
-import re
+import os
+import subprocess
 import threading
 from pathlib import Path
 
@@ -18,9 +21,9 @@ from cluster.kube.adapter import KubernetesAdapter
 from cluster.kube.client import KubeClient
 from cluster.kube.lease import LeaderElector, LeaseConfig
 from optimist.configuration import parse_configuration
+from optimist.controlplane import ControlPlaneMissing, User, binaries
 from tests.cluster.kube.test_adapter import node_doc, pod_doc
 from tests.cluster.kube.test_informer import until
-from tests.deploy.kustomize import render
 
 DEPLOY = Path(__file__).parents[2] / "deploy" / "kubernetes"
 OVERLAYS = ["small", "large"]
@@ -28,6 +31,20 @@ KUBERNETES = "1.30.0"
 # custom resources: their schemas are the operators', not Kubernetes'
 CUSTOM = {("ray.io/v1", "RayCluster"), ("monitoring.coreos.com/v1", "ServiceMonitor")}
 NAMESPACE = "optimist-system"
+
+
+def render(overlay: Path) -> list[dict]:
+    """The overlay as `kubectl apply -k` sees it: the pinned kubectl's kustomize."""
+    try:
+        kubectl = binaries() / "kubectl"
+    except ControlPlaneMissing as missing:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must render the overlays: {missing}")
+        pytest.skip(str(missing))
+    out = subprocess.run(
+        [str(kubectl), "kustomize", str(overlay)], capture_output=True, text=True, check=True
+    )
+    return [doc for doc in yaml.safe_load_all(out.stdout) if doc]
 
 
 @pytest.fixture(scope="module", params=OVERLAYS)
@@ -110,44 +127,82 @@ def test_the_configuration_inside_is_one_optimist_runs_as_a_second_scheduler(ren
     assert not any(o["kind"] == "Secret" for o in objects)  # the admin makes it (README)
 
 
-def rules(objects):
-    """(api group, resource, verb) the RBAC grants."""
-    granted = set()
-    for obj in objects:
-        if obj["kind"] in ("ClusterRole", "Role"):
-            for rule in obj["rules"]:
-                for group in rule["apiGroups"]:
-                    for resource in rule["resources"]:
-                        for verb in rule["verbs"]:
-                            granted.add((group, resource, verb))
-    return granted
+def kubectl(plane, kubeconfig, *args, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(plane.bin_dir / "kubectl"), f"--kubeconfig={kubeconfig}", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+    )
 
 
-_PATH = re.compile(
-    r"^/(?:api/v1|apis/(?P<group>[^/]+)/[^/]+)(?:/namespaces/[^/]+)?/(?P<resource>[a-z]+)"
-    r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>[a-z]+))?$"
-)
-_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_real_server_accepts_every_object_strictly(kube_api, overlay):
+    """A server-side dry run with strict field validation: an unknown or misplaced
+    field, a wrong type, a missing CRD or a bad reference is refused by the server."""
+    plane = kube_api.plane
+    objects = render(DEPLOY / "overlays" / overlay)
+    namespace = find(objects, "Namespace", NAMESPACE)
+    kube_api.put("namespaces", {"metadata": namespace["metadata"]})  # the rest goes in it
+    applied = kubectl(
+        plane,
+        plane.admin_kubeconfig,
+        *("apply", "--server-side", "--dry-run=server", "--validate=strict"),
+        *("--field-manager=optimist-tests", "-f", "-"),
+        stdin=yaml.safe_dump_all(objects),
+    )
+    assert applied.returncode == 0, applied.stderr
+    lines = applied.stdout.splitlines()
+    assert len(lines) == len(objects) and all(line.endswith("(server dry run)") for line in lines)
 
 
-def used(requests):
-    """(api group, resource, verb) of each request, as the API server's authorizer sees it."""
-    out = set()
-    for method, path, watch in requests:
-        m = _PATH.match(path)
-        assert m, path
-        resource = m["resource"] + (f"/{m['sub']}" if m["sub"] else "")
-        if method == "GET":
-            verb = "get" if m["name"] else "watch" if watch else "list"
-        else:
-            verb = _VERBS[method]
-        out.add((m["group"] or "", resource, verb))
-    return out
+def test_a_field_the_schema_does_not_have_is_refused_by_the_server(kube_api):
+    plane = kube_api.plane
+    bad = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "x", "namespace": "default"},
+        "data": {"a": "b"},
+        "dataa": {"typo": "here"},
+    }
+    applied = kubectl(
+        plane,
+        plane.admin_kubeconfig,
+        *("apply", "--server-side", "--dry-run=server", "--validate=strict", "-f", "-"),
+        stdin=yaml.safe_dump(bad),
+    )
+    assert applied.returncode != 0 and ".dataa: field not declared in schema" in applied.stderr
 
 
-def test_the_rbac_grants_exactly_what_the_adapter_uses(kube_api):
-    api, url = kube_api
-    objects = render(DEPLOY / "overlays" / "small")
+def as_optimist(kube_api, objects):
+    """The overlay's ServiceAccount, roles and bindings made for real, and a client with
+    a token of that account from the TokenRequest API, through the fault proxy: the
+    authorizer judges each request as a cluster would the Deployment's."""
+    kube_api.put("namespaces", {"metadata": find(objects, "Namespace", NAMESPACE)["metadata"]})
+    kinds = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
+    access = [o for o in objects if o["kind"] in kinds]
+    plane = kube_api.plane
+    made = kubectl(
+        plane, plane.admin_kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(access)
+    )
+    assert made.returncode == 0, made.stderr
+    account = find(objects, "ServiceAccount", "optimist")["metadata"]["name"]
+    token = kube_api.admin.request(
+        "POST",
+        f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{account}/token",
+        body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+    )["status"]["token"]
+    user = User(f"system:serviceaccount:{NAMESPACE}:{account}", token)
+    kubeconfig = plane.kubeconfig(user, server=kube_api.proxy.url, name="optimist-sa")
+    return KubeClient.for_kubeconfig(str(kubeconfig))
+
+
+def exercise(kube_api, client):
+    """Every kind of request optimist makes: list and watch of what it reads, a binding
+    (GPU indices first), reports (a condition, an event counted up, a nomination), an
+    eviction, and the leader's lease. Returns what each binding, eviction and lease
+    call answered, for a test that takes a right away."""
+    api = kube_api
     api.put("nodes", node_doc("n1"))
     api.put("priorityclasses", {"metadata": {"name": "low"}, "value": 1})
     api.put(
@@ -161,26 +216,45 @@ def test_the_rbac_grants_exactly_what_the_adapter_uses(kube_api):
         },
     )
     api.put("pods", pod_doc("victim", scheduler="default-scheduler", node="n1"))
-    client = KubeClient.for_host(url)
     adapter = KubernetesAdapter(client, frozenset({"optimist"})).start()
     try:
         api.put("pods", pod_doc("p", scheduler="optimist"))
         until(lambda: adapter.take_new_pods()[0])
-        assert adapter.bind([Binding("default/p", "n1", gpus=(0,))]) == [None]
+        bound = adapter.bind([Binding("default/p", "n1", gpus=(0,))])
         for _ in range(2):  # the second counts up on the first event
             adapter.report_unschedulable([("default/p", "Unschedulable", "0/1 nodes")])
         adapter.nominate({"default/p": "n1"})
-        assert adapter.evict(["default/victim"]) == [None]
-        assert adapter.flush_reports()
+        evicted = adapter.evict(["default/victim"])
+        adapter.flush_reports()
     finally:
         adapter.stop()
-    lease = LeaseConfig(namespace=NAMESPACE, name="optimist")
-    elector = LeaderElector(client, "me", lease)
-    assert elector.acquire(threading.Event())
-    elector.release()
-    granted, asked = rules(objects), used(api.requests)
-    assert asked - granted == set(), "the adapter needs more than the RBAC grants"
-    assert granted - asked == set(), "the RBAC grants what the adapter never uses"
+    elector = LeaderElector(client, "me", LeaseConfig(namespace=NAMESPACE, name="optimist"))
+    led = elector.acquire(threading.Event())
+    if led:
+        elector.release()
+    return bound, evicted, led
+
+
+def test_the_real_authorizer_allows_every_request_optimist_makes(kube_api):
+    objects = render(DEPLOY / "overlays" / "small")
+    client = as_optimist(kube_api, objects)
+    bound, evicted, led = exercise(kube_api, client)
+    assert bound == [None] and evicted == [None] and led
+    refused = [r for r in kube_api.requests if r.status == 403]
+    assert refused == [], "the RBAC does not allow what optimist asks"
+    asked = {(r.method, r.path.rsplit("/", 1)[-1]) for r in kube_api.requests}
+    assert {("POST", "binding"), ("PATCH", "status"), ("POST", "events")} <= asked
+
+
+def test_without_a_rule_optimist_fails_saying_which_verb_and_resource(kube_api):
+    objects = render(DEPLOY / "overlays" / "small")
+    role = find(objects, "ClusterRole", "optimist-scheduler")
+    role["rules"] = [r for r in role["rules"] if r["resources"] != ["pods/binding"]]
+    client = as_optimist(kube_api, objects)
+    [error], evicted, _ = exercise(kube_api, client)
+    assert evicted == [None]  # the rest goes on
+    assert "403" in error and 'cannot create resource "pods/binding"' in error, error
+    assert 'User "system:serviceaccount:optimist-system:optimist"' in error
 
 
 def test_the_dockerfile_installs_the_packages_the_image_runs():

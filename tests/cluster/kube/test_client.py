@@ -1,5 +1,6 @@
-"""Requests through the official client to a live (stateful, fake) API server: JSON in
-and out, 429 and 5xx retried with the server's Retry-After, the rate limit honoured."""
+"""Requests through the official client to the real API server: JSON in and out, 429
+and 5xx retried with the server's Retry-After (the 429s from the fault proxy), the
+rate limit honoured."""
 
 import time
 
@@ -9,30 +10,37 @@ from cluster.kube.client import ApiError, Backoff, KubeClient, TokenBucket
 
 
 def test_objects_go_in_and_come_out_as_json(kube_api):
-    _, url = kube_api
-    client = KubeClient.for_host(url)
+    client = kube_api.client()
     made = client.request("POST", "/api/v1/nodes", body={"metadata": {"name": "n1"}})
-    assert made["metadata"]["resourceVersion"] == "2"
+    assert int(made["metadata"]["resourceVersion"]) > 0 and made["metadata"]["uid"]
     assert client.request("GET", "/api/v1/nodes/n1")["metadata"]["name"] == "n1"
     with pytest.raises(ApiError) as err:
         client.request("POST", "/api/v1/nodes", body={"metadata": {"name": "n1"}})
     assert (err.value.status, err.value.reason) == (409, "AlreadyExists")
+    assert 'nodes "n1" already exists' in err.value.message
+
+
+def test_a_request_the_server_refuses_says_why(kube_api):
+    """The real server's validation, as optimist reports it: the field and the value."""
+    client = kube_api.client()
+    bad = {"metadata": {"name": "Not_A_Name"}}
+    with pytest.raises(ApiError) as err:
+        client.request("POST", "/api/v1/nodes", body=bad)
+    assert err.value.status == 422 and "Not_A_Name" in err.value.message
 
 
 def test_throttled_requests_wait_as_the_server_says_and_are_counted(kube_api):
-    api, url = kube_api
-    client = KubeClient.for_host(url)
+    client = kube_api.client()
     client.request("POST", "/api/v1/nodes", body={"metadata": {"name": "n1"}})
-    api.throttle(2, retry_after_s=1)
+    kube_api.throttle(2, retry_after_s=1)
     started = time.monotonic()
     assert client.request("GET", "/api/v1/nodes/n1")["metadata"]["name"] == "n1"
     assert time.monotonic() - started >= 2.0 and client.retries == 2
 
 
 def test_a_server_that_keeps_refusing_is_given_up_on_with_its_status(kube_api):
-    api, url = kube_api
-    client = KubeClient.for_host(url, backoff=Backoff(first_s=0.01, cap_s=0.05, tries=3))
-    api.throttle(10, retry_after_s=0)
+    client = kube_api.client(backoff=Backoff(first_s=0.01, cap_s=0.05, tries=3))
+    kube_api.throttle(10, retry_after_s=0)
     with pytest.raises(ApiError) as err:
         client.request("GET", "/api/v1/nodes")
     assert err.value.status == 429 and client.retries == 2

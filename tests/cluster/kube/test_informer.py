@@ -1,13 +1,15 @@
-"""The informer against a live (stateful, fake) API server: list then watch, resume after
-a dropped watch, list afresh after 410 Gone, and nothing missed either way."""
+"""The informer against the real API server: list then watch, resume after a dropped
+watch, list afresh after a real 410 Gone (etcd compacted), and nothing missed."""
 
 import threading
 import time
 
 import pytest
 
-from cluster.kube.client import ApiError, KubeClient
+from cluster.kube.client import ApiError
 from cluster.kube.informer import Informer
+
+CONFIGMAPS = "/api/v1/namespaces/default/configmaps"  # the server keeps no watch cache of them
 
 
 class Seen:
@@ -25,14 +27,14 @@ class Seen:
             if kind == "DELETED":
                 self.now.pop(name, None)
             else:
-                self.now[name] = obj["metadata"].get("labels", {}).get("v", "")
+                self.now[name] = (obj["metadata"].get("labels") or {}).get("v", "")
 
 
 def node(name, v="1"):
     return {"metadata": {"name": name, "labels": {"v": v}}}
 
 
-def until(check, timeout_s=10.0):
+def until(check, timeout_s=20.0):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if check():
@@ -42,34 +44,49 @@ def until(check, timeout_s=10.0):
 
 
 def test_lists_then_watches_and_resumes_a_dropped_watch_where_it_was(kube_api):
-    api, url = kube_api
-    api.put("nodes", node("a"))
+    kube_api.put("nodes", node("a"))
     seen = Seen()
-    informer = Informer(KubeClient.for_host(url), "/api/v1/nodes", seen).start()
-    assert informer.synced.wait(5) and seen.now == {"a": "1"}
-    api.put("nodes", node("b"))
+    informer = Informer(kube_api.client(), "/api/v1/nodes", seen).start()
+    assert informer.synced.wait(10) and seen.now == {"a": "1"}
+    kube_api.put("nodes", node("b"))
     until(lambda: "b" in seen.now)
-    api.drop_watches()
-    api.put("nodes", node("a", "2"))  # while no watch is open
-    api.delete("nodes", "", "b")
+    kube_api.drop_watches()
+    kube_api.put("nodes", node("a", "2"))  # while the watch is down, or just back
+    kube_api.delete("nodes", "", "b")
     until(lambda: seen.now == {"a": "2"})
     informer.stop()
     assert informer.lists == 1 and informer.watches >= 2  # resumed, never listed again
     assert seen.events.count(("ADDED", "b")) == 1
 
 
-def test_after_410_gone_a_fresh_list_tells_what_changed_deletions_included(kube_api):
-    api, url = kube_api
-    for name in "abc":
-        api.put("nodes", node(name))
+def test_the_watch_starts_at_the_list_s_version_not_an_item_s(kube_api):
+    """A list's resourceVersion is the store's, newer than any item in it; a watch from
+    an item's would replay what the list already told."""
+    kube_api.put("nodes", node("a"))
+    kube_api.put("nodes", node("b"))
+    kube_api.delete("nodes", "", "b")  # after a's version, before the list's
     seen = Seen()
-    informer = Informer(KubeClient.for_host(url), "/api/v1/nodes", seen).start()
-    assert informer.synced.wait(5)
-    api.drop_watches()
-    api.delete("nodes", "", "a")
-    api.put("nodes", node("b", "2"))
-    api.put("nodes", node("d"))
-    api.compact()  # the watch's version is gone: it must list again
+    informer = Informer(kube_api.client(), "/api/v1/nodes", seen).start()
+    assert informer.synced.wait(10)
+    assert int(informer.version) >= kube_api.version - 1
+    time.sleep(0.5)
+    informer.stop()
+    assert seen.events == [("ADDED", "a")]
+
+
+def test_after_a_real_410_gone_a_fresh_list_tells_what_changed_deletions_included(kube_api):
+    for name in "abc":
+        kube_api.put("configmaps", {"metadata": {"name": name, "labels": {"v": "1"}}})
+    seen = Seen()
+    informer = Informer(kube_api.client(), CONFIGMAPS, seen).start()
+    assert informer.synced.wait(10)
+    kube_api.throttle(10**6, retry_after_s=0)  # the watch cannot come back meanwhile
+    kube_api.drop_watches()
+    kube_api.delete("configmaps", "default", "a")
+    kube_api.put("configmaps", {"metadata": {"name": "b", "labels": {"v": "2"}}})
+    kube_api.put("configmaps", {"metadata": {"name": "d", "labels": {"v": "1"}}})
+    kube_api.compact()  # etcd forgets the versions the informer knew
+    kube_api.throttle(0)
     until(lambda: seen.now == {"b": "2", "c": "1", "d": "1"})
     informer.stop()
     assert informer.lists == 2
@@ -77,75 +94,69 @@ def test_after_410_gone_a_fresh_list_tells_what_changed_deletions_included(kube_
 
 
 def test_bookmarks_keep_the_version_fresh_while_nothing_changes(kube_api):
-    api, url = kube_api
-    api.put("nodes", node("a"))
-    api.put("pods", {"metadata": {"name": "p", "namespace": "default"}})  # another resource
+    """The real server sends a watch its bookmark 2 s before the watch's timeout."""
+    kube_api.put("nodes", node("a"))
     seen = Seen()
-    informer = Informer(KubeClient.for_host(url), "/api/v1/nodes", seen).start()
-    assert informer.synced.wait(5)
+    informer = Informer(kube_api.client(), "/api/v1/nodes", seen, watch_timeout_s=4).start()
+    assert informer.synced.wait(10)
     listed = int(informer.version)
-    api.put("pods", {"metadata": {"name": "q", "namespace": "default"}})
+    kube_api.put("configmaps", {"metadata": {"name": "q"}})  # another resource
     until(lambda: int(informer.version) > listed)  # a bookmark brought the version on
     informer.stop()
     assert seen.events == [("ADDED", "a")]
 
 
 def test_a_throttled_list_is_retried_not_lost(kube_api):
-    api, url = kube_api
-    api.put("nodes", node("a"))
-    api.throttle(2, retry_after_s=0)
+    kube_api.put("nodes", node("a"))
+    kube_api.throttle(2, retry_after_s=0)
     seen = Seen()
-    informer = Informer(KubeClient.for_host(url), "/api/v1/nodes", seen).start()
+    informer = Informer(kube_api.client(), "/api/v1/nodes", seen).start()
     assert informer.synced.wait(10) and seen.now == {"a": "1"}
     informer.stop()
 
 
 def test_a_resource_the_server_does_not_serve_counts_as_listed_and_empty(kube_api):
-    _, url = kube_api
     seen = Seen()
     path = "/apis/example.com/v1/widgets"  # no such resource: 404, as without its CRD
-    informer = Informer(KubeClient.for_host(url), path, seen).start()
-    assert informer.synced.wait(5) and not informer.served and seen.events == []
+    informer = Informer(kube_api.client(), path, seen).start()
+    assert informer.synced.wait(10) and not informer.served and seen.events == []
     informer.stop()
 
 
 def test_a_watch_cut_mid_stream_resumes_without_listing_again(kube_api):
-    api, url = kube_api
-    api.put("nodes", node("a"))
+    kube_api.put("nodes", node("a"))
     seen = Seen()
-    informer = Informer(KubeClient.for_host(url), "/api/v1/nodes", seen).start()
-    assert informer.synced.wait(5)
-    until(lambda: api.open_watches == 1)
-    api.drop_watches(abruptly=True)  # no end to the chunked reply: a crash, a cut cable
-    api.put("nodes", node("b"))
+    informer = Informer(kube_api.client(), "/api/v1/nodes", seen).start()
+    assert informer.synced.wait(10)
+    until(lambda: kube_api.open_watches == 1)
+    kube_api.drop_watches(abruptly=True)  # no end to the chunked reply: a crash, a cut cable
+    kube_api.put("nodes", node("b"))
     until(lambda: "b" in seen.now)
     informer.stop()
     assert informer.lists == 1 and informer.watches >= 2
 
 
 def test_a_large_list_comes_in_pages_of_one_snapshot(kube_api):
-    api, url = kube_api
     for i in range(25):
-        api.put("nodes", node(f"n{i:02}"))
+        kube_api.put("nodes", node(f"n{i:02}"))
     seen = Seen()
-    informer = Informer(KubeClient.for_host(url), "/api/v1/nodes", seen, page_size=10)
+    informer = Informer(kube_api.client(), "/api/v1/nodes", seen, page_size=10)
     informer.start()
-    assert informer.synced.wait(5)
+    assert informer.synced.wait(10)
     informer.stop()
     assert len(seen.now) == 25 and informer.lists == 1
-    pages = [path for method, path, watch in api.requests if path == "/api/v1/nodes" and not watch]
+    pages = [r for r in kube_api.requests if r.path == "/api/v1/nodes" and not r.watch]
     assert len(pages) == 3  # 10, 10 and 5
 
 
 def test_a_continue_token_of_a_compacted_snapshot_is_410_gone(kube_api):
     """(The informer then lists afresh, as after any 410.)"""
-    api, url = kube_api
     for i in range(25):
-        api.put("nodes", node(f"n{i:02}"))
-    client = KubeClient.for_host(url)
+        kube_api.put("nodes", node(f"n{i:02}"))
+    client = kube_api.client()
     first = client.request("GET", "/api/v1/nodes", {"limit": "10"})
-    api.put("nodes", node("late"))
-    api.compact()  # the snapshot's version is gone
+    kube_api.put("nodes", node("late"))
+    kube_api.compact()  # the snapshot's version is gone
     token = first["metadata"]["continue"]
     with pytest.raises(ApiError) as err:
         client.request("GET", "/api/v1/nodes", {"limit": "10", "continue": token})

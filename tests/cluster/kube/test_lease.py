@@ -1,12 +1,12 @@
-"""Leader election on a Lease of the live (fake) API server: one leader at a time, a
-standby takes over when the leader stops renewing or gives the lease up."""
+"""Leader election on a Lease of the real API server: one leader at a time, a standby
+takes over when the leader stops renewing or gives the lease up."""
 
 import threading
 import time
 
 import pytest
 
-from cluster.kube.client import Backoff, KubeClient
+from cluster.kube.client import Backoff
 from cluster.kube.lease import LeaderElector, LeaseConfig
 
 FAST = LeaseConfig(
@@ -18,8 +18,8 @@ FAST = LeaseConfig(
 )
 
 
-def elector(url, identity):
-    client = KubeClient.for_host(url, backoff=Backoff(first_s=0.05, cap_s=0.1, tries=2))
+def elector(api, identity):
+    client = api.client(backoff=Backoff(first_s=0.05, cap_s=0.1, tries=2))
     return LeaderElector(client, identity, FAST)
 
 
@@ -40,10 +40,10 @@ def holder(api):
 @pytest.fixture
 def leader_and_standby(kube_api):
     """ "a" leads; "b" waits in a thread of its own: (api, a, b's thread)."""
-    api, url = kube_api
-    a = elector(url, "a")
+    api = kube_api
+    a = elector(api, "a")
     assert a.acquire(threading.Event())
-    standby = Standby(elector(url, "b"))
+    standby = Standby(elector(api, "b"))
     standby.start()
     yield api, a, standby
     standby.stop.set()
@@ -75,8 +75,8 @@ def test_a_lease_given_up_is_taken_at_once(leader_and_standby):
 
 
 def test_a_leader_that_cannot_renew_stops_leading_before_its_lease_runs_out(kube_api):
-    api, url = kube_api
-    a = elector(url, "a")
+    api = kube_api
+    a = elector(api, "a")
     assert a.acquire(threading.Event())
     api.throttle(1000, retry_after_s=0)  # the API refuses everything for a while
     assert a.lost.wait(FAST.renew_deadline_s + 1.0)

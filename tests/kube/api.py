@@ -1,0 +1,278 @@
+"""A test's hands on the real API server: objects made, read and removed as a test
+sets a cluster up and checks it, with the admin's client, straight to the server;
+and the fault proxy that the code under test talks through.
+
+No controller manager runs beside the server, so two of its jobs are done here
+where a test needs them, as the controllers end them: a namespace deleted is
+finalized (the namespace controller's last step), and a pod deleted goes at
+once (grace 0: no kubelet will confirm it stopped).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+from cluster.adapter import Binding
+from cluster.kube.client import ApiError, KubeClient
+from cluster.manifests import node_from_manifest, podgroup_from_manifest
+from cluster.simulator import SimulatedCluster
+from optimist.controlplane import ControlPlane
+from tests.kube.proxy import FaultProxy, Request
+
+# resource -> (its API's path, namespaced)
+RESOURCES = {
+    "nodes": ("/api/v1", False),
+    "pods": ("/api/v1", True),
+    "namespaces": ("/api/v1", False),
+    "events": ("/api/v1", True),
+    "configmaps": ("/api/v1", True),
+    "priorityclasses": ("/apis/scheduling.k8s.io/v1", False),
+    "poddisruptionbudgets": ("/apis/policy/v1", True),
+    "leases": ("/apis/coordination.k8s.io/v1", True),
+    "podgroups": ("/apis/scheduling.x-k8s.io/v1alpha1", True),
+    "elasticquotas": ("/apis/scheduling.x-k8s.io/v1alpha1", True),
+    "reservations": ("/apis/scheduling.koordinator.sh/v1alpha1", False),
+}
+_KINDS = {
+    "nodes": "Node",
+    "pods": "Pod",
+    "namespaces": "Namespace",
+    "configmaps": "ConfigMap",
+    "priorityclasses": "PriorityClass",
+    "poddisruptionbudgets": "PodDisruptionBudget",
+    "leases": "Lease",
+    "podgroups": "PodGroup",
+    "elasticquotas": "ElasticQuota",
+    "reservations": "Reservation",
+}
+_SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
+_WITH_STATUS = frozenset({"pods", "nodes", "podgroups"})  # status is a subresource
+
+
+def path(resource: str, namespace: str = "", name: str = "") -> str:
+    prefix, namespaced = RESOURCES[resource]
+    where = f"/namespaces/{namespace}" if namespaced and namespace else ""
+    return f"{prefix}{where}/{resource}" + (f"/{name}" if name else "")
+
+
+class Api:
+    """The session's control plane as one test uses it; `clean` removes what it made."""
+
+    def __init__(self, plane: ControlPlane, proxy: FaultProxy) -> None:
+        self.plane = plane
+        self.proxy = proxy
+        self.admin = plane.client
+        # the admin, by token, through the proxy: what the code under test is given
+        self.kubeconfig: Path = plane.kubeconfig(plane.admin, server=proxy.url, name="proxied")
+
+    def client(self, **kwargs: Any) -> KubeClient:
+        """A client through the fault proxy, as the code under test has it."""
+        return KubeClient.for_kubeconfig(str(self.kubeconfig), **kwargs)
+
+    # --- objects --------------------------------------------------------------------
+
+    def put(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
+        """Create the object, or if it is there update what `obj` gives (its labels and
+        annotations, each key of its spec, its other fields) and keep the rest, what
+        admission added among it; its `status`, if given, is written through the status
+        subresource, as a kubelet or a controller would."""
+        meta = obj.setdefault("metadata", {})
+        namespace = meta.setdefault("namespace", "default") if RESOURCES[resource][1] else ""
+        current = self.get(resource, namespace, meta["name"])
+        if current is None:
+            body = {"apiVersion": _api_version(resource), "kind": _KINDS[resource], **obj}
+            made = self.admin.request("POST", path(resource, namespace), body=body)
+        else:
+            given = {k: v for k, v in meta.items() if k in ("labels", "annotations")}
+            body = {
+                **current,
+                **{k: v for k, v in obj.items() if k not in ("metadata", "spec", "status")},
+                "metadata": {**current["metadata"], **given},
+            }
+            if "spec" in obj:
+                body["spec"] = {**current.get("spec", {}), **obj["spec"]}
+            made = self.admin.request("PUT", path(resource, namespace, meta["name"]), body=body)
+        if "status" in obj and resource in _WITH_STATUS and obj["status"] != made.get("status"):
+            made = self.admin.request(
+                "PATCH",
+                path(resource, namespace, meta["name"]) + "/status",
+                body={"status": obj["status"]},
+                content_type="application/merge-patch+json",
+            )
+        return made
+
+    def get(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            return self.admin.request("GET", path(resource, namespace, name))
+        except ApiError as err:
+            if err.status == 404:
+                return None
+            raise
+
+    def delete(self, resource: str, namespace: str, name: str) -> None:
+        """Gone at once: a pod with grace 0, a namespace finalized."""
+        query = {"gracePeriodSeconds": "0"} if resource == "pods" else None
+        self.admin.request("DELETE", path(resource, namespace, name), query)
+        if resource == "namespaces":
+            self._finalize(name)
+
+    def bind(self, pod_key: str, node: str) -> None:
+        """Bind as another scheduler does (a pod's nodeName is not to be updated)."""
+        namespace, name = pod_key.split("/", 1)
+        binding = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        self.admin.request("POST", path("pods", namespace, name) + "/binding", body=binding)
+
+    def items(self, resource: str, namespace: str = "", **query: str) -> list[dict[str, Any]]:
+        return list(self.admin.request("GET", path(resource, namespace), query)["items"])
+
+    @property
+    def version(self) -> int:
+        """The server's resourceVersion now (etcd's revision)."""
+        listed = self.admin.request("GET", "/api/v1/namespaces", {"limit": "1"})
+        return int(listed["metadata"]["resourceVersion"])
+
+    def pods_bound(self) -> dict[str, str]:
+        """pod key -> node, of every pod with spec.nodeName."""
+        return {
+            f"{p['metadata']['namespace']}/{p['metadata']['name']}": p["spec"]["nodeName"]
+            for p in self.items("pods")
+            if p["spec"].get("nodeName")
+        }
+
+    def events_for(self, pod_key: str) -> list[dict[str, Any]]:
+        namespace, name = pod_key.split("/", 1)
+        selector = f"involvedObject.kind=Pod,involvedObject.name={name}"
+        return self.items("events", namespace, fieldSelector=selector)
+
+    def bindings(self) -> list[Request]:
+        """Every binding the proxy passed on and the server accepted, in order."""
+        return [
+            r
+            for r in self.proxy.requests
+            if r.method == "POST" and r.path.endswith("/binding") and r.status == 201
+        ]
+
+    def as_cluster(self, scheduler_names: frozenset[str]) -> SimulatedCluster:
+        """The server's state as the invariant checker reads a cluster: nodes, pod
+        manifests, the pods bound, every binding accepted (through the proxy), the
+        PodGroups."""
+        cluster = SimulatedCluster(scheduler_names)
+        for obj in self.items("nodes"):
+            node = node_from_manifest(obj)
+            cluster.nodes[node.name] = node
+        for obj in self.items("pods"):
+            key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+            cluster.pod_manifests[key] = obj
+            if obj["spec"].get("nodeName"):
+                cluster.bindings[key] = obj["spec"]["nodeName"]
+        cluster.bind_log = [
+            Binding(binding_pod(r.path), cluster.bindings.get(binding_pod(r.path), ""))
+            for r in self.bindings()
+        ]
+        for obj in self.items("podgroups"):
+            group = podgroup_from_manifest(obj)
+            cluster.pod_groups[group.key] = group
+        return cluster
+
+    @contextmanager
+    def kubelets(self) -> Iterator[None]:
+        """What the kubelets would do of a pod deleted with a grace period (an eviction):
+        stop it and confirm, here at once (grace 0). Without it such a pod stays
+        Terminating, holding its room, for ever."""
+        stop = threading.Event()
+
+        def confirm() -> None:
+            while not stop.wait(0.05):
+                for pod in self.items("pods"):
+                    meta = pod["metadata"]
+                    if meta.get("deletionTimestamp"):
+                        with suppress(ApiError):
+                            self.delete("pods", meta["namespace"], meta["name"])
+
+        thread = threading.Thread(target=confirm, name="kubelets", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join(5)
+
+    # --- faults, through the proxy --------------------------------------------------
+
+    def throttle(self, requests: int, retry_after_s: int = 1) -> None:
+        self.proxy.throttle(requests, retry_after_s)
+
+    def drop_watches(self, abruptly: bool = False) -> None:
+        self.proxy.drop_watches(abruptly)
+
+    @property
+    def open_watches(self) -> int:
+        return self.proxy.open_watches
+
+    @property
+    def requests(self) -> list[Request]:
+        return self.proxy.requests
+
+    def compact(self) -> int:
+        return self.plane.compact()
+
+    # --- between tests ----------------------------------------------------------------
+
+    def clean(self) -> None:
+        """Remove what the tests make, so the next starts from a bare cluster."""
+        spaces = [n["metadata"]["name"] for n in self.items("namespaces")]
+        for namespace in spaces:
+            for resource in ("pods", "events", "configmaps", "leases", "poddisruptionbudgets"):
+                self._delete_all(resource, namespace)
+            for resource in ("podgroups", "elasticquotas"):
+                self._delete_all(resource, namespace)
+        for resource in ("nodes", "reservations"):
+            self._delete_all(resource)
+        for pc in self.items("priorityclasses"):
+            if not pc["metadata"]["name"].startswith("system-"):
+                self.delete("priorityclasses", "", pc["metadata"]["name"])
+        for namespace in spaces:
+            if namespace in _SYSTEM_NAMESPACES:
+                labels = self.get("namespaces", "", namespace)["metadata"].get("labels") or {}
+                if set(labels) - {"kubernetes.io/metadata.name"}:  # a test labelled it
+                    self.put("namespaces", {"metadata": {"name": namespace, "labels": {}}})
+            else:
+                self.delete("namespaces", "", namespace)
+
+    def _delete_all(self, resource: str, namespace: str = "") -> None:
+        query = {"gracePeriodSeconds": "0"} if resource == "pods" else None
+        try:
+            self.admin.request("DELETE", path(resource, namespace), query)
+        except ApiError as err:
+            if err.status != 404:  # a custom resource without its CRD: nothing to remove
+                raise
+
+    def _finalize(self, name: str) -> None:
+        try:
+            namespace = self.admin.request("GET", path("namespaces", "", name))
+        except ApiError as err:
+            if err.status == 404:
+                return
+            raise
+        namespace["spec"]["finalizers"] = []
+        self.admin.request("PUT", path("namespaces", "", name) + "/finalize", body=namespace)
+
+
+def _api_version(resource: str) -> str:
+    prefix = RESOURCES[resource][0]
+    return "v1" if prefix == "/api/v1" else prefix.removeprefix("/apis/")
+
+
+def binding_pod(binding_path: str) -> str:
+    """.../namespaces/NS/pods/NAME/binding -> NS/NAME"""
+    parts = binding_path.split("/")
+    return f"{parts[-4]}/{parts[-2]}"
