@@ -9,11 +9,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
 import kubernetes_validate
 import pytest
+import ray
 import yaml
 
 from cluster.adapter import Binding
@@ -174,9 +176,9 @@ def test_a_field_the_schema_does_not_have_is_refused_by_the_server(kube_api):
     assert applied.returncode != 0 and ".dataa: field not declared in schema" in applied.stderr
 
 
-def as_optimist(kube_api, objects):
-    """The overlay's ServiceAccount, roles and bindings made for real, and a client with
-    a token of that account from the TokenRequest API, through the fault proxy: the
+def as_optimist(kube_api, objects) -> Path:
+    """The overlay's ServiceAccount, roles and bindings made for real, and a kubeconfig
+    with a token of that account from the TokenRequest API, through the fault proxy: the
     authorizer judges each request as a cluster would the Deployment's."""
     kube_api.put("namespaces", {"metadata": find(objects, "Namespace", NAMESPACE)["metadata"]})
     kinds = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
@@ -193,8 +195,7 @@ def as_optimist(kube_api, objects):
         body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
     )["status"]["token"]
     user = User(f"system:serviceaccount:{NAMESPACE}:{account}", token)
-    kubeconfig = plane.kubeconfig(user, server=kube_api.proxy.url, name="optimist-sa")
-    return KubeClient.for_kubeconfig(str(kubeconfig))
+    return plane.kubeconfig(user, server=kube_api.proxy.url, name="optimist-sa")
 
 
 def exercise(kube_api, client):
@@ -237,7 +238,7 @@ def exercise(kube_api, client):
 
 def test_the_real_authorizer_allows_every_request_optimist_makes(kube_api):
     objects = render(DEPLOY / "overlays" / "small")
-    client = as_optimist(kube_api, objects)
+    client = KubeClient.for_kubeconfig(str(as_optimist(kube_api, objects)))
     bound, evicted, led = exercise(kube_api, client)
     assert bound == [None] and evicted == [None] and led
     refused = [r for r in kube_api.requests if r.status == 403]
@@ -250,11 +251,55 @@ def test_without_a_rule_optimist_fails_saying_which_verb_and_resource(kube_api):
     objects = render(DEPLOY / "overlays" / "small")
     role = find(objects, "ClusterRole", "optimist-scheduler")
     role["rules"] = [r for r in role["rules"] if r["resources"] != ["pods/binding"]]
-    client = as_optimist(kube_api, objects)
+    client = KubeClient.for_kubeconfig(str(as_optimist(kube_api, objects)))
     [error], evicted, _ = exercise(kube_api, client)
     assert evicted == [None]  # the rest goes on
     assert "403" in error and 'cannot create resource "pods/binding"' in error, error
     assert 'User "system:serviceaccount:optimist-system:optimist"' in error
+
+
+@pytest.mark.usefixtures("ray_session")
+def test_optimist_run_with_the_account_s_token_alone_is_never_refused(
+    tmp_path, kube_api, redis_url, key_prefix
+):
+    """`optimist run` as the Deployment runs it, the overlay's configuration and the
+    ServiceAccount's token its only credential: it leads, binds, reports, and not one
+    of its requests is refused."""
+    objects = render(DEPLOY / "overlays" / "small")
+    kubeconfig = as_optimist(kube_api, objects)
+    text = find(objects, "ConfigMap", "optimist-config")["data"]["config.yaml"]
+    scheduling = next(
+        d for d in yaml.safe_load_all(text) if d["kind"] == "KubeSchedulerConfiguration"
+    )
+    own = {"apiVersion": "optimist.io/v1alpha1", "kind": "OptimistConfiguration"}
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump_all([scheduling, {**own, "keyPrefix": key_prefix}]))
+    kube_api.put("nodes", node_doc("n1"))
+    log = open(tmp_path / "run.log", "w")  # noqa: SIM115 - the process writes to it
+    run = subprocess.Popen(
+        [
+            str(Path(sys.executable).with_name("optimist")),
+            *("run", "--config", str(config), "--kubeconfig", str(kubeconfig)),
+            *("--redis-url", redis_url, "--shards", "1", "--identity", "deployed"),
+            *("--ray-address", ray.get_runtime_context().gcs_address),
+            *("--metrics-address", "127.0.0.1:0"),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        kube_api.put("pods", pod_doc("p", scheduler="optimist"))
+        kube_api.put("pods", pod_doc("big", scheduler="optimist", cpu="64"))  # reported
+        until(lambda: kube_api.pods_bound().get("default/p") == "n1", 60)
+        until(lambda: kube_api.events_for("default/big"), 30)
+        lease = kube_api.get("leases", NAMESPACE, "optimist")
+        assert lease["spec"]["holderIdentity"] == "deployed"
+    finally:
+        run.terminate()
+        run.wait(30)
+        log.close()
+    refused = [r for r in kube_api.requests if r.status == 403]
+    assert refused == [], (tmp_path / "run.log").read_text()[-3000:]
 
 
 def test_the_dockerfile_installs_the_packages_the_image_runs():
