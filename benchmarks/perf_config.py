@@ -7,7 +7,8 @@ unknown field or a missing param is an error before anything runs, naming
 the case, the workload, the op index, the field and the value. Ops optimist
 knows but cannot run (volumes, DRA) load as `UnsupportedOp`: the case that
 holds one stops with that error when it is run, the others run.
-Template paths are relative to the file; templates are read once, at load.
+Template paths are the file's folder's, or the nearest folder's above it that has
+them (upstream's are the scheduler_perf folder's); templates are read once, at load.
 """
 
 from __future__ import annotations
@@ -76,16 +77,25 @@ class Where:
 
 
 class Templates:
-    """Reads template files relative to the case file, each once."""
+    """Reads template files, each once. A path is the case file's folder's, or else that
+    of the nearest folder above it that has it: upstream's file names its templates
+    from the scheduler_perf folder (`config/pod-default.yaml`), where `go test` runs."""
 
     def __init__(self, base: Path) -> None:
         self.base = base
         self._loaded: dict[Path, Manifest] = {}
 
+    def resolve(self, value: str) -> Path:
+        """The file `value` names (the case file's folder's if no folder has it)."""
+        for folder in (self.base, *self.base.parents):
+            if (folder / value).exists():
+                return (folder / value).resolve()
+        return (self.base / value).resolve()
+
     def load(self, where: Where, field: str, value: object, kinds: tuple[str, ...]) -> Manifest:
         if not isinstance(value, str) or not value:
             raise where.error(field, value, "must be a path")
-        path = (self.base / value).resolve()
+        path = self.resolve(value)
         if path not in self._loaded:
             try:
                 doc = yaml.safe_load(path.read_text())
@@ -645,10 +655,10 @@ def load(
 
 
 def _existing_file(f: Fields, key: str, value: Any) -> Path:
-    """A path relative to the case file, to a file that is there."""
+    """A path as templates' are (`Templates.resolve`), to a file that is there."""
     if not isinstance(value, str) or not value:
         raise f.error(key, value, "must be a path")
-    path = (f.templates.base / value).resolve()
+    path = f.templates.resolve(value)
     if not path.is_file():
         raise f.error(key, value, f"no such file {path}")
     return path

@@ -284,7 +284,7 @@ class CaseRunner:
             match op:
                 case CreateNodes():
                     for manifest, n in objects.node_batches(op, self.rng, self.unique):
-                        self.cluster.create_nodes(manifest, n)
+                        self.cluster.create_nodes(manifest, n, hostname_label=True)
                 case CreateNamespaces():
                     self.namespaces.update(f"{op.prefix}-{i}" for i in range(op.count))
                 case CreatePods():

@@ -200,6 +200,7 @@ class Node(Wire):
 
 
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+HOSTNAME_LABEL = "kubernetes.io/hostname"  # a kubelet labels its node with its name
 DEFAULT_SCHEDULE_TIMEOUT_S = 300
 
 

@@ -28,7 +28,7 @@ from cluster.manifests import (
     podgroup_from_manifest,
     reservation_from_manifest,
 )
-from cluster.objects import Node, Pod, PodGroup
+from cluster.objects import HOSTNAME_LABEL, Node, Pod, PodGroup
 from cluster.quota import Quota, quota_from_manifest
 from cluster.reservations import Reservation
 
@@ -91,13 +91,21 @@ class SimulatedCluster:
             if f"{namespace}/{prefix}{suffix}" not in self._names:
                 return f"{prefix}{suffix}"
 
-    def create_nodes(self, template: Mapping[str, Any], count: int) -> list[Node]:
+    def create_nodes(
+        self, template: Mapping[str, Any], count: int, hostname_label: bool = False
+    ) -> list[Node]:
+        """`count` nodes of the template; with `hostname_label`, each labelled
+        kubernetes.io/hostname with its name, as a kubelet registers it (and as
+        scheduler_perf's node preparer makes its nodes)."""
         made = []
         for _ in range(count):
             manifest = copy_manifest(dict(template))
             meta = manifest.setdefault("metadata", {})
             meta["name"] = self._name(meta, "")
             meta.pop("generateName", None)
+            if hostname_label:  # a label the template was given for it stays, as a
+                # strategy's applied after registration does upstream
+                meta["labels"] = {HOSTNAME_LABEL: meta["name"], **(meta.get("labels") or {})}
             node = node_from_manifest(manifest)
             self._names.add(f"/{node.name}")
             self.nodes[node.name] = node

@@ -35,14 +35,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from cluster.crosspod.view import ClusterView
-from cluster.objects import Node, Peer, SchedulingSpec
+from cluster.objects import HOSTNAME_LABEL, Node, Peer, SchedulingSpec
 from cluster.selectors import LabelSelector
 
 REASON = "node(s) didn't match pod topology spread constraints"
 REASON_MISSING_LABEL = f"{REASON} (missing required label)"
 DO_NOT_SCHEDULE = "DoNotSchedule"
 SCHEDULE_ANYWAY = "ScheduleAnyway"
-HOSTNAME = "kubernetes.io/hostname"
 MAX_NODE_SCORE = 100
 FILTERED_TAINT_EFFECTS = ("NoSchedule", "NoExecute")
 
@@ -231,7 +230,7 @@ def spread_scores(
     weights = [
         normalizing_weight(
             len(scored)
-            if c.topology_key == HOSTNAME
+            if c.topology_key == HOSTNAME_LABEL
             else len({node.labels[c.topology_key] for node in scored})
         )
         for c in constraints
@@ -241,7 +240,7 @@ def spread_scores(
     for node in scored:
         total = 0.0
         for c, weight, counts in zip(constraints, weights, domains, strict=True):
-            if c.topology_key == HOSTNAME:
+            if c.topology_key == HOSTNAME_LABEL:
                 count = pods_counted(c, spec.namespace, view.peers_on(node.name))
             else:
                 count = counts.get(node.labels[c.topology_key], 0)

@@ -33,7 +33,6 @@ import numpy as np
 
 from cluster.crosspod.topology_spread import (
     DO_NOT_SCHEDULE,
-    HOSTNAME,
     MAX_NODE_SCORE,
     REASON,
     REASON_MISSING_LABEL,
@@ -42,7 +41,7 @@ from cluster.crosspod.topology_spread import (
     normalizing_weight,
     spreads,
 )
-from cluster.objects import Peer, TopologySpreadConstraint
+from cluster.objects import HOSTNAME_LABEL, Peer, TopologySpreadConstraint
 from cluster.selectors import LabelSelector
 from shards.framework import FilterPlugin, PodClass, Rows, ScorePlugin
 from shards.node_table import NodeTable
@@ -214,7 +213,7 @@ class PodTopologySpread(FilterPlugin, ScorePlugin):
             constraints, coded, _included(constraints, pod, table), strict=True
         ):
             pods = table.pods_of(self._masks.of(c, pod.spec.namespace, table), every)
-            if c.topology_key == HOSTNAME:
+            if c.topology_key == HOSTNAME_LABEL:
                 counts.append(pods)
                 continue
             counted = scorable if admitted is None else scorable & admitted
@@ -236,7 +235,7 @@ class PodTopologySpread(FilterPlugin, ScorePlugin):
         for c, codes, counts in zip(
             counted.constraints, counted.codes, counted.counts, strict=True
         ):
-            if c.topology_key == HOSTNAME:  # upstream: every scored node is its own domain
+            if c.topology_key == HOSTNAME_LABEL:  # upstream: every scored node is its own domain
                 size, pods = int(scored.sum()), counts[rows]
             else:
                 code = codes[rows]
