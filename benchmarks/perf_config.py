@@ -335,14 +335,19 @@ class CreateNodes:
 
 @dataclass(frozen=True, slots=True)
 class CreateNamespaces:
+    """`count` namespaces `<prefix>-<i>`, with the template's labels (namespaceSelector
+    matches them)."""
+
     opcode: ClassVar[str] = "createNamespaces"
     prefix: str
     count: int
+    labels: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, f: Fields, case: CaseDefaults) -> CreateNamespaces:
-        f.take("namespaceTemplatePath", template("Namespace"), None)  # labels are not used
-        return cls(f.take("prefix", text), f.take("count", count))
+        made = f.take("namespaceTemplatePath", template("Namespace"), None)
+        labels = dict((made or {}).get("metadata", {}).get("labels") or {})
+        return cls(f.take("prefix", text), f.take("count", count), labels)
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,6 +373,39 @@ class CreatePods:
             *_pod_fields(f, case),
             per_index=f.take("perIndexStrategy", PerIndex.read, None),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class CreatePodSets:
+    """`count` times its createPods op, the i-th in namespace `<namespacePrefix>-<i>`."""
+
+    opcode: ClassVar[str] = "createPodSets"
+    count: int
+    namespace_prefix: str
+    pods: CreatePods
+
+    @classmethod
+    def parse(cls, f: Fields, case: CaseDefaults) -> CreatePodSets:
+        sets, prefix = f.take("count", count), f.take("namespacePrefix", text)
+        return cls(sets, prefix, f.take("createPodsOp", _nested_create_pods(case)))
+
+    def namespaces(self) -> list[str]:
+        return [f"{self.namespace_prefix}-{i}" for i in range(self.count)]
+
+
+def _nested_create_pods(case: CaseDefaults) -> Callable[[Fields, str, Any], CreatePods]:
+    """createPodSets' createPodsOp: a createPods op of its own, its params already filled."""
+
+    def read(f: Fields, key: str, value: Any) -> CreatePods:
+        nested = f.nested(key, value)
+        opcode = nested.take("opcode", text)
+        if opcode != CreatePods.opcode:
+            raise nested.error("opcode", opcode, "must be createPods")
+        op = CreatePods.parse(nested, case)
+        nested.done()
+        return op
+
+    return read
 
 
 @dataclass(frozen=True, slots=True)
@@ -530,6 +568,7 @@ Op = (
     CreateNodes
     | CreateNamespaces
     | CreatePods
+    | CreatePodSets
     | CreatePodGroups
     | CreateAny
     | DeletePods
@@ -545,6 +584,7 @@ OPS: dict[str, Any] = {
         CreateNodes,
         CreateNamespaces,
         CreatePods,
+        CreatePodSets,
         CreatePodGroups,
         CreateAny,
         DeletePods,
@@ -748,19 +788,8 @@ def _parse_op(
     assert where.index is not None
     if where.opcode in UNSUPPORTED_OPCODES:
         return UnsupportedOp(where.opcode, where.index, UNSUPPORTED_OPCODES[where.opcode])
-    fields = dict(raw)
+    fields = _filled(where, dict(raw), params, used)
     del fields["opcode"]
-    for key in [k for k in fields if k.endswith("Param")]:
-        value = fields.pop(key)
-        base = key[: -len("Param")]
-        if base in fields:
-            raise where.error(key, value, f"give {base} or {key}, not both")
-        if not isinstance(value, str) or not value.startswith("$"):
-            raise where.error(key, value, "must be $name, a param of the workload")
-        if value[1:] not in params:
-            raise where.error(key, value, f"no param {value[1:]!r} in the workload's params")
-        used.add(value[1:])
-        fields[base] = params[value[1:]]
     f = Fields(fields, where, files)
     try:
         op = OPS[where.opcode].parse(f, defaults)
@@ -768,6 +797,34 @@ def _parse_op(
         return UnsupportedOp(where.opcode, where.index, str(e))
     f.done()
     return op
+
+
+def _filled(
+    where: Where,
+    fields: dict[str, Any],
+    params: Mapping[str, Any],
+    used: set[str],
+    prefix: str = "",
+) -> dict[str, Any]:
+    """The op's `<field>Param: $name` fields given the workload's values, in the ops
+    nested in it too (createPodSets' createPodsOp); `used` gathers the names."""
+    for key in [k for k in fields if k.endswith("Param")]:
+        value = fields.pop(key)
+        base = key[: -len("Param")]
+        if base in fields:
+            raise where.error(prefix + key, value, f"give {base} or {key}, not both")
+        if not isinstance(value, str) or not value.startswith("$"):
+            raise where.error(prefix + key, value, "must be $name, a param of the workload")
+        if value[1:] not in params:
+            raise where.error(
+                prefix + key, value, f"no param {value[1:]!r} in the workload's params"
+            )
+        used.add(value[1:])
+        fields[base] = params[value[1:]]
+    for key, value in fields.items():
+        if key.endswith("Op") and isinstance(value, Mapping):
+            fields[key] = _filled(where, dict(value), params, used, f"{prefix}{key}.")
+    return fields
 
 
 def select(runs: list[CaseWorkload], case: str | None, workload: str | None) -> list[CaseWorkload]:

@@ -30,6 +30,7 @@ from benchmarks.perf_config import (
     CreateNodes,
     CreatePodGroups,
     CreatePods,
+    CreatePodSets,
     DeletePods,
     Manifest,
     Op,
@@ -286,12 +287,20 @@ class CaseRunner:
                     for manifest, n in objects.node_batches(op, self.rng, self.unique):
                         self.cluster.create_nodes(manifest, n, hostname_label=True)
                 case CreateNamespaces():
-                    self.namespaces.update(f"{op.prefix}-{i}" for i in range(op.count))
+                    for i in range(op.count):
+                        self._create_namespace(f"{op.prefix}-{i}", op.labels)
                 case CreatePods():
                     batches = objects.pod_batches(op.template, op.count, op.per_index)
                     self._create_pods(
                         index, op.namespace, batches, op.collect_metrics, op.skip_wait
                     )
+                case CreatePodSets():
+                    for namespace in op.namespaces():
+                        pods = op.pods
+                        batches = objects.pod_batches(pods.template, pods.count, pods.per_index)
+                        self._create_pods(
+                            index, namespace, batches, pods.collect_metrics, pods.skip_wait
+                        )
                 case CreatePodGroups():
                     self._create_groups(index, op)
                 case CreateAny():
@@ -357,11 +366,17 @@ class CaseRunner:
             ]
         self._create_pods(index, op.namespace, batches, op.collect_metrics, op.skip_wait)
 
+    def _create_namespace(self, name: str, labels: Mapping[str, str]) -> None:
+        """A namespace with its labels, which namespaceSelector matches."""
+        self.namespaces.add(name)
+        self.cluster.create_namespace(name, labels)
+
     def _create_any(self, index: int, op: CreateAny) -> None:
         kind = op.template["kind"]
         for _ in range(op.count):
             if kind == "Namespace":
-                self.namespaces.add(str(op.template["metadata"]["name"]))
+                meta = op.template["metadata"]
+                self._create_namespace(str(meta["name"]), meta.get("labels") or {})
             elif kind == "PriorityClass":
                 self.priorities.add(op.template)
             elif kind == "PodGroup":

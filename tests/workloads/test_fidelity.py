@@ -75,3 +75,75 @@ def test_createnodes_labels_each_node_with_its_hostname(tmp_path, redis_url, key
     case, bound = run(path, redis_url, key_prefix)
     assert case["pods_scheduled"] == 5 and case["pods_unschedulable"] == 5
     assert sorted(Counter(bound.values()).values()) == [1] * 5
+
+
+def _pod(name: str, labels: dict, affinity: dict | None = None) -> dict:
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"generateName": f"{name}-", "labels": labels},
+        "spec": {
+            "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "100m"}}}]
+        },
+    }
+    if affinity:
+        doc["spec"]["affinity"] = affinity
+    return doc
+
+
+def _away_from(labels: dict, namespaces: dict | None = None) -> dict:
+    term = {"labelSelector": {"matchLabels": labels}, "topologyKey": "kubernetes.io/hostname"}
+    if namespaces is not None:
+        term["namespaceSelector"] = {"matchLabels": namespaces}
+    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
+def test_createpodsets_and_namespace_labels_reach_the_namespace_selector(
+    tmp_path, redis_url, key_prefix
+):
+    """Three blue pods (one a node) in team-0, a namespace labelled team=devops by its
+    template, made by createPodSets; five pods that keep away from blue pods in devops
+    namespaces may use only the two nodes without one."""
+    path = write_case(
+        tmp_path,
+        [
+            {"opcode": "createNodes", "count": 5},
+            {
+                "opcode": "createNamespaces",
+                "prefix": "team",
+                "count": 1,
+                "namespaceTemplatePath": "config/ns-devops.yaml",
+            },
+            {
+                "opcode": "createPodSets",
+                "count": 1,
+                "namespacePrefix": "team",
+                "createPodsOp": {
+                    "opcode": "createPods",
+                    "count": 3,
+                    "podTemplatePath": "config/pod-blue.yaml",
+                },
+            },
+            {
+                "opcode": "createPods",
+                "count": 5,
+                "namespace": "measure",
+                "podTemplatePath": "config/pod-avoid.yaml",
+                "collectMetrics": True,
+            },
+        ],
+        {
+            "ns-devops.yaml": {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"labels": {"team": "devops"}},
+            },
+            "pod-blue.yaml": _pod("blue", {"color": "blue"}, _away_from({"color": "blue"})),
+            "pod-avoid.yaml": _pod("avoid", {}, _away_from({"color": "blue"}, {"team": "devops"})),
+        },
+    )
+    case, bound = run(path, redis_url, key_prefix)
+    blue = {node for pod, node in bound.items() if pod.startswith("team-0/")}
+    avoiding = {node for pod, node in bound.items() if pod.startswith("measure/")}
+    assert len(blue) == 3 and case["pods_scheduled"] == 5
+    assert avoiding and not avoiding & blue and len(avoiding) <= 2
