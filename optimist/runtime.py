@@ -491,7 +491,8 @@ class SchedulingLoop:
         `rebuild`). Every reader starts over then (the epoch changed), and nothing
         placed before is committed. A store this driver never had (the start, or a new
         case's) is only built: that is no outage, and no error for an operator."""
-        if isinstance(err, EpochChanged) and err.known is None and not err.current:
+        first = isinstance(err, EpochChanged) and err.known is None and not err.current
+        if first:
             log.info("node store: empty; building it from the cluster")
         else:
             self.store_outages += 1
@@ -504,7 +505,7 @@ class SchedulingLoop:
                 if current == self.store.epoch and not rebuild:
                     return  # the same store: Redis was only out of reach
                 building = True
-                self._rebuild()
+                self._rebuild(logged_at=logging.INFO if first else logging.WARNING)
                 return
             except STORE_ERRORS as again:
                 rebuild = rebuild or building  # a rebuild cut short is done again
@@ -513,7 +514,7 @@ class SchedulingLoop:
                 log.warning("node store away (%s): trying again in %.2f s", again, wait)
                 time.sleep(wait)
 
-    def _rebuild(self) -> None:
+    def _rebuild(self, logged_at: int) -> None:
         started = time.perf_counter()
         truth = self.cluster.snapshot()
         rebuilt = self.store.rebuild(truth.nodes, truth.namespaces, truth.pods)
@@ -526,8 +527,9 @@ class SchedulingLoop:
         self.dispatcher.on_event(NODE_ADD)  # anything waiting may fit in the new store
         self.fault_retries += sum(incoming.values()) - waiting
         self.store_rebuilds.append(time.perf_counter() - started)
-        log.warning(
-            "node store built again from the cluster: %d nodes, %d bound pods, in %.2f s",
+        log.log(
+            logged_at,
+            "node store built from the cluster: %d nodes, %d bound pods, in %.2f s",
             len(truth.nodes),
             len(truth.pods),
             self.store_rebuilds[-1],
