@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 import yaml
 
+from benchmarks import go_decoding
 from cluster.durations import parse_duration
 
 Manifest = Mapping[str, Any]
@@ -43,6 +44,8 @@ UNSUPPORTED_OPCODES = {
     "createResourceClaims": _DRA,
     "createResourceDriver": _DRA,
     "allocResourceClaims": _DRA,
+    "createResourceClass": _DRA,  # v1.30's DRA ops, before createAny took them
+    "createResourceClaimTemplate": _DRA,
 }
 # Case-level fields that change nothing here: optimist measures with its own collectors.
 _IGNORED_CASE_FIELDS = ("metricsCollectorConfig", "defaultThresholdMetricSelector")
@@ -103,7 +106,7 @@ class Templates:
                 raise where.error(field, value, f"cannot read: {e}") from e
             if not isinstance(doc, Mapping) or not isinstance(doc.get("kind"), str):
                 raise where.error(field, value, "not a Kubernetes object (no kind)")
-            self._loaded[path] = doc
+            self._loaded[path] = go_decoding.canonical(doc)  # keys' case as upstream reads it
         doc = self._loaded[path]
         if kinds and doc["kind"] not in kinds:
             raise where.error(field, value, f"kind {doc['kind']}: must be {' or '.join(kinds)}")
@@ -786,9 +789,9 @@ def _parse_op(
     files: Templates,
 ) -> Op | UnsupportedOp:
     assert where.index is not None
+    fields = _filled(where, dict(raw), params, used)  # an op not run uses its params too
     if where.opcode in UNSUPPORTED_OPCODES:
         return UnsupportedOp(where.opcode, where.index, UNSUPPORTED_OPCODES[where.opcode])
-    fields = _filled(where, dict(raw), params, used)
     del fields["opcode"]
     f = Fields(fields, where, files)
     try:

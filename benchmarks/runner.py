@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import random
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -352,9 +353,27 @@ class CaseRunner:
                     self.loop.step(0)
                     since_turn = 0
         if not skip_wait:
-            self._wait([self.by_op.setdefault(index, Tally())])
+            self._wait_scheduled(index)
         if collect and window is not None:
             self._close(window)
+
+    def _wait_scheduled(self, index: int) -> None:
+        """Until every pod of the op is bound, as upstream's harness waits; pods that no
+        node can take fail the case, naming why, where upstream's would time out."""
+        tally = self.by_op.setdefault(index, Tally())
+        self._wait([tally])
+        if tally.done < tally.made:
+            unschedulable = self.loop.dispatcher.unschedulable()
+            reasons = Counter(
+                reason
+                for key, reason in unschedulable.items()
+                if self.tags.get(key, (None,))[0] == index
+            )
+            why = "; ".join(f"{n} {r}" for r, n in reasons.most_common(3)) or "none said"
+            raise ValueError(
+                f"{tally.made - tally.done} of {tally.made} pods not scheduled, where "
+                f"upstream's harness waits for every one (skipWaitToCompletion: false): {why}"
+            )
 
     def _create_groups(self, index: int, op: CreatePodGroups) -> None:
         batches: list[objects.Batch] = []

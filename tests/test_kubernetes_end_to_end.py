@@ -356,7 +356,7 @@ def test_pods_the_server_accepts_and_none_can_place_are_told_why_and_nothing_is_
         if not condition or condition["reason"] != reason or words not in condition["message"]:
             return False
         events = [e for e in api.events_for(key) if e["reason"] == "FailedScheduling"]
-        return bool(events) and words in events[-1]["message"]
+        return any(words in e["message"] for e in events)  # listed by name, not by time
 
     with Running(Service(settings, api.client(), identity="first")):
         for doc, _, _ in bad.values():

@@ -16,7 +16,7 @@ OPTIMIST = [sys.executable, "-c", "from optimist.cli import app; app()"]
 
 
 def bench(url: str, *extra: str) -> subprocess.CompletedProcess[str]:
-    args = ["bench", "--nodes", "50", "--pods", "2000", "--shards", "2", "--no-progress"]
+    args = ["bench", "--nodes", "100", "--pods", "2000", "--shards", "2", "--no-progress"]
     return subprocess.run(
         [*OPTIMIST, *args, "--redis-url", url, *extra],
         capture_output=True,

@@ -63,12 +63,15 @@ def test_createnodes_labels_each_node_with_its_hostname(tmp_path, redis_url, key
         tmp_path,
         [
             {"opcode": "createNodes", "count": 5},
+            {"opcode": "startCollectingMetrics"},
             {
                 "opcode": "createPods",
                 "count": 10,
                 "podTemplatePath": "config/pod-anti.yaml",
-                "collectMetrics": True,
+                "skipWaitToCompletion": True,  # five never fit: upstream's wait would not end
             },
+            {"opcode": "barrier", "stageRequirement": "Attempted"},
+            {"opcode": "stopCollectingMetrics"},
         ],
         {"pod-anti.yaml": ANTI_AFFINE},
     )
@@ -147,3 +150,90 @@ def test_createpodsets_and_namespace_labels_reach_the_namespace_selector(
     avoiding = {node for pod, node in bound.items() if pod.startswith("measure/")}
     assert len(blue) == 3 and case["pods_scheduled"] == 5
     assert avoiding and not avoiding & blue and len(avoiding) <= 2
+
+
+def test_pods_a_waiting_createpods_cannot_place_fail_the_case_saying_why(
+    tmp_path, redis_url, key_prefix
+):
+    """Upstream's createPods waits for every pod to be scheduled: where some never can,
+    its run fails; so does optimist's, where it once exited 0 having bound none."""
+    path = write_case(
+        tmp_path,
+        [
+            {"opcode": "createNodes", "count": 5},
+            {
+                "opcode": "createPods",
+                "count": 10,
+                "podTemplatePath": "config/pod-anti.yaml",
+                "collectMetrics": True,
+            },
+        ],
+        {"pod-anti.yaml": ANTI_AFFINE},
+    )
+    settings = Settings(shards=1, redis_url=redis_url, key_prefix=key_prefix, seed=1)
+    bench = run_bench(settings, load_plan(path, timeout_s=60))
+    assert not bench.ok
+    [error] = bench.report["errors"]
+    assert error.startswith("case Fidelity/small: op 1 (createPods): 5 of 10 pods not scheduled")
+    assert "didn't match pod anti-affinity rules" in error
+
+
+def test_template_keys_match_case_insensitively_as_upstream_s_decoder_does(
+    tmp_path, redis_url, key_prefix
+):
+    """`NodeTaintsPolicy: Honor`, as an upstream template writes it, is the
+    nodeTaintsPolicy field: the node whose taint the pods do not tolerate is no domain
+    of the spreading, so 4 pods spread 2 and 2 over the two others. Ignored, that node
+    counts with 0 pods, and only 2 of the 4 could be placed."""
+    spread = _pod("spread", {"app": "s"})
+    spread["spec"]["topologySpreadConstraints"] = [
+        {
+            "maxSkew": 1,
+            "topologyKey": "kubernetes.io/hostname",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "s"}},
+            "NodeTaintsPolicy": "Honor",  # as upstream's pod-with-node-inclusion-policy.yaml
+        }
+    ]
+    tainted = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"generateName": "tainted-"},
+        "spec": {"taints": [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]},
+        "status": {"capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"}},
+    }
+    path = write_case(
+        tmp_path,
+        [
+            {"opcode": "createNodes", "count": 2},
+            {"opcode": "createNodes", "count": 1, "nodeTemplatePath": "config/node-tainted.yaml"},
+            {"opcode": "createPods", "count": 4, "podTemplatePath": "config/pod-spread.yaml"},
+        ],
+        {"pod-spread.yaml": spread, "node-tainted.yaml": tainted},
+    )
+    case, bound = run(path, redis_url, key_prefix)
+    assert case["error"] is None and len(bound) == 4, case["error"]
+    assert not any(node.startswith("tainted-") for node in bound.values())
+    assert sorted(Counter(bound.values()).values()) == [2, 2]
+
+
+def test_a_workload_below_its_threshold_fails_the_run(tmp_path, redis_url, key_prefix):
+    path = write_case(
+        tmp_path,
+        [
+            {"opcode": "createNodes", "count": 5},
+            {"opcode": "createPods", "count": 10, "collectMetrics": True},
+        ],
+        {},
+    )
+    case = yaml.safe_load(path.read_text())
+    case[0]["defaultPodTemplatePath"] = "config/pod.yaml"
+    case[0]["workloads"][0]["threshold"] = 10**9
+    path.write_text(yaml.safe_dump(case))
+    (path.parent / "pod.yaml").write_text(yaml.safe_dump(_pod("p", {})))
+    settings = Settings(shards=1, redis_url=redis_url, key_prefix=key_prefix, seed=1)
+    bench = run_bench(settings, load_plan(path, timeout_s=60))
+    assert not bench.ok
+    [error] = bench.report["errors"]
+    assert error.startswith("case Fidelity/small: ") and "below the workload's threshold" in error
+    assert bench.report["cases"][0]["pods_scheduled"] == 10  # it ran; it was slow

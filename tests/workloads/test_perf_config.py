@@ -55,7 +55,7 @@ def test_upstream_format_is_read_and_params_are_filled():
     assert isinstance(ops[12], pc.CreatePodGroups) and ops[12].name_prefix == "group"
     assert ops[14] == pc.Sleep(0.3)
     assert run.params["measurePods"] == 12 and ops[11].count == 12
-    assert run.threshold == 100
+    assert run.threshold == 5
     assert run.labels == ("integration-test", "fast")
     assert run.feature_gates == {"SchedulerQueueingHints": False}  # the workload's wins
 

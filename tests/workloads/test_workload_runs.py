@@ -105,7 +105,7 @@ def test_the_upstream_format_fixture_runs(redis_url, key_prefix):
     assert r["pods_created"] == 12 + 2 * 3  # the measured namespace only
     assert r["pods_scheduled"] == 18
     assert r["upstream_threshold"] == {
-        "pods_per_s": 100,
+        "pods_per_s": 5,
         "note": "published upstream threshold, other hardware",
     }
     assert r["all_pods"]["deleted"] == 10  # init-0's pods, paced
