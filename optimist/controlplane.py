@@ -245,22 +245,7 @@ class ControlPlane:
         try:
             context = ssl.create_default_context()
             context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # its own cert
-            deadline = time.monotonic() + self.ready_timeout_s
-            while True:
-                try:
-                    url = f"https://127.0.0.1:{port}/healthz"
-                    with urllib.request.urlopen(url, context=context, timeout=5) as reply:
-                        if reply.status == 200:
-                            break
-                except (OSError, urllib.error.URLError):
-                    pass
-                self._alive("kube-scheduler")
-                if time.monotonic() > deadline:
-                    raise ControlPlaneError(
-                        f"kube-scheduler not healthy in {self.ready_timeout_s:.0f} s:\n"
-                        f"{self.log('kube-scheduler')}"
-                    )
-                time.sleep(0.2)
+            self._wait_healthy("kube-scheduler", f"https://127.0.0.1:{port}/healthz", context)
             yield self._processes["kube-scheduler"].pid
         finally:
             _stop(self._processes.pop("kube-scheduler"))
@@ -373,10 +358,16 @@ class ControlPlane:
         )
 
     def _wait_ready(self) -> None:
-        context = self.client_context()
         request = urllib.request.Request(
             f"{self.url}/readyz", headers={"Authorization": f"Bearer {self.admin.token}"}
         )
+        self._wait_healthy("kube-apiserver", request, self.client_context())
+
+    def _wait_healthy(
+        self, name: str, request: urllib.request.Request | str, context: ssl.SSLContext
+    ) -> None:
+        """Until `name` answers 200 to `request`; ControlPlaneError, with its log, if it
+        exits or ready_timeout_s goes by first."""
         deadline = time.monotonic() + self.ready_timeout_s
         while True:
             try:
@@ -385,11 +376,10 @@ class ControlPlane:
                         return
             except (OSError, urllib.error.URLError):
                 pass
-            self._alive("kube-apiserver")
+            self._alive(name)
             if time.monotonic() > deadline:
                 raise ControlPlaneError(
-                    f"kube-apiserver not ready in {self.ready_timeout_s:.0f} s:\n"
-                    f"{self.log('kube-apiserver')}"
+                    f"{name} not ready in {self.ready_timeout_s:.0f} s:\n{self.log(name)}"
                 )
             time.sleep(0.2)
 
