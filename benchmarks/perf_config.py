@@ -40,6 +40,10 @@ CREATE_ANY_KINDS = (
 CHURN_KINDS = ("Node", "Pod", "Service")
 _VOLUMES = "optimist does not model volumes (PersistentVolumes, claims, CSI)"
 _DRA = "optimist does not model dynamic resource allocation (DRA)"
+_GO_TEMPLATE = (
+    "a Go template ({{.Index}} and the like, upstream's since v1.31), which optimist "
+    "does not render yet"
+)
 UNSUPPORTED_OPCODES = {
     "createResourceClaims": _DRA,
     "createResourceDriver": _DRA,
@@ -101,7 +105,10 @@ class Templates:
         path = self.resolve(value)
         if path not in self._loaded:
             try:
-                doc = yaml.safe_load(path.read_text())
+                source = path.read_text()
+                if "{{" in source:  # left as text, every object made of it would be one
+                    raise Unsupported(f"{field}={value!r}: {_GO_TEMPLATE}")
+                doc = yaml.safe_load(source)
             except (OSError, yaml.YAMLError) as e:
                 raise where.error(field, value, f"cannot read: {e}") from e
             if not isinstance(doc, Mapping) or not isinstance(doc.get("kind"), str):
@@ -602,7 +609,7 @@ OPS: dict[str, Any] = {
 
 def _pod_fields(f: Fields, case: CaseDefaults) -> tuple[Manifest, str, bool, bool]:
     """What every op that makes pods takes: template, namespace, whether measured and waited."""
-    manifest = f.take("podTemplatePath", template("Pod"), case.pod_template)
+    manifest = f.take("podTemplatePath", template("Pod"), None) or case.pod_template(f)
     namespace = f.take("namespace", text, f"namespace-{f.where.index}")
     collect = f.take("collectMetrics", flag, False)
     skip_wait = f.take("skipWaitToCompletion", flag, False)
@@ -622,11 +629,16 @@ class CaseDefaults:
 
     default_pod: Manifest | None
     node_template: Manifest
+    unreadable_pod: str = ""  # why defaultPodTemplatePath cannot be run, if it cannot
 
-    @property
-    def pod_template(self) -> Any:
-        """The case's defaultPodTemplatePath, or required when the case has none."""
-        return self.default_pod if self.default_pod is not None else _MISSING
+    def pod_template(self, f: Fields) -> Manifest:
+        """For an op without podTemplatePath: the case's defaultPodTemplatePath (one
+        optimist cannot run makes the op so), or the field is required."""
+        if self.unreadable_pod:
+            raise Unsupported(self.unreadable_pod)
+        if self.default_pod is None:
+            raise f.error("podTemplatePath", None, "is required")
+        return self.default_pod
 
 
 @dataclass(frozen=True, slots=True)
@@ -676,7 +688,10 @@ def load(
         if name in names:
             raise where.error("name", name, "another case has this name")
         names.add(name)
-        default_pod = case.take("defaultPodTemplatePath", template("Pod"), None)
+        try:
+            default_pod, unreadable = case.take("defaultPodTemplatePath", template("Pod"), None), ""
+        except Unsupported as e:  # only the ops that use it cannot run
+            default_pod, unreadable = None, str(e)
         ops = case.take("workloadTemplate", _op_list)
         workloads = case.take("workloads", _op_list)
         labels = case.take("labels", texts, ())
@@ -685,7 +700,7 @@ def load(
         for key in _IGNORED_CASE_FIELDS:
             case.raw.pop(key, None)
         case.done()
-        defaults = CaseDefaults(default_pod, node)
+        defaults = CaseDefaults(default_pod, node, unreadable)
         seen: set[str] = set()
         for j, w in enumerate(workloads):
             run = _instantiate(name, j, w, ops, defaults, files, labels, gates, overrides or {})

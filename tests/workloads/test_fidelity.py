@@ -237,3 +237,38 @@ def test_a_workload_below_its_threshold_fails_the_run(tmp_path, redis_url, key_p
     [error] = bench.report["errors"]
     assert error.startswith("case Fidelity/small: ") and "below the workload's threshold" in error
     assert bench.report["cases"][0]["pods_scheduled"] == 10  # it ran; it was slow
+
+
+def test_a_go_template_stops_its_case_alone_and_says_so(tmp_path, redis_url, key_prefix):
+    """Left as text, `{{.Index}}` names every pod alike and the run exited 0: until
+    optimist renders them, a case with one stops, and the next case runs."""
+    templated = _pod("p", {})
+    templated["metadata"] = {"name": "pod-{{.Index}}"}
+    path = write_case(tmp_path, [], {"pod-indexed.yaml": templated, "pod.yaml": _pod("p", {})})
+    uses = {"opcode": "createPods", "count": 2, "collectMetrics": True}
+    cases = [
+        {
+            "name": "Templated",
+            "defaultPodTemplatePath": "config/pod-indexed.yaml",
+            "workloadTemplate": [{"opcode": "createNodes", "count": 2}, uses],
+            "workloads": [{"name": "small"}],
+        },
+        {
+            "name": "Plain",
+            "workloadTemplate": [
+                {"opcode": "createNodes", "count": 2},
+                {**uses, "podTemplatePath": "config/pod.yaml"},
+            ],
+            "workloads": [{"name": "small"}],
+        },
+    ]
+    path.write_text(yaml.safe_dump(cases))
+    settings = Settings(shards=1, redis_url=redis_url, key_prefix=key_prefix, seed=1)
+    bench = run_bench(settings, load_plan(path, timeout_s=60))
+    templated_run, plain = bench.report["cases"]
+    assert templated_run["error"] == (
+        "case Templated/small: op 1 (createPods): optimist cannot run it: "
+        "defaultPodTemplatePath='config/pod-indexed.yaml': a Go template ({{.Index}} and the "
+        "like, upstream's since v1.31), which optimist does not render yet"
+    )
+    assert plain["error"] is None and plain["pods_scheduled"] == 2
