@@ -10,7 +10,8 @@ Faults are bounded, so that every run settles: at most `limit` of them (by
 default two of each kind asked for), and none after `duration_s` (60 s) of the
 workload; after the last, the run goes on until every pod is bound or reported
 unschedulable. Without an interval they are spread over the run's progress (the
-k-th of n once k/(n+1) of its pods are settled and the one before has recovered),
+k-th of n once k/(n+1) of its pods are settled and the one before has recovered,
+or half a second has gone by since it),
 so a short run meets every kind as a long one does; with one, they come at
 random, `interval_s` apart on average.
 """
@@ -36,6 +37,7 @@ KILL_SHARD, KILL_BINDER, RESTART_REDIS = "kill-shard", "kill-binder", "restart-r
 FAULTS = (KILL_SHARD, KILL_BINDER, RESTART_REDIS)
 FAULTS_PER_KIND = 2  # the default bound: each kind asked for, twice
 DURATION_S = 60.0  # the default bound: no fault after this long into a workload
+SPACING_S = 0.5  # spread over progress: the longest a fault waits for the last's recovery
 
 
 class ChaosError(ValueError):
@@ -144,8 +146,10 @@ class Chaos:
     def _due(self, now: float) -> bool:
         if self.plan.interval_s:
             return now >= self._next
-        # one at a time: the last recovered first, so that each is seen on its own
-        if self.faults and self.faults[-1].recovered_s is None:
+        # apart: the last recovered first, so that each is seen on its own, or given
+        # SPACING_S at least where recovering takes longer (a run may end meanwhile)
+        last = self.faults[-1] if self.faults else None
+        if last is not None and last.recovered_s is None and now - last.at < SPACING_S:
             return False
         return self.progress() >= (len(self.faults) + 1) / (self.plan.bound + 1)
 

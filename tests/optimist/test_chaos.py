@@ -95,8 +95,8 @@ def test_a_run_that_cannot_place_every_pod_settles_once_the_faults_stop():
 def test_the_default_plan_meets_every_kind_in_a_short_run():
     """With no interval the faults follow the run's progress: a run of a few seconds
     gets each kind, twice, where a fault every 2 s had given it one."""
-    r = _run(ChaosPlan.parse(",".join(FAULTS)), pods=4000)
-    assert r["pods_scheduled"] == 4000
+    r = _run(ChaosPlan.parse(",".join(FAULTS)), pods=6000)
+    assert r["pods_scheduled"] == 6000
     assert r["chaos"]["faults_injected"] == {kind: FAULTS_PER_KIND for kind in FAULTS}
     assert r["chaos"]["never_injected"] == []
     assert not [w for w in r["warnings"] if w.startswith("chaos")]
