@@ -75,7 +75,7 @@ class Counters:
     cpu_s: dict[str, float] = field(default_factory=dict)  # role -> CPU seconds (CpuClock)
 
     @classmethod
-    def of(cls, loop: SchedulingLoop, harness: Any, cpu: CpuClock) -> Counters:
+    def of(cls, loop: SchedulingLoop, harness: RedisServers, cpu: CpuClock) -> Counters:
         """`harness` is the bench's own Redis client, so that its readings count nowhere."""
         stats = loop.dispatcher.stats
         return cls(
@@ -86,7 +86,7 @@ class Counters:
             loop.binder.commits,
             stats.shard_rollbacks,
             stats.commit_rollbacks,
-            redis_commands(harness),
+            harness.commands(),
             loop.round_trips(),
             dict(stats.busy_s_by_shard),
             dict(stats.decided_by_shard),
@@ -103,19 +103,6 @@ def _minus(a: Any, b: Any) -> Any:
     if isinstance(a, dict):
         return {k: v - b.get(k, 0) for k, v in a.items()}
     return a - b
-
-
-def redis_commands(client: Any) -> int:
-    """Commands the Redis server has run since it started, as INFO commandstats counts them.
-
-    Every client's together: the shards' syncs, the binder's commits, the
-    driver's own. A command a Lua script runs counts as well as the script's
-    call (and a pipeline counts each of its commands): what Redis worked
-    through, where `SchedulingLoop.round_trips` counts the calls made. INFO is
-    left out: only the bench calls it (these readings and the memory samples).
-    """
-    stats = client.info("commandstats")
-    return sum(int(v["calls"]) for k, v in stats.items() if k != "cmdstat_info")
 
 
 @dataclass(slots=True)

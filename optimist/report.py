@@ -91,6 +91,23 @@ class RedisServers:
 
     def __init__(self, urls: list[str]) -> None:
         self.clients = [connect(url) for url in urls]
+        self._commands = [0] * len(self.clients)  # each server's last reading
+        self._before = [0] * len(self.clients)  # what it had run before a restart
+
+    def commands(self) -> int:
+        """Commands the servers have run, as INFO commandstats counts them: every
+        client's (the shards' syncs, the binder's commits, the driver's), a command a
+        Lua script runs as well as the script's call, each of a pipeline's; what Redis
+        worked through, where `SchedulingLoop.round_trips` counts the calls made. INFO
+        is left out: only the bench calls it. A server restarted (chaos) counts from 0
+        again: what it ran before is added, so a phase's difference is never negative."""
+        for i, client in enumerate(self.clients):
+            stats = client.info("commandstats")
+            now = sum(int(v["calls"]) for k, v in stats.items() if k != "cmdstat_info")
+            if now < self._commands[i]:
+                self._before[i] += self._commands[i]
+            self._commands[i] = now
+        return sum(self._before) + sum(self._commands)
 
     def info(self, section: str) -> dict[str, Any]:
         merged: dict[str, Any] = {}

@@ -7,7 +7,7 @@ import sys
 import time
 
 from cluster.redis_server import EmbeddedRedis, connect
-from optimist.report import CpuClock
+from optimist.report import CpuClock, RedisServers
 
 _BURN = """
 import time
@@ -41,3 +41,15 @@ def test_a_shard_killed_and_a_redis_restarted_keep_the_cpu_they_used() -> None:
     finally:
         burner.kill()
         burner.wait()
+
+
+def test_the_commands_of_a_restarted_redis_keep_counting() -> None:
+    with EmbeddedRedis() as server:
+        client, harness = connect(server.url), RedisServers([server.url])
+        for i in range(100):
+            client.set(f"k{i}", i)
+        before = harness.commands()
+        assert before >= 100
+        server.restart()
+        client.set("after", 1)
+        assert harness.commands() > before  # not the new server's few alone
