@@ -100,7 +100,6 @@ class ControlPlane:
     ready_timeout_s: float = 120.0
 
     def __post_init__(self) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="optimist-kube-"))
         self.admin = User("optimist-admin", secrets.token_hex(16), (ADMIN_GROUP,))
         self.tokens = {u.name: u for u in (self.admin, *self.users)}
         self.etcd_url = f"http://127.0.0.1:{free_port()}"
@@ -111,6 +110,7 @@ class ControlPlane:
     # --- the context ---------------------------------------------------------------
 
     def __enter__(self) -> ControlPlane:
+        self.dir = Path(tempfile.mkdtemp(prefix="optimist-kube-"))  # __exit__ removes it
         try:
             self._pki()
             self._start_etcd()
