@@ -13,7 +13,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.perf_config import CreateNodes, Manifest, PerIndex
+from benchmarks.go_template import TextTemplate
+from benchmarks.perf_config import CreateNodes, Manifest, PerIndex, Template
 from cluster.manifests import copy_manifest
 from cluster.objects import POD_GROUP_LABEL
 
@@ -21,19 +22,39 @@ Batch = tuple[dict[str, Any], int]
 
 
 def node_batches(op: CreateNodes, rng: random.Random, unique: Iterator[int]) -> list[Batch]:
-    """The op's nodes: allocatable set, then labelled as its strategies say."""
-    base = copy_manifest(dict(op.template))
-    if op.allocatable is not None:
-        base.setdefault("status", {})["allocatable"] = dict(op.allocatable)
+    """The op's nodes: allocatable set, then labelled as its strategies say; a Go
+    template's each rendered with its index."""
     values: list[str | None] = [None] * op.count
     if op.label_values is not None:
         values = [rng.choice(op.label_values.values) for _ in range(op.count)]
+    if isinstance(op.template, TextTemplate):
+        return [
+            (
+                _labelled(
+                    _allocated(op.template.render(i, op.count), op), op, v, _unique(op, unique)
+                ),
+                1,
+            )
+            for i, v in enumerate(values)
+        ]
+    base = _allocated(op.template, op)
     if op.unique_label is None:
         return [(_labelled(base, op, value), n) for value, n in Counter(values).items()]
-    return [
-        (_labelled(base, op, value, f"{op.unique_label.rsplit('/', 1)[-1]}-{next(unique)}"), 1)
-        for value in values
-    ]
+    return [(_labelled(base, op, value, _unique(op, unique)), 1) for value in values]
+
+
+def _allocated(template: Manifest, op: CreateNodes) -> dict[str, Any]:
+    node = copy_manifest(dict(template))
+    if op.allocatable is not None:
+        node.setdefault("status", {})["allocatable"] = dict(op.allocatable)
+    return node
+
+
+def _unique(op: CreateNodes, unique: Iterator[int]) -> str:
+    """The next value of the op's uniqueNodeLabelStrategy, if it has one."""
+    if op.unique_label is None:
+        return ""
+    return f"{op.unique_label.rsplit('/', 1)[-1]}-{next(unique)}"
 
 
 def _labelled(base: Manifest, op: CreateNodes, value: str | None, unique: str = "") -> dict:
@@ -46,8 +67,14 @@ def _labelled(base: Manifest, op: CreateNodes, value: str | None, unique: str = 
     return node
 
 
-def pod_batches(template: Manifest, count: int, per_index: PerIndex | None) -> list[Batch]:
-    """`count` pods of the template; with a per-index strategy, each one different."""
+def pod_batches(template: Template, count: int, per_index: PerIndex | None) -> list[Batch]:
+    """`count` pods of the template; with a per-index strategy or a Go template, each
+    one different."""
+    if isinstance(template, TextTemplate):
+        made = [template.render(i, count) for i in range(count)]
+        if per_index is not None:
+            return [(indexed_pod(pod, per_index, i), 1) for i, pod in enumerate(made)]
+        return [(dict(pod), 1) for pod in made]
     if per_index is None:
         return [(dict(template), count)] if count else []
     return [(indexed_pod(template, per_index, i), 1) for i in range(count)]

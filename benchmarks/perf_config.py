@@ -21,9 +21,11 @@ from typing import Any, ClassVar
 import yaml
 
 from benchmarks import go_decoding
+from benchmarks.go_template import TemplateError, TextTemplate
 from cluster.durations import parse_duration
 
 Manifest = Mapping[str, Any]
+Template = Manifest | TextTemplate  # a TextTemplate makes each object its own
 
 # Kinds createAny may create; the runner says what it does with each.
 CREATE_ANY_KINDS = (
@@ -42,7 +44,7 @@ _VOLUMES = "optimist does not model volumes (PersistentVolumes, claims, CSI)"
 _DRA = "optimist does not model dynamic resource allocation (DRA)"
 _GO_TEMPLATE = (
     "a Go template ({{.Index}} and the like, upstream's since v1.31), which optimist "
-    "does not render yet"
+    "renders for createPods, createNodes and createAny only"
 )
 UNSUPPORTED_OPCODES = {
     "createResourceClaims": _DRA,
@@ -99,24 +101,38 @@ class Templates:
                 return (folder / value).resolve()
         return (self.base / value).resolve()
 
-    def load(self, where: Where, field: str, value: object, kinds: tuple[str, ...]) -> Manifest:
+    def load(
+        self,
+        where: Where,
+        field: str,
+        value: object,
+        kinds: tuple[str, ...],
+        indexed: bool = False,
+    ) -> Template:
+        """The template at `value`; one with Go template fields is a TextTemplate where
+        the op renders one per object (`indexed`), and cannot be run elsewhere."""
         if not isinstance(value, str) or not value:
             raise where.error(field, value, "must be a path")
         path = self.resolve(value)
         if path not in self._loaded:
             try:
                 source = path.read_text()
-                if "{{" in source:  # left as text, every object made of it would be one
-                    raise Unsupported(f"{field}={value!r}: {_GO_TEMPLATE}")
-                doc = yaml.safe_load(source)
-            except (OSError, yaml.YAMLError) as e:
+                doc: Any = TextTemplate(value, source) if "{{" in source else yaml.safe_load(source)
+                kind = doc.kind if isinstance(doc, TextTemplate) else None
+            except (OSError, yaml.YAMLError, TemplateError) as e:
                 raise where.error(field, value, f"cannot read: {e}") from e
-            if not isinstance(doc, Mapping) or not isinstance(doc.get("kind"), str):
-                raise where.error(field, value, "not a Kubernetes object (no kind)")
-            self._loaded[path] = go_decoding.canonical(doc)  # keys' case as upstream reads it
+            if kind is None:
+                if not isinstance(doc, Mapping) or not isinstance(doc.get("kind"), str):
+                    raise where.error(field, value, "not a Kubernetes object (no kind)")
+                doc = go_decoding.canonical(doc)  # keys' case as upstream reads it
+            self._loaded[path] = doc
         doc = self._loaded[path]
-        if kinds and doc["kind"] not in kinds:
-            raise where.error(field, value, f"kind {doc['kind']}: must be {' or '.join(kinds)}")
+        if isinstance(doc, TextTemplate) and not indexed:
+            # left as text, every object made of it would be one
+            raise Unsupported(f"{field}={value!r}: {_GO_TEMPLATE}")
+        kind = doc.kind if isinstance(doc, TextTemplate) else doc["kind"]
+        if kinds and kind not in kinds:
+            raise where.error(field, value, f"kind {kind}: must be {' or '.join(kinds)}")
         return doc
 
 
@@ -221,7 +237,16 @@ def one_of(*choices: str) -> Callable[[Fields, str, Any], str]:
 
 def template(*kinds: str) -> Callable[[Fields, str, Any], Manifest]:
     def read(f: Fields, key: str, value: Any) -> Manifest:
-        return f.templates.load(f.where, f.prefix + key, value, kinds)
+        return f.templates.load(f.where, f.prefix + key, value, kinds)  # type: ignore[return-value]
+
+    return read
+
+
+def indexed_template(*kinds: str) -> Callable[[Fields, str, Any], Template]:
+    """A template an op makes its objects of one by one: Go template fields allowed."""
+
+    def read(f: Fields, key: str, value: Any) -> Template:
+        return f.templates.load(f.where, f.prefix + key, value, kinds, indexed=True)
 
     return read
 
@@ -327,7 +352,7 @@ def _range(f: Fields, key: str, value: Any) -> tuple[int, int]:
 class CreateNodes:
     opcode: ClassVar[str] = "createNodes"
     count: int
-    template: Manifest
+    template: Template
     allocatable: dict[str, str] | None = None
     label_values: LabelValues | None = None
     unique_label: str | None = None
@@ -336,7 +361,7 @@ class CreateNodes:
     def parse(cls, f: Fields, case: CaseDefaults) -> CreateNodes:
         return cls(
             f.take("count", count),
-            f.take("nodeTemplatePath", template("Node"), case.node_template),
+            f.take("nodeTemplatePath", indexed_template("Node"), case.node_template),
             f.take("nodeAllocatableStrategy", node_allocatable, None),
             f.take("labelNodePrepareStrategy", LabelValues.read, None),
             f.take("uniqueNodeLabelStrategy", unique_label, None),
@@ -366,7 +391,7 @@ class CreatePods:
 
     opcode: ClassVar[str] = "createPods"
     count: int
-    template: Manifest
+    template: Template
     namespace: str
     collect_metrics: bool = False
     skip_wait: bool = False
@@ -439,6 +464,8 @@ class CreatePodGroups:
         if counts[1] > pods_per_group:
             raise f.error("minMember", counts[1], f"exceeds podsPerGroup {pods_per_group}")
         manifest, namespace, collect, skip_wait = _pod_fields(f, case)
+        if isinstance(manifest, TextTemplate):
+            raise Unsupported(f"podTemplatePath={manifest.name!r}: {_GO_TEMPLATE}")
         return cls(
             *counts,
             pods_per_group,
@@ -453,16 +480,17 @@ class CreatePodGroups:
 @dataclass(frozen=True, slots=True)
 class CreateAny:
     opcode: ClassVar[str] = "createAny"
-    template: Manifest
+    template: Template
     count: int = 1
     namespace: str = "default"
 
     @classmethod
     def parse(cls, f: Fields, case: CaseDefaults) -> CreateAny:
-        manifest = f.take("templatePath", template())
-        if manifest["kind"] not in CREATE_ANY_KINDS:
+        manifest = f.take("templatePath", indexed_template())
+        first = manifest.render(0, 1) if isinstance(manifest, TextTemplate) else manifest
+        if first["kind"] not in CREATE_ANY_KINDS:
             raise Unsupported(
-                f"templatePath: kind {manifest['kind']} ({manifest.get('apiVersion')}): optimist "
+                f"templatePath: kind {first['kind']} ({first.get('apiVersion')}): optimist "
                 f"cannot act on it (createAny takes {', '.join(CREATE_ANY_KINDS)})"
             )
         return cls(manifest, f.take("count", count, 1), f.take("namespace", text, "default"))
@@ -607,9 +635,9 @@ OPS: dict[str, Any] = {
 }
 
 
-def _pod_fields(f: Fields, case: CaseDefaults) -> tuple[Manifest, str, bool, bool]:
+def _pod_fields(f: Fields, case: CaseDefaults) -> tuple[Template, str, bool, bool]:
     """What every op that makes pods takes: template, namespace, whether measured and waited."""
-    manifest = f.take("podTemplatePath", template("Pod"), None) or case.pod_template(f)
+    manifest = f.take("podTemplatePath", indexed_template("Pod"), None) or case.pod_template(f)
     namespace = f.take("namespace", text, f"namespace-{f.where.index}")
     collect = f.take("collectMetrics", flag, False)
     skip_wait = f.take("skipWaitToCompletion", flag, False)
@@ -627,11 +655,11 @@ def _pod_fields(f: Fields, case: CaseDefaults) -> tuple[Manifest, str, bool, boo
 class CaseDefaults:
     """What a case gives every op: its default pod template and the default node."""
 
-    default_pod: Manifest | None
+    default_pod: Template | None
     node_template: Manifest
     unreadable_pod: str = ""  # why defaultPodTemplatePath cannot be run, if it cannot
 
-    def pod_template(self, f: Fields) -> Manifest:
+    def pod_template(self, f: Fields) -> Template:
         """For an op without podTemplatePath: the case's defaultPodTemplatePath (one
         optimist cannot run makes the op so), or the field is required."""
         if self.unreadable_pod:
@@ -689,7 +717,8 @@ def load(
             raise where.error("name", name, "another case has this name")
         names.add(name)
         try:
-            default_pod, unreadable = case.take("defaultPodTemplatePath", template("Pod"), None), ""
+            default_pod = case.take("defaultPodTemplatePath", indexed_template("Pod"), None)
+            unreadable = ""
         except Unsupported as e:  # only the ops that use it cannot run
             default_pod, unreadable = None, str(e)
         ops = case.take("workloadTemplate", _op_list)

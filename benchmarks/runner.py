@@ -22,6 +22,7 @@ from typing import Any
 import ray
 
 from benchmarks import objects
+from benchmarks.go_template import TextTemplate
 from benchmarks.perf_config import (
     Barrier,
     CaseWorkload,
@@ -378,25 +379,28 @@ class CaseRunner:
         self.cluster.create_namespace(name, labels)
 
     def _create_any(self, index: int, op: CreateAny) -> None:
-        kind = op.template["kind"]
-        for _ in range(op.count):
+        for i in range(op.count):
+            made = op.template
+            if isinstance(made, TextTemplate):  # each its own, as upstream renders them
+                made = made.render(i, op.count)
+            kind = made["kind"]
             if kind == "Namespace":
-                meta = op.template["metadata"]
+                meta = made["metadata"]
                 self._create_namespace(str(meta["name"]), meta.get("labels") or {})
             elif kind == "PriorityClass":
-                self.priorities.add(op.template)
+                self.priorities.add(made)
             elif kind == "PodGroup":
-                self.cluster.create_pod_group(_in_namespace(op.template, op.namespace))
+                self.cluster.create_pod_group(_in_namespace(made, op.namespace))
             elif kind == "PodDisruptionBudget":
-                self.cluster.create_disruption_budget(_in_namespace(op.template, op.namespace))
+                self.cluster.create_disruption_budget(_in_namespace(made, op.namespace))
             elif kind == "ElasticQuota":
-                self.cluster.create_elastic_quota(_in_namespace(op.template, op.namespace))
+                self.cluster.create_elastic_quota(_in_namespace(made, op.namespace))
             elif kind == "Reservation":
-                self.cluster.create_reservation(op.template)
+                self.cluster.create_reservation(made)
             elif kind == "Node":
-                self.cluster.create_nodes(op.template, 1)
+                self.cluster.create_nodes(made, 1)
             else:  # Pod
-                self._create_pods(index, op.namespace, [(dict(op.template), 1)], False, True)
+                self._create_pods(index, op.namespace, [(dict(made), 1)], False, True)
 
     def _made(
         self,

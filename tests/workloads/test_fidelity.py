@@ -239,25 +239,70 @@ def test_a_workload_below_its_threshold_fails_the_run(tmp_path, redis_url, key_p
     assert bench.report["cases"][0]["pods_scheduled"] == 10  # it ran; it was slow
 
 
-def test_a_go_template_stops_its_case_alone_and_says_so(tmp_path, redis_url, key_prefix):
-    """Left as text, `{{.Index}}` names every pod alike and the run exited 0: until
-    optimist renders them, a case with one stops, and the next case runs."""
+def test_go_templates_are_rendered_per_object_with_upstream_s_functions(
+    tmp_path, redis_url, key_prefix
+):
+    """Left as text, `{{.Index}}` named every pod alike and the run exited 0. Rendered as
+    upstream renders them: 6 pods `pod-0`..`pod-5` in groups `{{div .Index 2}}`, each
+    group pinned by its label to node `{{mod .Index 3}}` of three made the same way."""
+    pod = _pod("p", {})
+    pod["metadata"] = {"name": "pod-{{.Index}}", "labels": {"group": "g{{ div .Index 2 }}"}}
+    pod["spec"]["nodeSelector"] = {"slot": "s{{ div .Index 2 }}"}
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": "node-{{.Index}}-of-{{.Count}}",
+            "labels": {"slot": "s{{mod .Index 3}}"},
+        },
+        "status": {"capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"}},
+    }
+    path = write_case(
+        tmp_path,
+        [
+            {"opcode": "createNodes", "count": 3, "nodeTemplatePath": "config/node-indexed.yaml"},
+            {"opcode": "createPods", "count": 6, "podTemplatePath": "config/pod-indexed.yaml"},
+        ],
+        {"pod-indexed.yaml": pod, "node-indexed.yaml": node},
+    )
+    case, bound = run(path, redis_url, key_prefix)
+    assert case["error"] is None, case["error"]
+    assert bound == {f"namespace-1/pod-{i}": f"node-{i // 2}-of-3" for i in range(6)}, bound
+
+
+def test_a_go_template_where_optimist_does_not_render_one_stops_its_case_alone(
+    tmp_path, redis_url, key_prefix
+):
+    """createPodGroups makes its pods of one template: a Go template there stops that
+    case, naming the field, and the next case runs."""
     templated = _pod("p", {})
     templated["metadata"] = {"name": "pod-{{.Index}}"}
     path = write_case(tmp_path, [], {"pod-indexed.yaml": templated, "pod.yaml": _pod("p", {})})
-    uses = {"opcode": "createPods", "count": 2, "collectMetrics": True}
     cases = [
         {
             "name": "Templated",
-            "defaultPodTemplatePath": "config/pod-indexed.yaml",
-            "workloadTemplate": [{"opcode": "createNodes", "count": 2}, uses],
+            "workloadTemplate": [
+                {"opcode": "createNodes", "count": 2},
+                {
+                    "opcode": "createPodGroups",
+                    "count": 1,
+                    "minMember": 2,
+                    "podsPerGroup": 2,
+                    "podTemplatePath": "config/pod-indexed.yaml",
+                },
+            ],
             "workloads": [{"name": "small"}],
         },
         {
             "name": "Plain",
             "workloadTemplate": [
                 {"opcode": "createNodes", "count": 2},
-                {**uses, "podTemplatePath": "config/pod.yaml"},
+                {
+                    "opcode": "createPods",
+                    "count": 2,
+                    "collectMetrics": True,
+                    "podTemplatePath": "config/pod.yaml",
+                },
             ],
             "workloads": [{"name": "small"}],
         },
@@ -267,8 +312,9 @@ def test_a_go_template_stops_its_case_alone_and_says_so(tmp_path, redis_url, key
     bench = run_bench(settings, load_plan(path, timeout_s=60))
     templated_run, plain = bench.report["cases"]
     assert templated_run["error"] == (
-        "case Templated/small: op 1 (createPods): optimist cannot run it: "
-        "defaultPodTemplatePath='config/pod-indexed.yaml': a Go template ({{.Index}} and the "
-        "like, upstream's since v1.31), which optimist does not render yet"
+        "case Templated/small: op 1 (createPodGroups): optimist cannot run it: "
+        "podTemplatePath='config/pod-indexed.yaml': a Go template ({{.Index}} and the "
+        "like, upstream's since v1.31), which optimist renders for createPods, createNodes "
+        "and createAny only"
     )
     assert plain["error"] is None and plain["pods_scheduled"] == 2
