@@ -92,7 +92,7 @@ class Templates:
 
     def __init__(self, base: Path) -> None:
         self.base = base
-        self._loaded: dict[Path, Manifest] = {}
+        self._loaded: dict[Path, tuple[Template, str]] = {}  # and its kind
 
     def resolve(self, value: str) -> Path:
         """The file `value` names (the case file's folder's if no folder has it)."""
@@ -115,25 +115,28 @@ class Templates:
             raise where.error(field, value, "must be a path")
         path = self.resolve(value)
         if path not in self._loaded:
-            try:
-                source = path.read_text()
-                doc: Any = TextTemplate(value, source) if "{{" in source else yaml.safe_load(source)
-                kind = doc.kind if isinstance(doc, TextTemplate) else None
-            except (OSError, yaml.YAMLError, TemplateError) as e:
-                raise where.error(field, value, f"cannot read: {e}") from e
-            if kind is None:
-                if not isinstance(doc, Mapping) or not isinstance(doc.get("kind"), str):
-                    raise where.error(field, value, "not a Kubernetes object (no kind)")
-                doc = go_decoding.canonical(doc)  # keys' case as upstream reads it
-            self._loaded[path] = doc
-        doc = self._loaded[path]
+            self._loaded[path] = self._read(where, field, value, path)
+        doc, kind = self._loaded[path]
         if isinstance(doc, TextTemplate) and not indexed:
             # left as text, every object made of it would be one
             raise Unsupported(f"{field}={value!r}: {_GO_TEMPLATE}")
-        kind = doc.kind if isinstance(doc, TextTemplate) else doc["kind"]
         if kinds and kind not in kinds:
             raise where.error(field, value, f"kind {kind}: must be {' or '.join(kinds)}")
         return doc
+
+    def _read(self, where: Where, field: str, value: str, path: Path) -> tuple[Template, str]:
+        """The template and its kind (a Go template's as its first object renders)."""
+        try:
+            source = path.read_text()
+            if "{{" in source:
+                made = TextTemplate(value, source)
+                return made, made.kind
+            doc = yaml.safe_load(source)
+        except (OSError, yaml.YAMLError, TemplateError) as e:
+            raise where.error(field, value, f"cannot read: {e}") from e
+        if not isinstance(doc, Mapping) or not isinstance(doc.get("kind"), str):
+            raise where.error(field, value, "not a Kubernetes object (no kind)")
+        return go_decoding.canonical(doc), doc["kind"]  # keys' case as upstream reads it
 
 
 _MISSING: Any = object()
