@@ -23,38 +23,26 @@ from cluster.simulator import SimulatedCluster
 from optimist.controlplane import ControlPlane
 from tests.kube.proxy import FaultProxy, Request
 
-# resource -> (its API's path, namespaced)
+# resource -> (its API's path, namespaced, kind)
 RESOURCES = {
-    "nodes": ("/api/v1", False),
-    "pods": ("/api/v1", True),
-    "namespaces": ("/api/v1", False),
-    "events": ("/api/v1", True),
-    "configmaps": ("/api/v1", True),
-    "priorityclasses": ("/apis/scheduling.k8s.io/v1", False),
-    "poddisruptionbudgets": ("/apis/policy/v1", True),
-    "leases": ("/apis/coordination.k8s.io/v1", True),
-    "podgroups": ("/apis/scheduling.x-k8s.io/v1alpha1", True),
-    "elasticquotas": ("/apis/scheduling.x-k8s.io/v1alpha1", True),
-    "reservations": ("/apis/scheduling.koordinator.sh/v1alpha1", False),
-}
-_KINDS = {
-    "nodes": "Node",
-    "pods": "Pod",
-    "namespaces": "Namespace",
-    "configmaps": "ConfigMap",
-    "priorityclasses": "PriorityClass",
-    "poddisruptionbudgets": "PodDisruptionBudget",
-    "leases": "Lease",
-    "podgroups": "PodGroup",
-    "elasticquotas": "ElasticQuota",
-    "reservations": "Reservation",
+    "nodes": ("/api/v1", False, "Node"),
+    "pods": ("/api/v1", True, "Pod"),
+    "namespaces": ("/api/v1", False, "Namespace"),
+    "events": ("/api/v1", True, "Event"),
+    "configmaps": ("/api/v1", True, "ConfigMap"),
+    "priorityclasses": ("/apis/scheduling.k8s.io/v1", False, "PriorityClass"),
+    "poddisruptionbudgets": ("/apis/policy/v1", True, "PodDisruptionBudget"),
+    "leases": ("/apis/coordination.k8s.io/v1", True, "Lease"),
+    "podgroups": ("/apis/scheduling.x-k8s.io/v1alpha1", True, "PodGroup"),
+    "elasticquotas": ("/apis/scheduling.x-k8s.io/v1alpha1", True, "ElasticQuota"),
+    "reservations": ("/apis/scheduling.koordinator.sh/v1alpha1", False, "Reservation"),
 }
 _SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 _WITH_STATUS = frozenset({"pods", "nodes", "podgroups"})  # status is a subresource
 
 
 def path(resource: str, namespace: str = "", name: str = "") -> str:
-    prefix, namespaced = RESOURCES[resource]
+    prefix, namespaced, _ = RESOURCES[resource]
     where = f"/namespaces/{namespace}" if namespaced and namespace else ""
     return f"{prefix}{where}/{resource}" + (f"/{name}" if name else "")
 
@@ -84,7 +72,7 @@ class Api:
         namespace = meta.setdefault("namespace", "default") if RESOURCES[resource][1] else ""
         current = self.get(resource, namespace, meta["name"])
         if current is None:
-            body = {"apiVersion": _api_version(resource), "kind": _KINDS[resource], **obj}
+            body = {"apiVersion": _api_version(resource), "kind": RESOURCES[resource][2], **obj}
             made = self.admin.request("POST", path(resource, namespace), body=body)
         else:
             given = {k: v for k, v in meta.items() if k in ("labels", "annotations")}
