@@ -80,6 +80,7 @@ def test_after_a_real_410_gone_a_fresh_list_tells_what_changed_deletions_include
     seen = Seen()
     informer = Informer(kube_api.client(), CONFIGMAPS, seen).start()
     assert informer.synced.wait(10)
+    until(lambda: kube_api.open_watches == 1)  # a watch still connecting would outlive the cut
     kube_api.throttle(10**6, retry_after_s=0)  # the watch cannot come back meanwhile
     kube_api.drop_watches()
     kube_api.delete("configmaps", "default", "a")
