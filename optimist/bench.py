@@ -144,7 +144,7 @@ def run_bench(
     clusters: dict[str, SimulatedCluster] = {}
     versions: dict[str, str] = {}
     own_ray = init_ray(settings.ray_address)  # once for every workload, not once each
-    with _progress(show_progress) as bar, _closing_ray(own_ray):
+    with progress_bar(show_progress) as bar, _closing_ray(own_ray):
         for run in plan.runs:
             task = bar.add_task(run.name, total=None) if bar else None
 
@@ -581,7 +581,7 @@ def write_placements(run: BenchRun, path: Path) -> None:
 
 
 @contextmanager
-def _progress(show: bool) -> Iterator[Progress | ProgressLines | None]:
+def progress_bar(show: bool) -> Iterator[Progress | ProgressLines | None]:
     if not show:
         yield None
         return

@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import ray
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from benchmarks.perf_config import PerfConfigError
@@ -25,12 +26,14 @@ from cluster.durations import parse_duration
 from cluster.kube.client import KubeClient
 from cluster.kube.lease import LeaseConfig
 from optimist import logs
+from optimist.apiserver_bench import SCHEDULERS, ApiBench, run_apiserver_bench
 from optimist.bench import (
     DEFAULT_TIMEOUT_S,
     UPSTREAM_NOTE,
     BenchRun,
     Plan,
     load_plan,
+    progress_bar,
     run_bench,
     write_placements,
 )
@@ -43,6 +46,7 @@ from optimist.configuration import (
     default_configuration,
     load_file,
 )
+from optimist.controlplane import ControlPlaneMissing, binaries
 from optimist.gpu_trace import (
     DEFAULT_TRACE_POLICY,
     SEVERAL_SHARDS_BATCH,
@@ -252,9 +256,76 @@ def bench(
             "then settles"
         ),
     ] = DURATION_S,
+    cluster: Annotated[
+        str,
+        typer.Option(
+            help="sim: optimist's in-process simulated cluster; apiserver: a real "
+            "kube-apiserver and etcd (built by `make kube`), started for each workload, "
+            "the pods made by this process and scheduled by another"
+        ),
+    ] = "sim",
+    scheduler: Annotated[
+        str,
+        typer.Option(
+            help="with --cluster apiserver: the scheduler under test, optimist (`optimist "
+            "run`) or kube-scheduler (upstream's v1.30)"
+        ),
+    ] = "optimist",
+    compare: Annotated[
+        str | None,
+        typer.Option(
+            help="with --cluster apiserver: kube-scheduler, to run it too on every workload "
+            "and print the two side by side"
+        ),
+    ] = None,
+    rounds: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="with --cluster apiserver: run every workload this many times with each "
+            "scheduler, alternating which goes first; figures are the medians",
+        ),
+    ] = 1,
+    kubeconfig: Annotated[
+        Path | None,
+        typer.Option(
+            dir_okay=False,
+            exists=True,
+            help="with --cluster apiserver: the API server this kubeconfig names, instead "
+            "of one started for each workload; what a run makes there it removes after "
+            "(no other scheduler may serve the profiles meanwhile)",
+        ),
+    ] = None,
 ) -> None:
-    """Run scheduler_perf cases on a simulated cluster and report pods/s; exits 1 if any pod
-    was lost or a case failed, 2 if the case file or the configuration is bad."""
+    """Run scheduler_perf cases on a simulated cluster (or through a real API server) and
+    report pods/s; exits 1 if any pod was lost or a case failed, 2 if the case file or the
+    configuration is bad."""
+    if cluster not in ("sim", "apiserver"):
+        typer.echo(f"error: --cluster {cluster!r}: sim or apiserver", err=True)
+        raise typer.Exit(2)
+    if cluster == "apiserver":
+        given = [
+            flag
+            for flag, value in (
+                ("--sweep", sweep), ("--chaos", chaos), ("--metrics-address", metrics_address),
+                ("--redis-url", redis_url), ("--ray-address", ray_address),
+                ("--profile", profile), ("--placements", placements), ("--html", html),
+            )
+            if value
+        ]  # fmt: skip
+        if given:
+            typer.echo(f"error: {', '.join(given)}: not with --cluster apiserver", err=True)
+            raise typer.Exit(2)
+        _bench_apiserver(
+            cases, case, workload, config, shards, nodes, pods, seed, timeout, report,
+            scheduler, compare, rounds, kubeconfig, progress,
+        )  # fmt: skip
+        return
+    if compare or scheduler != "optimist" or rounds != 1:
+        typer.echo(
+            "error: --scheduler, --compare and --rounds go with --cluster apiserver", err=True
+        )
+        raise typer.Exit(2)
     if profiling_endpoint and (profile or not metrics_address):
         typer.echo(
             "error: --profiling-endpoint needs --metrics-address, and takes its profiles "
@@ -353,6 +424,122 @@ def bench(
     if not metrics_address or sweep:
         show(run)
     raise typer.Exit(0 if run.ok else 1)
+
+
+def _bench_apiserver(
+    cases: Path | None,
+    case: str | None,
+    workload: str | None,
+    config: Path | None,
+    shards: int | None,
+    nodes: int | None,
+    pods: int | None,
+    seed: int | None,
+    timeout: float,
+    report: Path | None,
+    scheduler: str,
+    compare: str | None,
+    rounds: int,
+    kubeconfig: Path | None,
+    progress: bool,
+) -> None:
+    """`optimist bench --cluster apiserver`: the workloads through a real API server,
+    with one scheduler or (--compare) two side by side."""
+    schedulers = (scheduler, compare) if compare else (scheduler,)
+    for name in schedulers:
+        if name not in SCHEDULERS:
+            typer.echo(f"error: {name!r}: the schedulers are {', '.join(SCHEDULERS)}", err=True)
+            raise typer.Exit(2)
+    if len(set(schedulers)) < len(schedulers):
+        typer.echo(f"error: --compare {compare}: the same as --scheduler", err=True)
+        raise typer.Exit(2)
+    if config:
+        _load_or_exit(config)
+    try:
+        binaries()  # kube-scheduler, and the control plane unless one is given
+    except ControlPlaneMissing as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    overrides = {
+        name: value
+        for name, value in (("initNodes", nodes), ("measurePods", pods))
+        if value is not None
+    }
+    with _usage_error(PerfConfigError):
+        plan = load_plan(
+            cases, case=case, workload=workload, overrides=overrides, timeout_s=timeout
+        )
+    bench = ApiBench(schedulers, rounds, shards or 2, config, kubeconfig, plan.timeout_s, seed or 0)
+    with progress_bar(progress) as bar:
+
+        def callback(label: str) -> Callable[[int, int], None]:
+            task = bar.add_task(label, total=None) if bar else None
+
+            def update(done: int, total: int) -> None:
+                if bar is not None and task is not None:
+                    bar.update(task, completed=done, total=total)
+
+            return update
+
+        result = run_apiserver_bench(bench, plan, callback)
+    for table in apiserver_tables(result):
+        console.print(table)
+    if report:
+        report.write_text(json.dumps(result, indent=2) + "\n")
+    for r in result["runs"]:
+        for warning in r["warnings"]:
+            where = escape(f"{r['name']} [{r['scheduler']}]")
+            console.print(f"[yellow]warning:[/yellow] {where}: {warning}")
+    for violation in result["invariant_violations"]:
+        console.print(f"[red]invariant violated:[/red] {violation}")
+    for error in result["errors"]:
+        console.print(f"[red]case failed:[/red] {error}")
+    ok = not result["errors"] and not result["invariant_violations"]
+    raise typer.Exit(0 if ok else 1)
+
+
+def apiserver_tables(result: dict[str, Any]) -> list[Table]:
+    """One table per workload, a column per scheduler: pods/s (median of the rounds),
+    the ratio and the share of the ceiling, CPU per 1,000 pods of each process, peak
+    memory, created -> scheduled p50/p99."""
+    ceiling = result["ceiling_pods_per_s"]["median"]
+    tables = []
+    for entry in result["cases"]:
+        per = entry["schedulers"]
+        table = Table(title=entry["name"], title_justify="left")
+        table.add_column("through a real kube-apiserver")
+        for name in per:
+            table.add_column(name, justify="right")
+        blank = [""] * (len(per) - 1)
+
+        def row(
+            label: str,
+            cell: Callable[[dict[str, Any]], str],
+            table: Table = table,
+            per: dict[str, dict[str, Any]] = per,
+        ) -> None:
+            table.add_row(label, *(cell(figures) for figures in per.values()))
+
+        row("pods/s (median)", lambda f: f"{f['pods_per_s']:,.0f}")
+        if "ratio" in entry:
+            table.add_row("optimist / kube-scheduler", f"{entry['ratio']:.2f}x", *blank)
+        if "share_of_ceiling" in entry:
+            label = f"of the server's ceiling ({ceiling:,.0f} pods/s)"
+            table.add_row(label, f"{entry['share_of_ceiling']:.0%}", *blank)
+        for process in ("scheduler", "kube-apiserver", "etcd", "client"):
+            row(
+                f"CPU s per 1,000 pods: {process}",
+                lambda f, p=process: f"{f['cpu_s_per_1000_pods'].get(p, 0.0):.2f}",
+            )
+        row("peak RSS of the scheduler, MiB", _scheduler_mib)
+        row("created -> scheduled p50, ms", lambda f: f"{f['latency_p50_s'] * 1000:,.0f}")
+        row("created -> scheduled p99, ms", lambda f: f"{f['latency_p99_s'] * 1000:,.0f}")
+        tables.append(table)
+    return tables
+
+
+def _scheduler_mib(figures: dict[str, Any]) -> str:
+    return f"{figures['memory_peak_bytes'].get('scheduler', 0) / 2**20:,.0f}"
 
 
 @app.command("check-config")

@@ -27,8 +27,8 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -126,7 +126,7 @@ class ControlPlane:
         return self
 
     def __exit__(self, *_: object) -> None:
-        for name in ("kube-scheduler", "kube-apiserver", "etcd"):  # etcd last: the rest need it
+        for name in ("kube-apiserver", "etcd"):  # etcd last: the server needs it
             process = self._processes.pop(name, None)
             if process is not None:
                 _stop(process)
@@ -212,43 +212,13 @@ class ControlPlane:
         self._etcd("/v3/kv/compaction", {"revision": str(revision), "physical": True})
         return revision
 
-    @contextmanager
-    def kube_scheduler(self, profiles: Iterable[str] = ("default-scheduler",)) -> Iterator[int]:
-        """The real kube-scheduler v1.30 beside it, serving `profiles` (its defaults
-        otherwise), for as long as the context lasts; yields the PID. As scheduler_perf
-        runs it: no leader election, its client unthrottled (qps and burst 5000)."""
-        config = self.dir / "kube-scheduler.yaml"
-        config.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": "kubescheduler.config.k8s.io/v1",
-                    "kind": "KubeSchedulerConfiguration",
-                    "clientConnection": {
-                        "kubeconfig": str(self.admin_kubeconfig),
-                        "qps": 5000,
-                        "burst": 5000,
-                    },
-                    "leaderElection": {"leaderElect": False},
-                    "profiles": [{"schedulerName": name} for name in profiles],
-                }
-            )
-        )
-        port = free_port()
-        self._spawn(
-            "kube-scheduler",
-            f"--config={config}",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={port}",
-            f"--cert-dir={self.dir / 'scheduler-certs'}",
-            "--v=1",
-        )
-        try:
-            context = ssl.create_default_context()
-            context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # its own cert
-            self._wait_healthy("kube-scheduler", f"https://127.0.0.1:{port}/healthz", context)
-            yield self._processes["kube-scheduler"].pid
-        finally:
-            _stop(self._processes.pop("kube-scheduler"))
+    def kube_scheduler(self, configuration: Mapping[str, Any] | None = None) -> KubeScheduler:
+        """The real kube-scheduler v1.30 beside it, as a context (see `kube_scheduler`)."""
+        return kube_scheduler(self.admin_kubeconfig, self.dir, configuration, self.bin_dir)
+
+    def pid(self, name: str) -> int:
+        """The PID of a process it runs: "etcd" or "kube-apiserver"."""
+        return self._processes[name].pid
 
     def log(self, name: str) -> str:
         """The last of a process's log ("etcd", "kube-apiserver")."""
@@ -369,13 +339,7 @@ class ControlPlane:
         """Until `name` answers 200 to `request`; ControlPlaneError, with its log, if it
         exits or ready_timeout_s goes by first."""
         deadline = time.monotonic() + self.ready_timeout_s
-        while True:
-            try:
-                with urllib.request.urlopen(request, context=context, timeout=5) as reply:
-                    if reply.status == 200:
-                        return
-            except (OSError, urllib.error.URLError):
-                pass
+        while not _answers(request, context):
             self._alive(name)
             if time.monotonic() > deadline:
                 raise ControlPlaneError(
@@ -404,6 +368,74 @@ class ControlPlane:
         )
         with urllib.request.urlopen(request, timeout=5) as reply:
             return dict(json.loads(reply.read()))
+
+
+KubeScheduler = AbstractContextManager[int]
+
+
+@contextmanager
+def kube_scheduler(
+    kubeconfig: Path,
+    folder: Path,
+    configuration: Mapping[str, Any] | None = None,
+    bin_dir: Path | None = None,
+    ready_timeout_s: float = 120.0,
+) -> Iterator[int]:
+    """The real kube-scheduler v1.30 against the server `kubeconfig` names, for as long
+    as the context lasts; yields the PID, once it answers /healthz. `configuration`
+    is a KubeSchedulerConfiguration document (its profiles; v1.30's one
+    default-scheduler profile without it); the connection and the election are set
+    as scheduler_perf runs it: its client unthrottled (qps and burst 5000), no
+    leader election. Its configuration and log go to `folder`."""
+    doc = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        **(configuration or {}),
+        "clientConnection": {"kubeconfig": str(kubeconfig), "qps": 5000, "burst": 5000},
+        "leaderElection": {"leaderElect": False},
+    }
+    config = folder / "kube-scheduler.yaml"
+    config.write_text(yaml.safe_dump(doc))
+    port = free_port()
+    log_path = folder / "kube-scheduler.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [
+                str((bin_dir or binaries()) / "kube-scheduler"),
+                f"--config={config}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={port}",
+                f"--cert-dir={folder / 'scheduler-certs'}",
+                "--v=1",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        context = ssl.create_default_context()
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # its own cert
+        deadline = time.monotonic() + ready_timeout_s
+        while not _answers(f"https://127.0.0.1:{port}/healthz", context):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise ControlPlaneError(
+                    f"kube-scheduler not healthy (exit {process.poll()}):\n"
+                    f"{log_path.read_text(errors='replace')[-4000:]}"
+                )
+            time.sleep(0.2)
+        yield process.pid
+    finally:
+        _stop(process)
+
+
+def _answers(request: urllib.request.Request | str, context: ssl.SSLContext) -> bool:
+    """Whether the server answers 200 now."""
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=5) as reply:
+            return bool(reply.status == 200)
+    except (OSError, urllib.error.URLError):
+        return False
 
 
 def _openssl(*args: object) -> None:

@@ -194,6 +194,43 @@ class CpuClock:
         }
 
 
+class ProcessTree:
+    """A process read with its descendants as one, as a peer scheduler is measured
+    whole: `optimist run` with its Ray daemons, shards and Redis; kube-scheduler
+    alone. CPU seconds so far (a descendant that has exited keeps what it was last
+    seen using) and resident memory now (the sum of their RSS: pages two of them
+    share count twice)."""
+
+    def __init__(self, pid: int, *, descendants: bool = True) -> None:
+        self.root = psutil.Process(pid)
+        self.descendants = descendants
+        self._cpu: dict[tuple[int, float], float] = {}  # (pid, start time) -> busy s
+
+    def _members(self) -> list[psutil.Process]:
+        try:
+            below = self.root.children(recursive=True) if self.descendants else []
+        except psutil.Error:
+            return []
+        return [self.root, *below]
+
+    def cpu_s(self) -> float:
+        for process in self._members():
+            try:
+                self._cpu[(process.pid, process.create_time())] = _busy(process.cpu_times())
+            except psutil.Error:
+                continue  # gone: what it used stays counted
+        return sum(self._cpu.values())
+
+    def rss(self) -> int:
+        total = 0
+        for process in self._members():
+            try:
+                total += process.memory_info().rss
+            except psutil.Error:
+                continue
+        return total
+
+
 def since_process_start(perf_counter: float) -> float:
     """Seconds from this process's start to a `time.perf_counter()` reading."""
     wall = time.time() - (time.perf_counter() - perf_counter)

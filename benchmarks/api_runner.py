@@ -1,0 +1,628 @@
+"""Runs one workload of a case through a real API server, as scheduler_perf runs its own:
+this process makes the objects with a client of its own, a scheduler in another
+process (`optimist run`, or kube-scheduler) places the pods, and what the server
+says, through a watch of every pod, is what is measured.
+
+A pod is scheduled when the watch first shows its `spec.nodeName`; it stands
+reported unschedulable while its PodScheduled condition says False (both
+schedulers write it). A wait ends when its pods are scheduled, or, where every
+pod left is reported unschedulable and nothing was bound for `SETTLE_S`, it has
+settled: a createPods op that waits then fails naming why, where upstream's
+harness would wait out its timeout. Latency is from the create call's answer to
+the watch's news of the binding.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchmarks import objects
+from benchmarks.go_template import TextTemplate
+from benchmarks.perf_config import (
+    Barrier,
+    CaseWorkload,
+    Churn,
+    CreateAny,
+    CreateNamespaces,
+    CreateNodes,
+    CreatePodGroups,
+    CreatePods,
+    CreatePodSets,
+    DeletePods,
+    Manifest,
+    Op,
+    Sleep,
+    StartCollectingMetrics,
+    StopCollectingMetrics,
+)
+from benchmarks.runner import CHURN_NAMESPACE, CaseError, ChurnTask, DeleteTask
+from cluster.adapter import Binding
+from cluster.kube.client import ApiError, KubeClient
+from cluster.kube.informer import Informer, list_all, object_key
+from cluster.manifests import copy_manifest, node_from_manifest, podgroup_from_manifest
+from cluster.objects import HOSTNAME_LABEL
+from cluster.simulator import SimulatedCluster
+from optimist.report import ProcessTree
+
+CREATORS = 16  # client threads making objects, as upstream's harness makes them in parallel
+SETTLE_S = 3.0  # nothing bound for this long, and every pod left reported unschedulable
+POLL_S = 0.02
+Created = tuple[dict[str, Any], float]  # the server's object, and when its answer came
+SAMPLE_S = 1.0  # memory is sampled once a second
+# where each kind the ops may make is created; a namespaced path holds {ns}
+PATHS = {
+    "Namespace": "/api/v1/namespaces",
+    "Node": "/api/v1/nodes",
+    "Pod": "/api/v1/namespaces/{ns}/pods",
+    "Service": "/api/v1/namespaces/{ns}/services",
+    "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
+    "PodDisruptionBudget": "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
+}
+
+
+def _unschedulable(pod: Mapping[str, Any]) -> str | None:
+    """The PodScheduled condition's message if it says False, else None."""
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+            return str(condition.get("reason") or "Unschedulable")
+    return None
+
+
+class PodWatch:
+    """Every pod as the server tells it: when each was first seen bound and where, each
+    binding seen (a pod that moved shows twice), and the ones reported unschedulable."""
+
+    def __init__(self, client: KubeClient) -> None:
+        self.lock = threading.Lock()
+        self.bound_at: dict[str, float] = {}
+        self.nodes: dict[str, str] = {}
+        self.bind_log: list[Binding] = []
+        self.unschedulable: dict[str, str] = {}  # pod -> the condition's reason
+        self.gone: set[str] = set()
+        self.last_bound = time.perf_counter()
+        self.informer = Informer(client, "/api/v1/pods", self._seen)
+
+    def __enter__(self) -> PodWatch:
+        self.informer.start()
+        if not self.informer.synced.wait(60):
+            self.informer.stop()
+            raise CaseError("the watch of pods did not sync within 60 s")
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.informer.stop()
+
+    def _seen(self, kind: str, obj: dict[str, Any]) -> None:
+        key, now = object_key(obj), time.perf_counter()
+        node = str((obj.get("spec") or {}).get("nodeName") or "")
+        with self.lock:
+            if kind == "DELETED":
+                self.gone.add(key)
+                self.unschedulable.pop(key, None)
+            elif node:
+                if self.nodes.get(key) != node:
+                    self.nodes[key] = node
+                    self.bind_log.append(Binding(key, node))
+                    self.bound_at.setdefault(key, now)
+                    self.last_bound = now
+                self.unschedulable.pop(key, None)
+            elif (reason := _unschedulable(obj)) is not None:
+                self.unschedulable[key] = reason
+
+    def left(self, keys: Iterable[str]) -> tuple[list[str], bool]:
+        """The pods of `keys` neither bound nor deleted, and whether they have settled:
+        each reported unschedulable and nothing bound for SETTLE_S."""
+        with self.lock:
+            left = [k for k in keys if k not in self.bound_at and k not in self.gone]
+            quiet = time.perf_counter() - self.last_bound >= SETTLE_S
+            return left, quiet and all(k in self.unschedulable for k in left)
+
+
+@dataclass(slots=True)
+class ApiWindow:
+    """A measured phase: its pods, its span, and each process's CPU seconds in it."""
+
+    start: float
+    cpu_before: dict[str, float]
+    namespaces: tuple[str, ...] = ()
+    selector: dict[str, str] | None = None
+    pods: list[str] = field(default_factory=list)
+    end: float = 0.0
+    cpu_s: dict[str, float] = field(default_factory=dict)
+
+    def takes(self, namespace: str, labels: Mapping[str, str]) -> bool:
+        return (not self.namespaces or namespace in self.namespaces) and (
+            not self.selector or all(labels.get(k) == v for k, v in self.selector.items())
+        )
+
+
+@dataclass
+class ApiOutcome:
+    run: CaseWorkload
+    windows: list[ApiWindow]
+    created_at: dict[str, float]
+    watch: PodWatch
+    made: int  # pods of the scheduler's profiles made, churn's included
+    deleted: int
+    peak_rss: dict[str, int]
+    error: str | None = None
+
+
+class MemorySampler:
+    """Each process tree's resident memory once a second, in a thread; keeps the peaks."""
+
+    def __init__(self, meters: Mapping[str, ProcessTree]) -> None:
+        self.meters = meters
+        self.peak = {name: 0 for name in meters}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="memory", daemon=True)
+
+    def __enter__(self) -> MemorySampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        while True:
+            for name, meter in self.meters.items():
+                self.peak[name] = max(self.peak[name], meter.rss())
+            if self._stop.wait(SAMPLE_S):
+                return
+
+
+class ApiCaseRunner:
+    def __init__(
+        self,
+        run: CaseWorkload,
+        client: KubeClient,
+        scheduler_names: frozenset[str],
+        meters: Mapping[str, ProcessTree],
+        *,
+        seed: int,
+        timeout_s: float,
+        progress: Callable[[int, int], None] = lambda done, total: None,
+    ) -> None:
+        self.run = run
+        self.client = client
+        self.scheduler_names = scheduler_names
+        self.meters = meters
+        self.timeout_s = timeout_s
+        self.deadline = time.perf_counter() + timeout_s
+        self.progress = progress
+        self.rng = random.Random(seed)
+        self.unique = itertools.count()
+        self.pool = ThreadPoolExecutor(CREATORS, thread_name_prefix="creator")
+        self.watch = PodWatch(client)
+        self.created_at: dict[str, float] = {}
+        self.labels: dict[str, Mapping[str, str]] = {}  # pod -> its labels, for deletePods
+        self.by_op: dict[int, list[str]] = {}
+        self.by_namespace: dict[str, list[str]] = {}
+        self.namespaces: set[str] = set()
+        self.windows: list[ApiWindow] = []
+        self.collecting: ApiWindow | None = None
+        self.nodes_made = 0
+        self.made_here: list[tuple[str, str]] = []  # (kind, key) of what was made, but pods
+        self.namespaces_made: list[str] = []  # by this run, not there before it
+        self.pods_made: list[str] = []  # every pod, whichever scheduler's
+        self.deleting: list[DeleteTask] = []
+        self.churn: list[ChurnTask] = []
+        self.deleted = 0
+        self._next_progress = 0.0
+
+    def __enter__(self) -> ApiCaseRunner:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.pool.shutdown()
+
+    # --- the whole run ---------------------------------------------------------------
+
+    def execute(self) -> ApiOutcome:
+        """Every op in order; stop at the first that fails, then wait for the rest to
+        settle either way (every pod of the profiles bound or reported)."""
+        error = None
+        with self.watch, MemorySampler(self.meters) as memory:
+            try:
+                if unsupported := self.run.unsupported():
+                    raise CaseError(
+                        f"case {self.run.name}: op {unsupported.index} ({unsupported.opcode}): "
+                        f"optimist cannot run it: {unsupported.reason}"
+                    )
+                for index, op in enumerate(self.run.ops):
+                    self._op(index, op)  # type: ignore[arg-type]
+                if self.collecting is not None:
+                    self._close(self.collecting)
+            except CaseError as e:
+                error = str(e)
+            self.churn.clear()
+            self.deleting.clear()
+            self.deadline = time.perf_counter() + self.timeout_s
+            if not self._drive(list(self.created_at)) and error is None:
+                error = f"case {self.run.name}: did not settle within {self.timeout_s:.0f}s"
+        return ApiOutcome(
+            self.run,
+            self.windows,
+            self.created_at,
+            self.watch,
+            len(self.created_at),
+            self.deleted,
+            dict(memory.peak),
+            error,
+        )
+
+    def _op(self, index: int, op: Op) -> None:
+        where = f"case {self.run.name}: op {index} ({op.opcode})"
+        try:
+            match op:
+                case CreateNodes():
+                    for manifest, n in objects.node_batches(op, self.rng, self.unique):
+                        self._create_nodes(manifest, n)
+                case CreateNamespaces():
+                    for i in range(op.count):
+                        self._create_namespace(f"{op.prefix}-{i}", op.labels)
+                case CreatePods():
+                    batches = objects.pod_batches(op.template, op.count, op.per_index)
+                    self._create_pods(
+                        index, op.namespace, batches, op.collect_metrics, op.skip_wait
+                    )
+                case CreatePodSets():
+                    for namespace in op.namespaces():
+                        pods = op.pods
+                        batches = objects.pod_batches(pods.template, pods.count, pods.per_index)
+                        self._create_pods(
+                            index, namespace, batches, pods.collect_metrics, pods.skip_wait
+                        )
+                case CreatePodGroups():
+                    raise ValueError(
+                        "PodGroups need the coscheduling CRD, which --cluster apiserver does "
+                        "not install (and kube-scheduler has no gangs to compare with)"
+                    )
+                case CreateAny():
+                    self._create_any(index, op)
+                case DeletePods():
+                    self._delete_pods(op)
+                case Churn():
+                    self.churn.append(ChurnTask(op, time.perf_counter()))
+                case Barrier():
+                    spaces = op.namespaces or tuple(self.by_namespace)
+                    keys = [k for ns in spaces for k in self.by_namespace.get(ns, [])]
+                    self._wait(keys)
+                case Sleep():
+                    until = time.perf_counter() + op.seconds
+                    while time.perf_counter() < until:
+                        self._tick()
+                        time.sleep(POLL_S)
+                case StartCollectingMetrics():
+                    if self.collecting is not None:
+                        raise ValueError("metrics are already being collected")
+                    self.collecting = self._open(op.namespaces, op.label_selector)
+                case StopCollectingMetrics():
+                    if self.collecting is None:
+                        raise ValueError("no startCollectingMetrics before it")
+                    self._close(self.collecting)
+        except (ValueError, KeyError, TimeoutError, ApiError) as e:
+            raise CaseError(f"{where}: {e}") from e
+
+    # --- creating ----------------------------------------------------------------------
+
+    def _post(self, kind: str, namespace: str, bodies: list[dict[str, Any]]) -> list[Created]:
+        """Create `bodies` in parallel; the server's objects, in order, each with when
+        its answer came."""
+        path = PATHS[kind].format(ns=namespace)
+
+        def one(body: dict[str, Any]) -> Created:
+            made = self.client.request("POST", path, body=body)
+            return made, time.perf_counter()
+
+        return list(self.pool.map(one, bodies))
+
+    def _create_nodes(self, template: Manifest, count: int) -> list[str]:
+        """Named here, not by the server, so that each carries its name as its
+        kubernetes.io/hostname label from the start, as a kubelet registers it."""
+        bodies = []
+        for _ in range(count):
+            node = copy_manifest(dict(template))
+            meta = node.setdefault("metadata", {})
+            if not meta.get("name") or count > 1:
+                meta["name"] = f"{meta.pop('generateName', None) or 'node-'}{self.nodes_made}"
+            meta.pop("generateName", None)
+            meta["labels"] = {HOSTNAME_LABEL: meta["name"], **(meta.get("labels") or {})}
+            self.nodes_made += 1
+            bodies.append(node)
+        self._post("Node", "", bodies)
+        names = [b["metadata"]["name"] for b in bodies]
+        self.made_here += [("Node", name) for name in names]
+        return names
+
+    def _create_namespace(self, name: str, labels: Mapping[str, str] | None = None) -> None:
+        if name in self.namespaces:
+            return
+        body = {"metadata": {"name": name, "labels": dict(labels or {})}}
+        try:
+            self.client.request("POST", PATHS["Namespace"], body=body)
+            self.namespaces_made.append(name)
+        except ApiError as err:
+            if err.status != 409:  # default and kube-system are there already
+                raise
+        self.namespaces.add(name)
+
+    def _create_pods(
+        self,
+        index: int,
+        namespace: str,
+        batches: list[objects.Batch],
+        collect: bool,
+        skip_wait: bool,
+    ) -> None:
+        self._create_namespace(namespace)
+        window = self._open((namespace,), None) if collect else self.collecting
+        for manifest, n in batches:
+            pod = dict(manifest)
+            meta = dict(pod.get("metadata") or {})
+            if not meta.get("name") and not meta.get("generateName"):
+                meta["generateName"] = "pod-"
+            pod["metadata"] = meta
+            ours = (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
+            for start in range(0, n, CREATORS * 8):  # the loop ticks between chunks
+                made = self._post("Pod", namespace, [pod] * min(CREATORS * 8, n - start))
+                self.pods_made += [object_key(obj) for obj, _ in made]
+                if ours in self.scheduler_names:
+                    self._made(made, index, namespace, window)
+                self._tick()
+        if not skip_wait:
+            self._wait_scheduled(index)
+        if collect and window is not None:
+            self._close(window)
+
+    def _made(
+        self, made: list[Created], index: int, namespace: str, window: ApiWindow | None
+    ) -> None:
+        for pod, at in made:
+            key = object_key(pod)
+            labels = (pod.get("metadata") or {}).get("labels") or {}
+            self.created_at[key] = at
+            self.labels[key] = labels
+            self.by_op.setdefault(index, []).append(key)
+            self.by_namespace.setdefault(namespace, []).append(key)
+            if window is not None and window.takes(namespace, labels):
+                window.pods.append(key)
+
+    def _create_any(self, index: int, op: CreateAny) -> None:
+        for i in range(op.count):
+            made = op.template
+            if isinstance(made, TextTemplate):  # each its own, as upstream renders them
+                made = made.render(i, op.count)
+            kind = str(made["kind"])
+            if kind == "Namespace":
+                meta = made["metadata"]
+                self._create_namespace(str(meta["name"]), meta.get("labels") or {})
+            elif kind == "Node":
+                self._create_nodes(made, 1)
+            elif kind == "Pod":
+                self._create_pods(index, op.namespace, [(dict(made), 1)], False, True)
+            elif kind in PATHS:
+                namespace = (made.get("metadata") or {}).get("namespace") or op.namespace
+                if "{ns}" in PATHS[kind]:
+                    self._create_namespace(namespace)
+                for obj, _ in self._post(kind, namespace, [dict(made)]):
+                    self.made_here.append((kind, object_key(obj)))
+            else:
+                raise ValueError(f"kind {kind}: not made through the API server (yet)")
+
+    # --- deleting and churn ------------------------------------------------------------
+
+    def _delete_pods(self, op: DeletePods) -> None:
+        selector = op.label_selector or {}
+        keys = [
+            key
+            for key in self.by_namespace.get(op.namespace, [])
+            if all(self.labels[key].get(k) == v for k, v in selector.items())
+        ]
+        task = DeleteTask(keys, op.per_second, time.perf_counter())
+        self.deleting.append(task)
+        self._tick()
+        while not op.skip_wait and task in self.deleting:
+            self._tick()
+            time.sleep(POLL_S)
+
+    def _pace_deletions(self) -> None:
+        now = time.perf_counter()
+        for task in list(self.deleting):
+            due = len(task.keys)
+            if task.per_second:
+                due = min(due, int((now - task.started) * task.per_second) + 1)
+            if due > task.deleted:
+                self._delete("Pod", task.keys[task.deleted : due])
+                self.deleted += due - task.deleted
+                task.deleted = due
+            if task.deleted == len(task.keys):
+                self.deleting.remove(task)
+
+    def _delete(self, kind: str, keys: list[str]) -> None:
+        def one(key: str) -> None:
+            namespace, _, name = key.rpartition("/")
+            path = f"{PATHS[kind].format(ns=namespace)}/{name}"
+            try:
+                self.client.request("DELETE", path, {"gracePeriodSeconds": "0"})
+            except ApiError as err:
+                if err.status != 404:
+                    raise
+
+        list(self.pool.map(one, keys))
+
+    def _churn(self) -> None:
+        now = time.perf_counter()
+        for task in self.churn:
+            if now < task.due:
+                continue
+            op = task.op
+            task.due = now + op.interval_s
+            slot = task.ticks % op.number
+            task.ticks += 1
+            if op.mode == "recreate":
+                for kind, key in task.alive.pop(slot, []):
+                    self._delete(kind, [key])
+            made: list[tuple[str, str]] = []
+            for manifest in op.templates:
+                count = op.number if op.mode == "create" else 1
+                made += self._churn_make(manifest, count)
+            if op.mode == "recreate":
+                task.alive[slot] = made
+
+    def _churn_make(self, manifest: Manifest, count: int) -> list[tuple[str, str]]:
+        kind = str(manifest["kind"])
+        if kind == "Node":
+            return [("Node", name) for name in self._create_nodes(manifest, count)]
+        self._create_namespace(CHURN_NAMESPACE)
+        body = dict(manifest)
+        meta = dict(body.get("metadata") or {})
+        if not meta.get("name"):
+            meta.setdefault("generateName", f"churn-{kind.lower()}-")
+        body["metadata"] = meta
+        made = self._post(kind, CHURN_NAMESPACE, [body] * count)
+        if kind == "Pod":
+            self.pods_made += [object_key(obj) for obj, _ in made]
+        else:
+            self.made_here += [(kind, object_key(obj)) for obj, _ in made]
+        ours = (body.get("spec") or {}).get("schedulerName") or "default-scheduler"
+        if kind == "Pod" and ours in self.scheduler_names:
+            self.created_at.update((object_key(pod), at) for pod, at in made)
+        return [(kind, object_key(obj)) for obj, _ in made]
+
+    def remove_made(self) -> None:
+        """Remove what the run made, on a server that outlives it: its pods, the other
+        objects it made, its nodes, and the namespaces it made (finalized)."""
+        self._delete("Pod", self.pods_made)
+        for kind, key in reversed(self.made_here):
+            self._delete(kind, [key])
+        remove_namespaces(self.client, self.namespaces_made)
+
+    # --- measuring and waiting -----------------------------------------------------------
+
+    def _cpu(self) -> dict[str, float]:
+        return {name: meter.cpu_s() for name, meter in self.meters.items()}
+
+    def _open(self, namespaces: tuple[str, ...], selector: dict[str, str] | None) -> ApiWindow:
+        window = ApiWindow(time.perf_counter(), self._cpu(), namespaces, selector)
+        self.collecting = window
+        return window
+
+    def _close(self, window: ApiWindow) -> None:
+        window.end = time.perf_counter()
+        after = self._cpu()
+        window.cpu_s = {name: after[name] - window.cpu_before[name] for name in after}
+        self.windows.append(window)
+        self.collecting = None
+
+    def _wait_scheduled(self, index: int) -> None:
+        """Until every pod of the op is bound, as upstream's harness waits; pods that
+        settle unschedulable fail the case, naming why."""
+        keys = self.by_op.get(index, [])
+        self._wait(keys)
+        left, _ = self.watch.left(keys)
+        if left:
+            with self.watch.lock:
+                reasons = Counter(self.watch.unschedulable.get(k, "?") for k in left)
+            why = "; ".join(f"{n} {r}" for r, n in reasons.most_common(3))
+            raise ValueError(
+                f"{len(left)} of {len(keys)} pods not scheduled, where upstream's harness "
+                f"waits for every one (skipWaitToCompletion: false): {why}"
+            )
+
+    def _wait(self, keys: list[str]) -> None:
+        if not self._drive(keys):
+            raise TimeoutError(f"pods not scheduled within {self.timeout_s:.0f}s")
+
+    def _drive(self, keys: list[str]) -> bool:
+        """Until `keys` are bound or settled, pacing deletions and churn meanwhile;
+        False if the case ran out of time first."""
+        while True:
+            left, settled = self.watch.left(keys)
+            if not left or (settled and not self.deleting):
+                return True
+            if time.perf_counter() > self.deadline:
+                return False
+            self._tick()
+            time.sleep(POLL_S)
+
+    def _tick(self) -> None:
+        self._churn()
+        self._pace_deletions()
+        now = time.perf_counter()
+        if now >= self._next_progress:
+            self._next_progress = now + 1.0
+            with self.watch.lock:
+                done = len(self.watch.bound_at) + len(self.watch.unschedulable)
+            self.progress(done, len(self.created_at))
+
+
+def cluster_of(
+    client: KubeClient, scheduler_names: frozenset[str], bind_log: list[Binding]
+) -> SimulatedCluster:
+    """The server's state as the invariant checker reads a cluster: its nodes, its pods
+    and where they are bound, `bind_log` (every binding seen), its PodGroups if it
+    serves them."""
+    nodes, _ = list_all(client, "/api/v1/nodes")
+    pods, _ = list_all(client, "/api/v1/pods")
+    try:
+        groups, _ = list_all(client, "/apis/scheduling.x-k8s.io/v1alpha1/podgroups")
+    except ApiError as err:
+        if err.status != 404:
+            raise
+        groups = []
+    return build_cluster(nodes, pods, groups, scheduler_names, bind_log)
+
+
+def build_cluster(
+    nodes: Iterable[dict[str, Any]],
+    pods: Iterable[dict[str, Any]],
+    groups: Iterable[dict[str, Any]],
+    scheduler_names: frozenset[str],
+    bind_log: list[Binding],
+) -> SimulatedCluster:
+    cluster = SimulatedCluster(scheduler_names)
+    for obj in nodes:
+        node = node_from_manifest(obj)
+        cluster.nodes[node.name] = node
+    for obj in pods:
+        key = object_key(obj)
+        cluster.pod_manifests[key] = obj
+        if obj["spec"].get("nodeName"):
+            cluster.bindings[key] = obj["spec"]["nodeName"]
+    cluster.bind_log = list(bind_log)
+    for obj in groups:
+        group = podgroup_from_manifest(obj)
+        cluster.pod_groups[group.key] = group
+    return cluster
+
+
+def remove_namespaces(client: KubeClient, names: list[str]) -> None:
+    """Delete namespaces and finalize them, the namespace controller's last step, which
+    a control plane without controllers never takes (the caller removed their objects)."""
+    for name in names:
+        path = f"{PATHS['Namespace']}/{name}"
+        client.request("DELETE", PATHS["Pod"].format(ns=name), {"gracePeriodSeconds": "0"})
+        try:
+            client.request("DELETE", path)
+            namespace = client.request("GET", path)
+        except ApiError as err:
+            if err.status == 404:
+                continue
+            raise
+        namespace["spec"] = {"finalizers": []}
+        try:
+            client.request("PUT", f"{path}/finalize", body=namespace)
+        except ApiError as err:
+            if err.status not in (404, 409):
+                raise

@@ -1,0 +1,458 @@
+"""`optimist bench --cluster apiserver`: the same case files through a real kube-apiserver,
+scheduled by `optimist run` (its real service path: informers, loop, bindings,
+events, in a process of its own) or by upstream's kube-scheduler v1.30.
+
+Each workload runs once per scheduler per round, each time on a fresh control
+plane (scheduler_perf starts an API server per workload too), and the rounds
+alternate which scheduler goes first, so that a slower minute of a shared
+machine falls on both. The API server's own ceiling for the writes optimist
+makes per pod (a binding and a Scheduled event) is measured once per round on
+a fresh control plane of its own. CPU is each process tree's over the
+measured phase: `optimist run` with its Ray daemons, shards and Redis;
+kube-scheduler; the API server; etcd; this process, which makes the objects.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+import yaml
+
+from benchmarks.api_runner import ApiCaseRunner, ApiOutcome, cluster_of, remove_namespaces
+from benchmarks.perf_config import CaseWorkload
+from cluster.invariants import check_invariants
+from cluster.kube.client import KubeClient
+from optimist import report
+from optimist.bench import MEASURED_AT_LEAST_S, Plan, below_threshold
+from optimist.config import Settings
+from optimist.configuration import default_configuration, load_file
+from optimist.controlplane import (
+    THROUGHPUT_FLAGS,
+    ControlPlane,
+    ControlPlaneError,
+    free_port,
+    kube_scheduler,
+)
+
+log = logging.getLogger(__name__)
+
+SCHEDULERS = ("optimist", "kube-scheduler")
+KUBE_SCHEDULER_API = "kubescheduler.config.k8s.io/v1"
+CEILING_PODS = 2000  # pods the ceiling is measured on
+CEILING_THREADS = 16
+READY_TIMEOUT_S = 180.0  # `optimist run`: Ray, Redis, the informers' first lists
+STOP_GRACE_S = 30.0
+# scheduler_perf raises the scheduler's client limits so that the API server is
+# what is measured; both schedulers get the same
+CLIENT_CONNECTION = {"qps": 5000, "burst": 5000}
+
+
+class ApiBenchError(RuntimeError):
+    """A scheduler that did not start, or a setting that cannot be run; says which."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApiBench:
+    schedulers: tuple[str, ...]
+    rounds: int = 1
+    shards: int = 2
+    configuration: Path | None = None  # --config: the profiles, for both schedulers
+    kubeconfig: Path | None = None  # a server already running, else one started per run
+    timeout_s: float = 1800.0
+    seed: int = 0
+
+
+# --- the schedulers under test -------------------------------------------------------
+
+
+def scheduler_documents(path: Path | None) -> list[dict[str, Any]]:
+    """The configuration file's documents (a KubeSchedulerConfiguration first); without
+    a file, one document with v1.30's one default-scheduler profile."""
+    if path is None:
+        return [
+            {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+        ]
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def scheduler_names(path: Path | None) -> frozenset[str]:
+    configuration = load_file(path) if path else default_configuration()
+    return Settings.from_configuration(configuration).scheduler_names
+
+
+@contextmanager
+def optimist_process(
+    kubeconfig: Path, documents: list[dict[str, Any]], shards: int, folder: Path
+) -> Iterator[int]:
+    """`optimist run` in a process of its own, with the configuration's profiles, no
+    leader election and scheduler_perf's client limits; yields its PID once it is
+    ready (scheduling). Stopped by SIGTERM, then whatever of its tree is left by PID."""
+    first, *rest = documents
+    first = {
+        **first,
+        "leaderElection": {"leaderElect": False},
+        "clientConnection": {**(first.get("clientConnection") or {}), **CLIENT_CONNECTION},
+    }
+    config = folder / "optimist.yaml"
+    config.write_text(yaml.safe_dump_all([first, *rest]))
+    port = free_port()
+    command = [
+        sys.executable, "-c", "from optimist.cli import entry; entry()",
+        "run", "--config", str(config), "--kubeconfig", str(kubeconfig),
+        "--metrics-address", f"127.0.0.1:{port}", "--shards", str(shards),
+    ]  # fmt: skip
+    log_path = folder / "optimist-run.log"
+    with log_path.open("wb") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        _wait_ready(process, f"http://127.0.0.1:{port}/readyz", log_path)
+        yield process.pid
+    finally:
+        _stop_tree(process)
+
+
+def _wait_ready(process: subprocess.Popen[bytes], url: str, log_path: Path) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise ApiBenchError(
+                f"optimist run exited ({process.returncode}) before it was ready: "
+                f"{log_path.read_text(errors='replace')[-2000:]}"
+            )
+        try:
+            with urllib.request.urlopen(url, timeout=2) as answer:
+                if answer.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.2)
+    raise ApiBenchError(f"optimist run not ready within {READY_TIMEOUT_S:.0f} s ({log_path})")
+
+
+def _stop_tree(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL after the grace; then every descendant still alive, by PID."""
+    try:
+        below = psutil.Process(process.pid).children(recursive=True)
+    except psutil.Error:
+        below = []
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    for child in below:
+        try:
+            child.kill()
+        except psutil.Error:
+            continue
+
+
+@contextmanager
+def scheduler(
+    name: str, server: Server, documents: list[dict[str, Any]], shards: int
+) -> Iterator[int]:
+    if name == "optimist":
+        with optimist_process(server.kubeconfig, documents, shards, server.folder) as pid:
+            yield pid
+    elif name == "kube-scheduler":
+        first = {k: v for k, v in documents[0].items() if k != "clientConnection"}
+        with kube_scheduler(server.kubeconfig, server.folder, first) as pid:
+            yield pid
+    else:
+        raise ApiBenchError(f"--scheduler {name!r}: not one of {', '.join(SCHEDULERS)}")
+
+
+# --- one workload, one scheduler -----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Server:
+    """The API server a run goes through: one started for it, or one given."""
+
+    client: KubeClient  # the admin's, unthrottled: the server is what is measured
+    kubeconfig: Path
+    folder: Path  # the schedulers' configurations and logs
+    plane: ControlPlane | None  # None: a server given by --kubeconfig
+
+    def meters(self) -> dict[str, report.ProcessTree]:
+        """The server's processes, where they are ours to read."""
+        if self.plane is None:
+            return {}
+        return {
+            "kube-apiserver": report.ProcessTree(self.plane.pid("kube-apiserver")),
+            "etcd": report.ProcessTree(self.plane.pid("etcd")),
+        }
+
+
+@contextmanager
+def api_server(kubeconfig: Path | None) -> Iterator[Server]:
+    """A fresh etcd and kube-apiserver with scheduler_perf's throughput flags, or the
+    server `kubeconfig` names (what a run makes there, it removes after)."""
+    if kubeconfig is None:
+        with ControlPlane(extra_args=THROUGHPUT_FLAGS) as plane:
+            yield Server(
+                _unlimited(plane.admin_kubeconfig), plane.admin_kubeconfig, plane.dir, plane
+            )
+        return
+    with tempfile.TemporaryDirectory(prefix="optimist-apibench-") as folder:
+        yield Server(_unlimited(kubeconfig), kubeconfig, Path(folder), None)
+
+
+def _unlimited(kubeconfig: Path) -> KubeClient:
+    return KubeClient.for_kubeconfig(str(kubeconfig), qps=1e6, burst=10**6)
+
+
+def run_workload(
+    bench: ApiBench,
+    run: CaseWorkload,
+    name: str,
+    round_: int,
+    progress: Callable[[int, int], None],
+) -> dict[str, Any]:
+    path = run.scheduler_config or bench.configuration
+    names = scheduler_names(path)
+    documents = scheduler_documents(path)
+    with (
+        api_server(bench.kubeconfig) as server,
+        scheduler(name, server, documents, bench.shards) as pid,
+    ):
+        meters = {
+            "scheduler": report.ProcessTree(pid),
+            **server.meters(),
+            "client": report.ProcessTree(os.getpid(), descendants=False),
+        }
+        runner = ApiCaseRunner(
+            run, server.client, names, meters, seed=bench.seed, timeout_s=bench.timeout_s,
+            progress=progress,
+        )  # fmt: skip
+        with runner:
+            try:
+                outcome = runner.execute()
+                cluster = cluster_of(server.client, names, outcome.watch.bind_log)
+            finally:
+                if server.plane is None:
+                    runner.remove_made()
+    violations = check_invariants(cluster, outcome.watch.unschedulable)
+    return workload_report(outcome, name, round_, len(cluster.nodes), violations)
+
+
+def workload_report(
+    outcome: ApiOutcome, name: str, round_: int, nodes: int, violations: list[str]
+) -> dict[str, Any]:
+    """scheduler_perf's figures for the measured phase, read from the server: pods/s in
+    one-second samples and on average; created -> scheduled; and each process's CPU
+    and peak memory."""
+    run, watch = outcome.run, outcome.watch
+    measured = list(dict.fromkeys(k for w in outcome.windows for k in w.pods))
+    samples: list[int] = []
+    rates: list[float] = []
+    scheduled = 0
+    cpu: dict[str, float] = {}
+    for w in outcome.windows:
+        times = [watch.bound_at[k] for k in w.pods if watch.bound_at.get(k, w.end + 1) <= w.end]
+        counts, window_rates = report.window_samples(times, w.start, w.end)
+        samples += counts
+        rates += window_rates
+        scheduled += len(times)
+        for process, seconds in w.cpu_s.items():
+            cpu[process] = cpu.get(process, 0.0) + seconds
+    duration = sum(w.end - w.start for w in outcome.windows)
+    throughput = report.throughput(scheduled, duration, rates)
+    unschedulable = [k for k in measured if k in watch.unschedulable and k not in watch.bound_at]
+    latency = [watch.bound_at[k] - outcome.created_at[k] for k in measured if k in watch.bound_at]
+    warnings = []
+    if duration < MEASURED_AT_LEAST_S:
+        warnings.append(
+            f"the measured phase took {duration:.2f} s, under the {MEASURED_AT_LEAST_S:.0f} s "
+            "upstream asks of a throughput figure: ask for more pods (--pods)"
+        )
+    return {
+        "name": run.name,
+        "case": run.case,
+        "workload": run.workload,
+        "scheduler": name,
+        "round": round_,
+        "params": run.params,
+        "error": outcome.error or below_threshold(run, throughput["average"]),
+        "nodes": nodes,
+        "pods_created": len(measured),
+        "pods_scheduled": scheduled,
+        "pods_unschedulable": len(unschedulable),
+        "nodes_used": len({watch.nodes[k] for k in measured if k in watch.nodes}),
+        "all_pods": {
+            "created": outcome.made,
+            "bound": len(watch.bound_at),
+            "unschedulable": len(watch.unschedulable),
+            "deleted": outcome.deleted,
+        },
+        "duration_s": duration,
+        "throughput_pods_per_s": throughput,
+        "throughput_samples": samples,
+        "latency_s": {"created_to_scheduled": report.latency(latency)},
+        "cpu_s": cpu,
+        "cpu_s_per_1000_pods": {p: s * 1000 / scheduled for p, s in cpu.items()}
+        if scheduled
+        else {},
+        "memory_peak_bytes": outcome.peak_rss,
+        "invariant_violations": violations[:100],
+        "warnings": warnings,
+    }
+
+
+# --- the server's ceiling ------------------------------------------------------------
+
+
+def ceiling(client: KubeClient, pods: int = CEILING_PODS) -> float:
+    """The server's ceiling for what optimist writes per pod: its binding and its
+    Scheduled event, from 16 threads, nothing else (no watch, no decision). Pods per
+    second. It works in a namespace and on a node of its own, removed after."""
+    namespace, node = "optimist-ceiling", "optimist-ceiling"
+    client.request("POST", "/api/v1/namespaces", body={"metadata": {"name": namespace}})
+    allocatable = {"cpu": "1k", "pods": "1M"}
+    client.request(
+        "POST",
+        "/api/v1/nodes",
+        body={"metadata": {"name": node}, "status": {"allocatable": allocatable}},
+    )
+    pods_path = f"/api/v1/namespaces/{namespace}/pods"
+
+    def make(i: int) -> None:
+        pod = {"metadata": {"name": f"p{i}"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+        client.request("POST", pods_path, body=pod)
+
+    def bind(i: int) -> None:
+        body = {
+            "metadata": {"name": f"p{i}", "namespace": namespace},
+            "target": {"kind": "Node", "name": node},
+        }
+        client.request("POST", f"{pods_path}/p{i}/binding", body=body)
+        event = {
+            "metadata": {"generateName": f"p{i}.", "namespace": namespace},
+            "involvedObject": {"kind": "Pod", "name": f"p{i}", "namespace": namespace},
+            "type": "Normal",
+            "reason": "Scheduled",
+            "message": f"Successfully assigned {namespace}/p{i} to {node}",
+            "source": {"component": "ceiling"},
+        }
+        client.request("POST", f"/api/v1/namespaces/{namespace}/events", body=event)
+
+    try:
+        with ThreadPoolExecutor(CEILING_THREADS) as pool:
+            list(pool.map(make, range(pods)))
+            started = time.monotonic()
+            list(pool.map(bind, range(pods)))
+            took = time.monotonic() - started
+    finally:
+        remove_namespaces(client, [namespace])
+        client.request("DELETE", f"/api/v1/nodes/{node}")
+    return pods / took
+
+
+# --- the whole run -------------------------------------------------------------------
+
+
+def run_apiserver_bench(
+    bench: ApiBench, plan: Plan, progress: Callable[[str], Callable[[int, int], None]]
+) -> dict[str, Any]:
+    """Every workload with every scheduler, `bench.rounds` times, alternating which
+    goes first; `progress(label)` gives the callback for one run's progress."""
+    runs: list[dict[str, Any]] = []
+    ceilings: list[float] = []
+    for round_ in range(bench.rounds):
+        with api_server(bench.kubeconfig) as server:
+            ceilings.append(ceiling(server.client))
+        order = bench.schedulers if round_ % 2 == 0 else bench.schedulers[::-1]
+        for run in plan.runs:
+            for name in order:
+                label = f"{run.name} [{name}, round {round_ + 1}]"
+                try:
+                    runs.append(run_workload(bench, run, name, round_, progress(label)))
+                except (ApiBenchError, ControlPlaneError) as e:
+                    runs.append(_failed(run, name, round_, str(e)))
+    cases = compare(runs, statistics.median(ceilings))
+    return {
+        "cluster": "apiserver",
+        "schedulers": list(bench.schedulers),
+        "rounds": bench.rounds,
+        "shards": bench.shards,
+        "ceiling_pods_per_s": {"runs": ceilings, "median": statistics.median(ceilings)},
+        "cases": cases,
+        "runs": runs,
+        "errors": [r["error"] for r in runs if r["error"]],
+        "invariant_violations": [v for r in runs for v in r["invariant_violations"]],
+        "machine": report.machine(),
+    }
+
+
+def _failed(run: CaseWorkload, name: str, round_: int, error: str) -> dict[str, Any]:
+    return {
+        "name": run.name,
+        "scheduler": name,
+        "round": round_,
+        "error": f"case {run.name}: {error}",
+        "invariant_violations": [],
+        "warnings": [],
+    }
+
+
+def compare(runs: list[dict[str, Any]], ceiling_median: float) -> list[dict[str, Any]]:
+    """Per workload and scheduler, the medians over the rounds; kube-scheduler's
+    pods/s beside optimist's as a ratio, and optimist's as a share of the ceiling."""
+    out = []
+    for name in dict.fromkeys(r["name"] for r in runs):
+        per: dict[str, dict[str, Any]] = {}
+        for sched in dict.fromkeys(r["scheduler"] for r in runs if r["name"] == name):
+            mine = [r for r in runs if r["name"] == name and r["scheduler"] == sched]
+            good = [r for r in mine if "throughput_pods_per_s" in r]
+            if not good:
+                continue
+            per[sched] = {
+                "pods_per_s": _median(r["throughput_pods_per_s"]["average"] for r in good),
+                "pods_per_s_runs": [r["throughput_pods_per_s"]["average"] for r in good],
+                "cpu_s_per_1000_pods": {
+                    p: _median(r["cpu_s_per_1000_pods"].get(p, 0.0) for r in good)
+                    for p in good[0]["cpu_s_per_1000_pods"]
+                },
+                "memory_peak_bytes": {
+                    p: max(r["memory_peak_bytes"].get(p, 0) for r in good)
+                    for p in good[0]["memory_peak_bytes"]
+                },
+                "latency_p50_s": _median(
+                    r["latency_s"]["created_to_scheduled"].get("p50", 0.0) for r in good
+                ),
+                "latency_p99_s": _median(
+                    r["latency_s"]["created_to_scheduled"].get("p99", 0.0) for r in good
+                ),
+                "errors": [r["error"] for r in mine if r["error"]],
+            }
+        entry: dict[str, Any] = {"name": name, "schedulers": per}
+        mine, theirs = per.get("optimist"), per.get("kube-scheduler")
+        if mine and theirs and theirs["pods_per_s"]:
+            entry["ratio"] = mine["pods_per_s"] / theirs["pods_per_s"]
+        if mine and ceiling_median:
+            entry["share_of_ceiling"] = mine["pods_per_s"] / ceiling_median
+        out.append(entry)
+    return out
+
+
+def _median(values: Any) -> float:
+    values = list(values)
+    return float(statistics.median(values)) if values else 0.0
