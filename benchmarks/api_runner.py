@@ -87,6 +87,7 @@ class PodWatch:
         self.bind_log: list[Binding] = []
         self.unschedulable: dict[str, str] = {}  # pod -> the condition's reason
         self.gone: set[str] = set()
+        self.terminating: set[str] = set()  # deleted with a grace period, not yet gone
         self.last_bound = time.perf_counter()
         self.informer = Informer(client, "/api/v1/pods", self._seen)
 
@@ -106,8 +107,12 @@ class PodWatch:
         with self.lock:
             if kind == "DELETED":
                 self.gone.add(key)
+                self.terminating.discard(key)
                 self.unschedulable.pop(key, None)
-            elif node:
+                return
+            if (obj.get("metadata") or {}).get("deletionTimestamp"):
+                self.terminating.add(key)
+            if node:
                 if self.nodes.get(key) != node:
                     self.nodes[key] = node
                     self.bind_log.append(Binding(key, node))
@@ -116,6 +121,11 @@ class PodWatch:
                 self.unschedulable.pop(key, None)
             elif (reason := _unschedulable(obj)) is not None:
                 self.unschedulable[key] = reason
+
+    def take_terminating(self) -> list[str]:
+        with self.lock:
+            taken, self.terminating = list(self.terminating), set()
+        return taken
 
     def left(self, keys: Iterable[str]) -> tuple[list[str], bool]:
         """The pods of `keys` neither bound nor deleted, and whether they have settled:
@@ -211,7 +221,7 @@ class ApiCaseRunner:
         self.namespaces: set[str] = set()
         self.windows: list[ApiWindow] = []
         self.collecting: ApiWindow | None = None
-        self.nodes_made = 0
+        self.names = itertools.count()  # the numbers in the names this run gives
         self.made_here: list[tuple[str, str]] = []  # (kind, key) of what was made, but pods
         self.namespaces_made: list[str] = []  # by this run, not there before it
         self.pods_made: list[str] = []  # every pod, whichever scheduler's
@@ -330,20 +340,29 @@ class ApiCaseRunner:
     def _create_nodes(self, template: Manifest, count: int) -> list[str]:
         """Named here, not by the server, so that each carries its name as its
         kubernetes.io/hostname label from the start, as a kubelet registers it."""
-        bodies = []
-        for _ in range(count):
-            node = copy_manifest(dict(template))
-            meta = node.setdefault("metadata", {})
-            if not meta.get("name") or count > 1:
-                meta["name"] = f"{meta.pop('generateName', None) or 'node-'}{self.nodes_made}"
-            meta.pop("generateName", None)
+        bodies = self._named(template, count, "node-")
+        for node in bodies:
+            meta = node["metadata"]
             meta["labels"] = {HOSTNAME_LABEL: meta["name"], **(meta.get("labels") or {})}
-            self.nodes_made += 1
-            bodies.append(node)
         self._post("Node", "", bodies)
         names = [b["metadata"]["name"] for b in bodies]
         self.made_here += [("Node", name) for name in names]
         return names
+
+    def _named(self, template: Manifest, count: int, prefix: str) -> list[dict[str, Any]]:
+        """`count` copies of the template, each named here: its generateName (or
+        `prefix`) and a number of this run's. The server's own generateName draws 5
+        random characters, and among thousands of pods two draws meet (409
+        AlreadyExists). A template's own name stands for one object alone."""
+        out = []
+        for _ in range(count):
+            obj = copy_manifest(dict(template))
+            meta = obj.setdefault("metadata", {})
+            given = meta.pop("generateName", None)
+            if not meta.get("name") or count > 1:
+                meta["name"] = f"{given or prefix}{next(self.names)}"
+            out.append(obj)
+        return out
 
     def _create_namespace(self, name: str, labels: Mapping[str, str] | None = None) -> None:
         if name in self.namespaces:
@@ -368,14 +387,10 @@ class ApiCaseRunner:
         self._create_namespace(namespace)
         window = self._open((namespace,), None) if collect else self.collecting
         for manifest, n in batches:
-            pod = dict(manifest)
-            meta = dict(pod.get("metadata") or {})
-            if not meta.get("name") and not meta.get("generateName"):
-                meta["generateName"] = "pod-"
-            pod["metadata"] = meta
-            ours = (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
+            ours = (manifest.get("spec") or {}).get("schedulerName") or "default-scheduler"
             for start in range(0, n, CREATORS * 8):  # the loop ticks between chunks
-                made = self._post("Pod", namespace, [pod] * min(CREATORS * 8, n - start))
+                bodies = self._named(manifest, min(CREATORS * 8, n - start), "pod-")
+                made = self._post("Pod", namespace, bodies)
                 self.pods_made += [object_key(obj) for obj, _ in made]
                 if ours in self.scheduler_names:
                     self._made(made, index, namespace, window)
@@ -485,17 +500,14 @@ class ApiCaseRunner:
         if kind == "Node":
             return [("Node", name) for name in self._create_nodes(manifest, count)]
         self._create_namespace(CHURN_NAMESPACE)
-        body = dict(manifest)
-        meta = dict(body.get("metadata") or {})
-        if not meta.get("name"):
-            meta.setdefault("generateName", f"churn-{kind.lower()}-")
-        body["metadata"] = meta
-        made = self._post(kind, CHURN_NAMESPACE, [body] * count)
+        made = self._post(
+            kind, CHURN_NAMESPACE, self._named(manifest, count, f"churn-{kind.lower()}-")
+        )
         if kind == "Pod":
             self.pods_made += [object_key(obj) for obj, _ in made]
         else:
             self.made_here += [(kind, object_key(obj)) for obj, _ in made]
-        ours = (body.get("spec") or {}).get("schedulerName") or "default-scheduler"
+        ours = (manifest.get("spec") or {}).get("schedulerName") or "default-scheduler"
         if kind == "Pod" and ours in self.scheduler_names:
             self.created_at.update((object_key(pod), at) for pod, at in made)
         return [(kind, object_key(obj)) for obj, _ in made]
@@ -559,6 +571,10 @@ class ApiCaseRunner:
     def _tick(self) -> None:
         self._churn()
         self._pace_deletions()
+        # the nodes are this run's, with no kubelet: what a kubelet does for a pod
+        # deleted with a grace period (an eviction), confirm it stopped, is done here
+        if terminating := self.watch.take_terminating():
+            self._delete("Pod", terminating)
         now = time.perf_counter()
         if now >= self._next_progress:
             self._next_progress = now + 1.0

@@ -14,6 +14,7 @@ kube-scheduler; the API server; etcd; this process, which makes the objects.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import signal
@@ -37,17 +38,17 @@ import yaml
 from benchmarks.api_runner import ApiCaseRunner, ApiOutcome, cluster_of, remove_namespaces
 from benchmarks.perf_config import CaseWorkload
 from cluster.invariants import check_invariants
-from cluster.kube.client import KubeClient
+from cluster.kube.client import ApiError, KubeClient
 from optimist import report
 from optimist.bench import MEASURED_AT_LEAST_S, Plan, below_threshold
 from optimist.config import Settings
 from optimist.configuration import default_configuration, load_file
 from optimist.controlplane import (
-    THROUGHPUT_FLAGS,
     ControlPlane,
     ControlPlaneError,
     free_port,
     kube_scheduler,
+    scheduler_perf_plane,
 )
 
 log = logging.getLogger(__name__)
@@ -204,10 +205,10 @@ class Server:
 
 @contextmanager
 def api_server(kubeconfig: Path | None) -> Iterator[Server]:
-    """A fresh etcd and kube-apiserver with scheduler_perf's throughput flags, or the
+    """A fresh etcd and kube-apiserver as scheduler_perf starts its own, or the
     server `kubeconfig` names (what a run makes there, it removes after)."""
     if kubeconfig is None:
-        with ControlPlane(extra_args=THROUGHPUT_FLAGS) as plane:
+        with scheduler_perf_plane() as plane:
             yield Server(
                 _unlimited(plane.admin_kubeconfig), plane.admin_kubeconfig, plane.dir, plane
             )
@@ -220,38 +221,57 @@ def _unlimited(kubeconfig: Path) -> KubeClient:
     return KubeClient.for_kubeconfig(str(kubeconfig), qps=1e6, burst=10**6)
 
 
-def run_workload(
+def run_stretch(
     bench: ApiBench,
-    run: CaseWorkload,
     name: str,
+    runs: list[CaseWorkload],
     round_: int,
-    progress: Callable[[int, int], None],
-) -> dict[str, Any]:
-    path = run.scheduler_config or bench.configuration
+    progress: Callable[[str], Callable[[int, int], None]],
+) -> Iterator[dict[str, Any]]:
+    """Workloads of one scheduler configuration, in order, with one scheduler process
+    through one server; on a server given by --kubeconfig, each removes what it made
+    before the next."""
+    path = runs[0].scheduler_config or bench.configuration
     names = scheduler_names(path)
-    documents = scheduler_documents(path)
     with (
         api_server(bench.kubeconfig) as server,
-        scheduler(name, server, documents, bench.shards) as pid,
+        scheduler(name, server, scheduler_documents(path), bench.shards) as pid,
     ):
         meters = {
             "scheduler": report.ProcessTree(pid),
             **server.meters(),
             "client": report.ProcessTree(os.getpid(), descendants=False),
         }
-        runner = ApiCaseRunner(
-            run, server.client, names, meters, seed=bench.seed, timeout_s=bench.timeout_s,
-            progress=progress,
-        )  # fmt: skip
-        with runner:
-            try:
-                outcome = runner.execute()
-                cluster = cluster_of(server.client, names, outcome.watch.bind_log)
-            finally:
-                if server.plane is None:
-                    runner.remove_made()
-    violations = check_invariants(cluster, outcome.watch.unschedulable)
-    return workload_report(outcome, name, round_, len(cluster.nodes), violations)
+        for run in runs:
+            label = progress(f"{run.name} [{name}, round {round_ + 1}]")
+            runner = ApiCaseRunner(
+                run, server.client, names, meters, seed=bench.seed, timeout_s=bench.timeout_s,
+                progress=label,
+            )  # fmt: skip
+            with runner:
+                try:
+                    outcome = runner.execute()
+                    cluster = cluster_of(server.client, names, outcome.watch.bind_log)
+                finally:
+                    if server.plane is None:
+                        runner.remove_made()
+            violations = check_invariants(cluster, outcome.watch.unschedulable)
+            yield workload_report(outcome, name, round_, len(cluster.nodes), violations)
+
+
+def stretches(
+    bench: ApiBench, plan: Plan, order: tuple[str, ...]
+) -> list[tuple[str, list[CaseWorkload]]]:
+    """What runs with one scheduler process: on fresh servers, one workload (each
+    scheduler in turn on it); on a server given, consecutive workloads of the same
+    scheduler configuration (one scheduler's all, then the other's)."""
+    if bench.kubeconfig is None:
+        return [(name, [run]) for run in plan.runs for name in order]
+    return [
+        (name, list(group))
+        for name in order
+        for _, group in itertools.groupby(plan.runs, key=lambda r: r.scheduler_config)
+    ]
 
 
 def workload_report(
@@ -380,13 +400,14 @@ def run_apiserver_bench(
         with api_server(bench.kubeconfig) as server:
             ceilings.append(ceiling(server.client))
         order = bench.schedulers if round_ % 2 == 0 else bench.schedulers[::-1]
-        for run in plan.runs:
-            for name in order:
-                label = f"{run.name} [{name}, round {round_ + 1}]"
-                try:
-                    runs.append(run_workload(bench, run, name, round_, progress(label)))
-                except (ApiBenchError, ControlPlaneError) as e:
-                    runs.append(_failed(run, name, round_, str(e)))
+        for name, stretch in stretches(bench, plan, order):
+            done = 0
+            try:
+                for record in run_stretch(bench, name, stretch, round_, progress):
+                    runs.append(record)
+                    done += 1
+            except (ApiBenchError, ControlPlaneError, ApiError) as e:
+                runs += [_failed(run, name, round_, str(e)) for run in stretch[done:]]
     cases = compare(runs, statistics.median(ceilings))
     return {
         "cluster": "apiserver",

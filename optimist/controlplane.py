@@ -43,12 +43,16 @@ BINARIES = ("etcd", "kube-apiserver", "kube-scheduler", "kubectl")
 _BUILT = Path(__file__).resolve().parents[1] / "build" / "kube"
 ADMIN_GROUP = "system:masters"  # bypasses RBAC: the tests' and the bench's own user
 _CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-# scheduler_perf's API server, for throughput: nothing queues or sheds requests
+ADMISSION_OFF = ("ServiceAccount", "TaintNodesByCondition")  # they wait on controllers
+# scheduler_perf's API server, for throughput: nothing queues or sheds requests; and
+# its admission: upstream's templates set spec.priority themselves, which the
+# Priority plugin refuses
 THROUGHPUT_FLAGS = (
     "--enable-priority-and-fairness=false",
     "--max-requests-inflight=0",
     "--max-mutating-requests-inflight=0",
 )
+SCHEDULER_PERF_ADMISSION_OFF = (*ADMISSION_OFF, "Priority", "StorageObjectInUseProtection")
 
 
 class ControlPlaneMissing(RuntimeError):
@@ -96,6 +100,7 @@ class ControlPlane:
     crds: Iterable[Path] = ()
     users: Iterable[User] = ()
     extra_args: tuple[str, ...] = ()  # more kube-apiserver flags (THROUGHPUT_FLAGS)
+    admission_off: tuple[str, ...] = ADMISSION_OFF
     bin_dir: Path = field(default_factory=binaries)
     ready_timeout_s: float = 120.0
 
@@ -319,7 +324,7 @@ class ControlPlane:
             f"--service-account-signing-key-file={d / 'sa.key'}",
             "--service-cluster-ip-range=10.0.0.0/24",
             "--authorization-mode=Node,RBAC",
-            "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+            f"--disable-admission-plugins={','.join(self.admission_off)}",
             "--endpoint-reconciler-type=none",
             "--watch-cache-sizes=configmaps#0",
             "--profiling=false",
@@ -451,3 +456,9 @@ def _stop(process: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def scheduler_perf_plane() -> ControlPlane:
+    """A control plane as scheduler_perf's harness starts its own: throughput flags,
+    and the Priority and StorageObjectInUseProtection admission plugins off."""
+    return ControlPlane(extra_args=THROUGHPUT_FLAGS, admission_off=SCHEDULER_PERF_ADMISSION_OFF)

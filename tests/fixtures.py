@@ -14,7 +14,7 @@ import ray
 from cluster.redis_server import EmbeddedRedis, connect
 from cluster.simulator import SimulatedCluster
 from cluster.store import Keys, NodeStore
-from optimist.controlplane import ControlPlane, ControlPlaneMissing, binaries
+from optimist.controlplane import ControlPlane, ControlPlaneMissing, binaries, scheduler_perf_plane
 from optimist.runtime import init_ray
 from tests.kube.api import Api
 from tests.kube.proxy import FaultProxy
@@ -52,21 +52,36 @@ def ray_session() -> Iterator[None]:
 SHARED_CRDS = Path(__file__).resolve().parents[2] / "shared" / "kubernetes" / "crds"
 
 
-@pytest.fixture(scope="session")
-def control_plane() -> Iterator[ControlPlane]:
-    """etcd and kube-apiserver v1.30, built from source by `make kube`, once for the
-    session, with the CRDs optimist meets (../shared/kubernetes/crds) installed.
-    Skipped, saying what to install, where they are not built; under CI, a failure."""
+def _need_kube() -> None:
+    """Skip, saying what to build, where the control plane is not built; under CI, fail."""
     try:
         binaries()
     except ControlPlaneMissing as missing:
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI must run the Kubernetes tests: {missing}")
         pytest.skip(str(missing))
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator[ControlPlane]:
+    """etcd and kube-apiserver v1.30, built from source by `make kube`, once for the
+    session, with the CRDs optimist meets (../shared/kubernetes/crds) installed.
+    Skipped, saying what to install, where they are not built; under CI, a failure."""
+    _need_kube()
     crds = sorted(SHARED_CRDS.glob("*.yaml"))
     if not crds and os.environ.get("CI") == "true":
         pytest.fail(f"no CRDs in {SHARED_CRDS}: CI has ../shared beside the checkout")
     with ControlPlane(crds=crds) as plane:
+        yield plane
+
+
+@pytest.fixture(scope="session")
+def perf_control_plane() -> Iterator[ControlPlane]:
+    """A second control plane, as scheduler_perf's harness starts its own (throughput
+    flags; no Priority admission: upstream's templates set spec.priority), once for
+    the session, for the tests that run upstream's files through it."""
+    _need_kube()
+    with scheduler_perf_plane() as plane:
         yield plane
 
 

@@ -24,6 +24,7 @@ import logging
 import queue
 import threading
 import time
+import zlib
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -63,6 +64,7 @@ TERMINAL = frozenset({"Succeeded", "Failed"})  # a pod in these phases holds no 
 
 
 _WRITTEN_KEPT = 100_000  # pods whose last report is remembered, to aggregate repeats
+REPORTERS = 4  # threads writing reports (events and status patches)
 
 
 @dataclass(slots=True)
@@ -141,8 +143,14 @@ class KubernetesAdapter:
         self._uids: dict[str, str] = {}  # pod key -> uid, for events
         self.invalid: list[tuple[str, str]] = []  # (object, error) of objects left out
         self.reports_dropped = 0
-        self._reports: queue.Queue[_Report | None] = queue.Queue(report_queue)
-        self._written: OrderedDict[str, _Written] = OrderedDict()  # the reporter's own
+        # reports go out from several threads, a pod's always from the same one (its
+        # writes stay in order, and each thread aggregates its own pods' events): one
+        # thread, a request at a time, fell minutes behind a few hundred pods a second,
+        # and a pending pod's condition waited behind other pods' Scheduled events
+        self._reports: list[queue.Queue[_Report | None]] = [
+            queue.Queue(report_queue // REPORTERS) for _ in range(REPORTERS)
+        ]
+        self._written: list[OrderedDict[str, _Written]] = [OrderedDict() for _ in range(REPORTERS)]
         self._binders = ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
         handlers: dict[str, Callable[[str, dict[str, Any]], None]] = {
             "priorityclasses": self._on_priority_class,
@@ -158,12 +166,16 @@ class KubernetesAdapter:
             name: Informer(client, PATHS[name], handle, watch_timeout_s=watch_timeout_s)
             for name, handle in handlers.items()
         }
-        self._reporter = threading.Thread(target=self._report_forever, daemon=True)
+        self._reporters = [
+            threading.Thread(target=self._report_forever, args=(i,), daemon=True)
+            for i in range(REPORTERS)
+        ]
 
     def start(self, sync_timeout_s: float = 60.0) -> KubernetesAdapter:
         """Start the informers, each once the one before has listed (priority classes
         before pods, nodes before pods), and return when all have."""
-        self._reporter.start()
+        for reporter in self._reporters:
+            reporter.start()
         for name, informer in self.informers.items():
             informer.start()
             if not informer.synced.wait(sync_timeout_s):
@@ -176,7 +188,8 @@ class KubernetesAdapter:
             informer.stop()
         self._binders.shutdown(wait=True)
         self.flush_reports(drain_s)
-        self._reports.put(None)
+        for reports in self._reports:
+            reports.put(None)
 
     # --- watch handlers (informer threads) -------------------------------
 
@@ -513,27 +526,29 @@ class KubernetesAdapter:
     ) -> None:
         uid = self._uids.get(pod, "")
         try:
-            self._reports.put_nowait(_Report(pod, uid, event_type, reason, message, status))
+            shard = self._reports[zlib.crc32(pod.encode()) % REPORTERS]
+            shard.put_nowait(_Report(pod, uid, event_type, reason, message, status))
         except queue.Full:
             self.reports_dropped += 1
 
-    def _report_forever(self) -> None:
-        while (report := self._reports.get()) is not None:
+    def _report_forever(self, shard: int) -> None:
+        reports, written = self._reports[shard], self._written[shard]
+        while (report := reports.get()) is not None:
             try:
-                self._write(report)
+                self._write(report, written)
             finally:
-                self._reports.task_done()
+                reports.task_done()
 
-    def _write(self, report: _Report) -> None:
+    def _write(self, report: _Report, written: OrderedDict[str, _Written]) -> None:
         """One report, aggregated as client-go's event correlator does: a status the pod
         already has is not written again, and an event that repeats the last one about
         the pod counts up on it instead of making another (an unschedulable pod retried
         for an hour is one event, not thousands)."""
         namespace, name = report.pod.split("/", 1)
-        last = self._written.pop(report.pod, None) or _Written()
-        self._written[report.pod] = last  # the most recent last, for the cap below
-        if len(self._written) > _WRITTEN_KEPT:
-            self._written.popitem(last=False)
+        last = written.pop(report.pod, None) or _Written()
+        written[report.pod] = last  # the most recent last, for the cap below
+        if len(written) > _WRITTEN_KEPT // REPORTERS:
+            written.popitem(last=False)
         try:
             status = _sameness(report.status)
             if report.status is not None and status != last.status:
@@ -603,6 +618,9 @@ class KubernetesAdapter:
     def flush_reports(self, timeout_s: float = 10.0) -> bool:
         """Wait until every report queued so far is written (tests, shutdown)."""
         deadline = time.monotonic() + timeout_s
-        while self._reports.unfinished_tasks and time.monotonic() < deadline:
+        while self._unwritten() and time.monotonic() < deadline:
             time.sleep(0.02)
-        return not self._reports.unfinished_tasks
+        return not self._unwritten()
+
+    def _unwritten(self) -> int:
+        return sum(reports.unfinished_tasks for reports in self._reports)

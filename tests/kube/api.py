@@ -16,9 +16,10 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+from benchmarks.api_runner import build_cluster
 from cluster.adapter import Binding
 from cluster.kube.client import ApiError, KubeClient
-from cluster.manifests import node_from_manifest, podgroup_from_manifest
+from cluster.kube.informer import object_key
 from cluster.simulator import SimulatedCluster
 from optimist.controlplane import ControlPlane
 from tests.kube.proxy import FaultProxy, Request
@@ -153,23 +154,15 @@ class Api:
         """The server's state as the invariant checker reads a cluster: nodes, pod
         manifests, the pods bound, every binding accepted (through the proxy), the
         PodGroups."""
-        cluster = SimulatedCluster(scheduler_names)
-        for obj in self.items("nodes"):
-            node = node_from_manifest(obj)
-            cluster.nodes[node.name] = node
-        for obj in self.items("pods"):
-            key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
-            cluster.pod_manifests[key] = obj
-            if obj["spec"].get("nodeName"):
-                cluster.bindings[key] = obj["spec"]["nodeName"]
-        cluster.bind_log = [
-            Binding(binding_pod(r.path), cluster.bindings.get(binding_pod(r.path), ""))
+        pods = self.items("pods")
+        bound = {object_key(p): p["spec"].get("nodeName") or "" for p in pods}
+        log = [
+            Binding(binding_pod(r.path), bound.get(binding_pod(r.path), ""))
             for r in self.bindings()
         ]
-        for obj in self.items("podgroups"):
-            group = podgroup_from_manifest(obj)
-            cluster.pod_groups[group.key] = group
-        return cluster
+        return build_cluster(
+            self.items("nodes"), pods, self.items("podgroups"), scheduler_names, log
+        )
 
     @contextmanager
     def kubelets(self) -> Iterator[None]:

@@ -1,7 +1,9 @@
 """Upstream's own scheduler_perf file (v1.30.4, from the Go module cache `make kube`
 fills), unchanged and where it lives: every workload labelled `fast` runs on the
-simulated cluster; the cases optimist cannot run (volumes, DRA) fail alone, saying
-so, and every other ends with its pods bound and the invariants holding."""
+simulated cluster, those upstream runs in its integration tests through a real API
+server too; the cases optimist cannot run
+(volumes, DRA) fail alone, saying so, and every other ends with its pods bound
+and the invariants holding."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import perf_config, template
+from optimist.apiserver_bench import ApiBench, run_apiserver_bench
 from optimist.bench import Plan, run_bench
 from optimist.config import Settings
 from optimist.controlplane import KUBE_VERSION
@@ -40,6 +43,14 @@ def upstream_file() -> Path:
 
 
 CANNOT = ("optimist does not model volumes", "optimist does not model dynamic resource")
+CANNOT_RUN = {
+    "SchedulingInTreePVs",
+    "SchedulingMigratedInTreePVs",
+    "SchedulingCSIPVs",
+    "PreemptionPVs",
+    "SchedulingWithResourceClaimTemplate",
+    "SchedulingWithResourceClaimTemplateStructured",
+}
 
 
 def test_every_fast_workload_of_the_unchanged_upstream_file_runs(redis_url, key_prefix):
@@ -55,15 +66,42 @@ def test_every_fast_workload_of_the_unchanged_upstream_file_runs(redis_url, key_
     assert r["invariant_violations"] == []
     failed = {c["name"]: c["error"] for c in r["cases"] if c["error"]}
     assert all(any(why in error for why in CANNOT) for error in failed.values()), failed
-    assert {name.split("/")[0] for name in failed} == {
-        "SchedulingInTreePVs",
-        "SchedulingMigratedInTreePVs",
-        "SchedulingCSIPVs",
-        "PreemptionPVs",
-        "SchedulingWithResourceClaimTemplate",
-        "SchedulingWithResourceClaimTemplateStructured",
-    }
+    assert {name.split("/")[0] for name in failed} == CANNOT_RUN
     ran = [c for c in r["cases"] if not c["error"]]
     assert all(c["pods_pending"] == 0 and c["pods_scheduled"] > 0 for c in ran), [
         (c["name"], c["pods_scheduled"], c["pods_pending"]) for c in ran
+    ]
+
+
+def test_upstream_s_integration_workloads_run_unchanged_through_the_api_server(
+    perf_control_plane,
+):
+    """The workloads upstream itself runs in its integration tests (labelled
+    `integration-test`: the fast ones, 500 to 1,000 nodes, a few minutes through a
+    real server here; the rest take `optimist bench --cluster apiserver`), unchanged,
+    through a real API server started as upstream's harness starts one, scheduled by
+    `optimist run` in a process of its own (one for all of them, each workload
+    removing what it made before the next): the cases it cannot run fail alone,
+    every other binds every pod, and the invariants hold on what the server holds."""
+    runs = tuple(
+        r
+        for r in perf_config.load(upstream_file(), template("node-default.yaml"))
+        if "integration-test" in r.labels
+    )
+    bench = ApiBench(
+        ("optimist",), shards=1, kubeconfig=perf_control_plane.admin_kubeconfig, timeout_s=120
+    )
+    r = run_apiserver_bench(bench, Plan(runs), lambda label: lambda done, total: None)
+    failed = {c["name"]: c["error"] for c in r["runs"] if c["error"]}
+    assert r["invariant_violations"] == [], (r["invariant_violations"], failed)
+    assert all(any(why in error for why in CANNOT) for error in failed.values()), failed
+    assert {name.split("/")[0] for name in failed} == {
+        "SchedulingCSIPVs",
+        "SchedulingWithResourceClaimTemplate",
+        "SchedulingWithResourceClaimTemplateStructured",
+    }
+    ran = [c for c in r["runs"] if not c["error"]]
+    assert len(ran) == len(runs) - len(failed) >= 5
+    assert all(c["pods_scheduled"] == c["pods_created"] > 0 for c in ran), [
+        (c["name"], c["pods_scheduled"], c["pods_created"]) for c in ran
     ]
