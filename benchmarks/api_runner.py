@@ -88,7 +88,8 @@ class PodWatch:
         self.unschedulable: dict[str, str] = {}  # pod -> the condition's reason
         self.gone: set[str] = set()
         self.terminating: set[str] = set()  # deleted with a grace period, not yet gone
-        self.last_bound = time.perf_counter()
+        self.nominated: set[str] = set()  # unbound, waiting for the victims it preempted
+        self.last_change = time.perf_counter()  # a binding or a deletion
         self.informer = Informer(client, "/api/v1/pods", self._seen)
 
     def __enter__(self) -> PodWatch:
@@ -108,17 +109,22 @@ class PodWatch:
             if kind == "DELETED":
                 self.gone.add(key)
                 self.terminating.discard(key)
+                self.nominated.discard(key)
                 self.unschedulable.pop(key, None)
+                self.last_change = now  # room freed: a preemptor may go next
                 return
             if (obj.get("metadata") or {}).get("deletionTimestamp"):
                 self.terminating.add(key)
+            if (obj.get("status") or {}).get("nominatedNodeName") and not node:
+                self.nominated.add(key)
             if node:
                 if self.nodes.get(key) != node:
                     self.nodes[key] = node
                     self.bind_log.append(Binding(key, node))
                     self.bound_at.setdefault(key, now)
-                    self.last_bound = now
+                    self.last_change = now
                 self.unschedulable.pop(key, None)
+                self.nominated.discard(key)
             elif (reason := _unschedulable(obj)) is not None:
                 self.unschedulable[key] = reason
 
@@ -129,11 +135,13 @@ class PodWatch:
 
     def left(self, keys: Iterable[str]) -> tuple[list[str], bool]:
         """The pods of `keys` neither bound nor deleted, and whether they have settled:
-        each reported unschedulable and nothing bound for SETTLE_S."""
+        each reported unschedulable and none waiting on victims it preempted, and
+        nothing bound or deleted for SETTLE_S."""
         with self.lock:
             left = [k for k in keys if k not in self.bound_at and k not in self.gone]
-            quiet = time.perf_counter() - self.last_bound >= SETTLE_S
-            return left, quiet and all(k in self.unschedulable for k in left)
+            quiet = time.perf_counter() - self.last_change >= SETTLE_S
+            settled = all(k in self.unschedulable and k not in self.nominated for k in left)
+            return left, quiet and settled
 
 
 @dataclass(slots=True)
@@ -221,6 +229,7 @@ class ApiCaseRunner:
         self.namespaces: set[str] = set()
         self.windows: list[ApiWindow] = []
         self.collecting: ApiWindow | None = None
+        self.nodes_deleted: list[str] = []  # by churn
         self.names = itertools.count()  # the numbers in the names this run gives
         self.made_here: list[tuple[str, str]] = []  # (kind, key) of what was made, but pods
         self.namespaces_made: list[str] = []  # by this run, not there before it
@@ -260,6 +269,7 @@ class ApiCaseRunner:
             self.deadline = time.perf_counter() + self.timeout_s
             if not self._drive(list(self.created_at)) and error is None:
                 error = f"case {self.run.name}: did not settle within {self.timeout_s:.0f}s"
+            self._collect_orphans(self.nodes_deleted)
         return ApiOutcome(
             self.run,
             self.windows,
@@ -488,12 +498,25 @@ class ApiCaseRunner:
             if op.mode == "recreate":
                 for kind, key in task.alive.pop(slot, []):
                     self._delete(kind, [key])
+                    if kind == "Node":
+                        self.nodes_deleted.append(key)
+                        self._collect_orphans([key])
             made: list[tuple[str, str]] = []
             for manifest in op.templates:
                 count = op.number if op.mode == "create" else 1
                 made += self._churn_make(manifest, count)
             if op.mode == "recreate":
                 task.alive[slot] = made
+
+    def _collect_orphans(self, nodes: list[str]) -> None:
+        """What the pod garbage collector does when a node goes: its pods are deleted
+        (a pod bound to it while it went, too, once the watch shows it)."""
+        gone = set(nodes)
+        with self.watch.lock:
+            orphans = [
+                k for k, n in self.watch.nodes.items() if n in gone and k not in self.watch.gone
+            ]
+        self._delete("Pod", orphans)
 
     def _churn_make(self, manifest: Manifest, count: int) -> list[tuple[str, str]]:
         kind = str(manifest["kind"])
