@@ -145,13 +145,20 @@ def _commit() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workloads", nargs="+", help="CASE/WORKLOAD of upstream's file")
-    parser.add_argument("--labels", default="performance", help="-perf-scheduling-label-filter")
+    parser.add_argument(
+        "--labels", default="", help="-perf-scheduling-label-filter [default: none, any workload]"
+    )
     parser.add_argument("--out", type=Path, help="write the figures here (JSON)")
     args = parser.parse_args()
     bad = [w for w in args.workloads if w.count("/") != 1]
     if bad:
         sys.exit(f"error: {', '.join(bad)}: give each as CASE/WORKLOAD")
     result = run(args.workloads, args.labels)
+    if missing := sorted(set(args.workloads) - set(result["workloads"])):
+        sys.exit(
+            f"error: {', '.join(missing)}: no SchedulingThroughput (no such workload, or "
+            f"one the label filter {args.labels!r} leaves out)"
+        )
     text = json.dumps(result, indent=2)
     if args.out:
         args.out.write_text(text + "\n")

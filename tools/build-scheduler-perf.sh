@@ -3,7 +3,8 @@
 # scheduler_perf at the pin of tools/kube) as a test binary, into the cache beside
 # the control plane's binaries; prints its path. Its test-only dependencies are
 # not in tools/kube's go.sum (they are a dependency's tests), so the module is
-# resolved in a copy of tools/kube, at the versions its go.mod pins.
+# resolved in a copy of tools/kube, at the versions its go.mod pins. No -trimpath:
+# the harness finds its API server's test files by their source paths.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,7 +20,7 @@ if [ ! -x "$out/scheduler_perf.test" ]; then
 	mkdir -p "$cache"
 	staging=$(mktemp -d "$cache/staging.XXXXXX")
 	(cd "$module" && CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS="-mod=mod -buildvcs=false" \
-		go test -c -trimpath -o "$staging/scheduler_perf.test" \
+		go test -c -o "$staging/scheduler_perf.test" \
 		k8s.io/kubernetes/test/integration/scheduler_perf) >&2
 	rm -rf "$out"
 	mv "$staging" "$out"
