@@ -27,9 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import psutil
-
-from optimist.controlplane import KUBE_VERSION, binaries
+from optimist.controlplane import KUBE_VERSION, binaries, stop_tree
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "tools" / "build-scheduler-perf.sh"
@@ -69,7 +67,7 @@ def run(workloads: list[str], labels: str, limit_s: float = LIMIT_S) -> dict[str
         try:
             written = _wait_for_items(process, items, started + limit_s)
         finally:
-            _stop_tree(process)
+            stop_tree(process, grace_s=0)  # the data items are written: nothing to wait for
         if written is None:
             raise RuntimeError(
                 f"scheduler_perf wrote no data items (exit {process.returncode}): "
@@ -105,22 +103,6 @@ def _wait_for_items(process: subprocess.Popen[bytes], folder: Path, deadline: fl
             return None
         time.sleep(1.0)
     return None
-
-
-def _stop_tree(process: subprocess.Popen[bytes]) -> None:
-    """The harness and its etcd, by PID."""
-    try:
-        below = psutil.Process(process.pid).children(recursive=True)
-    except psutil.Error:
-        below = []
-    if process.poll() is None:
-        process.kill()
-        process.wait()
-    for child in below:
-        try:
-            child.kill()
-        except psutil.Error:
-            continue
 
 
 def throughput(items: dict[str, Any]) -> dict[str, dict[str, float]]:

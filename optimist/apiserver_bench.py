@@ -17,7 +17,6 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -32,7 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import psutil
 import yaml
 
 from benchmarks.api_runner import ApiCaseRunner, ApiOutcome, cluster_of, remove_namespaces
@@ -49,6 +47,7 @@ from optimist.controlplane import (
     free_port,
     kube_scheduler,
     scheduler_perf_plane,
+    stop_tree,
 )
 
 log = logging.getLogger(__name__)
@@ -125,7 +124,7 @@ def optimist_process(
         _wait_ready(process, f"http://127.0.0.1:{port}/readyz", log_path)
         yield process.pid
     finally:
-        _stop_tree(process)
+        stop_tree(process, STOP_GRACE_S)
 
 
 def _wait_ready(process: subprocess.Popen[bytes], url: str, log_path: Path) -> None:
@@ -144,26 +143,6 @@ def _wait_ready(process: subprocess.Popen[bytes], url: str, log_path: Path) -> N
             pass
         time.sleep(0.2)
     raise ApiBenchError(f"optimist run not ready within {READY_TIMEOUT_S:.0f} s ({log_path})")
-
-
-def _stop_tree(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM, then SIGKILL after the grace; then every descendant still alive, by PID."""
-    try:
-        below = psutil.Process(process.pid).children(recursive=True)
-    except psutil.Error:
-        below = []
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-    for child in below:
-        try:
-            child.kill()
-        except psutil.Error:
-            continue
 
 
 @contextmanager
@@ -282,16 +261,9 @@ def workload_report(
     and peak memory."""
     run, watch = outcome.run, outcome.watch
     measured = list(dict.fromkeys(k for w in outcome.windows for k in w.pods))
-    samples: list[int] = []
-    rates: list[float] = []
-    scheduled = 0
+    samples, rates, scheduled = report.phase_samples(outcome.windows, watch.bound_at)
     cpu: dict[str, float] = {}
     for w in outcome.windows:
-        times = [watch.bound_at[k] for k in w.pods if watch.bound_at.get(k, w.end + 1) <= w.end]
-        counts, window_rates = report.window_samples(times, w.start, w.end)
-        samples += counts
-        rates += window_rates
-        scheduled += len(times)
         for process, seconds in w.cpu_s.items():
             cpu[process] = cpu.get(process, 0.0) + seconds
     duration = sum(w.end - w.start for w in outcome.windows)

@@ -241,15 +241,7 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
     run, loop = outcome.run, outcome.loop
     stats = loop.dispatcher.stats
     measured = list(dict.fromkeys(k for w in outcome.windows for k in w.pods))
-    samples: list[int] = []
-    rates: list[float] = []
-    scheduled = 0
-    for w in outcome.windows:
-        times = [outcome.bound_at[k] for k in w.pods if outcome.bound_at.get(k, w.end + 1) <= w.end]
-        counts, window_rates = report.window_samples(times, w.start, w.end)
-        samples += counts
-        rates += window_rates
-        scheduled += len(times)
+    samples, rates, scheduled = report.phase_samples(outcome.windows, outcome.bound_at)
     duration = sum(w.end - w.start for w in outcome.windows)
     gated = {k for k, reason in outcome.unschedulable.items() if reason.startswith(GATED)}
     unschedulable = {

@@ -362,15 +362,7 @@ def bench(
     if config:
         for plugin in configuration.inactive:
             log.warning("inactive plugin: %s", plugin)
-    overrides = {
-        name: value
-        for name, value in (("initNodes", nodes), ("measurePods", pods))
-        if value is not None
-    }
-    with _usage_error(PerfConfigError):
-        plan = load_plan(
-            cases, case=case, workload=workload, overrides=overrides, timeout_s=timeout
-        )
+    plan = _plan_or_exit(cases, case, workload, nodes, pods, timeout)
 
     def show(run: BenchRun) -> None:
         """The summary and the files asked for, at once: a script reading stdout (or
@@ -460,15 +452,7 @@ def _bench_apiserver(
     except ControlPlaneMissing as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
-    overrides = {
-        name: value
-        for name, value in (("initNodes", nodes), ("measurePods", pods))
-        if value is not None
-    }
-    with _usage_error(PerfConfigError):
-        plan = load_plan(
-            cases, case=case, workload=workload, overrides=overrides, timeout_s=timeout
-        )
+    plan = _plan_or_exit(cases, case, workload, nodes, pods, timeout)
     bench = ApiBench(schedulers, rounds, shards or 2, config, kubeconfig, plan.timeout_s, seed or 0)
     with progress_bar(progress) as bar:
 
@@ -496,6 +480,27 @@ def _bench_apiserver(
         console.print(f"[red]case failed:[/red] {error}")
     ok = not result["errors"] and not result["invariant_violations"]
     raise typer.Exit(0 if ok else 1)
+
+
+def _plan_or_exit(
+    cases: Path | None,
+    case: str | None,
+    workload: str | None,
+    nodes: int | None,
+    pods: int | None,
+    timeout: float,
+) -> Plan:
+    """The workloads a bench runs, --nodes and --pods set in each; exit 2 naming what
+    is wrong with the case file."""
+    overrides = {
+        name: value
+        for name, value in (("initNodes", nodes), ("measurePods", pods))
+        if value is not None
+    }
+    with _usage_error(PerfConfigError):
+        return load_plan(
+            cases, case=case, workload=workload, overrides=overrides, timeout_s=timeout
+        )
 
 
 def apiserver_tables(result: dict[str, Any]) -> list[Table]:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
 import yaml
 
 from cluster.kube.client import ApiError, KubeClient
@@ -445,6 +446,21 @@ def _answers(request: urllib.request.Request | str, context: ssl.SSLContext) -> 
 
 def _openssl(*args: object) -> None:
     subprocess.run(["openssl", *map(str, args)], check=True, capture_output=True)
+
+
+def stop_tree(process: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:
+    """Stop a process and whatever it started: SIGTERM, SIGKILL after `grace_s`, then
+    every descendant still alive, each by its PID."""
+    try:
+        below = psutil.Process(process.pid).children(recursive=True)
+    except psutil.Error:
+        below = []
+    _stop(process, grace_s)
+    for child in below:
+        try:
+            child.kill()
+        except psutil.Error:
+            continue
 
 
 def _stop(process: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:

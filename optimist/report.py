@@ -14,8 +14,9 @@ import platform
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from importlib import metadata
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import psutil
@@ -45,6 +46,29 @@ def window_samples(
     elif last > 0:
         rates[-1] = float(counts[-1]) / last
     return counts.tolist(), rates
+
+
+class Phase(Protocol):
+    start: float
+    end: float
+    pods: list[str]
+
+
+def phase_samples(
+    windows: Iterable[Phase], bound_at: Mapping[str, float]
+) -> tuple[list[int], list[float], int]:
+    """Over measured phases: the pods bound in each second, the rates to take
+    percentiles of, and the pods bound within their phase."""
+    samples: list[int] = []
+    rates: list[float] = []
+    scheduled = 0
+    for w in windows:
+        times = [bound_at[k] for k in w.pods if bound_at.get(k, w.end + 1) <= w.end]
+        counts, window_rates = window_samples(times, w.start, w.end)
+        samples += counts
+        rates += window_rates
+        scheduled += len(times)
+    return samples, rates, scheduled
 
 
 def throughput(bound: int, duration: float, rates: list[float]) -> dict[str, float]:
