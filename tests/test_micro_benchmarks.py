@@ -56,18 +56,6 @@ def test_memory_pending_queues_every_pod_and_reports_each_role(monkeypatch, caps
     assert "optimist's processes together:" in out and "the simulated cluster, apart:" in out
 
 
-@pytest.mark.usefixtures("ray_session", "control_plane")  # its binaries: built, or skipped
-def test_kube_api_binds_every_pod_through_a_real_api_server(monkeypatch, capsys):
-    from benchmarks import kube_api
-
-    argv = ["kube_api", "--nodes", "5", "--pods", "40"]
-    monkeypatch.setattr(sys, "argv", argv)
-    kube_api.main()
-    out = capsys.readouterr().out
-    assert "kube_api: 40 pods on 5 nodes, 1 shard(s):" in out
-    assert "the real server alone takes" in out and "of that ceiling" in out
-
-
 def test_gpu_policy_cost_times_every_policy_on_a_trace(monkeypatch, capsys, tmp_path):
     from benchmarks import gpu_policy_cost
     from shards.plugins.gpu_placement import POLICIES

@@ -6,6 +6,7 @@ checker finds anything); the tests check what each case is about as well.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from benchmarks import perf_config as pc
 from benchmarks.runner import CREATE_CHUNK
 from cluster.gpus import GPU_INDICES_ANNOTATION
 from cluster.objects import POD_GROUP_LABEL
+from optimist import report
 from optimist.bench import Plan, Workload, run_bench
 from optimist.config import Settings
 from optimist.runtime import SchedulingLoop
@@ -54,7 +56,8 @@ def test_every_shipped_case_runs_tiny_and_keeps_the_invariants(redis_url, key_pr
     assert 0 < case["redis_commands_per_pod"] == case["redis_commands"] / created < 1000
     # the calls made: far fewer than the commands, as scripts run many commands per call
     assert 0 < case["redis_round_trips"] < case["redis_commands"]
-    assert 0 < case["first_decision_s"] < 600  # since this test process started
+    # since this test process started, and before now
+    assert 0 < case["first_decision_s"] < report.since_process_start(time.perf_counter())
     # every role worked for the measured pods, and the figures say how much per pod
     assert set(case["cpu_s"]) == {"driver", "shards", "redis", "other"}
     assert case["cpu_s"]["driver"] > 0 and case["cpu_s"]["redis"] > 0
