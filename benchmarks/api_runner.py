@@ -43,7 +43,7 @@ from benchmarks.perf_config import (
     StartCollectingMetrics,
     StopCollectingMetrics,
 )
-from benchmarks.runner import CHURN_NAMESPACE, CaseError, ChurnTask, DeleteTask
+from benchmarks.runner import CHURN_NAMESPACE, CaseError, ChurnTask, DeleteTask, phase_takes
 from cluster.adapter import Binding
 from cluster.kube.client import ApiError, KubeClient
 from cluster.kube.informer import Informer, list_all, object_key
@@ -69,7 +69,7 @@ PATHS = {
 
 
 def _unschedulable(pod: Mapping[str, Any]) -> str | None:
-    """The PodScheduled condition's message if it says False, else None."""
+    """The PodScheduled condition's reason if it says False, else None."""
     for condition in (pod.get("status") or {}).get("conditions") or []:
         if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
             return str(condition.get("reason") or "Unschedulable")
@@ -157,9 +157,7 @@ class ApiWindow:
     cpu_s: dict[str, float] = field(default_factory=dict)
 
     def takes(self, namespace: str, labels: Mapping[str, str]) -> bool:
-        return (not self.namespaces or namespace in self.namespaces) and (
-            not self.selector or all(labels.get(k) == v for k, v in self.selector.items())
-        )
+        return phase_takes(self.namespaces, self.selector, namespace, labels)
 
 
 @dataclass
@@ -464,14 +462,10 @@ class ApiCaseRunner:
     def _pace_deletions(self) -> None:
         now = time.perf_counter()
         for task in list(self.deleting):
-            due = len(task.keys)
-            if task.per_second:
-                due = min(due, int((now - task.started) * task.per_second) + 1)
-            if due > task.deleted:
-                self._delete("Pod", task.keys[task.deleted : due])
-                self.deleted += due - task.deleted
-                task.deleted = due
-            if task.deleted == len(task.keys):
+            if due := task.due(now):
+                self._delete("Pod", due)
+                self.deleted += len(due)
+            if task.done:
                 self.deleting.remove(task)
 
     def _delete(self, kind: str, keys: list[str]) -> None:
@@ -489,24 +483,14 @@ class ApiCaseRunner:
     def _churn(self) -> None:
         now = time.perf_counter()
         for task in self.churn:
-            if now < task.due:
-                continue
-            op = task.op
-            task.due = now + op.interval_s
-            slot = task.ticks % op.number
-            task.ticks += 1
-            if op.mode == "recreate":
-                for kind, key in task.alive.pop(slot, []):
-                    self._delete(kind, [key])
-                    if kind == "Node":
-                        self.nodes_deleted.append(key)
-                        self._collect_orphans([key])
-            made: list[tuple[str, str]] = []
-            for manifest in op.templates:
-                count = op.number if op.mode == "create" else 1
-                made += self._churn_make(manifest, count)
-            if op.mode == "recreate":
-                task.alive[slot] = made
+            task.turn(now, self._churn_make, self._remove_churned)
+
+    def _remove_churned(self, made: list[tuple[str, str]]) -> None:
+        for kind, key in made:
+            self._delete(kind, [key])
+            if kind == "Node":
+                self.nodes_deleted.append(key)
+                self._collect_orphans([key])
 
     def _collect_orphans(self, nodes: list[str]) -> None:
         """What the pod garbage collector does when a node goes: its pods are deleted

@@ -119,9 +119,20 @@ class Window:
     counters: Counters = field(default_factory=Counters)
 
     def takes(self, namespace: str, labels: Any) -> bool:
-        return (not self.namespaces or namespace in self.namespaces) and (
-            not self.selector or all(labels.get(k) == v for k, v in self.selector.items())
-        )
+        return phase_takes(self.namespaces, self.selector, namespace, labels)
+
+
+def phase_takes(
+    namespaces: tuple[str, ...],
+    selector: Mapping[str, str] | None,
+    namespace: str,
+    labels: Mapping[str, str],
+) -> bool:
+    """Whether a measured phase over `namespaces` (all, if none) and `selector` counts
+    a pod of that namespace with those labels."""
+    return (not namespaces or namespace in namespaces) and (
+        not selector or all(labels.get(k) == v for k, v in selector.items())
+    )
 
 
 @dataclass(slots=True)
@@ -139,6 +150,28 @@ class ChurnTask:
     ticks: int = 0
     alive: dict[int, list[tuple[str, str]]] = field(default_factory=dict)  # slot -> (kind, key)
 
+    def turn(
+        self,
+        now: float,
+        make: Callable[[Manifest, int], list[tuple[str, str]]],
+        remove: Callable[[list[tuple[str, str]]], None],
+    ) -> None:
+        """One turn, if it is due: in recreate mode, slot by slot, what the slot made
+        last is removed and made again; in create mode, `number` of each are made."""
+        if now < self.due:
+            return
+        op = self.op
+        self.due = now + op.interval_s
+        slot = self.ticks % op.number
+        self.ticks += 1
+        if op.mode == "recreate":
+            remove(self.alive.pop(slot, []))
+        made = []
+        for manifest in op.templates:
+            made += make(manifest, op.number if op.mode == "create" else 1)
+        if op.mode == "recreate":
+            self.alive[slot] = made
+
 
 @dataclass(slots=True)
 class DeleteTask:
@@ -146,6 +179,19 @@ class DeleteTask:
     per_second: int
     started: float
     deleted: int = 0
+
+    def due(self, now: float) -> list[str]:
+        """The pods to delete now, at `per_second` from the start (all at once without
+        a rate); counted as deleted."""
+        until = len(self.keys)
+        if self.per_second:
+            until = min(until, int((now - self.started) * self.per_second) + 1)
+        due, self.deleted = self.keys[self.deleted : until], max(self.deleted, until)
+        return due
+
+    @property
+    def done(self) -> bool:
+        return self.deleted == len(self.keys)
 
 
 @dataclass
@@ -449,13 +495,9 @@ class CaseRunner:
     def _pace_deletions(self) -> None:
         now = time.perf_counter()
         for task in list(self.deleting):
-            due = len(task.keys)
-            if task.per_second:
-                due = min(due, int((now - task.started) * task.per_second) + 1)
-            if due > task.deleted:
-                self._delete(task.keys[task.deleted : due])
-                task.deleted = due
-            if task.deleted == len(task.keys):
+            if due := task.due(now):
+                self._delete(due)
+            if task.done:
                 self.deleting.remove(task)
 
     def _delete(self, keys: list[str]) -> None:
@@ -472,20 +514,7 @@ class CaseRunner:
     def _churn(self) -> None:
         now = time.perf_counter()
         for task in self.churn:
-            if now < task.due:
-                continue
-            op = task.op
-            task.due = now + op.interval_s
-            slot = task.ticks % op.number
-            task.ticks += 1
-            if op.mode == "recreate":
-                self._remove_churned(task.alive.pop(slot, []))
-            made = []
-            for manifest in op.templates:
-                count = op.number if op.mode == "create" else 1
-                made += self._churn_make(manifest, count)
-            if op.mode == "recreate":
-                task.alive[slot] = made
+            task.turn(now, self._churn_make, self._remove_churned)
 
     def _churn_make(self, manifest: Manifest, count: int) -> list[tuple[str, str]]:
         kind = manifest["kind"]

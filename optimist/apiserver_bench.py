@@ -15,15 +15,12 @@ kube-scheduler; the API server; etcd; this process, which makes the objects.
 from __future__ import annotations
 
 import itertools
-import logging
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -42,25 +39,21 @@ from optimist.bench import MEASURED_AT_LEAST_S, Plan, below_threshold
 from optimist.config import Settings
 from optimist.configuration import default_configuration, load_file
 from optimist.controlplane import (
+    SCHEDULER_PERF_CLIENT,
     ControlPlane,
     ControlPlaneError,
+    answers,
     free_port,
     kube_scheduler,
     scheduler_perf_plane,
     stop_tree,
 )
 
-log = logging.getLogger(__name__)
-
 SCHEDULERS = ("optimist", "kube-scheduler")
-KUBE_SCHEDULER_API = "kubescheduler.config.k8s.io/v1"
 CEILING_PODS = 2000  # pods the ceiling is measured on
 CEILING_THREADS = 16
 READY_TIMEOUT_S = 180.0  # `optimist run`: Ray, Redis, the informers' first lists
 STOP_GRACE_S = 30.0
-# scheduler_perf raises the scheduler's client limits so that the API server is
-# what is measured; both schedulers get the same
-CLIENT_CONNECTION = {"qps": 5000, "burst": 5000}
 
 
 class ApiBenchError(RuntimeError):
@@ -107,7 +100,7 @@ def optimist_process(
     first = {
         **first,
         "leaderElection": {"leaderElect": False},
-        "clientConnection": {**(first.get("clientConnection") or {}), **CLIENT_CONNECTION},
+        "clientConnection": {**(first.get("clientConnection") or {}), **SCHEDULER_PERF_CLIENT},
     }
     config = folder / "optimist.yaml"
     config.write_text(yaml.safe_dump_all([first, *rest]))
@@ -135,12 +128,8 @@ def _wait_ready(process: subprocess.Popen[bytes], url: str, log_path: Path) -> N
                 f"optimist run exited ({process.returncode}) before it was ready: "
                 f"{log_path.read_text(errors='replace')[-2000:]}"
             )
-        try:
-            with urllib.request.urlopen(url, timeout=2) as answer:
-                if answer.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
+        if answers(url):
+            return
         time.sleep(0.2)
     raise ApiBenchError(f"optimist run not ready within {READY_TIMEOUT_S:.0f} s ({log_path})")
 
@@ -152,9 +141,8 @@ def scheduler(
     if name == "optimist":
         with optimist_process(server.kubeconfig, documents, shards, server.folder) as pid:
             yield pid
-    elif name == "kube-scheduler":
-        first = {k: v for k, v in documents[0].items() if k != "clientConnection"}
-        with kube_scheduler(server.kubeconfig, server.folder, first) as pid:
+    elif name == "kube-scheduler":  # its connection and election are set by kube_scheduler
+        with kube_scheduler(server.kubeconfig, server.folder, documents[0]) as pid:
             yield pid
     else:
         raise ApiBenchError(f"--scheduler {name!r}: not one of {', '.join(SCHEDULERS)}")

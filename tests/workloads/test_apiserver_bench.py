@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from cluster.kube.informer import list_all
 from optimist.cli import app
-from tests.workloads.test_fidelity import ANTI_AFFINE, write_case
+from tests.workloads.test_fidelity import anti_affine_case
 
 
 def test_both_schedulers_place_an_upstream_case_through_the_api_server(
@@ -21,22 +21,7 @@ def test_both_schedulers_place_an_upstream_case_through_the_api_server(
     binds 5, one a node, and reports 5 unschedulable through the PodScheduled
     condition; the invariant checker reads the server; what each run made is gone
     after it."""
-    path = write_case(
-        tmp_path,
-        [
-            {"opcode": "createNodes", "count": 5},
-            {"opcode": "startCollectingMetrics"},
-            {
-                "opcode": "createPods",
-                "count": 10,
-                "podTemplatePath": "config/pod-anti.yaml",
-                "skipWaitToCompletion": True,
-            },
-            {"opcode": "barrier"},
-            {"opcode": "stopCollectingMetrics"},
-        ],
-        {"pod-anti.yaml": ANTI_AFFINE},
-    )
+    path = anti_affine_case(tmp_path)
     report = tmp_path / "report.json"
     result = CliRunner().invoke(
         app,

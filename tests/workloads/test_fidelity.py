@@ -47,20 +47,10 @@ def write_case(folder: Path, ops: list[dict], templates: dict[str, dict]) -> Pat
     return path
 
 
-def run(path: Path, redis_url: str, key_prefix: str) -> tuple[dict, dict[str, str]]:
-    settings = Settings(shards=2, redis_url=redis_url, key_prefix=key_prefix, seed=1)
-    bench = run_bench(settings, load_plan(path, timeout_s=60))
-    [case] = bench.report["cases"]
-    assert case["invariant_violations"] == [], case
-    [cluster] = bench.clusters.values()
-    return case, dict(cluster.bindings)
-
-
-def test_createnodes_labels_each_node_with_its_hostname(tmp_path, redis_url, key_prefix):
-    """10 pods with required anti-affinity on the hostname key over 5 nodes: 5 bound, one
-    a node, 5 unschedulable. Without the label no node has the key, and none binds."""
-    path = write_case(
-        tmp_path,
+def anti_affine_case(folder: Path) -> Path:
+    """5 nodes, then 10 pods measured that keep apart by hostname: 5 can bind."""
+    return write_case(
+        folder,
         [
             {"opcode": "createNodes", "count": 5},
             {"opcode": "startCollectingMetrics"},
@@ -75,7 +65,21 @@ def test_createnodes_labels_each_node_with_its_hostname(tmp_path, redis_url, key
         ],
         {"pod-anti.yaml": ANTI_AFFINE},
     )
-    case, bound = run(path, redis_url, key_prefix)
+
+
+def run(path: Path, redis_url: str, key_prefix: str) -> tuple[dict, dict[str, str]]:
+    settings = Settings(shards=2, redis_url=redis_url, key_prefix=key_prefix, seed=1)
+    bench = run_bench(settings, load_plan(path, timeout_s=60))
+    [case] = bench.report["cases"]
+    assert case["invariant_violations"] == [], case
+    [cluster] = bench.clusters.values()
+    return case, dict(cluster.bindings)
+
+
+def test_createnodes_labels_each_node_with_its_hostname(tmp_path, redis_url, key_prefix):
+    """10 pods with required anti-affinity on the hostname key over 5 nodes: 5 bound, one
+    a node, 5 unschedulable. Without the label no node has the key, and none binds."""
+    case, bound = run(anti_affine_case(tmp_path), redis_url, key_prefix)
     assert case["pods_scheduled"] == 5 and case["pods_unschedulable"] == 5
     assert sorted(Counter(bound.values()).values()) == [1] * 5
 
