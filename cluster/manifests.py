@@ -44,6 +44,7 @@ from cluster.selectors import (
     LabelSelector,
     NodeSelectorTerm,
     Requirement,
+    is_label_value,
     parse_int64,
 )
 
@@ -129,6 +130,18 @@ def _requirement(
             raise InvalidObject(obj, f"{path}.values", values, f"{op} needs exactly one value")
         if parse_int64(values[0]) is None:
             raise InvalidObject(obj, f"{path}.values[0]", values[0], "must be an integer")
+    if not fields:
+        # upstream's API server takes such a pod, and its scheduler then skips the term
+        # (required) or fails every attempt (preferred): refused here, saying where
+        for j, value in enumerate(values):
+            if not is_label_value(value):
+                raise InvalidObject(
+                    obj,
+                    f"{path}.values[{j}]",
+                    value,
+                    "must be a label value: up to 63 letters, digits, '-', '_' or '.', "
+                    "starting and ending with a letter or digit",
+                )
     return Requirement(key, op, tuple(str(v) for v in values))
 
 
@@ -378,7 +391,7 @@ def pod_from_manifest(raw: Mapping[str, Any]) -> Pod:
     ]
     overhead = res.parse_resource_list(obj, "spec.overhead", spec.get("overhead"))
     requests = res.pod_requests(regular, inits, overhead)
-    nonzero = res.pod_requests(
+    weighed = res.pod_requests(
         [res.with_nonzero_defaults(r) for r in regular],
         [(res.with_nonzero_defaults(r), sidecar) for r, sidecar in inits],
         {
@@ -388,7 +401,7 @@ def pod_from_manifest(raw: Mapping[str, Any]) -> Pod:
     )
     imply_pod_milli(obj, requests)
     requests[res.PODS] = 1
-    requests.update(nonzero)
+    requests.update(res.nonzero_on_node(regular, inits, overhead))
     tolerations = _list(obj, "spec.tolerations", spec.get("tolerations"))
     priority = spec.get("priority", 0)
     if not isinstance(priority, int) or isinstance(priority, bool):
@@ -416,6 +429,7 @@ def pod_from_manifest(raw: Mapping[str, Any]) -> Pod:
         priority=priority,
         spec=SchedulingSpec(
             requests=tuple(sorted((k, v) for k, v in requests.items() if v or k == res.PODS)),
+            weighed=tuple(sorted((k, v) for k, v in weighed.items() if v != requests[k])),
             profile=str(spec.get("schedulerName") or "default-scheduler"),
             namespace=namespace,
             labels=tuple(sorted(labels.items())),

@@ -126,6 +126,10 @@ class SchedulingSpec(Wire):
     """Everything about a pod that decides where it may go and how nodes score."""
 
     requests: tuple[tuple[str, int], ...]  # sorted, with `pods` and score-only amounts
+    # the score-only amounts the scorers weigh this pod by while placing it, where they
+    # differ from what it adds to a node once bound (upstream counts the two apart for
+    # pods with init containers: cluster.resources.nonzero_on_node)
+    weighed: tuple[tuple[str, int], ...] = ()
     profile: str = "default-scheduler"  # the schedulerName: each profile has its own plugins
     namespace: str = "default"
     labels: tuple[tuple[str, str], ...] = ()

@@ -77,6 +77,37 @@ def with_nonzero_defaults(requests: Mapping[str, int]) -> Resources:
     }
 
 
+def nonzero_on_node(
+    containers: Iterable[Resources],
+    init_containers: Iterable[tuple[Resources, bool]],
+    overhead: Mapping[str, int],
+) -> Resources:
+    """The non-zero CPU and memory a bound pod adds to its node, as upstream's NodeInfo
+    counts them (`calculateResource`): each regular container defaulted alone, each init
+    container's moment (itself beside the sidecars before it) defaulted as a whole, and
+    sidecars left out of the regular sum; the larger of the two, plus overhead.
+
+    The pod being placed is weighed otherwise (`pod_requests` over defaulted
+    containers, sidecars added in): the two differ only for pods with init containers.
+    """
+    total: Resources = {}
+    for requests in containers:
+        add(total, with_nonzero_defaults(requests))
+    sidecars: Resources = {}
+    init_peak: Resources = {}
+    for requests, is_sidecar in init_containers:
+        if is_sidecar:
+            add(sidecars, requests)
+            moment = dict(sidecars)
+        else:
+            moment = dict(requests)
+            add(moment, sidecars)
+        max_into(init_peak, with_nonzero_defaults(moment))
+    max_into(total, init_peak)
+    add(total, {NONZERO_CPU: overhead.get(CPU, 0), NONZERO_MEMORY: overhead.get(MEMORY, 0)})
+    return total
+
+
 def pod_requests(
     containers: Iterable[Resources],
     init_containers: Iterable[tuple[Resources, bool]],

@@ -38,6 +38,14 @@ class Requirement:
 
 
 _INT64 = re.compile(r"[+-]?[0-9]+")
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+
+
+def is_label_value(text: str) -> bool:
+    """Upstream's label value: empty, or up to 63 letters, digits, '-', '_' and '.',
+    starting and ending with a letter or digit. A selector's values must be such too
+    (upstream's labels.NewRequirement), Gt's and Lt's integers included: "-5" is not."""
+    return len(text) <= 63 and _LABEL_VALUE.fullmatch(text) is not None
 
 
 def parse_int64(text: str) -> int | None:

@@ -35,11 +35,14 @@ class PodClass:
     """An equivalence class, with its requests laid out along the table's columns."""
 
     spec: SchedulingSpec
-    request: np.ndarray  # int64 [columns]
+    request: np.ndarray  # int64 [columns]: what a pod of the class adds to its node
     checked: np.ndarray  # columns the pod requests and the filter must check
     ports: Ports  # host ports as (protocol, bind ip, port)
     peer: int  # the table's column counting pods like this one
     gpu: GpuDemand  # what it takes per GPU (cluster/gpus.py)
+    # int64 [columns]: what the scorers weigh it by while placing it (`request` but
+    # for SchedulingSpec.weighed); `request` itself where the two agree
+    weighed: np.ndarray
 
     @classmethod
     def compile(cls, spec: SchedulingSpec, table: NodeTable) -> PodClass:
@@ -54,7 +57,13 @@ class PodClass:
         ports = tuple((p.protocol, p.bind_ip, p.port) for p in spec.host_ports)
         peer = spec.peer
         gpu = GpuDemand.of(dict(spec.requests))
-        return cls(spec, request, checked, ports, table.peer_column(peer.id, peer), gpu)
+        weighed = request
+        if spec.weighed:
+            weighed = request.copy()
+            for name, amount in spec.weighed:
+                weighed[table.col[name]] = amount
+        peer_column = table.peer_column(peer.id, peer)
+        return cls(spec, request, checked, ports, peer_column, gpu, weighed)
 
 
 class FilterPlugin(ABC):

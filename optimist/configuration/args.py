@@ -303,6 +303,8 @@ def _check_values(op: str, values: list[str], path: str) -> None:
             raise ConfigError(path, values, f"must be empty for operator {op}")
     elif len(values) != 1 or not re.fullmatch(r"[-+]?[0-9]+", values[0]):
         raise ConfigError(path, values, f"must be exactly one integer for operator {op}")
+    else:  # a label value too, as upstream's selectors require: "-5" and "+3" are not
+        _label_value(values[0], f"{path}[0]")
 
 
 def _node_affinity_args(raw: dict[str, Any], path: str) -> dict[str, Any]:

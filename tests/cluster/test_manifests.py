@@ -47,6 +47,24 @@ def test_init_containers_and_sidecars_and_overhead():
     assert requests_of(m)["cpu"] == 3600
 
 
+def test_a_bound_pod_adds_non_zero_amounts_as_upstreams_node_info_counts_them():
+    # a container asking nothing, a sidecar asking 50m and nothing of memory, an init
+    # container asking nothing: placing it, the scorers weigh 100m + 50m of CPU and
+    # 200Mi + 200Mi of memory, its defaults per container, sidecar added in; once
+    # bound, its node counts the larger of the regular sum (100m, 200Mi) and each init
+    # moment defaulted as a whole (the sidecar's 50m alone; 200Mi)
+    m = pod_spec({})
+    m["spec"]["initContainers"] = [
+        {"name": "side", "restartPolicy": "Always", "resources": {"requests": {"cpu": "50m"}}},
+        {"name": "init"},
+    ]
+    spec = pod_from_manifest(m).spec
+    on_node = dict(spec.requests)
+    assert (on_node[res.NONZERO_CPU], on_node[res.NONZERO_MEMORY]) == (100, 200 * 2**20)
+    assert dict(spec.weighed) == {res.NONZERO_CPU: 150, res.NONZERO_MEMORY: 400 * 2**20}
+    assert pod_from_manifest(pod_spec({})).spec.weighed == ()  # no init containers: alike
+
+
 def test_extended_resources_are_whole_numbers():
     m = pod_spec({"nvidia.com/gpu": "2"})
     assert requests_of(m)["nvidia.com/gpu"] == 2
@@ -96,6 +114,25 @@ def test_extended_resources_are_whole_numbers():
                 }
             },
             "matchExpressions[0].values[0]",
+        ),
+        (
+            {
+                "affinity": {
+                    "nodeAffinity": {
+                        "preferredDuringSchedulingIgnoredDuringExecution": [
+                            {
+                                "weight": 1,
+                                "preference": {
+                                    "matchExpressions": [
+                                        {"key": "n", "operator": "Lt", "values": ["+3"]}
+                                    ]
+                                },
+                            }
+                        ]
+                    }
+                }
+            },
+            "preference.matchExpressions[0].values[0]",
         ),
         ({"containers": []}, "spec.containers"),
         ({"schedulingGates": [{"name": ""}]}, "spec.schedulingGates[0].name"),

@@ -600,6 +600,14 @@ BAD = {
         "nodeSelectorTerms[0].matchExpressions[0].values",
         '["many"]',
     ),
+    "added affinity Gt with a signed integer, which is no label value": (
+        "profiles:\n  - pluginConfig:\n      - name: NodeAffinity\n        args:\n"
+        "          addedAffinity:\n            requiredDuringSchedulingIgnoredDuringExecution:\n"
+        "              nodeSelectorTerms:\n"
+        "                - matchExpressions: [{key: cores, operator: Gt, values: ['-5']}]\n",
+        "nodeSelectorTerms[0].matchExpressions[0].values[0]",
+        '"-5"',
+    ),
     "added affinity field other than the name": (
         "profiles:\n  - pluginConfig:\n      - name: NodeAffinity\n        args:\n"
         "          addedAffinity:\n            requiredDuringSchedulingIgnoredDuringExecution:\n"

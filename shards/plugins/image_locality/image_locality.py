@@ -46,10 +46,13 @@ def spread_index(table: NodeTable) -> dict[str, Spread]:
     """Every image name on some node, with its scaled score on each node holding it.
 
     The score is upstream's int64(float64(size) x (float64(nodes with it) /
-    float64(all nodes))), truncated; a node listing a name twice counts once,
-    with the size of its first listing.
+    float64(all nodes))), truncated. As in upstream's cache, a name has one size
+    wherever it is held: the one the first node to report it gave (here the
+    first row, rows being added as nodes arrive), even where a later node
+    reports another for the same name.
     """
-    held: dict[str, dict[int, int]] = {}
+    held: dict[str, list[int]] = {}
+    sizes: dict[str, int] = {}
     nodes = 0
     for row, spec in enumerate(table.specs):
         if spec is None:
@@ -57,16 +60,17 @@ def spread_index(table: NodeTable) -> dict[str, Spread]:
         nodes += 1
         for image in spec.images:
             for name in image.names:
-                held.setdefault(name, {}).setdefault(row, image.size_bytes)
-    index = {}
-    for name, sizes in held.items():
-        spread = len(sizes) / nodes
-        size = np.fromiter(sizes.values(), dtype=np.int64, count=len(sizes))
-        index[name] = Spread(
-            np.fromiter(sizes.keys(), dtype=np.intp, count=len(sizes)),
-            (size.astype(np.float64) * spread).astype(np.int64),
+                sizes.setdefault(name, image.size_bytes)
+                rows = held.setdefault(name, [])
+                if not rows or rows[-1] != row:  # a node listing a name twice counts once
+                    rows.append(row)
+    return {
+        name: Spread(
+            np.array(rows, dtype=np.intp),
+            np.full(len(rows), int(float(sizes[name]) * (len(rows) / nodes)), dtype=np.int64),
         )
-    return index
+        for name, rows in held.items()
+    }
 
 
 class ImageLocality(ScorePlugin):

@@ -65,6 +65,17 @@ def test_size_is_scaled_by_spread_and_clamped_per_container():
     ]
 
 
+def test_a_name_has_the_size_the_first_node_to_report_it_gave_everywhere():
+    # a tag that moved: "app:1" is 600MB on the first node and 1000MB on the second;
+    # upstream's cache keeps the first size for the name, so both score 600MB x 2/2
+    table = table_of([holding("old", (["app:1"], 600)), holding("new", (["app:1"], 1000))])
+    pod = compile_pod(running("app:1"), table)
+    assert (
+        ImageLocality().score(pod, table, every(table)).tolist()
+        == [(600 - 23) * 100 // (1000 - 23)] * 2
+    )
+
+
 def test_init_containers_count_too():
     table = table_of([holding("a", (["tools:1"], 1000)), holding("b")])
     pod = compile_pod(running("app:1", init=["tools:1"]), table)

@@ -3,10 +3,11 @@
 Upstream's `resourceAllocationScorer` decides per node and resource what is
 requested (what is on the node plus the pod) and what is allocatable; a
 resource it leaves out gets allocatable 0, and every scorer skips those.
-Requested counts what is committed and assumed on the node plus the pod;
-for CPU and memory the NodeResourcesFit strategies use the non-zero amounts
-(a container that asks for nothing counts as 100m / 200Mi), while
-BalancedAllocation uses the actual requests.
+Requested counts what is committed and assumed on the node plus the pod (as
+the pod is weighed, `PodClass.weighed`); for CPU and memory the
+NodeResourcesFit strategies use the non-zero amounts (a container that asks
+for nothing counts as 100m / 200Mi), while BalancedAllocation uses the
+actual requests.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def requested_and_capacity(
     """
     layout = _layout(table.columns_key, resources, use_requested)
     scored, cap_cols, used_cols = layout.scored, layout.capacity, layout.usage
-    request = pod.request
+    request = pod.weighed
     if len(request) < len(table.columns):  # the class was laid out before a column was added
         request = np.pad(request, (0, len(table.columns) - len(request)))
     asked = request[used_cols]
