@@ -18,6 +18,7 @@ from optimist.controlplane import ControlPlane, ControlPlaneMissing, binaries, s
 from optimist.runtime import init_ray
 from tests.kube.api import Api
 from tests.kube.proxy import FaultProxy
+from tests.oracle import Oracle, OracleMissing
 
 _prefixes = itertools.count()
 
@@ -83,6 +84,23 @@ def perf_control_plane() -> Iterator[ControlPlane]:
     _need_kube()
     with scheduler_perf_plane() as plane:
         yield plane
+
+
+@pytest.fixture(scope="session")
+def oracle() -> Iterator[Oracle]:
+    """kube-scheduler v1.30's own plugins behind a pipe (tests/oracle), once for the
+    session. Skipped, saying what to build, where `make oracle` has not run; under CI,
+    a failure."""
+    try:
+        judge = Oracle()
+    except OracleMissing as missing:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must run the parity tests: {missing}")
+        pytest.skip(str(missing))
+    try:
+        yield judge
+    finally:
+        judge.close()
 
 
 @pytest.fixture
