@@ -6,7 +6,7 @@ bytes, `pods` and extended resources as counts.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 from cluster.errors import InvalidObject
 from cluster.quantity import quantity_field
@@ -77,6 +77,22 @@ def with_nonzero_defaults(requests: Mapping[str, int]) -> Resources:
     }
 
 
+def init_moments(
+    init_containers: Iterable[tuple[Resources, bool]], sidecars: Resources
+) -> Iterator[Resources]:
+    """What each init container's start needs: a sidecar (restartPolicy Always) beside
+    the sidecars before it, an ordinary one beside the sidecars started so far. The
+    sidecars are added up into `sidecars` on the way, for callers that keep them."""
+    for requests, is_sidecar in init_containers:
+        if is_sidecar:
+            add(sidecars, requests)
+            yield dict(sidecars)
+        else:
+            moment = dict(requests)
+            add(moment, sidecars)
+            yield moment
+
+
 def nonzero_on_node(
     containers: Iterable[Resources],
     init_containers: Iterable[tuple[Resources, bool]],
@@ -93,15 +109,8 @@ def nonzero_on_node(
     total: Resources = {}
     for requests in containers:
         add(total, with_nonzero_defaults(requests))
-    sidecars: Resources = {}
     init_peak: Resources = {}
-    for requests, is_sidecar in init_containers:
-        if is_sidecar:
-            add(sidecars, requests)
-            moment = dict(sidecars)
-        else:
-            moment = dict(requests)
-            add(moment, sidecars)
+    for moment in init_moments(init_containers, {}):
         max_into(init_peak, with_nonzero_defaults(moment))
     max_into(total, init_peak)
     add(total, {NONZERO_CPU: overhead.get(CPU, 0), NONZERO_MEMORY: overhead.get(MEMORY, 0)})
@@ -124,13 +133,7 @@ def pod_requests(
         add(total, requests)
     sidecars: Resources = {}
     init_peak: Resources = {}
-    for requests, is_sidecar in init_containers:
-        if is_sidecar:
-            add(sidecars, requests)
-            moment = dict(sidecars)
-        else:
-            moment = dict(requests)
-            add(moment, sidecars)
+    for moment in init_moments(init_containers, sidecars):
         max_into(init_peak, moment)
     add(total, sidecars)
     max_into(total, init_peak)

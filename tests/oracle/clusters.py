@@ -467,6 +467,9 @@ SCORERS = (
     "InterPodAffinity",
 )
 FILTERS = ("NodePorts", "NodeAffinity", "PodTopologySpread", "InterPodAffinity", "TaintToleration")
+weighted_scorer = st.builds(
+    lambda n, w: {"name": n, "weight": w}, st.sampled_from(SCORERS), st.integers(1, 10)
+)
 plugin_sets = st.fixed_dictionaries(
     {},
     optional={
@@ -475,11 +478,7 @@ plugin_sets = st.fixed_dictionaries(
             {},
             optional={
                 "enabled": st.lists(
-                    st.builds(
-                        lambda n, w: {"name": n, "weight": w},
-                        st.sampled_from(SCORERS),
-                        st.integers(1, 10),
-                    ),
+                    weighted_scorer,
                     max_size=2,
                     unique_by=lambda p: p["name"],
                 ),
@@ -491,11 +490,7 @@ plugin_sets = st.fixed_dictionaries(
         "multiPoint": st.fixed_dictionaries(
             {
                 "enabled": st.lists(
-                    st.builds(
-                        lambda n, w: {"name": n, "weight": w},
-                        st.sampled_from(SCORERS),
-                        st.integers(1, 10),
-                    ),
+                    weighted_scorer,
                     max_size=1,
                 )
             }
