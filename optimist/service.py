@@ -74,7 +74,7 @@ class Service:
         elector = None
         if self.lease is not None:
             # a rate limit of its own: a flood of bindings must not make a renewal late
-            own = KubeClient(self.client.api, ELECTION_QPS, ELECTION_BURST, self.client.backoff)
+            own = self.client.sibling(ELECTION_QPS, ELECTION_BURST)
             elector = LeaderElector(own, self.identity, self.lease)
         if elector is not None and not elector.acquire(stop):
             return

@@ -117,9 +117,7 @@ class KubernetesAdapter:
         self.client = client
         # reports draw on a rate limit of their own, as client-go's event broadcaster does:
         # a burst of FailedScheduling events never makes a binding wait
-        self._report_client = KubeClient(
-            client.api, client.bucket.qps, client.bucket.burst, client.backoff
-        )
+        self._report_client = client.sibling(client.bucket.qps, client.bucket.burst)
         self.scheduler_names = scheduler_names
         self.component = component
         self._lock = threading.Lock()
