@@ -60,6 +60,7 @@ from optimist.metrics import LoopMetrics, MetricsServer, SchedulerMetrics
 from optimist.plots import write_html
 from optimist.profiling import Profiler
 from optimist.replay import SnapshotError, load_snapshot, run_replay, write_comparison
+from optimist.report import comparison_rows
 from optimist.runtime import PlacementError, RayStartError, init_ray
 from optimist.service import Service
 from optimist.sweep import SweepError, parse_sweep, run_sweep
@@ -309,7 +310,7 @@ def bench(
             for flag, value in (
                 ("--sweep", sweep), ("--chaos", chaos), ("--metrics-address", metrics_address),
                 ("--redis-url", redis_url), ("--ray-address", ray_address),
-                ("--profile", profile), ("--placements", placements), ("--html", html),
+                ("--profile", profile), ("--placements", placements),
             )
             if value
         ]  # fmt: skip
@@ -317,7 +318,7 @@ def bench(
             typer.echo(f"error: {', '.join(given)}: not with --cluster apiserver", err=True)
             raise typer.Exit(2)
         _bench_apiserver(
-            cases, case, workload, config, shards, nodes, pods, seed, timeout, report,
+            cases, case, workload, config, shards, nodes, pods, seed, timeout, report, html,
             scheduler, compare, rounds, kubeconfig, progress,
         )  # fmt: skip
         return
@@ -429,6 +430,7 @@ def _bench_apiserver(
     seed: int | None,
     timeout: float,
     report: Path | None,
+    html: Path | None,
     scheduler: str,
     compare: str | None,
     rounds: int,
@@ -470,6 +472,8 @@ def _bench_apiserver(
         console.print(table)
     if report:
         report.write_text(json.dumps(result, indent=2) + "\n")
+    if html:
+        write_html(result, html)
     for r in result["runs"]:
         for warning in r["warnings"]:
             where = escape(f"{r['name']} [{r['scheduler']}]")
@@ -504,47 +508,18 @@ def _plan_or_exit(
 
 
 def apiserver_tables(result: dict[str, Any]) -> list[Table]:
-    """One table per workload, a column per scheduler: pods/s (median of the rounds),
-    the ratio and the share of the ceiling, CPU per 1,000 pods of each process, peak
-    memory, created -> scheduled p50/p99."""
+    """One table per workload, a column per scheduler (`report.comparison_rows`)."""
     ceiling = result["ceiling_pods_per_s"]["median"]
     tables = []
     for entry in result["cases"]:
-        per = entry["schedulers"]
         table = Table(title=entry["name"], title_justify="left")
         table.add_column("through a real kube-apiserver")
-        for name in per:
+        for name in entry["schedulers"]:
             table.add_column(name, justify="right")
-        blank = [""] * (len(per) - 1)
-
-        def row(
-            label: str,
-            cell: Callable[[dict[str, Any]], str],
-            table: Table = table,
-            per: dict[str, dict[str, Any]] = per,
-        ) -> None:
-            table.add_row(label, *(cell(figures) for figures in per.values()))
-
-        row("pods/s (median)", lambda f: f"{f['pods_per_s']:,.0f}")
-        if "ratio" in entry:
-            table.add_row("optimist / kube-scheduler", f"{entry['ratio']:.2f}x", *blank)
-        if "share_of_ceiling" in entry:
-            label = f"of the server's ceiling ({ceiling:,.0f} pods/s)"
-            table.add_row(label, f"{entry['share_of_ceiling']:.0%}", *blank)
-        for process in ("scheduler", "kube-apiserver", "etcd", "client"):
-            row(
-                f"CPU s per 1,000 pods: {process}",
-                lambda f, p=process: f"{f['cpu_s_per_1000_pods'].get(p, 0.0):.2f}",
-            )
-        row("peak RSS of the scheduler, MiB", _scheduler_mib)
-        row("created -> scheduled p50, ms", lambda f: f"{f['latency_p50_s'] * 1000:,.0f}")
-        row("created -> scheduled p99, ms", lambda f: f"{f['latency_p99_s'] * 1000:,.0f}")
+        for label, cells in comparison_rows(entry, ceiling):
+            table.add_row(label, *cells)
         tables.append(table)
     return tables
-
-
-def _scheduler_mib(figures: dict[str, Any]) -> str:
-    return f"{figures['memory_peak_bytes'].get('scheduler', 0) / 2**20:,.0f}"
 
 
 @app.command("check-config")

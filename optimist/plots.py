@@ -12,7 +12,10 @@ versions) carry different keys:
 - `sweep`: {"variable": name, "runs": [{"value": v, "report": {...}}]} -> average
   pods/s and attempts per pod against the variable;
 - `quality` (`optimist.quality`), one dict or {placement label: dict} to compare
-  placements -> % of each resource stranded, and pods per zone.
+  placements -> % of each resource stranded, and pods per zone;
+- `ceiling_pods_per_s` with `cases` (`optimist bench --cluster apiserver`) ->
+  pods/s of each scheduler per workload, and each workload's table of figures
+  (the rows the terminal shows).
 
 Every text from the report is escaped.
 """
@@ -25,6 +28,8 @@ from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 from typing import Any
+
+from optimist.report import comparison_rows
 
 WIDTH, HEIGHT = 640, 300
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 44, 48
@@ -71,7 +76,7 @@ def render_html(report: Mapping[str, Any]) -> str:
     """The page: headline figures, then every chart whose key the report has."""
     title = "optimist replay" if "pods_replayed" in report else "optimist bench"
     parts = [f"<h1>{escape(title)}</h1>", _headlines(report)]
-    for chart in (_throughput, _latency, _sweep, _quality):
+    for chart in (_throughput, _latency, _sweep, _quality, _comparison):
         parts.extend(chart(report))
     body = "\n".join(p for p in parts if p)
     return (
@@ -166,6 +171,34 @@ def _sweep(report: Mapping[str, Any]) -> list[str]:
             "attempts per pod", variable, [Series("attempts", figure(("attempts_per_pod",)))], ticks
         ),
     ]
+
+
+def _comparison(report: Mapping[str, Any]) -> list[str]:
+    ceiling = _get(report, ("ceiling_pods_per_s", "median"))
+    cases = [c for c in report.get("cases") or [] if isinstance(c, Mapping) and "schedulers" in c]
+    if not isinstance(ceiling, int | float) or not cases:
+        return []
+    schedulers = list(cases[0]["schedulers"])
+    series = [
+        Series(s, [_number(_get(c, ("schedulers", s, "pods_per_s"))) for c in cases])
+        for s in schedulers
+    ]
+    parts = [
+        "<h2>Through a real kube-apiserver</h2>",
+        _bar_chart("pods/s (median of the rounds)", [str(c["name"]) for c in cases], series),
+    ]
+    for case in cases:
+        head = "".join(f"<th>{escape(str(s))}</th>" for s in case["schedulers"])
+        rows = "".join(
+            f"<tr><th>{escape(label)}</th>"
+            + "".join(f'<td class="n">{escape(cell)}</td>' for cell in cells)
+            + "</tr>"
+            for label, cells in comparison_rows(case, float(ceiling))
+        )
+        parts.append(
+            f"<h3>{escape(str(case['name']))}</h3>\n<table><tr><th></th>{head}</tr>{rows}</table>"
+        )
+    return parts
 
 
 def _quality(report: Mapping[str, Any]) -> list[str]:

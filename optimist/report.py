@@ -295,3 +295,44 @@ def versions(redis_info: dict[str, Any]) -> dict[str, str]:
 
 def reason_counts(unschedulable: dict[str, str]) -> dict[str, int]:
     return dict(Counter(unschedulable.values()).most_common())
+
+
+PROCESSES = ("scheduler", "kube-apiserver", "etcd", "client")  # the API bench's trees
+
+
+def comparison_rows(entry: Mapping[str, Any], ceiling: float) -> list[tuple[str, list[str]]]:
+    """One workload of the API bench as rows of (label, a cell per scheduler; the ratio
+    and the share of the ceiling in the first): the terminal and the HTML page show
+    these same rows."""
+    per = list(entry["schedulers"].values())
+    blank = [""] * (len(per) - 1)
+
+    def each(cell: Any) -> list[str]:
+        return [cell(figures) for figures in per]
+
+    rows = [("pods/s (median)", each(lambda f: f"{f['pods_per_s']:,.0f}"))]
+    if "ratio" in entry:
+        rows.append(("optimist / kube-scheduler", [f"{entry['ratio']:.2f}x", *blank]))
+    if "share_of_ceiling" in entry:
+        label = f"of the server's ceiling ({ceiling:,.0f} pods/s)"
+        rows.append((label, [f"{entry['share_of_ceiling']:.0%}", *blank]))
+    for process in PROCESSES:
+        rows.append(
+            (
+                f"CPU s per 1,000 pods: {process}",
+                each(lambda f, p=process: f"{f['cpu_s_per_1000_pods'].get(p, 0.0):.2f}"),
+            )
+        )
+    rows.append(
+        (
+            "peak RSS of the scheduler, MiB",
+            each(lambda f: f"{f['memory_peak_bytes'].get('scheduler', 0) / 2**20:,.0f}"),
+        )
+    )
+    rows.append(
+        ("created -> scheduled p50, ms", each(lambda f: f"{f['latency_p50_s'] * 1e3:,.0f}"))
+    )
+    rows.append(
+        ("created -> scheduled p99, ms", each(lambda f: f"{f['latency_p99_s'] * 1e3:,.0f}"))
+    )
+    return rows

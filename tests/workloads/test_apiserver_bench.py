@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from html import escape
 
 from typer.testing import CliRunner
 
 from cluster.kube.informer import list_all
 from optimist.cli import app
+from optimist.report import comparison_rows
 from tests.workloads.test_fidelity import anti_affine_case
 
 
@@ -20,9 +22,9 @@ def test_both_schedulers_place_an_upstream_case_through_the_api_server(
     """10 pods with required anti-affinity on the hostname over 5 nodes: each scheduler
     binds 5, one a node, and reports 5 unschedulable through the PodScheduled
     condition; the invariant checker reads the server; what each run made is gone
-    after it."""
+    after it. The HTML page carries the terminal's figures."""
     path = anti_affine_case(tmp_path)
-    report = tmp_path / "report.json"
+    report, page = tmp_path / "report.json", tmp_path / "report.html"
     result = CliRunner().invoke(
         app,
         [
@@ -41,6 +43,8 @@ def test_both_schedulers_place_an_upstream_case_through_the_api_server(
             "--no-progress",
             "--report",
             str(report),
+            "--html",
+            str(page),
         ],
     )
     assert result.exit_code == 0, result.output
@@ -57,6 +61,11 @@ def test_both_schedulers_place_an_upstream_case_through_the_api_server(
     assert set(case["schedulers"]) == {"optimist", "kube-scheduler"} and case["ratio"] > 0
     assert figures["ceiling_pods_per_s"]["median"] > 0
     assert "optimist / kube-scheduler" in result.output
+    html = page.read_text()
+    assert "<h2>Through a real kube-apiserver</h2>" in html and "<svg" in html
+    for label, cells in comparison_rows(case, figures["ceiling_pods_per_s"]["median"]):
+        assert label in result.output and f"<th>{escape(label)}</th>" in html
+        assert all(f'<td class="n">{escape(cell)}</td>' in html for cell in cells)
     client = kube_api.client()
     assert list_all(client, "/api/v1/nodes")[0] == []
     namespaces = {n["metadata"]["name"] for n in list_all(client, "/api/v1/namespaces")[0]}
