@@ -76,6 +76,10 @@ def _unschedulable(pod: Mapping[str, Any]) -> str | None:
     return None
 
 
+class SchedulerExited(Exception):
+    """The scheduler under test is gone: the rest of its stretch cannot run."""
+
+
 class PodWatch:
     """Every pod as the server tells it: when each was first seen bound and where, each
     binding seen (a pod that moved shows twice), and the ones reported unschedulable."""
@@ -572,6 +576,8 @@ class ApiCaseRunner:
                 return True
             if time.perf_counter() > self.deadline:
                 return False
+            if not self.meters["scheduler"].alive():  # nothing will bind them now
+                raise SchedulerExited(f"the scheduler exited while {len(left)} pods waited")
             self._tick()
             time.sleep(POLL_S)
 

@@ -30,7 +30,13 @@ from typing import Any
 
 import yaml
 
-from benchmarks.api_runner import ApiCaseRunner, ApiOutcome, cluster_of, remove_namespaces
+from benchmarks.api_runner import (
+    ApiCaseRunner,
+    ApiOutcome,
+    SchedulerExited,
+    cluster_of,
+    remove_namespaces,
+)
 from benchmarks.perf_config import CaseWorkload
 from cluster.invariants import check_invariants
 from cluster.kube.client import ApiError, KubeClient
@@ -123,13 +129,15 @@ def optimist_process(
 def _wait_ready(process: subprocess.Popen[bytes], url: str, log_path: Path) -> None:
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
+        # ready: it answers, and it is still ours that answers (not another process
+        # that took the port while this one started)
+        if answers(url) and process.poll() is None:
+            return
         if process.poll() is not None:
             raise ApiBenchError(
                 f"optimist run exited ({process.returncode}) before it was ready: "
                 f"{log_path.read_text(errors='replace')[-2000:]}"
             )
-        if answers(url):
-            return
         time.sleep(0.2)
     raise ApiBenchError(f"optimist run not ready within {READY_TIMEOUT_S:.0f} s ({log_path})")
 
@@ -366,7 +374,7 @@ def run_apiserver_bench(
                 for record in run_stretch(bench, name, stretch, round_, progress):
                     runs.append(record)
                     done += 1
-            except (ApiBenchError, ControlPlaneError, ApiError) as e:
+            except (ApiBenchError, ControlPlaneError, ApiError, SchedulerExited) as e:
                 runs += [_failed(run, name, round_, str(e)) for run in stretch[done:]]
     cases = compare(runs, statistics.median(ceilings))
     return {

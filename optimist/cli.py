@@ -301,6 +301,9 @@ def bench(
     """Run scheduler_perf cases on a simulated cluster (or through a real API server) and
     report pods/s; exits 1 if any pod was lost or a case failed, 2 if the case file or the
     configuration is bad."""
+    # a bench stopped by SIGTERM (a timeout, a CI cancel) unwinds as on Ctrl-C: what it
+    # started (control planes, schedulers, Ray) is stopped by the code that started it
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     if cluster not in ("sim", "apiserver"):
         typer.echo(f"error: --cluster {cluster!r}: sim or apiserver", err=True)
         raise typer.Exit(2)
@@ -417,6 +420,10 @@ def bench(
     if not metrics_address or sweep:
         show(run)
     raise typer.Exit(0 if run.ok else 1)
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _bench_apiserver(
@@ -842,11 +849,14 @@ def run(
         metrics=metrics,
         profiler=profiler,
     )
+    # the port is taken before Ray starts: Ray's processes take ports of their own, and
+    # a port in use fails here, at once, not after Ray is up
+    server = MetricsServer(metrics, address, ready=service.ready.is_set, profiler=profiler)
     own_ray = init_ray(settings.ray_address)  # first: Ray installs signal handlers of its own
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    with MetricsServer(metrics, address, ready=service.ready.is_set, profiler=profiler) as server:
+    with server:
         log.info("serving metrics on http://%s/metrics", server.address)
         try:
             service.run(stop)

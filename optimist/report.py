@@ -245,6 +245,14 @@ class ProcessTree:
                 continue  # gone: what it used stays counted
         return sum(self._cpu.values())
 
+    def alive(self) -> bool:
+        """Whether the root process still runs (an exited child not yet reaped is a
+        zombie: it runs no more)."""
+        try:
+            return self.root.status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+
     def rss(self) -> int:
         total = 0
         for process in self._members():

@@ -4,16 +4,23 @@ kube-scheduler, and judged from what the server holds."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
+import subprocess
+import sys
+import time
 from collections import Counter
 from html import escape
 
+import psutil
 from typer.testing import CliRunner
 
 from cluster.kube.informer import list_all
 from optimist.cli import app
+from optimist.controlplane import stop_tree
 from optimist.report import comparison_rows
-from tests.workloads.test_fidelity import anti_affine_case
+from tests.workloads.test_fidelity import anti_affine_case, write_case
 
 
 def test_both_schedulers_place_an_upstream_case_through_the_api_server(
@@ -72,3 +79,87 @@ def test_both_schedulers_place_an_upstream_case_through_the_api_server(
     assert "optimist-ceiling" not in namespaces
     pods = list_all(client, "/api/v1/pods")[0]
     assert Counter(p["metadata"]["namespace"] for p in pods) == Counter()
+
+
+POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"generateName": "pod-"},
+    "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.9"}]},
+}
+
+
+def _sleepy_case(folder):
+    """2 nodes, a 60-second sleep (the test acts meanwhile), then 4 pods waited for."""
+    return write_case(
+        folder,
+        [
+            {"opcode": "createNodes", "count": 2},
+            {"opcode": "sleep", "duration": "60s"},
+            {
+                "opcode": "createPods",
+                "count": 4,
+                "podTemplatePath": "config/pod.yaml",
+                "collectMetrics": True,
+            },
+        ],
+        {"pod.yaml": POD},
+    )
+
+
+def _bench(path, *more):
+    command = [sys.executable, "-c", "from optimist.cli import entry; entry()", "bench"]
+    command += [str(path), "--cluster", "apiserver", "--shards", "1", "--no-progress", *more]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _until(found, timeout_s=120.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if value := found():
+            return value
+        time.sleep(0.5)
+    raise AssertionError("not found in time")
+
+
+def _scheduler_of(bench):
+    for child in psutil.Process(bench.pid).children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if " run --config" in " ".join(child.cmdline()):
+                return child
+    return None
+
+
+def test_a_scheduler_that_dies_fails_its_case_at_once_not_at_the_timeout(tmp_path, control_plane):
+    bench = _bench(
+        _sleepy_case(tmp_path), "--kubeconfig", str(control_plane.admin_kubeconfig),
+        "--timeout", "600",
+    )  # fmt: skip
+    try:
+        # the nodes are made once the scheduler is ready: the sleep has begun
+        _until(lambda: len(list_all(control_plane.client, "/api/v1/nodes")[0]) == 2)
+        _until(lambda: _scheduler_of(bench)).kill()
+        output, _ = bench.communicate(timeout=120)  # the sleep, then at once
+    finally:
+        stop_tree(bench)
+    assert bench.returncode == 1, output
+    assert "the scheduler exited while 4 pods waited" in output
+
+
+def test_a_bench_stopped_by_sigterm_stops_what_it_started(tmp_path):
+    bench = _bench(_sleepy_case(tmp_path), "--timeout", "600")
+    try:
+        _until(lambda: _scheduler_of(bench))
+        started = psutil.Process(bench.pid).children(recursive=True)
+        names = {p.name() for p in started}
+        assert {"etcd", "kube-apiserver"} <= names, names
+        bench.send_signal(signal.SIGTERM)
+        bench.communicate(timeout=120)
+    finally:
+        stop_tree(bench)
+    _, alive = psutil.wait_procs(started, timeout=30)
+    left = [(p.pid, p.name()) for p in alive]
+    for process in alive:  # the test's own clean-up, should the bench have failed it
+        with contextlib.suppress(psutil.Error):
+            process.kill()
+    assert left == []
