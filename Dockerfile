@@ -4,13 +4,12 @@ FROM python:3.11-slim
 
 RUN useradd --create-home --uid 1000 optimist
 WORKDIR /opt/optimist
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY cluster cluster
 COPY dispatcher dispatcher
 COPY shards shards
 COPY binder binder
 COPY optimist optimist
-COPY benchmarks benchmarks
 RUN pip install --no-cache-dir . && rm -rf /root/.cache
 
 USER 1000

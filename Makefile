@@ -48,8 +48,7 @@ oracle: kube
 bench: $(STAMP) redis-server
 	$(BIN)/optimist bench $(ARGS)
 
-test: $(STAMP) redis-server prometheus kube oracle
-	$(BIN)/ruff check .
+test: lint redis-server prometheus kube oracle
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Coverage-guided fuzzing of the parsers (benchmarks/fuzz.py), FUZZ_SECONDS each.
@@ -67,9 +66,12 @@ parity: $(STAMP) oracle
 	OPTIMIST_PARITY_EXAMPLES=$(PARITY_EXAMPLES) OPTIMIST_PARITY_RANDOM=1 \
 		$(BIN)/python -m pytest -p no:cacheprovider -o timeout=0 tests/oracle
 
+# The contracts: ruff's rules and format, and the import layers of pyproject.toml
+# (the roles import cluster, never each other; nothing installed imports tests).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

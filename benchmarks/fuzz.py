@@ -37,6 +37,7 @@ with atheris.instrument_imports():
         UnitRequest,
     )
     from cluster.quantity import parse_quantity
+    from optimist.bench import cases_file
     from optimist.configuration import ConfigError, parse_configuration
 
 
@@ -86,16 +87,16 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
 }
 
 
-BENCHMARKS = Path(__file__).parent
+SHIPPED = cases_file().parent  # the shipped case file's folder: templates, configurations
 
 
 def seeds(target: str) -> list[bytes]:
     """Real inputs for a target to start from."""
-    templates = sorted((BENCHMARKS / "templates").glob(f"{target}-*.yaml"))
+    templates = sorted((SHIPPED / "templates").glob(f"{target}-*.yaml"))
     if target in ("pod", "node"):
         return [json.dumps(yaml.safe_load(t.read_text())).encode() for t in templates]
     if target == "configuration":
-        return [(BENCHMARKS / "gpu-scheduler.yaml").read_bytes()]
+        return [(SHIPPED / "gpu-scheduler.yaml").read_bytes()]
     if target == "messages":
         placed = Decision("ns/u", [PodPlacement("ns/p", 0, ["n1", "n2"], [3, 4], [0])])
         return [

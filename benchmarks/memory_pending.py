@@ -21,9 +21,9 @@ import time
 import psutil
 import ray
 
-from benchmarks import template
 from cluster.messages import ShardBatch
 from cluster.simulator import SimulatedCluster, load_template
+from optimist.bench import template
 from optimist.config import Settings
 from optimist.runtime import Platform, SchedulingLoop
 

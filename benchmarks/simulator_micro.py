@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from benchmarks import template
 from cluster.adapter import Binding
 from cluster.simulator import SimulatedCluster, load_template
+from optimist.bench import template
 
 
 def main() -> None:

@@ -27,9 +27,9 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from benchmarks import template
 from cluster.invariants import check_invariants
 from cluster.simulator import SimulatedCluster, load_template
+from optimist.bench import template
 from optimist.config import Settings
 from optimist.report import PeakMemory
 from optimist.runtime import Platform, SchedulingLoop

@@ -24,7 +24,6 @@ from contextlib import ExitStack
 import ray
 import redis
 
-from benchmarks import template
 from binder.actor import BinderActor
 from binder.binder import Binder
 from cluster.manifests import pod_from_manifest
@@ -34,6 +33,7 @@ from cluster.redis_server import EmbeddedRedis, connect
 from cluster.simulator import SimulatedCluster, load_template
 from cluster.store import Keys, NodeStore
 from cluster.store.partitioned import PartitionedStore
+from optimist.bench import template
 from optimist.config import DEFAULT_PROFILE
 from optimist.runtime import init_ray
 

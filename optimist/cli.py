@@ -21,13 +21,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from benchmarks.perf_config import PerfConfigError
 from cluster.durations import parse_duration
 from cluster.kube.client import KubeClient
 from cluster.kube.lease import LeaseConfig
 from optimist import logs
-from optimist.apiserver_bench import SCHEDULERS, ApiBench, run_apiserver_bench
-from optimist.bench import (
+from optimist.bench.apiserver import SCHEDULERS, ApiBench, run_apiserver_bench
+from optimist.bench.case_file import PerfConfigError
+from optimist.bench.simulated import (
     DEFAULT_TIMEOUT_S,
     UPSTREAM_NOTE,
     BenchRun,
@@ -37,6 +37,7 @@ from optimist.bench import (
     run_bench,
     write_placements,
 )
+from optimist.bench.sweep import SweepError, parse_sweep, run_sweep
 from optimist.chaos import DURATION_S, FAULTS, FAULTS_PER_KIND, ChaosError, ChaosPlan
 from optimist.config import Settings
 from optimist.configuration import (
@@ -63,7 +64,6 @@ from optimist.replay import SnapshotError, load_snapshot, run_replay, write_comp
 from optimist.report import comparison_rows
 from optimist.runtime import PlacementError, RayStartError, init_ray
 from optimist.service import Service
-from optimist.sweep import SweepError, parse_sweep, run_sweep
 from shards.plugins.gpu_placement import POLICIES
 
 # no locals in tracebacks: they would print what a user passed, secrets included

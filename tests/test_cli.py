@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from optimist.bench import case_warnings
+from optimist.bench.simulated import case_warnings
 from optimist.cli import app
 
 pytestmark = pytest.mark.usefixtures("ray_session")

@@ -11,10 +11,10 @@ import time
 import pytest
 import yaml
 
-from benchmarks import template
 from cluster.adapter import Binding
 from cluster.invariants import check_invariants
 from cluster.simulator import SimulatedCluster
+from optimist.bench import template
 from optimist.config import Settings
 from optimist.runtime import Platform, SchedulingLoop
 from tests.test_gangs_end_to_end import pod_doc

@@ -13,10 +13,10 @@ from dataclasses import replace
 import pytest
 import yaml
 
-from benchmarks import template
 from cluster.invariants import check_invariants
 from cluster.manifests import pod_from_manifest
-from optimist.bench import Workload, run_bench
+from optimist.bench import template
+from optimist.bench.simulated import Workload, run_bench
 from optimist.config import Settings
 
 pytestmark = pytest.mark.usefixtures("ray_session")

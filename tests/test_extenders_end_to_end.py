@@ -11,9 +11,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import yaml
 
-from benchmarks import template
 from cluster.invariants import check_invariants
 from cluster.simulator import SimulatedCluster
+from optimist.bench import template
 from optimist.config import Settings
 from optimist.runtime import Platform, SchedulingLoop
 

@@ -12,9 +12,9 @@ import pytest
 import ray
 import yaml
 
-from benchmarks import template
 from cluster.invariants import check_invariants
 from cluster.simulator import SimulatedCluster
+from optimist.bench import template
 from optimist.config import Settings
 from optimist.runtime import Platform, SchedulingLoop
 from tests.fixtures import FaultAfter

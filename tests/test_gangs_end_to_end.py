@@ -8,10 +8,10 @@ from collections import Counter
 import pytest
 import yaml
 
-from benchmarks import template
 from cluster.invariants import check_invariants
 from cluster.objects import POD_GROUP_LABEL
 from cluster.simulator import SimulatedCluster
+from optimist.bench import template
 from optimist.config import Settings
 from optimist.runtime import Platform, SchedulingLoop
 

@@ -1,15 +1,15 @@
 """`optimist bench --sweep`: one setting varied over the same pods, and its mistakes."""
 
 import json
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from optimist.bench import cases_file
+from optimist.bench.sweep import SweepError, parse_sweep
 from optimist.cli import app
-from optimist.sweep import SweepError, parse_sweep
 
-SHIPPED = Path(__file__).parents[1] / "benchmarks" / "performance-config.yaml"
+SHIPPED = cases_file()
 
 
 def test_values_are_read_by_the_variable():

@@ -306,6 +306,7 @@ def test_the_dockerfile_installs_the_packages_the_image_runs():
     dockerfile = (DEPLOY.parents[1] / "Dockerfile").read_text()
     for package in ("cluster", "dispatcher", "shards", "binder", "optimist"):
         assert f"COPY {package} {package}" in dockerfile
+    assert "setup.py" in dockerfile  # the build that leaves the plugins' tests out
     assert "USER 1000" in dockerfile  # the Deployment runs as non-root uid 1000
     control = yaml.safe_load((DEPLOY / "base" / "control.yaml").read_text().split("---")[0])
     assert control["spec"]["template"]["spec"]["securityContext"]["runAsUser"] == 1000

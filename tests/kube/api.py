@@ -16,11 +16,11 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from benchmarks.api_runner import build_cluster
 from cluster.adapter import Binding
 from cluster.kube.client import ApiError, KubeClient
 from cluster.kube.informer import object_key
 from cluster.simulator import SimulatedCluster
+from optimist.bench.api_runner import build_cluster
 from optimist.controlplane import ControlPlane
 from tests.kube.proxy import FaultProxy, Request
 

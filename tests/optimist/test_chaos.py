@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks import template
-from optimist.bench import Workload, run_bench
+from optimist.bench import template
+from optimist.bench.simulated import Workload, run_bench
 from optimist.chaos import DURATION_S, FAULTS, FAULTS_PER_KIND, ChaosError, ChaosPlan
 from optimist.config import Settings
 

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from optimist import cli
-from optimist.bench import Workload
+from optimist.bench.simulated import Workload
 from optimist.config import Settings
 from tests.optimist.conftest import CONFIGS
 

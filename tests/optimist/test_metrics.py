@@ -11,13 +11,13 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from benchmarks import cases_file
 from cluster.manifests import pod_from_manifest
 from cluster.messages import UnitOutcome
 from cluster.partitions import partition_of
 from cluster.quota import Quota, QuotaTree
 from dispatcher.dispatcher import Dispatcher
-from optimist.bench import load_plan, run_bench
+from optimist.bench import cases_file
+from optimist.bench.simulated import load_plan, run_bench
 from optimist.config import Settings
 from optimist.metrics import (
     AGE_BUCKETS,

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import cases_file
-from optimist.bench import load_plan, run_bench
+from optimist.bench import cases_file
+from optimist.bench.simulated import load_plan, run_bench
 from optimist.config import Settings
 from optimist.metrics import LoopMetrics, MetricsServer, SchedulerMetrics
 

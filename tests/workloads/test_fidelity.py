@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from optimist.bench import load_plan, run_bench
+from optimist.bench.simulated import load_plan, run_bench
 from optimist.config import Settings
 
 pytestmark = pytest.mark.usefixtures("ray_session")

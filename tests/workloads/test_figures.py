@@ -27,7 +27,7 @@ def test_latency_has_percentiles_and_a_histogram():
 
 
 def test_idle_fraction_is_what_the_shard_did_not_spend_busy_clamped():
-    from optimist.bench import shard_idle
+    from optimist.bench.simulated import shard_idle
 
     assert shard_idle(1.5, 6.0) == {"busy_s": 1.5, "idle_fraction": 0.75}
     assert shard_idle(7.0, 6.0)["idle_fraction"] == 0.0  # work from before the phase counted
@@ -35,7 +35,7 @@ def test_idle_fraction_is_what_the_shard_did_not_spend_busy_clamped():
 
 
 def test_window_counters_are_differences_per_shard_too():
-    from benchmarks.runner import Counters
+    from optimist.bench.sim_runner import Counters
 
     before = Counters(redis_commands=100, shard_rollbacks=1, busy_s={0: 1.0})
     after = Counters(
@@ -47,7 +47,7 @@ def test_window_counters_are_differences_per_shard_too():
 
 
 def test_pooled_sums_redis_commands_rollbacks_and_shard_busy_time():
-    from optimist.bench import SUMMED, pooled
+    from optimist.bench.simulated import SUMMED, pooled
 
     def case(pods, calls, shard, commit, busy, duration):
         return {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.go_template import TemplateError, TextTemplate
+from optimist.bench.go_template import TemplateError, TextTemplate
 
 
 def render(text: str, index: int = 7, count: int = 10) -> dict:

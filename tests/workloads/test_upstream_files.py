@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import perf_config, template
-from optimist.apiserver_bench import ApiBench, run_apiserver_bench
-from optimist.bench import Plan, run_bench
+from optimist.bench import case_file, template
+from optimist.bench.apiserver import ApiBench, run_apiserver_bench
+from optimist.bench.simulated import Plan, run_bench
 from optimist.config import Settings
 from optimist.controlplane import KUBE_VERSION
 
@@ -56,7 +56,7 @@ CANNOT_RUN = {
 def test_every_fast_workload_of_the_unchanged_upstream_file_runs(redis_url, key_prefix):
     runs = [
         r
-        for r in perf_config.load(upstream_file(), template("node-default.yaml"))
+        for r in case_file.load(upstream_file(), template("node-default.yaml"))
         if "fast" in r.labels
     ]
     assert len(runs) >= 20
@@ -85,7 +85,7 @@ def test_upstream_s_integration_workloads_run_unchanged_through_the_api_server(
     every other binds every pod, and the invariants hold on what the server holds."""
     runs = tuple(
         r
-        for r in perf_config.load(upstream_file(), template("node-default.yaml"))
+        for r in case_file.load(upstream_file(), template("node-default.yaml"))
         if "integration-test" in r.labels
     )
     bench = ApiBench(

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import cases_file, template
-from benchmarks import perf_config as pc
-from benchmarks.runner import CREATE_CHUNK
 from cluster.gpus import GPU_INDICES_ANNOTATION
 from cluster.objects import POD_GROUP_LABEL
 from optimist import report
-from optimist.bench import Plan, Workload, run_bench
+from optimist.bench import case_file as pc
+from optimist.bench import cases_file, template
+from optimist.bench.sim_runner import CREATE_CHUNK
+from optimist.bench.simulated import Plan, Workload, run_bench
 from optimist.config import Settings
 from optimist.runtime import SchedulingLoop
 

@@ -2,14 +2,10 @@
 
 import itertools
 
-import pytest
-
 from cluster.gpus import GPU, GPU_MILLI
 from cluster.manifests import pod_from_manifest
 from cluster.messages import Decision, PodPlacement
 from cluster.profile_config import ProfileConfig
-from optimist.configuration import ConfigError
-from optimist.configuration.loader import parse_configuration
 from shards.plugins import build_profile
 from shards.scheduler import ShardCore
 from shards.testing import node, pod_spec, single_pod_batch
@@ -113,22 +109,3 @@ def test_random_draws_afresh(store):
     store.put_nodes([node(f"n{i}", cpu="64", gpus=8) for i in range(8)])
     core = ShardCore(0, store, [profile("random")], seed=1)  # never the fixed ranking
     assert len({n for n, _ in place(core, *[spec(cpu="1")] * 16)}) > 1
-
-
-def test_the_configuration_checks_the_args_and_names_the_field():
-    text = """apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-  - schedulerName: gpus
-    plugins:
-      multiPoint:
-        enabled: [{name: GPUPlacement}]
-    pluginConfig:
-      - name: GPUPlacement
-        args: {policy: %s}
-"""
-    config = parse_configuration(text % "best-fit")
-    assert config.profiles[0].args["GPUPlacement"]["policy"] == "best-fit"
-    with pytest.raises(ConfigError, match="policy") as err:
-        parse_configuration(text % "tightest")
-    assert "fgd" in str(err.value) and "tightest" in str(err.value)

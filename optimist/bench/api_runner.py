@@ -24,9 +24,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks import objects
-from benchmarks.go_template import TextTemplate
-from benchmarks.perf_config import (
+from cluster.adapter import Binding
+from cluster.kube.client import ApiError, KubeClient
+from cluster.kube.informer import Informer, list_all, object_key
+from cluster.manifests import copy_manifest, node_from_manifest, podgroup_from_manifest
+from cluster.objects import HOSTNAME_LABEL
+from cluster.simulator import SimulatedCluster
+from optimist.bench import workload_objects
+from optimist.bench.case_file import (
     Barrier,
     CaseWorkload,
     Churn,
@@ -43,13 +48,8 @@ from benchmarks.perf_config import (
     StartCollectingMetrics,
     StopCollectingMetrics,
 )
-from benchmarks.runner import CHURN_NAMESPACE, CaseError, ChurnTask, DeleteTask, phase_takes
-from cluster.adapter import Binding
-from cluster.kube.client import ApiError, KubeClient
-from cluster.kube.informer import Informer, list_all, object_key
-from cluster.manifests import copy_manifest, node_from_manifest, podgroup_from_manifest
-from cluster.objects import HOSTNAME_LABEL
-from cluster.simulator import SimulatedCluster
+from optimist.bench.go_template import TextTemplate
+from optimist.bench.sim_runner import CHURN_NAMESPACE, CaseError, ChurnTask, DeleteTask, phase_takes
 from optimist.report import ProcessTree
 
 CREATORS = 16  # client threads making objects, as upstream's harness makes them in parallel
@@ -288,20 +288,22 @@ class ApiCaseRunner:
         try:
             match op:
                 case CreateNodes():
-                    for manifest, n in objects.node_batches(op, self.rng, self.unique):
+                    for manifest, n in workload_objects.node_batches(op, self.rng, self.unique):
                         self._create_nodes(manifest, n)
                 case CreateNamespaces():
                     for i in range(op.count):
                         self._create_namespace(f"{op.prefix}-{i}", op.labels)
                 case CreatePods():
-                    batches = objects.pod_batches(op.template, op.count, op.per_index)
+                    batches = workload_objects.pod_batches(op.template, op.count, op.per_index)
                     self._create_pods(
                         index, op.namespace, batches, op.collect_metrics, op.skip_wait
                     )
                 case CreatePodSets():
                     for namespace in op.namespaces():
                         pods = op.pods
-                        batches = objects.pod_batches(pods.template, pods.count, pods.per_index)
+                        batches = workload_objects.pod_batches(
+                            pods.template, pods.count, pods.per_index
+                        )
                         self._create_pods(
                             index, namespace, batches, pods.collect_metrics, pods.skip_wait
                         )
@@ -392,7 +394,7 @@ class ApiCaseRunner:
         self,
         index: int,
         namespace: str,
-        batches: list[objects.Batch],
+        batches: list[workload_objects.Batch],
         collect: bool,
         skip_wait: bool,
     ) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from benchmarks import go_decoding
+from optimist.bench import go_decoding
 
 _ACTION = re.compile(r"\{\{(-\s)?(.*?)(\s-)?\}\}", re.DOTALL)
 _TOKEN = re.compile(r"\s*(\(|\)|\.[A-Za-z_]\w*|-?\d+|[A-Za-z_]\w*)")

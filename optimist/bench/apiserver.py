@@ -30,18 +30,18 @@ from typing import Any
 
 import yaml
 
-from benchmarks.api_runner import (
+from cluster.invariants import check_invariants
+from cluster.kube.client import ApiError, KubeClient
+from optimist import report
+from optimist.bench.api_runner import (
     ApiCaseRunner,
     ApiOutcome,
     SchedulerExited,
     cluster_of,
     remove_namespaces,
 )
-from benchmarks.perf_config import CaseWorkload
-from cluster.invariants import check_invariants
-from cluster.kube.client import ApiError, KubeClient
-from optimist import report
-from optimist.bench import MEASURED_AT_LEAST_S, Plan, below_threshold
+from optimist.bench.case_file import CaseWorkload
+from optimist.bench.simulated import MEASURED_AT_LEAST_S, Plan, below_threshold
 from optimist.config import Settings
 from optimist.configuration import default_configuration, load_file
 from optimist.controlplane import (

@@ -21,9 +21,9 @@ from typing import Any
 
 import ray
 
-from benchmarks import objects
-from benchmarks.go_template import TextTemplate
-from benchmarks.perf_config import (
+from cluster.simulator import SimulatedCluster
+from optimist.bench import workload_objects
+from optimist.bench.case_file import (
     Barrier,
     CaseWorkload,
     Churn,
@@ -40,7 +40,7 @@ from benchmarks.perf_config import (
     StartCollectingMetrics,
     StopCollectingMetrics,
 )
-from cluster.simulator import SimulatedCluster
+from optimist.bench.go_template import TextTemplate
 from optimist.chaos import Chaos, ChaosPlan
 from optimist.metrics import LoopMetrics
 from optimist.profiling import Profiler
@@ -262,7 +262,7 @@ class CaseRunner:
         self.windows: list[Window] = []
         self.collecting: Window | None = None
         self.namespaces: set[str] = set()
-        self.priorities = objects.PriorityClasses()
+        self.priorities = workload_objects.PriorityClasses()
         self.churn: list[ChurnTask] = []
         self.deleting: list[DeleteTask] = []
         self.deleted = 0
@@ -319,20 +319,22 @@ class CaseRunner:
         try:
             match op:
                 case CreateNodes():
-                    for manifest, n in objects.node_batches(op, self.rng, self.unique):
+                    for manifest, n in workload_objects.node_batches(op, self.rng, self.unique):
                         self.cluster.create_nodes(manifest, n, hostname_label=True)
                 case CreateNamespaces():
                     for i in range(op.count):
                         self._create_namespace(f"{op.prefix}-{i}", op.labels)
                 case CreatePods():
-                    batches = objects.pod_batches(op.template, op.count, op.per_index)
+                    batches = workload_objects.pod_batches(op.template, op.count, op.per_index)
                     self._create_pods(
                         index, op.namespace, batches, op.collect_metrics, op.skip_wait
                     )
                 case CreatePodSets():
                     for namespace in op.namespaces():
                         pods = op.pods
-                        batches = objects.pod_batches(pods.template, pods.count, pods.per_index)
+                        batches = workload_objects.pod_batches(
+                            pods.template, pods.count, pods.per_index
+                        )
                         self._create_pods(
                             index, namespace, batches, pods.collect_metrics, pods.skip_wait
                         )
@@ -368,7 +370,7 @@ class CaseRunner:
         self,
         index: int,
         namespace: str,
-        batches: list[objects.Batch],
+        batches: list[workload_objects.Batch],
         collect: bool,
         skip_wait: bool,
     ) -> None:
@@ -377,7 +379,7 @@ class CaseRunner:
         since_turn = 0
         for manifest, n in batches:
             manifest = self.priorities.admit(manifest)
-            labels = objects.labels_of(manifest)
+            labels = workload_objects.labels_of(manifest)
             while n:
                 take = min(n, CREATE_CHUNK - since_turn)
                 keys = self.cluster.create_pods(manifest, take, namespace)
@@ -410,12 +412,15 @@ class CaseRunner:
             )
 
     def _create_groups(self, index: int, op: CreatePodGroups) -> None:
-        batches: list[objects.Batch] = []
+        batches: list[workload_objects.Batch] = []
         for i in range(op.count):
             name = f"{op.name_prefix}-{i}"
-            self.cluster.create_pod_group(objects.pod_group(name, op.namespace, op.min_member))
+            self.cluster.create_pod_group(
+                workload_objects.pod_group(name, op.namespace, op.min_member)
+            )
             batches += [
-                (objects.group_member(op.template, name, j), 1) for j in range(op.pods_per_group)
+                (workload_objects.group_member(op.template, name, j), 1)
+                for j in range(op.pods_per_group)
             ]
         self._create_pods(index, op.namespace, batches, op.collect_metrics, op.skip_wait)
 
@@ -484,7 +489,7 @@ class CaseRunner:
             key
             for key, manifest in self.cluster.pod_manifests.items()
             if key.startswith(f"{op.namespace}/")
-            and all(objects.labels_of(manifest).get(k) == v for k, v in selector.items())
+            and all(workload_objects.labels_of(manifest).get(k) == v for k, v in selector.items())
         ]
         task = DeleteTask(keys, op.per_second, time.perf_counter())
         self.deleting.append(task)

@@ -13,10 +13,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.go_template import TextTemplate
-from benchmarks.perf_config import CreateNodes, Manifest, PerIndex, Template
 from cluster.manifests import copy_manifest
 from cluster.objects import POD_GROUP_LABEL
+from optimist.bench.case_file import CreateNodes, Manifest, PerIndex, Template
+from optimist.bench.go_template import TextTemplate
 
 Batch = tuple[dict[str, Any], int]
 

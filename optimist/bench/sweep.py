@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from optimist.bench import BenchRun, Plan, run_bench
+from optimist.bench.simulated import BenchRun, Plan, run_bench
 from optimist.config import Settings
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmarks import cases_file, objects, template
-from benchmarks import perf_config as pc
+from optimist.bench import case_file as pc
+from optimist.bench import cases_file, template, workload_objects
 
 FIXTURE = Path(__file__).parent / "performance-config.yaml"
 NODE = template("node-default.yaml")
@@ -191,7 +191,7 @@ def test_per_index_strategy_makes_every_pod_different():
     strategy = pc.PerIndex((50, 59), (64, 73), pc.LabelValues("rack", ("r0", "r1", "r2")), 2)
     pods = [
         m
-        for m, n in objects.pod_batches(
+        for m, n in workload_objects.pod_batches(
             yaml.safe_load(template("pod-default.yaml").read_text()), 100, strategy
         )
     ]
@@ -206,14 +206,14 @@ def test_per_index_strategy_makes_every_pod_different():
 def test_node_strategies_label_every_node():
     [run] = [r for r in pc.load(FIXTURE, NODE) if r.case == "Everything"]
     unique = iter(range(100))
-    zoned = objects.node_batches(run.ops[0], random.Random(1), unique)
+    zoned = workload_objects.node_batches(run.ops[0], random.Random(1), unique)
     assert sum(n for _, n in zoned) == 4
     assert {m["metadata"]["labels"]["topology.kubernetes.io/zone"] for m, _ in zoned} <= {
         "zone1",
         "zone2",
     }
     assert all(m["status"]["allocatable"]["cpu"] == "4" for m, _ in zoned)
-    hosts = objects.node_batches(run.ops[1], random.Random(1), unique)
+    hosts = workload_objects.node_batches(run.ops[1], random.Random(1), unique)
     assert [n for _, n in hosts] == [1, 1]
     assert len({m["metadata"]["labels"]["kubernetes.io/hostname"] for m, _ in hosts}) == 2
 

@@ -20,9 +20,9 @@ from typing import Any, ClassVar
 
 import yaml
 
-from benchmarks import go_decoding
-from benchmarks.go_template import TemplateError, TextTemplate
 from cluster.durations import parse_duration
+from optimist.bench import go_decoding
+from optimist.bench.go_template import TemplateError, TextTemplate
 
 Manifest = Mapping[str, Any]
 Template = Manifest | TextTemplate  # a TextTemplate makes each object its own

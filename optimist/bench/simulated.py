@@ -1,7 +1,7 @@
 """`optimist bench`: run scheduler_perf-style cases through the real platform and measure them.
 
 Each workload of a case runs on a platform of its own (fresh shards, a
-cleared store), with the ops of `benchmarks/runner.py`. Its measured phase
+cleared store), with the ops of `optimist/bench/sim_runner.py`. Its measured phase
 is what its `collectMetrics` ops (or start/stopCollectingMetrics) span; the
 invariant checker runs on every workload before it is reported. Without a
 case file, the run is the shipped SchedulingBasic case.
@@ -25,8 +25,12 @@ import psutil
 import ray
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from benchmarks import cases_file, perf_config, template
-from benchmarks.perf_config import (
+from cluster.invariants import check_invariants
+from cluster.simulator import SimulatedCluster, load_template
+from dispatcher.dispatcher import Dispatcher
+from optimist import report
+from optimist.bench import case_file, cases_file, template
+from optimist.bench.case_file import (
     Barrier,
     CaseWorkload,
     CreateNodes,
@@ -34,11 +38,7 @@ from benchmarks.perf_config import (
     StartCollectingMetrics,
     StopCollectingMetrics,
 )
-from benchmarks.runner import CaseOutcome, CaseRunner
-from cluster.invariants import check_invariants
-from cluster.simulator import SimulatedCluster, load_template
-from dispatcher.dispatcher import Dispatcher
-from optimist import report
+from optimist.bench.sim_runner import CaseOutcome, CaseRunner
 from optimist.chaos import ChaosPlan
 from optimist.config import Settings
 from optimist.configuration import load_file
@@ -99,8 +99,8 @@ def load_plan(
     """
     if path is None and case is None and workload is None:
         workload = DEFAULT_RUN
-    runs = perf_config.load(path or cases_file(), template("node-default.yaml"), overrides)
-    return Plan(tuple(perf_config.select(runs, case, workload)), timeout_s)
+    runs = case_file.load(path or cases_file(), template("node-default.yaml"), overrides)
+    return Plan(tuple(case_file.select(runs, case, workload)), timeout_s)
 
 
 # scheduler_perf's guidance: a throughput taken over less is noise
