@@ -1,6 +1,6 @@
 """The binder's re-check of constraints between pods, against the committed state.
 
-Rule for PodTopologySpread and InterPodAffinity (DESIGN.md invariant 5): a
+Rule for PodTopologySpread and InterPodAffinity (docs/design.md, invariant 5): a
 shard judged them on the pods it had seen, and other shards may have placed
 pods since. The binder is the one writer of commits, so its view of the
 committed pods, synced just before a batch and extended by the batch's

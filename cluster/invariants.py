@@ -1,4 +1,4 @@
-"""The independent checker of DESIGN.md's invariants.
+"""The independent checker of the invariants of docs/design.md.
 
 It trusts none of the scheduler's bookkeeping: usage is recomputed from the
 pod manifests and the bindings the cluster recorded, then compared with

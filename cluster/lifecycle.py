@@ -1,7 +1,7 @@
 """A pod's life in optimist, as one state machine, written down in one place.
 
 Every pod that enters is, at any moment, in exactly one of these states
-(DESIGN.md invariant 4, "nothing lost"). The dispatcher owns the states up
+(docs/design.md, invariant 4, "nothing lost"). The dispatcher owns the states up
 to BOUND and refuses any transition not listed here.
 
     gated pod ──► GATED ──┐ last scheduling gate removed

@@ -1,6 +1,6 @@
 """Placement quality: what a placement leaves usable, beside how fast it was made.
 
-A fast scheduler that strands resources loses more than it gains (DESIGN.md,
+A fast scheduler that strands resources loses more than it gains (docs/design.md,
 "Placement quality"). For one placement (nodes, bound pods) and one workload
 (the pods the scheduler places) this measures, in exact integers:
 

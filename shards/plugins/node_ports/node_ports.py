@@ -4,7 +4,7 @@ A port is taken per protocol and address; one bound on 0.0.0.0 takes every
 address. Only nodes that have host ports in use are looked at, so a pod
 with host ports costs in proportion to those nodes, not to the cluster.
 
-Rule across shards (DESIGN.md invariant 5): re-checked by the binder. The
+Rule across shards (docs/design.md, invariant 5): re-checked by the binder. The
 commit script keeps each node's host ports in the store and refuses a pod
 whose ports clash, with the same rule as here.
 """
