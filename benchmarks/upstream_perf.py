@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from optimist.controlplane import KUBE_VERSION, binaries, stop_tree
+from optimist.report import provenance
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "tools" / "build-scheduler-perf.sh"
@@ -80,8 +81,7 @@ def run(workloads: list[str], labels: str, limit_s: float = LIMIT_S) -> dict[str
             if name in workloads
         }
     return {
-        "command": " ".join(["python -m benchmarks.upstream_perf", *workloads, "--labels", labels]),
-        "commit": _commit(),
+        **provenance(["python", "-m", "benchmarks.upstream_perf", *workloads, "--labels", labels]),
         "kubernetes": KUBE_VERSION,
         "harness": "k8s.io/kubernetes/test/integration/scheduler_perf BenchmarkPerfScheduling",
         "took_s": time.monotonic() - started,
@@ -115,15 +115,6 @@ def throughput(items: dict[str, Any]) -> dict[str, dict[str, float]]:
             name = "/".join(str(labels.get("Name")).split("/")[:2])
             out[name] = {k: float(v) for k, v in item["data"].items()}
     return out
-
-
-def _commit() -> str:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def main() -> None:

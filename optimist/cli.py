@@ -7,6 +7,7 @@ import logging
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -61,7 +62,7 @@ from optimist.metrics import LoopMetrics, MetricsServer, SchedulerMetrics
 from optimist.plots import write_html
 from optimist.profiling import Profiler
 from optimist.replay import SnapshotError, load_snapshot, run_replay, write_comparison
-from optimist.report import comparison_rows
+from optimist.report import comparison_rows, provenance
 from optimist.runtime import PlacementError, RayStartError, init_ray
 from optimist.service import Service
 from shards.plugins.gpu_placement import POLICIES
@@ -377,7 +378,7 @@ def bench(
         if placements:
             write_placements(run, placements)
         if report:
-            report.write_text(json.dumps(run.report, indent=2) + "\n")
+            write_report(report, run.report)
         for warning in run.report.get("warnings", []):
             console.print(f"[yellow]warning:[/yellow] {warning}")
         for violation in run.report["invariant_violations"]:
@@ -420,6 +421,11 @@ def bench(
     if not metrics_address or sweep:
         show(run)
     raise typer.Exit(0 if run.ok else 1)
+
+
+def write_report(path: Path, doc: dict[str, Any]) -> None:
+    """A result file, with the command and the commit that made it."""
+    path.write_text(json.dumps({**doc, **provenance(["optimist", *sys.argv[1:]])}, indent=2) + "\n")
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:
@@ -478,7 +484,7 @@ def _bench_apiserver(
     for table in apiserver_tables(result):
         console.print(table)
     if report:
-        report.write_text(json.dumps(result, indent=2) + "\n")
+        write_report(report, result)
     if html:
         write_html(result, html)
     for r in result["runs"]:
@@ -913,7 +919,7 @@ def replay(
     if placements:
         write_comparison(run, placements)
     if report:
-        report.write_text(json.dumps(run.report, indent=2) + "\n")
+        write_report(report, run.report)
     if html:
         write_html(run.report, html)
     for violation in run.report["invariant_violations"]:
@@ -1020,7 +1026,7 @@ def replay_gpu_trace(
     console.print(table)
     if report:
         doc = runs[0] if len(runs) == 1 else {"runs": runs}
-        report.write_text(json.dumps(doc, indent=2) + "\n")
+        write_report(report, doc)
     if plot:
         write_trace_plot(runs, plot)
     violations = [v for r in runs for v in r["invariant_violations"]]

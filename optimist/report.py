@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import os
 import platform
+import shlex
+import subprocess
 import sys
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from importlib import metadata
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -278,6 +281,26 @@ def _process(pid: int) -> psutil.Process | None:
 
 def _busy(times: Any) -> float:
     return float(times.user + times.system)
+
+
+def provenance(command: list[str]) -> dict[str, str]:
+    """What made a result file, so that anyone can make it again: the command, the
+    commit of the code that ran ("+dirty" where its tree had changes; the package's
+    version outside a checkout) and when."""
+    root = Path(__file__).resolve().parents[1]
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "HEAD")
+        commit += "+dirty" if git("status", "--porcelain", "--untracked-files=no") else ""
+    except (OSError, subprocess.CalledProcessError):
+        commit = f"optimist-scheduler {metadata.version('optimist-scheduler')}"
+    made = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return {"command": shlex.join(command), "commit": commit, "made": made}
 
 
 def machine() -> dict[str, Any]:

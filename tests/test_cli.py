@@ -96,6 +96,8 @@ def test_bench_writes_report_and_placements(tmp_path, redis_url):
         [s["ray_node_id"]] for s in r["shards"]
     ]
     assert r["machine"]["cores"] >= 1 and r["versions"]["redis_server"]
+    # what made it: the command (here, the test's) and this checkout's commit
+    assert r["command"].startswith("optimist") and len(r["commit"].split("+")[0]) == 40
     rows = list(csv.reader(placements.open()))
     assert rows[0] == ["namespace", "pod", "node"] and len(rows) == 1 + 1000 + 300
     # 300 pods take less time than starting did (this process's start counts), and
