@@ -1018,22 +1018,3 @@ def test_a_profile_with_default_preemption_disabled_carries_no_preemption_args()
     calm, eager = parse_configuration(text).profiles
     assert "DefaultPreemption" not in calm.args
     assert eager.args["DefaultPreemption"]["minCandidateNodesAbsolute"] == 5
-
-
-def test_gpu_placement_s_args_are_checked_naming_the_field():
-    text = """apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-  - schedulerName: gpus
-    plugins:
-      multiPoint:
-        enabled: [{name: GPUPlacement}]
-    pluginConfig:
-      - name: GPUPlacement
-        args: {policy: %s}
-"""
-    config = parse_configuration(text % "best-fit")
-    assert config.profiles[0].args["GPUPlacement"]["policy"] == "best-fit"
-    with pytest.raises(ConfigError, match="policy") as err:
-        parse_configuration(text % "tightest")
-    assert "fgd" in str(err.value) and "tightest" in str(err.value)
