@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import numpy as np
 import psutil
 
-from cluster.redis_server import connect
+from cluster.redis_server import connect, redact
 
 
 def window_samples(
@@ -300,7 +300,13 @@ def provenance(command: list[str]) -> dict[str, str]:
     except (OSError, subprocess.CalledProcessError):
         commit = f"optimist-scheduler {metadata.version('optimist-scheduler')}"
     made = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    return {"command": shlex.join(command), "commit": commit, "made": made}
+    return {"command": shlex.join(map(_redacted, command)), "commit": commit, "made": made}
+
+
+def _redacted(arg: str) -> str:
+    """An argument with a URL's password masked (--redis-url may carry one)."""
+    flag, eq, value = arg.partition("=") if arg.startswith("--") else ("", "", arg)
+    return flag + eq + (redact(value) if "://" in value else value)
 
 
 def machine() -> dict[str, Any]:

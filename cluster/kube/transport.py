@@ -122,13 +122,16 @@ class Transport:
                 if not reused:
                     raise
                 connection.close()
-                connection, reused = self._connect(timeout_s), False
+                connection = self._connect(timeout_s)
                 answer = _exchange(connection, head, body, method, timeout_s)
         except BaseException:
             connection.close()
             raise
         response, keep = answer
-        self._give_back(connection) if keep else connection.close()
+        if keep:
+            self._give_back(connection)
+        else:
+            connection.close()
         return response
 
     def stream(
@@ -152,12 +155,6 @@ class Transport:
             connection.close()
             raise
         return Response(status, fields, b""), _pieces(connection)
-
-    def close(self) -> None:
-        with self._lock:
-            idle, self._idle = self._idle, []
-        for connection in idle:
-            connection.close()
 
     def _head(self, method: str, target: str, headers: dict[str, str], body: bytes | None) -> bytes:
         lines = [f"{method} {self.prefix}{target} HTTP/1.1", f"Host: {self.authority}"]
@@ -289,8 +286,8 @@ def _tunnel(sock: socket.socket, proxy: _Proxy, authority: str) -> None:
     lines = [f"CONNECT {authority} HTTP/1.1", f"Host: {authority}"]
     lines += [f"{name}: {value}" for name, value in proxy.headers.items()]
     sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
-    reader = sock.makefile("rb", buffering=0)
-    status, _, _ = _read_head(reader)
+    with sock.makefile("rb", buffering=0) as reader:  # unbuffered: TLS's bytes follow
+        status, _, _ = _read_head(reader)
     if status != 200:
         raise BrokenResponse(
             f"proxy {proxy.host}:{proxy.port} refused CONNECT {authority}: {status}"
