@@ -23,7 +23,7 @@ from optimist.configuration import parse_configuration
 from optimist.metrics import SchedulerMetrics
 from optimist.service import Service
 from tests.cluster.kube.test_adapter import node_doc, pod_doc
-from tests.kube.api import binding_pod
+from tests.kube.api import binding_pod, wait_for
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 
@@ -41,15 +41,6 @@ profiles:
             type: MostAllocated
             resources: [{name: cpu, weight: 1}]
 """
-
-
-def wait_for(check, timeout_s=60.0, what="the cluster to settle"):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class Running:

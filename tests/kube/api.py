@@ -11,10 +11,11 @@ once (grace 0: no kubelet will confirm it stopped).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from cluster.adapter import Binding
 from cluster.kube.client import ApiError, KubeClient
@@ -40,6 +41,24 @@ RESOURCES = {
 }
 _SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 _WITH_STATUS = frozenset({"pods", "nodes", "podgroups"})  # status is a subresource
+
+
+_T = TypeVar("_T")
+
+
+def wait_for(
+    check: Callable[[], _T],
+    timeout_s: float = 60.0,
+    what: str = "the cluster to settle",
+    every_s: float = 0.05,
+) -> _T:
+    """Poll `check` until it gives something true, and give that back."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if found := check():
+            return found
+        time.sleep(every_s)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 def path(resource: str, namespace: str = "", name: str = "") -> str:

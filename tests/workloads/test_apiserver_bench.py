@@ -9,7 +9,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from html import escape
 
@@ -20,6 +19,7 @@ from cluster.kube.informer import list_all
 from optimist.cli import app
 from optimist.controlplane import stop_tree
 from optimist.report import comparison_rows
+from tests.kube.api import wait_for
 from tests.workloads.test_fidelity import anti_affine_case, write_case
 
 
@@ -113,15 +113,6 @@ def _bench(path, *more):
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def _until(found, timeout_s=120.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if value := found():
-            return value
-        time.sleep(0.5)
-    raise AssertionError("not found in time")
-
-
 def _scheduler_of(bench):
     for child in psutil.Process(bench.pid).children(recursive=True):
         with contextlib.suppress(psutil.Error):
@@ -137,8 +128,13 @@ def test_a_scheduler_that_dies_fails_its_case_at_once_not_at_the_timeout(tmp_pat
     )  # fmt: skip
     try:
         # the nodes are made once the scheduler is ready: the sleep has begun
-        _until(lambda: len(list_all(control_plane.client, "/api/v1/nodes")[0]) == 2)
-        _until(lambda: _scheduler_of(bench)).kill()
+        wait_for(
+            lambda: len(list_all(control_plane.client, "/api/v1/nodes")[0]) == 2,
+            120,
+            "the bench's nodes",
+            every_s=0.5,
+        )
+        wait_for(lambda: _scheduler_of(bench), 120, "optimist run", every_s=0.5).kill()
         output, _ = bench.communicate(timeout=120)  # the sleep, then at once
     finally:
         stop_tree(bench)
@@ -149,7 +145,7 @@ def test_a_scheduler_that_dies_fails_its_case_at_once_not_at_the_timeout(tmp_pat
 def test_a_bench_stopped_by_sigterm_stops_what_it_started(tmp_path):
     bench = _bench(_sleepy_case(tmp_path), "--timeout", "600")
     try:
-        _until(lambda: _scheduler_of(bench))
+        wait_for(lambda: _scheduler_of(bench), 120, "optimist run", every_s=0.5)
         started = psutil.Process(bench.pid).children(recursive=True)
         names = {p.name() for p in started}
         assert {"etcd", "kube-apiserver"} <= names, names
