@@ -25,7 +25,8 @@ from cluster.invariants import check_invariants
 from cluster.objects import POD_GROUP_LABEL
 from cluster.simulator import SimulatedCluster
 from optimist.config import Settings
-from optimist.runtime import Platform, SchedulingLoop, init_ray
+from optimist.loop import SchedulingLoop
+from optimist.runtime import Platform, init_ray
 
 NODE_CPU = 4
 POD_CPU_MILLI = 500

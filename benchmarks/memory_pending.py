@@ -25,7 +25,8 @@ from cluster.messages import ShardBatch
 from cluster.simulator import SimulatedCluster, load_template
 from optimist.bench import template
 from optimist.config import Settings
-from optimist.runtime import Platform, SchedulingLoop
+from optimist.loop import SchedulingLoop
+from optimist.runtime import Platform
 
 MIB = 1024 * 1024
 

@@ -31,8 +31,9 @@ from cluster.invariants import check_invariants
 from cluster.simulator import SimulatedCluster, load_template
 from optimist.bench import template
 from optimist.config import Settings
+from optimist.loop import SchedulingLoop
 from optimist.report import PeakMemory
-from optimist.runtime import Platform, SchedulingLoop
+from optimist.runtime import Platform
 
 MIB = 1024 * 1024
 STEP_S = 0.005

@@ -29,7 +29,8 @@ from typing import Any
 
 import ray
 
-from optimist.runtime import Platform, SchedulingLoop
+from optimist.loop import SchedulingLoop
+from optimist.runtime import Platform
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +171,7 @@ class Chaos:
         self.faults.append(_Fault(kind, target, now, probe, self._rebuilds(), self._bound()))
 
     def _rebuilds(self) -> int:
-        return len(self.loop.store_rebuilds)
+        return len(self.loop.faults.store_rebuilds)
 
     def _bound(self) -> int:
         return self.loop.dispatcher.stats.bound_pods
@@ -208,7 +209,7 @@ class Chaos:
             "stopped": self.stopped or "run ended",
             # pods sent to the shards again because a fault voided their attempt, or
             # because a store built again woke them
-            "retries": self.loop.fault_retries,
+            "retries": self.loop.faults.fault_retries,
             "recovery_s": recovery,
             "faults": [
                 {

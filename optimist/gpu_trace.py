@@ -33,8 +33,9 @@ from cluster.profile_config import ProfileConfig
 from cluster.simulator import SimulatedCluster
 from optimist import report
 from optimist.config import Settings
+from optimist.loop import SchedulingLoop
 from optimist.png import Line, line_chart
-from optimist.runtime import Platform, SchedulingLoop
+from optimist.runtime import Platform
 from shards.plugins.gpu_placement.fragmentation import demands, fragmentation
 from shards.plugins.gpu_placement.workload import TaskClass, Workload
 

@@ -48,8 +48,9 @@ from cluster.simulator import SimulatedCluster
 from cluster.store import NodeStore, pinned
 from optimist import report
 from optimist.config import Settings
+from optimist.loop import SchedulingLoop
 from optimist.quality import cluster_quality, placement_quality
-from optimist.runtime import Platform, SchedulingLoop
+from optimist.runtime import Platform
 
 TERMINATED = ("Succeeded", "Failed")
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"

@@ -19,9 +19,10 @@ from cluster.kube.client import KubeClient
 from cluster.kube.lease import LeaderElector, LeaseConfig
 from cluster.store import Store
 from optimist.config import Settings
+from optimist.loop import SchedulingLoop
 from optimist.metrics import ApiSample, LoopMetrics, SchedulerMetrics
 from optimist.profiling import Profiler
-from optimist.runtime import Platform, SchedulingLoop
+from optimist.runtime import Platform
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,8 @@ from cluster.invariants import check_invariants
 from cluster.simulator import SimulatedCluster
 from optimist.bench import template
 from optimist.config import Settings
-from optimist.runtime import Platform, SchedulingLoop
+from optimist.loop import SchedulingLoop
+from optimist.runtime import Platform
 from tests.fixtures import FaultAfter
 
 pytestmark = pytest.mark.usefixtures("ray_session")
@@ -58,7 +59,7 @@ def test_anti_affinity_holds_while_binder_actors_commit_pods_it_selects(redis_ur
         loop.run_until_settled()
         unschedulable = loop.dispatcher.unschedulable()
         assert check_invariants(cluster, unschedulable, platform.store) == []
-        assert all(loop.commits_by_binder), loop.commits_by_binder  # every binder committed
+        assert all(loop.commits.by_binder), loop.commits.by_binder  # every binder committed
     assert all(k in cluster.bindings for k in plain)
     apps = Counter(cluster.bindings[k] for k in loose + webs if k in cluster.bindings)
     for key in webs:
@@ -82,9 +83,9 @@ def test_a_binder_actor_killed_mid_run_loses_nothing(redis_url, key_prefix):
         loop.run_until_settled()
         assert killed.at is not None
         assert check_invariants(cluster, loop.dispatcher.unschedulable(), platform.store) == []
-        after = loop.commits_by_binder[1]
+        after = loop.commits.by_binder[1]
         cluster.create_pods(pod_doc("later"), 200)
         loop.run_until_settled()
-        assert loop.commits_by_binder[1] > after  # the restarted actor commits again
+        assert loop.commits.by_binder[1] > after  # the restarted actor commits again
     assert all(k in cluster.bindings for k in pods)
     assert len(cluster.bind_log) == len(cluster.bindings) == 1700  # each bound once

@@ -16,7 +16,8 @@ from cluster.invariants import check_invariants
 from cluster.simulator import SimulatedCluster
 from optimist.bench import template
 from optimist.config import Settings
-from optimist.runtime import Platform, SchedulingLoop
+from optimist.loop import SchedulingLoop
+from optimist.runtime import Platform
 from tests.test_gangs_end_to_end import pod_doc
 
 pytestmark = pytest.mark.usefixtures("ray_session")

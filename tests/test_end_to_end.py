@@ -114,7 +114,8 @@ def test_unschedulable_pods_are_reported_with_reasons(tmp_path, redis_url, key_p
 
 def test_bad_pods_are_reported_and_the_rest_is_scheduled(tmp_path, redis_url, key_prefix):
     from cluster.simulator import SimulatedCluster, load_template
-    from optimist.runtime import Platform, SchedulingLoop
+    from optimist.loop import SchedulingLoop
+    from optimist.runtime import Platform
 
     settings = Settings(shards=2, redis_url=redis_url, key_prefix=key_prefix)
     cluster = SimulatedCluster(settings.scheduler_names)
@@ -170,7 +171,8 @@ def test_cross_pod_rules_hold_across_shards(redis_url, key_prefix):
     here directly from the bindings, apart from the plugins' own code.
     """
     from cluster.simulator import SimulatedCluster
-    from optimist.runtime import Platform, SchedulingLoop
+    from optimist.loop import SchedulingLoop
+    from optimist.runtime import Platform
 
     settings = Settings(shards=4, redis_url=redis_url, key_prefix=key_prefix, batch_pods=2, seed=4)
     cluster = SimulatedCluster(settings.scheduler_names)

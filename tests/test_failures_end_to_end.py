@@ -16,7 +16,8 @@ from cluster.invariants import check_invariants
 from cluster.simulator import SimulatedCluster
 from optimist.bench import template
 from optimist.config import Settings
-from optimist.runtime import Platform, SchedulingLoop
+from optimist.loop import SchedulingLoop
+from optimist.runtime import Platform
 from tests.fixtures import FaultAfter
 
 pytestmark = pytest.mark.usefixtures("ray_session")
@@ -50,7 +51,7 @@ def test_a_shard_killed_mid_run_comes_back_and_nothing_is_lost(redis_url, key_pr
         loop = SchedulingLoop(platform, cluster, on_bound=killed)
         first = pods(cluster, "p", 1500)
         settle_and_check(loop, platform, cluster)
-        assert killed.at is not None and loop.shard_failures >= 1
+        assert killed.at is not None and loop.faults.shard_failures >= 1
         after = loop.dispatcher.stats.decided_by_shard[0]
         later = pods(cluster, "later", 300)
         settle_and_check(loop, platform, cluster)
@@ -77,7 +78,11 @@ def test_a_shard_that_stops_answering_is_restarted_and_its_pods_placed(redis_url
         finally:
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
-        assert stopped.at is not None and loop.shard_restarts >= 1 and loop.shard_failures >= 1
+        assert (
+            stopped.at is not None
+            and loop.faults.shard_restarts >= 1
+            and loop.faults.shard_failures >= 1
+        )
         assert _answering(platform.shards[1])["pid"] != pid  # a new process
     assert all(k in cluster.bindings for k in placed)
 
@@ -115,7 +120,7 @@ def test_redis_restarted_empty_mid_run_is_built_again_and_nothing_is_lost():
         loop = SchedulingLoop(platform, cluster, on_bound=restarted)
         placed = pods(cluster, "p", 1500)
         settle_and_check(loop, platform, cluster)
-        assert restarted.at is not None and len(loop.store_rebuilds) == 1
+        assert restarted.at is not None and len(loop.faults.store_rebuilds) == 1
         assert platform.store.epoch != epoch
         later = pods(cluster, "later", 300)  # the shards work in the new store
         settle_and_check(loop, platform, cluster)

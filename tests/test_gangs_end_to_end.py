@@ -13,7 +13,8 @@ from cluster.objects import POD_GROUP_LABEL
 from cluster.simulator import SimulatedCluster
 from optimist.bench import template
 from optimist.config import Settings
-from optimist.runtime import Platform, SchedulingLoop
+from optimist.loop import SchedulingLoop
+from optimist.runtime import Platform
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 

@@ -10,7 +10,8 @@ import pytest
 from cluster.invariants import check_invariants
 from cluster.simulator import SimulatedCluster
 from optimist.config import Settings
-from optimist.runtime import Platform, SchedulingLoop
+from optimist.loop import SchedulingLoop
+from optimist.runtime import Platform
 from tests.test_binders_end_to_end import HOST, labelled_nodes, pod_doc
 
 pytestmark = pytest.mark.usefixtures("ray_session")

@@ -8,7 +8,8 @@ import pytest
 
 from cluster.store import PartitionedStore
 from optimist.config import Settings
-from optimist.runtime import Platform, SchedulingLoop
+from optimist.loop import SchedulingLoop
+from optimist.runtime import Platform
 from tests.fixtures import FaultAfter
 from tests.test_cluster_events_end_to_end import node_doc
 from tests.test_failures_end_to_end import cluster_of, pods, settle_and_check
@@ -51,7 +52,7 @@ def test_a_partition_restarted_empty_mid_run_is_built_again_and_nothing_is_lost(
         loop = SchedulingLoop(platform, cluster, on_bound=restarted)
         placed = pods(cluster, "p", 1500)
         settle_and_check(loop, platform, cluster)
-        assert restarted.at is not None and len(loop.store_rebuilds) >= 1
+        assert restarted.at is not None and len(loop.faults.store_rebuilds) >= 1
         assert platform.store.epoch != epoch
         later = pods(cluster, "later", 300)  # the shards work in the store built again
         settle_and_check(loop, platform, cluster)

@@ -10,7 +10,8 @@ import redis
 
 from cluster.simulator import SimulatedCluster
 from optimist.config import Settings
-from optimist.runtime import Platform, SchedulingLoop
+from optimist.loop import SchedulingLoop
+from optimist.runtime import Platform
 from tests.test_cluster_events_end_to_end import node_doc, settle
 from tests.test_gangs_end_to_end import pod_doc
 
@@ -152,4 +153,4 @@ def test_a_preemption_the_store_failed_in_is_settled_from_what_it_holds(
         assert failed == [lost] and high in cluster.bindings
         assert sorted(cluster.evicted) == sorted(low)
         assert platform.store.holds() == {}
-        assert loop.store_outages == 1
+        assert loop.faults.store_outages == 1

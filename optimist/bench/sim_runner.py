@@ -42,10 +42,11 @@ from optimist.bench.case_file import (
 )
 from optimist.bench.go_template import TextTemplate
 from optimist.chaos import Chaos, ChaosPlan
+from optimist.loop import SchedulingLoop
 from optimist.metrics import LoopMetrics
 from optimist.profiling import Profiler
 from optimist.report import CpuClock, PeakMemory, RedisServers
-from optimist.runtime import Platform, SchedulingLoop
+from optimist.runtime import Platform
 
 STEP_S = 0.05  # longest wait for a shard's answer in one turn of the loop
 # pods created between two turns of the loop while an op creates many: the scheduler

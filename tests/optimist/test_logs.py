@@ -10,7 +10,8 @@ from cluster.simulator import SimulatedCluster
 from optimist.cli import app
 from optimist.config import Settings
 from optimist.logs import JsonFormatter, unit_key
-from optimist.runtime import Platform, SchedulingLoop
+from optimist.loop import SchedulingLoop
+from optimist.runtime import Platform
 
 
 def record(message: str, *args, **extra) -> logging.LogRecord:
@@ -44,4 +45,4 @@ def test_a_case_that_begins_without_nodes_logs_no_error(caplog, redis_url, key_p
     # not a warning either: nothing went wrong
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
     assert "node store: empty; building it from the cluster" in caplog.messages
-    assert loop.store_outages == 0 and len(loop.store_rebuilds) == 1
+    assert loop.faults.store_outages == 0 and len(loop.faults.store_rebuilds) == 1

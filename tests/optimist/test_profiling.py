@@ -13,9 +13,10 @@ import pytest
 
 from cluster.simulator import SimulatedCluster
 from optimist.config import Settings
+from optimist.loop import SchedulingLoop
 from optimist.metrics import MetricsServer, SchedulerMetrics
 from optimist.profiling import Profiler, ProfilingError
-from optimist.runtime import Platform, SchedulingLoop
+from optimist.runtime import Platform
 from tests.test_binders_end_to_end import labelled_nodes, pod_doc
 
 

@@ -20,7 +20,7 @@ from optimist.bench import cases_file, template
 from optimist.bench.sim_runner import CREATE_CHUNK
 from optimist.bench.simulated import Plan, Workload, run_bench
 from optimist.config import Settings
-from optimist.runtime import SchedulingLoop
+from optimist.loop import SchedulingLoop
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 

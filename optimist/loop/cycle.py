@@ -1,0 +1,253 @@
+"""The scheduling cycle: feed the shards, settle their answers, commit, bind.
+
+One turn (`SchedulingLoop.step`): take in what changed in the cluster (`ingest`),
+top up every shard's pipeline from the active queue, then wait for the first
+answer: a shard's placements go, less its reservations, to a binder
+(`commits`); units that fit nowhere are offered to preemption; what the binder
+bound goes back to the dispatcher and out to the hooks. Store failures anywhere
+are survived in `recovery`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+import ray
+
+from binder.binder import Binder
+from binder.preemption import PreemptionPlanner, reclaiming
+from cluster.adapter import ClusterAdapter
+from cluster.disruption import DisruptionBudgets
+from cluster.inventory import BoundPods
+from cluster.messages import Decision, ShardResult, UnitOutcome
+from cluster.objects import Pod, SchedulingSpec
+from cluster.quota import QuotaTree
+from dispatcher.dispatcher import Dispatcher
+from dispatcher.queue import Backoff
+from optimist.config import Settings
+from optimist.loop.commits import Commits
+from optimist.loop.faults import Faults
+from optimist.loop.ingest import Ingest
+from optimist.loop.pipelines import Sent, ShardPipelines
+from optimist.loop.preemption import Preemption
+from optimist.loop.recovery import StoreRecovery
+from optimist.loop.reservations import ReservationDesk
+from optimist.loop.stages import StageHook
+from optimist.metrics import LoopMetrics
+from optimist.profiling import Profiler
+from optimist.runtime import Platform
+
+
+def candidate_nodes(settings: Settings) -> dict[str, tuple[int, int]]:
+    """Per preempting profile, DefaultPreemption's (percentage, absolute) floor of
+    candidate nodes a dry run looks at."""
+    return {
+        p.scheduler_name: (
+            p.args["DefaultPreemption"]["minCandidateNodesPercentage"],
+            p.args["DefaultPreemption"]["minCandidateNodesAbsolute"],
+        )
+        for p in settings.profiles
+        if "DefaultPreemption" in p.args
+    }
+
+
+class SchedulingLoop:
+    """The control loop: ingest pods, feed the shards, commit and bind what they decide."""
+
+    def __init__(
+        self,
+        platform: Platform,
+        cluster: ClusterAdapter,
+        on_bound: Callable[[list[str]], None] = lambda pods: None,
+        on_stage: StageHook | None = None,
+        metrics: LoopMetrics | None = None,
+        profiler: Profiler | None = None,
+    ) -> None:
+        s = self.settings = platform.settings
+        self.cluster = cluster
+        self.store = platform.store
+        self.on_bound = on_bound
+        self.on_stage = on_stage
+        self.metrics = metrics
+        if metrics:
+            metrics.expect(s.scheduler_names, len(platform.shards))
+        self.profiler = profiler
+        if profiler:
+            profiler.attach(platform.shards)
+        self.faults = Faults()
+        bound_pods = self.bound_pods = BoundPods()  # what preemption may evict
+        budgets = DisruptionBudgets(bound_pods)
+        floors = candidate_nodes(s)
+        self.dispatcher = Dispatcher(
+            Backoff(s.backoff_initial_s, s.backoff_max_s),
+            send_manifests=bool(s.extenders),
+            max_conflicts=s.max_conflicts,
+            partitions=s.partitions,
+            quotas=QuotaTree(s.quotas) if s.quotas else None,
+            lowest_bound_priority=bound_pods.lowest_priority,
+            preemptive_profiles=frozenset(floors),
+        )
+        self.binder = Binder(
+            self.store, cluster, s.profiles, s.conflict_mode, bool(platform.binders)
+        )
+        self.recovery = StoreRecovery(
+            self.store, cluster, self.binder, self.dispatcher, self.faults
+        )
+        self.reservations = ReservationDesk(self.store, self.dispatcher, self.recovery)
+        self.intake = Ingest(
+            cluster, self.store, self.dispatcher, bound_pods, budgets, self.reservations, on_stage
+        )
+        planner = PreemptionPlanner(
+            self.store,
+            bound_pods,
+            np.random.default_rng(s.seed),
+            budgets.violating,
+            reclaiming(lambda: self.dispatcher.quotas),
+            floors,
+        )
+        self.preemption = Preemption(
+            planner,
+            self.store,
+            self.dispatcher,
+            cluster,
+            bound_pods,
+            self.recovery,
+            s.hold_ttl_s,
+            metrics,
+        )
+        self.pipelines = ShardPipelines(
+            platform.shards, s.batches_in_flight, s.shard_timeout_s, self.faults
+        )
+        self.commits = Commits(
+            self.binder, platform.binders, self.store, self.recovery, self.faults
+        )
+
+    def run_until_settled(self, tick: Callable[[], None] = lambda: None) -> None:
+        """Schedule until every pod is bound or waits on a verdict that still holds."""
+        while True:
+            self.step(timeout_s=0.05)
+            tick()
+            if self.busy() or not self.dispatcher.idle():
+                continue
+            self.ingest()
+            if not self.dispatcher.idle():
+                continue
+            if not self.dispatcher.skip_backoff():
+                return
+
+    def step(self, timeout_s: float) -> None:
+        """One turn: take in new pods, feed shards, complete whatever answers arrived."""
+        with self.recovery.surviving():
+            self.ingest()
+            self.feed()
+            if self.metrics:
+                self.metrics.maybe_sample(self.dispatcher)
+            if self.profiler:
+                self.profiler.poll()
+            if not self.busy():
+                return
+            self.pipelines.restart_overdue()
+            waiting = [*self.pipelines.out, *self.commits.out]
+            ready, _ = ray.wait(waiting, num_returns=1, timeout=timeout_s)
+            for ref in ready:
+                if ref in self.commits.out:
+                    job, outcomes = self.commits.take(ref)
+                    self._settle(job.batch_id, outcomes, job.decided)
+                else:
+                    self._answered(*self.pipelines.take(ref))
+
+    def ingest(self) -> None:
+        """Take in what changed in the cluster: nodes first, so that new pods can use them.
+        A store failure meanwhile may have lost some of it: the store is built again."""
+        with self.recovery.surviving(rebuild=True):
+            self.intake.take()
+
+    def feed(self) -> None:
+        """Top up every shard's pipeline with batches from the active queue."""
+        for shard in range(len(self.pipelines.shards)):
+            while self.pipelines.has_room(shard):
+                batch = self.dispatcher.next_batch(shard, self.settings.pods_per_batch)
+                if batch is None:
+                    break
+                if self.on_stage:
+                    sent = [key for unit in batch.units for key, _ in unit.pods]
+                    self.on_stage("sent", sent, time.perf_counter())
+                if self.metrics:
+                    self.metrics.sent(batch.batch_id, sum(len(u.pods) for u in batch.units))
+                self.pipelines.send(shard, batch)
+
+    def busy(self) -> bool:
+        """A shard or a binder actor has work out."""
+        return bool(self.pipelines.out or self.commits.out)
+
+    def add_running(self, pods: list[Pod]) -> None:
+        """Pods the cluster already runs, committed to the store by the caller."""
+        self.intake.add_running(pods)
+
+    def round_trips(self) -> int:
+        """Calls made to Redis so far: the driver's, the shards' (as their results say)
+        and the binder actors' (one script call per batch)."""
+        actors = sum(self.commits.by_binder[1:])
+        return self.store.round_trips + self.dispatcher.stats.shard_round_trips + actors
+
+    def _answered(self, sent: Sent, result: ShardResult | None) -> None:
+        """A shard's answer: its placements committed, the rest back to the queue."""
+        if result is None:  # no decision came back: the batch's units go back to the queue
+            result = ShardResult(sent.shard, sent.batch_id, 0, [])
+            self.recovery.notice_lost_store()
+            self._count_lost(sent.batch_id)
+        classes, placed = self._judged(result)
+        asks = self.dispatcher.take_preemption_asks()
+        if asks:
+            with self.recovery.surviving():  # the batch's placed units are settled below
+                self.preemption.run(asks)
+        if not placed:
+            return
+        decided = time.perf_counter()
+        placed, held = self.reservations.take_placed(placed)
+        outcomes = self.commits.route(sent.batch_id, classes, placed, result.epoch, decided, held)
+        if outcomes is not None:
+            self._settle(sent.batch_id, outcomes, decided)
+
+    def _judged(self, result: ShardResult) -> tuple[list[SchedulingSpec], list[Decision]]:
+        """The dispatcher's reading of an answer; the units it now counts as failed once
+        more (not a late answer it ignored) are reported with the reason it kept."""
+        units = self.dispatcher.units
+        unplaced = {  # unit key -> (unit, its attempts so far), of the units that found no node
+            d.unit: (units[d.unit], units[d.unit].attempts)
+            for d in result.decisions
+            if not d.placed and d.unit in units
+        }
+        classes, placed = self.dispatcher.on_result(result)
+        failed = [unit for unit, attempts in unplaced.values() if unit.attempts > attempts]
+        if failed:
+            self.cluster.report_unschedulable(
+                [(p.key, "Unschedulable", unit.reason) for unit in failed for p in unit.pods]
+            )
+        if self.metrics:
+            profiles = {key: unit.pods[0].spec.profile for key, (unit, _) in unplaced.items()}
+            self.metrics.answered(result, profiles, settled=not placed)
+        return classes, placed
+
+    def _count_lost(self, batch_id: int) -> None:
+        lost = self.dispatcher.batches.get(batch_id)
+        for key in lost.units if lost else ():
+            unit = self.dispatcher.units.get(key)
+            self.faults.fault_retries += len(unit.pods) if unit else 0
+
+    def _settle(self, batch_id: int, outcomes: list[UnitOutcome], decided: float) -> None:
+        placed = self.reservations.settle(self.dispatcher.on_outcomes(batch_id, outcomes))
+        for b in placed:
+            self.bound_pods.add(b.pod, b.node)
+        if self.metrics:
+            binder = self.binder
+            self.metrics.settled(
+                batch_id, outcomes, placed, decided, binder.committed_at, binder.bind_s
+            )
+        bound = [b.pod.key for b in placed]
+        if self.on_stage and bound:
+            self.on_stage("decided", bound, decided)
+            self.on_stage("committed", bound, self.binder.committed_at)
+        self.on_bound(bound)

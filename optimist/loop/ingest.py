@@ -1,0 +1,160 @@
+"""Ingest: what changed in the cluster, turned into changes of the queue and the store.
+
+Like kube-scheduler's event handlers, and kept as apart from the cycle: nodes
+first (new pods may use them), then namespaces and quotas, the pods others
+bound or deleted, expired holds, gangs and budgets, and last the new pods.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+
+from cluster.adapter import ClusterAdapter
+from cluster.disruption import DisruptionBudgets
+from cluster.errors import InvalidObject
+from cluster.events import ASSIGNED_POD_DELETE, NODE_ADD, NODE_DELETE
+from cluster.inventory import BoundPods
+from cluster.objects import Pod
+from cluster.store import Store
+from dispatcher.dispatcher import Dispatcher
+from optimist.logs import unit_key
+from optimist.loop.reservations import ReservationDesk
+from optimist.loop.stages import StageHook
+
+log = logging.getLogger(__name__)
+
+HOLDS_EVERY_S = 1.0  # how often expired holds are freed
+
+
+class Ingest:
+    def __init__(
+        self,
+        cluster: ClusterAdapter,
+        store: Store,
+        dispatcher: Dispatcher,
+        bound_pods: BoundPods,
+        budgets: DisruptionBudgets,
+        reservations: ReservationDesk,
+        on_stage: StageHook | None,
+    ) -> None:
+        self.cluster = cluster
+        self.store = store
+        self.dispatcher = dispatcher
+        self.bound_pods = bound_pods
+        self.budgets = budgets
+        self.reservations = reservations
+        self.on_stage = on_stage
+        self._allocatable: dict[str, dict[str, int]] = {}  # node -> allocatable, for quotas
+        self._holds_checked = 0.0  # time.time() when expired holds were last freed
+
+    def take(self) -> None:
+        """Everything the cluster reported since the last call."""
+        self._nodes()
+        labelled, unnamed = self.cluster.take_namespace_events()
+        if labelled or unnamed:
+            self.store.put_namespaces(labelled, unnamed)
+        self._quotas()
+        running = self.cluster.take_running_pods()
+        if running:
+            self._count_running(running)
+        self._deleted()
+        self._expired_holds()
+        groups = self.cluster.take_new_groups()
+        for group in groups:
+            self.dispatcher.add_group(group)
+        self.budgets.put(self.cluster.take_new_budgets())
+        self._new_pods({g.key for g in groups})
+        for reservation in self.cluster.take_new_reservations():
+            self.reservations.add(reservation)
+
+    def add_running(self, pods: list[Pod]) -> None:
+        """Pods the cluster already runs (committed to the store by the caller): they count
+        for preemption like the pods optimist binds."""
+        for pod in pods:
+            self.bound_pods.add(pod, pod.node_name)
+
+    def _nodes(self) -> None:
+        made, gone = self.cluster.take_node_events()
+        if made:
+            self.store.put_nodes(made)
+            self.dispatcher.on_event(NODE_ADD)
+        if gone:
+            self.store.remove_nodes(gone)
+            self.dispatcher.on_event(NODE_DELETE)
+        if not (made or gone):
+            return
+        self._allocatable.update((n.name, n.allocatable) for n in made)
+        for name in gone:
+            self._allocatable.pop(name, None)
+        if self.dispatcher.quotas is not None:
+            self.dispatcher.set_capacity(self._capacity())
+
+    def _quotas(self) -> None:
+        for quota in self.cluster.take_new_quotas():
+            try:
+                self.dispatcher.add_quota(quota, self._capacity(), self.bound_pods)
+            except InvalidObject as err:  # the tree stays as it was; the rest goes on
+                log.warning("quota %s left out: %s", quota.name, err)
+
+    def _capacity(self) -> dict[str, int]:
+        """The cluster's allocatable, which the quotas at the top of the tree share."""
+        total: Counter[str] = Counter()
+        for allocatable in self._allocatable.values():
+            total.update(allocatable)
+        return dict(total)
+
+    def _count_running(self, pods: list[Pod]) -> None:
+        """Pods bound by anybody else: their room is used in the store, whether it fits or
+        not; preemption may evict them; and they are no longer the queue's to place."""
+        counted = []
+        for pod, outcome in zip(pods, self.store.observe(pods), strict=True):
+            if outcome.committed:
+                counted.append(pod)
+            elif outcome.status != "duplicate":
+                log.warning("running pod %s not counted: %s", pod.key, outcome.detail)
+        self.add_running(counted)
+        self.dispatcher.forget([p.key for p in pods])
+
+    def _deleted(self) -> None:
+        deleted = self.cluster.take_deleted_pods()
+        if not deleted:
+            return
+        self.bound_pods.remove(deleted)
+        self.dispatcher.forget(deleted)
+        if self.store.release(pods=deleted).pods:
+            self.dispatcher.on_event(ASSIGNED_POD_DELETE)
+
+    def _expired_holds(self) -> None:
+        now = time.time()
+        if now - self._holds_checked < HOLDS_EVERY_S:
+            return
+        self._holds_checked = now
+        if self.store.expire_holds(now):
+            self.dispatcher.on_event(ASSIGNED_POD_DELETE)  # held room is free again
+
+    def _new_pods(self, groups: set[str]) -> None:
+        """Queue the new pods, tell the cluster why a gang or a gated pod waits, and refuse
+        the pods that cannot be scheduled as they are, naming what is wrong."""
+        pods, errors = self.cluster.take_new_pods()
+        if self.on_stage and pods:
+            self.on_stage("queued", [p.key for p in pods], time.perf_counter())
+        for pod in pods:
+            self.dispatcher.add(pod)
+        touched = groups | {p.group for p in pods if p.group}
+        if touched and (waits := self.dispatcher.gang_waits(touched)):
+            self.cluster.report_unschedulable([(k, "Unschedulable", w) for k, w in waits.items()])
+        self.reservations.claim(pods)  # queued first: a failing store loses no pod
+        gated = [
+            (p.key, "SchedulingGated", f"scheduling gates are not empty: {', '.join(p.gates)}")
+            for p in pods
+            if p.gates
+        ]
+        if gated:
+            self.cluster.report_unschedulable(gated)
+        for key, error in errors:
+            log.warning("pod %s cannot be scheduled: %s", key, error, extra=unit_key(key))
+            self.dispatcher.reject(key, str(error))
+        if errors:
+            self.cluster.report_unschedulable([(k, "SchedulerError", str(e)) for k, e in errors])
