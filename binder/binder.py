@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from binder.crosspod_guard import CrossPodGuard
 from cluster.adapter import Binding, ClusterAdapter
-from cluster.messages import CommitReply, CommitRequest, Decision, UnitOutcome
+from cluster.messages import CommitReply, CommitRequest, Conflict, Decision, Status, UnitOutcome
 from cluster.objects import SchedulingSpec
 from cluster.profile_config import ProfileConfig
 from cluster.store import STORE_ERRORS, Fences, Store
@@ -85,7 +85,7 @@ class Binder:
         classes: Sequence[SchedulingSpec],
         decisions: Sequence[Decision],
         reply: CommitReply | None,
-        lost: str = "its binder actor failed",
+        lost: tuple[Conflict, str] = (Conflict.BINDER_FAILED, "its binder actor failed"),
     ) -> list[UnitOutcome]:
         """Bind what an actor committed. Without a reply (the actor died, or the store
         was away: `lost` says which) the store tells which units were committed; the
@@ -95,7 +95,9 @@ class Binder:
         self.guard.saw_keep_away(reply.keep_away)
         return self.bind(classes, decisions, reply.outcomes)
 
-    def _recover(self, decisions: Sequence[Decision], lost: str) -> list[UnitOutcome]:
+    def _recover(
+        self, decisions: Sequence[Decision], lost: tuple[Conflict, str]
+    ) -> list[UnitOutcome]:
         committed = self.store.committed_placements([d.unit for d in decisions])
         outcomes = []
         for d in decisions:
@@ -105,7 +107,7 @@ class Binder:
                 outcomes.append(
                     UnitOutcome(
                         d.unit,
-                        "committed",
+                        Status.COMMITTED,
                         nodes=[node for node, _ in where],
                         gpus=[gpus for _, gpus in where],
                     )
@@ -113,7 +115,7 @@ class Binder:
                 continue
             if placed:  # some pod was deleted meanwhile: give back the rest too
                 self.store.release([d.unit])
-            outcomes.append(UnitOutcome(d.unit, "conflict", detail=lost))
+            outcomes.append(UnitOutcome.refused(d.unit, *lost))
         return outcomes
 
     def bind(
@@ -150,15 +152,15 @@ class Binder:
                 continue
             errs = failed.get(outcome.unit)
             if not errs:
-                outcome.status = "bound"
+                outcome.status = Status.BOUND
                 continue
             outcome.detail = next(iter(errs.values()))
             if len(errs) == len(outcome.nodes):
-                outcome.status = "bind-failed"
+                outcome.status = Status.BIND_FAILED
                 whole.append(outcome.unit)
             else:
                 # Bound pods cannot be unbound: keep them, give back the rest.
-                outcome.status, outcome.unbound = "partly-bound", list(errs)
+                outcome.status, outcome.unbound = Status.PARTLY_BOUND, list(errs)
                 partial.extend(errs)
         if whole or partial:
             try:

@@ -20,7 +20,7 @@ from cluster.crosspod.committed import CommittedView
 from cluster.crosspod.inter_pod_affinity import filter_node, keeps_away, terms_of
 from cluster.crosspod.topology_spread import spread_filter
 from cluster.crosspod.view import ClusterView
-from cluster.messages import Decision, UnitOutcome
+from cluster.messages import Conflict, Decision, UnitOutcome
 from cluster.objects import Peer, SchedulingSpec
 from cluster.profile_config import ProfileConfig
 from cluster.store import Store
@@ -95,7 +95,7 @@ class CrossPodGuard:
                 admitted_fences.append([(ns, fences[ns]) for ns in sorted(namespaces)])
                 added.extend(unit_added)
             else:
-                refused.append(UnitOutcome(decision.unit, "conflict", detail=reason))
+                refused.append(UnitOutcome.refused(decision.unit, Conflict.CROSS_POD, reason))
                 self._undo(unit_added)
         self._undo(added)  # the next sync brings what the store really committed
         self.refused += len(refused)

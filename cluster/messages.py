@@ -8,6 +8,7 @@ the wire grow with the number of distinct pod shapes, not with pod count.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 import msgpack
@@ -273,31 +274,66 @@ def _observed(wire: Any) -> list[list[Any]]:
     ]
 
 
+class Status(StrEnum):
+    """What became of a placed unit: the store's verdict, then the binder's. The Lua
+    scripts send these values (commit.lua, preempt.lua)."""
+
+    COMMITTED = "committed"  # the store accepted every pod (the binder then binds them)
+    BOUND = "bound"  # committed and bound in the cluster
+    CONFLICT = "conflict"  # some pod no longer fits the committed state; nothing applied
+    BIND_FAILED = "bind-failed"  # committed, the cluster refused every binding; released
+    # committed, some pods bound; those the cluster refused (`unbound`) are released again
+    PARTLY_BOUND = "partly-bound"
+    DUPLICATE = "duplicate"  # a pod or the unit was already committed; nothing applied
+    INVALID = "invalid"  # the store refused a malformed request; nothing applied
+    RESERVED = "reserved"  # a preemption's step: victims released, their room held
+
+    @property
+    def bound(self) -> bool:
+        """Its pods (but the outcome's `unbound`) are bound."""
+        return self in (Status.BOUND, Status.PARTLY_BOUND)
+
+
+class Conflict(StrEnum):
+    """Why a commit (or a preemption's step) was refused, as a label of few values. The
+    Lua scripts send the kind beside the reason's text, so nothing reads the text."""
+
+    RESOURCES = "resources"  # a candidate lacks room for some resource
+    GPUS = "gpus"  # too few of a candidate's GPUs have room (in one group, if asked)
+    HOST_PORT = "host-port"
+    NODE_GONE = "node-gone"
+    CHANGED = "changed"  # coarse mode: a candidate changed since the shard saw it
+    # the binder's inter-pod re-check, or a keeping-away pod committed after routing
+    CROSS_POD = "cross-pod"
+    FENCE = "fence"  # another binder committed in the unit's namespaces since its check
+    VICTIM_GONE = "victim-gone"  # a preemption plan's victim is no longer committed
+    PARTITION = "partition"  # a unit or a plan across store partitions could not hold
+    STORE_FAILED = "store-failed"  # the node store failed during the commit
+    BINDER_FAILED = "binder-failed"  # the binder actor failed: the store says what it did
+
+
 @dataclass(slots=True)
 class UnitOutcome:
-    """What became of a placed unit: the store's verdict, then the binder's.
-
-    status is one of
-      committed    the store accepted every pod (the binder then binds them)
-      bound        committed and bound in the cluster
-      conflict     some pod no longer fits the committed state; nothing applied
-      bind-failed  committed, but the cluster refused every binding; released again
-      partly-bound committed, some pods bound; those the cluster refused (`unbound`)
-                   are released again
-      duplicate    a pod or the unit was already committed; nothing applied
-      invalid      the store refused a malformed request; nothing applied
-    """
+    """What became of a placed unit (`Status`), and if refused, the `Conflict` why."""
 
     unit: str
-    status: str
+    status: Status
     nodes: list[str] = field(default_factory=list)  # the node of each pod, once committed
     detail: str = ""
     unbound: list[str] = field(default_factory=list)  # pods whose binding failed
     gpus: list[list[int]] = field(default_factory=list)  # the GPUs of each pod, once committed
+    conflict: Conflict | None = None
+
+    def __post_init__(self) -> None:
+        self.status = Status(self.status)  # a stray string fails here, not far downstream
+
+    @classmethod
+    def refused(cls, unit: str, conflict: Conflict, detail: str) -> UnitOutcome:
+        return cls(unit, Status.CONFLICT, detail=detail, conflict=conflict)
 
     @property
     def committed(self) -> bool:
-        return self.status == "committed"
+        return self.status == Status.COMMITTED
 
 
 @dataclass(slots=True)
@@ -344,7 +380,13 @@ class CommitReply:
 
     def encode(self) -> bytes:
         return _pack(
-            [[[o.unit, o.status, o.nodes, o.detail, o.gpus] for o in self.outcomes], self.keep_away]
+            [
+                [
+                    [o.unit, o.status, o.nodes, o.detail, o.gpus, o.conflict or ""]
+                    for o in self.outcomes
+                ],
+                self.keep_away,
+            ]
         )
 
     @classmethod
@@ -353,8 +395,15 @@ class CommitReply:
             outcomes, keep_away = _unpack(data, "CommitReply")
             return cls(
                 [
-                    UnitOutcome(str(u), str(s), list(n), str(d), gpus=[list(g) for g in gpus])
-                    for u, s, n, d, gpus in outcomes
+                    UnitOutcome(
+                        str(u),
+                        Status(s),
+                        list(n),
+                        str(d),
+                        gpus=[list(g) for g in gpus],
+                        conflict=Conflict(c) if c else None,
+                    )
+                    for u, s, n, d, gpus, c in outcomes
                 ],
                 int(keep_away),
             )

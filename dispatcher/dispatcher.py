@@ -16,7 +16,7 @@ from typing import NamedTuple
 from cluster.events import ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, EVENTS, UNSCHEDULABLE_TIMEOUT_S
 from cluster.inventory import BoundPod
 from cluster.lifecycle import PodState
-from cluster.messages import Decision, ShardBatch, ShardResult, UnitOutcome, UnitRequest
+from cluster.messages import Decision, ShardBatch, ShardResult, Status, UnitOutcome, UnitRequest
 from cluster.objects import Pod, PodGroup, SchedulingSpec
 from cluster.partitions import partition_of, pinned_node
 from cluster.quota import Quota, QuotaTree
@@ -465,7 +465,7 @@ class Dispatcher:
             unit = self.units.get(outcome.unit)
             if unit is None or unit.state is not PodState.AWAITING_COMMIT:
                 continue
-            if outcome.status in ("bound", "partly-bound"):
+            if outcome.status.bound:
                 if outcome.unbound:
                     released.append(ASSIGNED_POD_DELETE)
                     self.stats.bind_failures += 1
@@ -484,10 +484,10 @@ class Dispatcher:
                     )
                 self.stats.units_by_shard[shard] += 1
                 self.stats.pods_by_shard[shard] += len(placed)
-            elif outcome.status in ("conflict", "bind-failed"):
+            elif outcome.status in (Status.CONFLICT, Status.BIND_FAILED):
                 # a shard's assumption, or a reservation, gave its room back
                 released.append(ASSIGNED_POD_DELETE)
-                if outcome.status == "bind-failed":
+                if outcome.status == Status.BIND_FAILED:
                     self.stats.bind_failures += 1
                 else:
                     self.stats.conflicts += 1

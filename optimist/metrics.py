@@ -47,7 +47,7 @@ from prometheus_client.core import (
 
 from cluster.histogram import EXTENSION_POINT_BUCKETS, PLUGIN_BUCKETS, Histograms, exponential
 from cluster.lifecycle import PodState
-from cluster.messages import ShardResult, UnitOutcome
+from cluster.messages import Conflict, ShardResult, Status, UnitOutcome
 from cluster.partitions import partition_of
 from dispatcher.dispatcher import Bound, Dispatcher
 from optimist.profiling import Profiler, ProfilingError
@@ -449,7 +449,7 @@ class LoopMetrics:
             for result in ("scheduled", "unschedulable"):
                 m.attempts.labels(result, profile)
         where = [str(p) for p in range(self.partitions)] if self.partitions else ["all"]
-        for kind in CONFLICT_KINDS:
+        for kind in Conflict:
             for partition in where:
                 m.conflicts.labels(kind, partition)
         for shard in map(str, range(shards)):
@@ -503,14 +503,12 @@ class LoopMetrics:
         now, perf_now = time.monotonic(), time.perf_counter()
         sent = self._sent.pop(batch_id, now)
         for outcome in outcomes:
-            if outcome.status == "conflict":
+            if outcome.conflict is not None:
                 where = _partition(outcome.detail, self.partitions)
-                m.conflicts.labels(_conflict_kind(outcome.detail), where).inc()
-            elif outcome.status in ("bind-failed", "partly-bound"):
+                m.conflicts.labels(outcome.conflict, where).inc()
+            elif outcome.status in (Status.BIND_FAILED, Status.PARTLY_BOUND):
                 m.bind_errors.inc(len(outcome.unbound) or len(outcome.nodes) or 1)
-        pods_committed = sum(
-            len(o.nodes) for o in outcomes if o.status in ("bound", "partly-bound")
-        )
+        pods_committed = sum(len(o.nodes) for o in outcomes if o.status.bound)
         if pods_committed:
             m.commit_pods.observe(pods_committed)
             m.commit_duration.observe(max(perf_now - decided, 0.0))
@@ -561,27 +559,6 @@ class LoopMetrics:
             started = time.monotonic()
             self.metrics.sample(queue_sample(dispatcher))
             self._ticker.took(started)
-
-
-# A conflict's reason, as a label of few values: the first kind whose words it has.
-_CONFLICT_WORDS = (
-    ("resources", "insufficient"),
-    ("host-port", "host port"),
-    ("node-gone", "does not exist"),
-    ("changed", "changed since"),
-    ("cross-pod", "affinity"),
-    ("cross-pod", "spread"),
-    ("fence", "by another binder"),
-    ("binder-failed", "binder actor failed"),
-)
-CONFLICT_KINDS = (*dict.fromkeys(kind for kind, _ in _CONFLICT_WORDS), "other")
-
-
-def _conflict_kind(detail: str) -> str:
-    for kind, words in _CONFLICT_WORDS:
-        if words in detail:
-            return kind
-    return "other"
 
 
 _NODE = re.compile(r"\bnode (\S+?)(?::|\s|$)")

@@ -30,7 +30,8 @@
 -- Every pod goes on its first candidate that still fits, counting the pods
 -- of the same unit placed before it and the room reserved for any of them;
 -- if one pod fits none, nothing of the unit is applied. Returns msgpack [seq, results, keep-away count], one result per unit:
---   {'committed', nodes, GPUs per pod} | {'conflict', detail} | {'duplicate', detail} | {'invalid', detail}
+--   {'committed', nodes, GPUs per pod} | {'conflict', detail, kind} | {'duplicate', detail} | {'invalid', detail}
+--   (statuses and conflict kinds are the values of cluster/messages.py's Status and Conflict)
 local req = cmsgpack.unpack(ARGV[3])
 local coarse = ARGV[4] == 'coarse'
 local observed = ARGV[4] == 'observed'
@@ -51,16 +52,16 @@ end
 local keep_away = tonumber(redis.call('GET', KEEP_AWAY) or '0')
 local routed_blind = fences and fences[2] >= 0 and fences[2] ~= keep_away
 
--- Why a unit's cross-pod check no longer holds, or nil.
+-- Why a unit's cross-pod check no longer holds and its conflict kind, or nil.
 local function fenced(ui)
   if routed_blind then
-    return 'a pod with required anti-affinity was committed after this unit was routed'
+    return 'a pod with required anti-affinity was committed after this unit was routed', 'cross-pod'
   end
   local mine = fences and fences[4][ui]
   if type(mine) ~= 'table' then return nil end
   for _, f in ipairs(mine) do
     if type(f) ~= 'table' or not is_name(f[1]) or tonumber(redis.call('GET', fences[1] .. f[1]) or '0') ~= f[2] then
-      return 'pods in namespace ' .. tostring(f[1]) .. ' were committed by another binder after the cross-pod check'
+      return 'pods in namespace ' .. tostring(f[1]) .. ' were committed by another binder after the cross-pod check', 'fence'
     end
   end
   return nil
@@ -198,8 +199,8 @@ for ui, unit in ipairs(units) do
   elseif units_before[unit[1]] then
     result = {'duplicate', 'unit ' .. unit[1] .. ' is already committed'}
   else
-    local why = fenced(ui)
-    if why then result = {'conflict', why} end
+    local why, kind = fenced(ui)
+    if why then result = {'conflict', why, kind} end
   end
   local extra = {} -- node -> resource -> amount placed by earlier pods of this unit
   local extra_ports = {} -- node -> host ports taken by earlier pods of this unit
@@ -225,14 +226,16 @@ for ui, unit in ipairs(units) do
         extra_ports[h[1]] = extra_ports[h[1]] or {}
         for i, r in ipairs(h[2]) do credit[r] = (credit[r] or 0) - h[3][i] end
       end
-      local why = nil
+      local why, kind = nil, nil -- the first candidate's reason counts
       for c, name in ipairs(p[3]) do
         local n = is_name(name) and load(name)
         local seen_version = type(p[4]) == 'table' and p[4][c]
         if not n then
-          why = why or ('node ' .. tostring(name) .. ' does not exist')
+          if not why then why, kind = 'node ' .. tostring(name) .. ' does not exist', 'node-gone' end
         elseif coarse and (n.touched or n.version ~= seen_version) then
-          why = why or string.format('node %s changed since version %s', name, tostring(seen_version))
+          if not why then
+            why, kind = string.format('node %s changed since version %s', name, tostring(seen_version)), 'changed'
+          end
         else
           extra[name] = extra[name] or {}
           extra_ports[name] = extra_ports[name] or {}
@@ -256,17 +259,18 @@ for ui, unit in ipairs(units) do
             count_gpus(extra_gpus[name], gpus, per, 1)
             break
           end
-          if r then
-            why = why or string.format('node %s: insufficient %s (free %s, requested %s)', name, r, int(free), int(amount))
+          if why then -- an earlier candidate's reason is kept
+          elseif r then
+            why, kind = string.format('node %s: insufficient %s (free %s, requested %s)', name, r, int(free), int(amount)), 'resources'
           elseif clash then
-            why = why or string.format('node %s: host port %s/%s:%d is in use', name, clash[1], clash[2], clash[3])
+            why, kind = string.format('node %s: host port %s/%s:%d is in use', name, clash[1], clash[2], clash[3]), 'host-port'
           else
-            why = why or short
+            why, kind = short, 'gpus'
           end
         end
       end
       if #chosen < pi then
-        result = {'conflict', 'pod ' .. pod .. ': ' .. why}
+        result = {'conflict', 'pod ' .. pod .. ': ' .. why, kind}
         break
       end
     end

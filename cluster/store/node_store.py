@@ -23,7 +23,7 @@ import numpy as np
 import redis
 
 from cluster.gpus import GPU, LOCALITIES, annotated_gpus
-from cluster.messages import Decision, PodPlacement, UnitOutcome
+from cluster.messages import Conflict, Decision, PodPlacement, Status, UnitOutcome
 from cluster.objects import Node, Peer, Pod, SchedulingSpec
 from cluster.store.keys import Keys
 from cluster.store.scripts import Scripts
@@ -156,12 +156,13 @@ class Preempted:
     or `conflict` / `invalid` with why (nothing changed)."""
 
     version: int
-    status: str
+    status: Status
     detail: str = ""
+    conflict: Conflict | None = None
 
     @property
     def reserved(self) -> bool:
-        return self.status == "reserved"
+        return self.status == Status.RESERVED
 
 
 @dataclass(frozen=True, slots=True)
@@ -375,13 +376,18 @@ class NodeStore:
         reply = self._run("commit", *args, epoch=epoch)
         version, results, keep_away = msgpack.unpackb(reply)  # type: ignore[arg-type]
         outcomes = []
-        for decision, (status, detail, *gpus) in zip(decisions, results, strict=True):
-            if status == "committed":
+        for decision, (status, detail, *rest) in zip(decisions, results, strict=True):
+            if status == Status.COMMITTED:
                 outcomes.append(
-                    UnitOutcome(decision.unit, status, nodes=list(detail), gpus=list(gpus[0]))
+                    UnitOutcome(
+                        decision.unit, Status.COMMITTED, nodes=list(detail), gpus=list(rest[0])
+                    )
                 )
             else:
-                outcomes.append(UnitOutcome(decision.unit, status, detail=str(detail)))
+                conflict = Conflict(rest[0]) if rest else None
+                outcomes.append(
+                    UnitOutcome(decision.unit, Status(status), [], str(detail), conflict=conflict)
+                )
         return Committed(int(version), outcomes, int(keep_away))
 
     def settle(
@@ -446,8 +452,10 @@ class NodeStore:
         change nothing if a victim is gone or a hold does not fit. With no victims: hold
         room if it fits."""
         frame = _lua_frame([list(victims), [h.to_wire() for h in holds]])
-        version, status, detail = msgpack.unpackb(self._run("preempt", frame))  # type: ignore[arg-type]
-        return Preempted(int(version), str(status), str(detail))
+        version, status, detail, kind = msgpack.unpackb(self._run("preempt", frame))  # type: ignore[arg-type]
+        return Preempted(
+            int(version), Status(status), str(detail), Conflict(kind) if kind else None
+        )
 
     def expire_holds(self, now: float) -> int:
         """Give back the holds whose time is up; returns how many."""

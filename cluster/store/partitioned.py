@@ -41,7 +41,7 @@ from typing import TypeVar
 import numpy as np
 import redis
 
-from cluster.messages import Decision, PodPlacement, UnitOutcome
+from cluster.messages import Conflict, Decision, PodPlacement, Status, UnitOutcome
 from cluster.objects import Node, Peer, Pod, SchedulingSpec
 from cluster.redis_server import connect
 from cluster.store.keys import Keys
@@ -294,7 +294,7 @@ class PartitionedStore:
                 reserved[unit][i] = outcome
         out: dict[str, UnitOutcome] = {}
         for unit in set(spanning) - doubt:
-            refused = [o for o in reserved[unit].values() if o.status != "committed"]
+            refused = [o for o in reserved[unit].values() if o.status != Status.COMMITTED]
             if refused:
                 out[unit] = refused[0]
         accepted = [u for u in spanning if u not in out and u not in doubt]
@@ -305,7 +305,9 @@ class PartitionedStore:
             if answer is None:  # its home failed: in doubt
                 continue
             if answer != "confirmed":  # a sweeper aborted it meanwhile
-                out[unit] = UnitOutcome(unit, "conflict", detail="its reservation ran out first")
+                out[unit] = UnitOutcome.refused(
+                    unit, Conflict.PARTITION, "its reservation ran out first"
+                )
             else:
                 others[unit] = [i for i in spanning[unit][1] if i != homes[unit]]
         # a part not confirmed now is, by a sweeper: its home says 'committed'
@@ -315,7 +317,9 @@ class PartitionedStore:
             self.spanning_commits += 1
             out[unit] = _whole(spanning[unit][0], spanning[unit][1], reserved[unit])
         for unit in set(spanning) - set(out):  # in doubt: the store says, once asked
-            out[unit] = UnitOutcome(unit, "conflict", detail="a partition failed during it")
+            out[unit] = UnitOutcome.refused(
+                unit, Conflict.PARTITION, "a partition failed during it"
+            )
         return out
 
     def _settle_each(
@@ -457,7 +461,9 @@ class PartitionedStore:
             if victims and any(store.client.hmget(store.keys.pods, list(victims))):
                 partitions.add(i)
         if len(partitions) > 1:
-            return Preempted(0, "conflict", "the plan spans node-store partitions")
+            return Preempted(
+                0, Status.CONFLICT, "the plan spans node-store partitions", Conflict.PARTITION
+            )
         return self.stores[partitions.pop() if partitions else 0].preempt(victims, holds)
 
     def expire_holds(self, now: float) -> int:
@@ -532,7 +538,7 @@ def _whole(
     pods = [p.pod for p in decision.placements]
     return UnitOutcome(
         decision.unit,
-        "committed",
+        Status.COMMITTED,
         nodes=[where[p][0] for p in pods],
         gpus=[where[p][1] for p in pods],
     )

@@ -7,14 +7,15 @@
 -- Every reservation must fit its node once the victims are gone (counting the
 -- reservations before it, and giving back one the same pod held already); a
 -- victim no longer committed is a conflict: the plan was made on a stale view.
--- Returns msgpack [seq, status, detail]: status 'reserved', 'conflict' or 'invalid'.
+-- Returns msgpack [seq, status, detail, conflict kind]: status 'reserved', 'conflict' or
+-- 'invalid', the kind ('' but for a conflict) as cluster/messages.py's Conflict names it.
 local req = cmsgpack.unpack(ARGV[3])
 local victims, holds = req[1], req[2]
 if type(victims) ~= 'table' or type(holds) ~= 'table' then
   return redis.error_reply('preempt: expected [victims, reservations]')
 end
 local seq = tonumber(redis.call('GET', SEQ) or '0')
-local function answer(status, detail) return cmsgpack.pack({seq, status, detail}) end
+local function answer(status, detail, kind) return cmsgpack.pack({seq, status, detail, kind or ''}) end
 
 -- What each touched node will have free: allocatable minus usage, plus what the
 -- victims and the preemptors' earlier reservations give back.
@@ -49,7 +50,7 @@ local evicted = {}
 for _, pod in ipairs(victims) do
   local rec = is_name(pod) and not evicted[pod] and redis.call('HGET', PODS, pod)
   if not rec then
-    return answer('conflict', 'victim ' .. tostring(pod) .. ' is no longer committed')
+    return answer('conflict', 'victim ' .. tostring(pod) .. ' is no longer committed', 'victim-gone')
   end
   evicted[pod] = true
   local r = cmsgpack.unpack(rec)
@@ -66,11 +67,11 @@ for _, h in ipairs(holds) do
     give(o[1], o[2], o[3], 1)
   end
   local f = node_free(h[2])
-  if not f then return answer('conflict', 'node ' .. h[2] .. ' does not exist') end
+  if not f then return answer('conflict', 'node ' .. h[2] .. ' does not exist', 'node-gone') end
   for i, r in ipairs(h[3]) do
     if string.sub(r, 1, 1) ~= '~' and h[4][i] > 0 and (f[r] or 0) < h[4][i] then
       return answer('conflict', string.format('node %s: insufficient %s for %s (free %s, requested %s)',
-        h[2], r, h[1], int(f[r] or 0), int(h[4][i])))
+        h[2], r, h[1], int(f[r] or 0), int(h[4][i])), 'resources')
     end
   end
   give(h[2], h[3], h[4], -1)

@@ -17,15 +17,13 @@ from ray.actor import ActorHandle
 from ray.exceptions import RayError
 
 from binder.binder import Binder
-from cluster.messages import CommitReply, Decision, MalformedMessage, UnitOutcome
+from cluster.messages import CommitReply, Conflict, Decision, MalformedMessage, UnitOutcome
 from cluster.objects import SchedulingSpec
 from cluster.store import STORE_ERRORS, Store
 from optimist.loop.faults import Faults
 from optimist.loop.recovery import StoreRecovery
 
 log = logging.getLogger(__name__)
-
-_BOUND = ("bound", "partly-bound")  # the outcomes whose pods (but `unbound`) are bound
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,10 +128,10 @@ class Commits:
             except STORE_ERRORS as err:
                 self.recovery.recover(err)
                 voided = True
-                lost = f"the node store failed during the commit: {err}"
+                lost = (Conflict.STORE_FAILED, f"the node store failed during the commit: {err}")
                 commit = partial(self.binder.take_reply, classes, decisions, None, lost)
         if voided:
-            settled = {o.unit: len(o.unbound) for o in outcomes if o.status in _BOUND}
+            settled = {o.unit: len(o.unbound) for o in outcomes if o.status.bound}
             self.faults.fault_retries += sum(
                 settled.get(d.unit, len(d.placements)) for d in decisions
             )

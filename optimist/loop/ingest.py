@@ -16,6 +16,7 @@ from cluster.disruption import DisruptionBudgets
 from cluster.errors import InvalidObject
 from cluster.events import ASSIGNED_POD_DELETE, NODE_ADD, NODE_DELETE
 from cluster.inventory import BoundPods
+from cluster.messages import Status
 from cluster.objects import Pod
 from cluster.store import Store
 from dispatcher.dispatcher import Dispatcher
@@ -112,7 +113,7 @@ class Ingest:
         for pod, outcome in zip(pods, self.store.observe(pods), strict=True):
             if outcome.committed:
                 counted.append(pod)
-            elif outcome.status != "duplicate":
+            elif outcome.status != Status.DUPLICATE:
                 log.warning("running pod %s not counted: %s", pod.key, outcome.detail)
         self.add_running(counted)
         self.dispatcher.forget([p.key for p in pods])

@@ -14,6 +14,7 @@ import time
 from binder.preemption import Plan, PreemptionPlanner, Preemptor
 from cluster.adapter import ClusterAdapter
 from cluster.inventory import BoundPods
+from cluster.messages import Status
 from cluster.store import STORE_ERRORS, Hold, Preempted, Store
 from dispatcher.dispatcher import Dispatcher, PreemptionAsk
 from optimist.logs import unit_key
@@ -143,5 +144,5 @@ class Preemption:
             m is not None and (m.node, m.expires_at) == (h.node, h.expires_at)
             for m, h in zip(mine, holds, strict=True)
         ):
-            return Preempted(0, "reserved", "taken before the node store failed")
+            return Preempted(0, Status.RESERVED, "taken before the node store failed")
         return None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 
 from cluster.events import ASSIGNED_POD_DELETE
-from cluster.messages import Decision, UnitOutcome
+from cluster.messages import Conflict, Decision, Status, UnitOutcome
 from cluster.objects import Pod
 from cluster.reservations import Reservation, Reservations, is_reservation
 from cluster.store import STORE_ERRORS, Hold, Store
@@ -69,7 +69,7 @@ class ReservationDesk:
         """A reservation's placement: its room held in the store for its owner, on the
         first candidate where it still fits; then its owner, if queued, is told."""
         reservation = self.book.pending[decision.unit]
-        why = "no candidate"
+        why, kind = "no candidate", Conflict.RESOURCES
         for node in decision.placements[0].nodes:
             hold = Hold(
                 reservation.hold_key, node, reservation.pod.spec.requests, reservation.expires_at
@@ -78,13 +78,15 @@ class ReservationDesk:
                 verdict = self.store.preempt([], [hold])
             except STORE_ERRORS as err:
                 self.recovery.recover(err)
-                return UnitOutcome(decision.unit, "conflict", detail=f"node store failed: {err}")
+                return UnitOutcome.refused(
+                    decision.unit, Conflict.STORE_FAILED, f"node store failed: {err}"
+                )
             if verdict.reserved:
                 self.book.placed(reservation.key, node)
                 if reservation.owner_pod and self.dispatcher.nominate_waiting(
                     reservation.owner_pod, node
                 ):
                     self.book.claimed(reservation, reservation.owner_pod)
-                return UnitOutcome(decision.unit, "bound", [node])
-            why = verdict.detail
-        return UnitOutcome(decision.unit, "conflict", detail=why)
+                return UnitOutcome(decision.unit, Status.BOUND, [node])
+            why, kind = verdict.detail, verdict.conflict or kind
+        return UnitOutcome.refused(decision.unit, kind, why)

@@ -3,7 +3,7 @@
 from binder.binder import Binder
 from binder.fences import ANY_NAMESPACE, namespaces_watched
 from cluster.manifests import pod_from_manifest
-from cluster.messages import CommitReply, Decision, PodPlacement
+from cluster.messages import CommitReply, Conflict, Decision, PodPlacement
 from cluster.simulator import SimulatedCluster
 from cluster.store import Fences
 from optimist.config import DEFAULT_PROFILE
@@ -69,6 +69,7 @@ def test_a_unit_checked_before_another_binder_committed_in_its_namespace_conflic
     [outcome] = committed.outcomes
     assert outcome.status == "conflict"
     assert "namespace default were committed by another binder" in outcome.detail
+    assert outcome.conflict == Conflict.FENCE
     assert store.committed_pods() == {"default/l": "a"}
 
 
@@ -91,6 +92,7 @@ def test_a_batch_routed_before_a_keep_away_peer_was_committed_conflicts(store):
     late = actor_commit(store, request.classes, request.decisions, request.keep_away_seen)
     assert late.keep_away == 1
     assert late.outcomes[0].status == "conflict" and "anti-affinity" in late.outcomes[0].detail
+    assert late.outcomes[0].conflict == Conflict.CROSS_POD
     # routed again, the pod is one the committed web keeps away: the driver checks it
     assert binder.request_for_actor([loose], [placed("default/l", 0, "a")]) is None
 

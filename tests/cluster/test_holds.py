@@ -2,6 +2,7 @@
 
 import time
 
+from cluster.messages import Conflict
 from cluster.store import Hold
 from shards.testing import node
 from tests.cluster.test_node_store import spec, unit
@@ -88,10 +89,12 @@ def test_a_stale_plan_changes_nothing(store):
     before = store.version()
     verdict = store.preempt(low[:2], [hold("ns/high", "a")])
     assert verdict.status == "conflict" and low[0] in verdict.detail
+    assert verdict.conflict == Conflict.VICTIM_GONE
     assert store.version() == before and store.holds() == {}
     # victims that do not free enough room: refused, nothing released
     verdict = store.preempt(low[1:2], [hold("ns/high", "a", cpu="3")])
     assert verdict.status == "conflict" and "insufficient cpu" in verdict.detail
+    assert verdict.conflict == Conflict.RESOURCES
     assert set(store.committed_pods()) == set(low[1:])
 
 

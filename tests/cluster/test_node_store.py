@@ -5,7 +5,7 @@ import pytest
 import redis
 
 from cluster.manifests import pod_from_manifest
-from cluster.messages import Decision, PodPlacement
+from cluster.messages import Conflict, Decision, PodPlacement
 from shards.testing import node, pod_spec
 
 COLUMNS = ["pods", "cpu", "memory"]
@@ -54,7 +54,7 @@ def test_conflict_names_node_and_resource_and_applies_nothing(store):
         [spec(cpu="600m")], [unit("u1", ("ns/p1", 0, ["a"])), unit("u2", ("ns/p2", 0, ["a"]))]
     )
     assert first.status == "committed"
-    assert second.status == "conflict"
+    assert second.status == "conflict" and second.conflict == Conflict.RESOURCES  # sent by Lua
     assert "node a" in second.detail and "cpu" in second.detail and "free 400" in second.detail
     assert store.usage("a")["cpu"] == 600
     assert store.committed_pods() == {"ns/p1": "a"}
@@ -112,6 +112,7 @@ def test_missing_node_is_a_conflict(store):
     store.remove_nodes(["a"])
     _, [outcome], _ = store.commit([spec()], [unit("u", ("ns/p", 0, ["a"]))])
     assert outcome.status == "conflict" and "does not exist" in outcome.detail
+    assert outcome.conflict == Conflict.NODE_GONE
     assert store.changes_since(0, COLUMNS).deleted == ["a"]
 
 
@@ -213,6 +214,7 @@ def test_host_ports_are_rechecked_at_commit(store):
     )
     assert [o.status for o in outcomes] == ["committed"] * 4 + ["conflict"] * 2
     assert "host port TCP/10.0.0.3:8080 is in use" in outcomes[4].detail
+    assert {o.conflict for o in outcomes[4:]} == {Conflict.HOST_PORT}
     delta = store.changes_since(0, COLUMNS)
     assert sorted(delta.ports["a"]) == [
         ("TCP", 8080, "0.0.0.0", 1),
@@ -252,6 +254,7 @@ def test_coarse_mode_refuses_any_change_since_the_shard_looked(store):
     # u2 would still fit on a (fine mode accepts it), but a changed since version `seen`
     assert first.status == "committed"
     assert second.status == "conflict" and "changed since version" in second.detail
+    assert second.conflict == Conflict.CHANGED
     assert third.status == "committed" and third.nodes == ["b"]
     _, [fine], _ = store.commit([spec()], [at("u4", "ns/p4", "a")])
     assert fine.status == "committed"

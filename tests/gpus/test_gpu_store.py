@@ -5,7 +5,7 @@ import pytest
 from cluster.errors import InvalidObject
 from cluster.gpus import GPU, GPU_INDICES_ANNOTATION, GPU_MILLI, GpuDemand
 from cluster.manifests import pod_from_manifest
-from cluster.messages import Decision, PodPlacement
+from cluster.messages import Conflict, Decision, PodPlacement
 from shards.testing import node, pod_spec
 
 
@@ -45,6 +45,7 @@ def test_shares_fit_per_gpu_not_only_in_total(store):
     assert [o.status for o in outcomes] == ["committed", "committed", "conflict"]
     assert sorted(g for o in outcomes[:2] for g in o.gpus) == [[0], [1]]
     assert "fewer than 1 of its 2 GPUs have 600 milli free" in outcomes[2].detail
+    assert outcomes[2].conflict == Conflict.GPUS
     assert store.gpu_usage("a") == [600, 600]
     assert store.usage("a")[GPU_MILLI] == 1200
 

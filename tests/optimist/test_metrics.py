@@ -12,7 +12,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from cluster.manifests import pod_from_manifest
-from cluster.messages import UnitOutcome
+from cluster.messages import Conflict, UnitOutcome
 from cluster.partitions import partition_of
 from cluster.quota import Quota, QuotaTree
 from dispatcher.dispatcher import Dispatcher
@@ -23,7 +23,6 @@ from optimist.metrics import (
     AGE_BUCKETS,
     ATTEMPT_BUCKETS,
     ATTEMPTS_BUCKETS,
-    CONFLICT_KINDS,
     SLI_BUCKETS,
     VICTIMS_BUCKETS,
     LoopMetrics,
@@ -199,8 +198,8 @@ def test_conflicts_are_counted_by_kind_and_by_the_partition_of_their_node():
     metrics = SchedulerMetrics()
     detail = "pod ns/p: node n-1: insufficient cpu (free 1, requested 2)"
     outcomes = [
-        UnitOutcome("ns/u1", "conflict", detail=detail),
-        UnitOutcome("ns/u2", "conflict", detail="its binder actor failed"),
+        UnitOutcome.refused("ns/u1", Conflict.RESOURCES, detail),
+        UnitOutcome.refused("ns/u2", Conflict.BINDER_FAILED, "its binder actor failed"),
     ]
     LoopMetrics(metrics, partitions=4).settled(1, outcomes, [], 0.0, 0.0, 0.0)
     LoopMetrics(metrics).settled(2, outcomes[:1], [], 0.0, 0.0, 0.0)
@@ -226,7 +225,7 @@ def test_label_sets_known_in_advance_are_served_before_their_first_event(served)
         for s in found["optimist_conflicts"].samples
         if s.name == "optimist_conflicts_total"
     }
-    assert {kind for kind, _ in conflicts} == set(CONFLICT_KINDS)
+    assert {kind for kind, _ in conflicts} == set(Conflict)
     assert {partition for _, partition in conflicts} >= {"all"}
     results = {
         (s.labels["result"], s.labels["profile"])
