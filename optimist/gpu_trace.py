@@ -32,9 +32,9 @@ from cluster.invariants import check_invariants
 from cluster.profile_config import ProfileConfig
 from cluster.simulator import SimulatedCluster
 from optimist import report
+from optimist.charts import Series, line_chart, save_png
 from optimist.config import Settings
 from optimist.loop import SchedulingLoop
-from optimist.png import Line, line_chart
 from optimist.runtime import Platform
 from shards.plugins.gpu_placement.fragmentation import demands, fragmentation
 from shards.plugins.gpu_placement.workload import TaskClass, Workload
@@ -438,12 +438,13 @@ def write_trace_plot(runs: Sequence[dict[str, Any]], path: Path) -> None:
     """Unallocated GPUs against the workload arrived, every policy on one chart."""
     first = runs[0]
     lines = [
-        Line(
+        Series(
             f"{r['policy']} {r['unallocated_gpu_pct_at_100']['mean']:.2f}%",
-            [float(i + 1) for i in range(len(r["curve_unallocated_gpu_pct"]))],
             r["curve_unallocated_gpu_pct"],
+            x=[float(i + 1) for i in range(len(r["curve_unallocated_gpu_pct"]))],
         )
         for r in runs
     ]
     title = f"{first['pods']}: unallocated gpus, mean of {len(first['seeds'])} seeds"
-    line_chart(path, title, "arrived gpu requests (% of capacity)", "unallocated gpu %", lines)
+    x_label = "arrived gpu requests (% of capacity)"
+    save_png(line_chart(title, x_label, lines, y_label="unallocated gpu %"), path)

@@ -1,7 +1,7 @@
-"""A bench or replay report as one self-contained HTML page, its charts drawn as inline SVG.
+"""A bench or replay report as one self-contained HTML page, its charts inline SVG.
 
-No plotting library: the page must open anywhere, offline, and add no
-dependency. Each chart reads one key of the report and is left out when
+The page opens anywhere, offline: the charts (`optimist.charts`) are in it, not
+beside it. Each chart reads one key of the report and is left out when
 that key is absent or empty, since reports of different commands (and
 versions) carry different keys:
 
@@ -24,16 +24,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 from typing import Any
 
+from optimist.charts import Series, bar_chart, line_chart, svg
 from optimist.report import comparison_rows
 
-WIDTH, HEIGHT = 640, 300
-LEFT, RIGHT, TOP, BOTTOM = 64, 16, 44, 48
-COLORS = ("#3366cc", "#dc3912", "#ff9900", "#109618", "#990099", "#0099c6")
 STRANDED = (("cpu", "CPU"), ("memory", "memory"), ("nvidia.com/gpu", "GPU"))
 PERCENTILES = ("p50", "p90", "p99")
 
@@ -59,12 +56,6 @@ HEADLINES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("pods/s p90", ("throughput_pods_per_s", "p90"), "{:,.0f}"),
     ("pods/s p99", ("throughput_pods_per_s", "p99"), "{:,.0f}"),
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Series:
-    label: str
-    values: Sequence[float | None]  # one per x position; None leaves a gap
 
 
 def write_html(report: Mapping[str, Any], path: Path) -> None:
@@ -124,13 +115,8 @@ def _throughput(report: Mapping[str, Any]) -> list[str]:
     series = [s for s in series if s.values]
     if not series:
         return []
-    longest = max(len(s.values) for s in series)
-    step = int(_nice_step(longest / 8)) if longest > 8 else 1
-    ticks = [(float(i), str(i)) for i in range(0, longest, step)]
-    return [
-        "<h2>Throughput over time</h2>",
-        _line_chart("pods bound per one-second window", "seconds since start", series, ticks),
-    ]
+    chart = line_chart("pods bound per one-second window", "seconds since start", series)
+    return ["<h2>Throughput over time</h2>", svg(chart)]
 
 
 def _latency(report: Mapping[str, Any]) -> list[str]:
@@ -142,8 +128,8 @@ def _latency(report: Mapping[str, Any]) -> list[str]:
     if not stages:
         return []
     series = [Series(p, [_number(_get(latency, (s, p))) for s in stages]) for p in PERCENTILES]
-    chart = _bar_chart("latency percentiles (seconds)", [str(s) for s in stages], series)
-    return ["<h2>Latency</h2>", chart]
+    chart = bar_chart("latency percentiles (seconds)", [str(s) for s in stages], series)
+    return ["<h2>Latency</h2>", svg(chart)]
 
 
 def _sweep(report: Mapping[str, Any]) -> list[str]:
@@ -159,17 +145,12 @@ def _sweep(report: Mapping[str, Any]) -> list[str]:
     def figure(path: tuple[str, ...]) -> list[float | None]:
         return [_number(_get(r, ("report", *path))) for r in runs]
 
+    pods_per_s = Series("pods/s", figure(("throughput_pods_per_s", "average")))
+    attempts = Series("attempts", figure(("attempts_per_pod",)))
     return [
         f"<h2>Scaling: {escape(variable)}</h2>",
-        _line_chart(
-            "average pods/s",
-            variable,
-            [Series("pods/s", figure(("throughput_pods_per_s", "average")))],
-            ticks,
-        ),
-        _line_chart(
-            "attempts per pod", variable, [Series("attempts", figure(("attempts_per_pod",)))], ticks
-        ),
+        svg(line_chart("average pods/s", variable, [pods_per_s], ticks=ticks)),
+        svg(line_chart("attempts per pod", variable, [attempts], ticks=ticks)),
     ]
 
 
@@ -185,7 +166,7 @@ def _comparison(report: Mapping[str, Any]) -> list[str]:
     ]
     parts = [
         "<h2>Through a real kube-apiserver</h2>",
-        _bar_chart("pods/s (median of the rounds)", [str(c["name"]) for c in cases], series),
+        svg(bar_chart("pods/s (median of the rounds)", [str(c["name"]) for c in cases], series)),
     ]
     for case in cases:
         head = "".join(f"<th>{escape(str(s))}</th>" for s in case["schedulers"])
@@ -214,10 +195,12 @@ def _quality(report: Mapping[str, Any]) -> list[str]:
     zones = sorted({z for q in placements.values() for z in (_get(q, ("zones", "pods")) or {})})
     out = [
         "<h2>Placement quality</h2>",
-        _bar_chart(
-            "stranded: % of allocatable that no pending pod shape can use",
-            [name for _, name in STRANDED],
-            stranded,
+        svg(
+            bar_chart(
+                "stranded: % of allocatable that no pending pod shape can use",
+                [name for _, name in STRANDED],
+                stranded,
+            )
         ),
         _quality_table(placements),
     ]
@@ -226,7 +209,7 @@ def _quality(report: Mapping[str, Any]) -> list[str]:
             Series(label, [_number(_get(q, ("zones", "pods", z))) for z in zones])
             for label, q in placements.items()
         ]
-        out.append(_bar_chart("pods per zone", zones, per_zone))
+        out.append(svg(bar_chart("pods per zone", zones, per_zone)))
     return out
 
 
@@ -247,120 +230,6 @@ def _quality_table(placements: Mapping[str, Mapping[str, Any]]) -> str:
         for name, value in rows
     )
     return f"<table><tr><th></th>{head}</tr>{body}</table>"
-
-
-# --- drawing -------------------------------------------------------------------
-
-
-def _line_chart(
-    title: str, x_label: str, series: Sequence[Series], ticks: Sequence[tuple[float, str]]
-) -> str:
-    """Lines over x = 0, 1, ... (one per value), with labelled ticks at the given positions."""
-    count = max(len(s.values) for s in series)
-    top = _top(series)
-    x_of = _scale(0, max(count - 1, 1), LEFT, WIDTH - RIGHT)
-    y_of = _scale(0, top, HEIGHT - BOTTOM, TOP)
-    parts = _frame(title, top, y_of, series)
-    for x, label in ticks:
-        parts.append(_x_tick(x_of(x), label))
-    parts.append(_text_at(WIDTH / 2, HEIGHT - 8, x_label, anchor="middle"))
-    for k, s in enumerate(series):
-        color = COLORS[k % len(COLORS)]
-        points = [(x_of(i), y_of(v), v) for i, v in enumerate(s.values) if v is not None]
-        path = " ".join(f"{x:.1f},{y:.1f}" for x, y, _ in points)
-        parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{path}"/>')
-        if len(points) <= 50:
-            parts.extend(
-                f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{color}">'
-                f"<title>{escape(_text(v))}</title></circle>"
-                for x, y, v in points
-            )
-    return _svg(parts)
-
-
-def _bar_chart(title: str, categories: Sequence[str], series: Sequence[Series]) -> str:
-    """Bars grouped by category, one bar per series, each with its value as a tooltip."""
-    top = _top(series)
-    y_of = _scale(0, top, HEIGHT - BOTTOM, TOP)
-    parts = _frame(title, top, y_of, series)
-    group = (WIDTH - LEFT - RIGHT) / max(len(categories), 1)
-    bar = group * 0.8 / max(len(series), 1)
-    for c, category in enumerate(categories):
-        left = LEFT + c * group + group * 0.1
-        parts.append(_x_tick(LEFT + (c + 0.5) * group, category))
-        for k, s in enumerate(series):
-            value = s.values[c] if c < len(s.values) else None
-            if value is None:
-                continue
-            y = y_of(value)
-            parts.append(
-                f'<rect x="{left + k * bar:.1f}" y="{y:.1f}" width="{bar:.1f}" '
-                f'height="{HEIGHT - BOTTOM - y:.1f}" fill="{COLORS[k % len(COLORS)]}">'
-                f"<title>{escape(f'{s.label}: {_text(value)}')}</title></rect>"
-            )
-    return _svg(parts)
-
-
-def _frame(
-    title: str, top: float, y_of: Callable[[float], float], series: Sequence[Series]
-) -> list[str]:
-    """Title, y axis with gridlines, x axis, and a legend when there is more than one series."""
-    parts = [_text_at(LEFT, 16, title, bold=True)]
-    step = _nice_step(top / 5)
-    for i in range(round(top / step) + 1):
-        y = y_of(i * step)
-        parts.append(
-            f'<line x1="{LEFT}" y1="{y:.1f}" x2="{WIDTH - RIGHT}" y2="{y:.1f}" stroke="#e5e5e5"/>'
-        )
-        parts.append(_text_at(LEFT - 6, y + 4, _text(i * step), anchor="end"))
-    base = HEIGHT - BOTTOM
-    parts.append(f'<line x1="{LEFT}" y1="{base}" x2="{WIDTH - RIGHT}" y2="{base}" stroke="#333"/>')
-    if len(series) > 1:
-        for k, s in enumerate(series):
-            x = LEFT + 110 * k
-            parts.append(
-                f'<rect x="{x}" y="24" width="10" height="10" fill="{COLORS[k % len(COLORS)]}"/>'
-            )
-            parts.append(_text_at(x + 14, 33, s.label))
-    return parts
-
-
-def _svg(parts: list[str]) -> str:
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
-        f'viewBox="0 0 {WIDTH} {HEIGHT}" font-size="11">' + "".join(parts) + "</svg>"
-    )
-
-
-def _x_tick(x: float, label: str) -> str:
-    return _text_at(x, HEIGHT - BOTTOM + 16, label, anchor="middle")
-
-
-def _text_at(x: float, y: float, text: str, *, anchor: str = "start", bold: bool = False) -> str:
-    weight = ' font-weight="bold"' if bold else ""
-    return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}"{weight}>{escape(text)}</text>'
-
-
-def _scale(low: float, high: float, out_low: float, out_high: float) -> Callable[[float], float]:
-    span = (high - low) or 1.0
-    return lambda v: out_low + (v - low) / span * (out_high - out_low)
-
-
-def _top(series: Sequence[Series]) -> float:
-    """The top of the y axis: a round number at or above every value (1 when all are 0)."""
-    highest = max((v for s in series for v in s.values if v is not None), default=0.0)
-    if highest <= 0:
-        return 1.0
-    step = _nice_step(highest / 5)
-    return math.ceil(highest / step) * step
-
-
-def _nice_step(raw: float) -> float:
-    """1, 2 or 5 times a power of ten, at least `raw`."""
-    if raw <= 0:
-        return 1.0
-    power = 10 ** math.floor(math.log10(raw))
-    return next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
 
 
 # --- reading the report --------------------------------------------------------
