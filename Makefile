@@ -66,12 +66,14 @@ parity: $(STAMP) oracle
 	OPTIMIST_PARITY_EXAMPLES=$(PARITY_EXAMPLES) OPTIMIST_PARITY_RANDOM=1 \
 		$(BIN)/python -m pytest -p no:cacheprovider -o timeout=0 tests/oracle
 
-# The contracts: ruff's rules and format, and the import layers of pyproject.toml
-# (the roles import cluster, never each other; nothing installed imports tests).
+# The contracts: ruff's rules and format, the import layers of pyproject.toml
+# (the roles import cluster, never each other; nothing installed imports tests), and
+# mypy over the package code (every type: ignore carries its reason).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

@@ -23,7 +23,7 @@ from cluster.crosspod.view import ClusterView
 from cluster.messages import Conflict, Decision, UnitOutcome
 from cluster.objects import Peer, SchedulingSpec
 from cluster.profile_config import ProfileConfig
-from cluster.store import Store
+from cluster.store import NodeStore, Store
 
 # plugin name -> (args -> the per-node rule: spec, node, view -> reason or None)
 Rule = Callable[[SchedulingSpec, str, ClusterView], str | None]
@@ -106,6 +106,9 @@ class CrossPodGuard:
         commit the view misses has moved them."""
         fences: dict[str, int] = {}
         if self.fenced:
+            # several binders commit only to a store on one Redis (Settings refuses them
+            # over a split one, which keeps no fences)
+            assert isinstance(self.store, NodeStore)
             self.keep_away, fences = self.store.fence_counts(namespaces)
             self._stale = False
         self.view.sync(self.store)

@@ -62,7 +62,9 @@ def reclaiming(tree: Callable[[], QuotaTree | None]) -> Callable[[Preemptor, Bou
         if victim.priority < pod.priority:
             return True
         quotas = tree()
-        over = quotas.over_runtime() if quotas is not None else set()
+        if quotas is None:
+            return False
+        over = quotas.over_runtime()
         if not over:
             return False
         theirs = quotas.leaf_for(victim.namespace, victim.labels)

@@ -44,11 +44,11 @@ def check_invariants(
         if node not in cluster.nodes:
             violations.append(f"pod {pod_key} is bound to unknown node {node}")
             continue
-        pod = pod_from_manifest(cluster.pod_manifests[pod_key])
-        spec = pod.spec
+        bound_pod = pod_from_manifest(cluster.pod_manifests[pod_key])
+        spec = bound_pod.spec
         res.add(usage[node], dict(spec.requests))
-        if pod.group:
-            members[pod.group] += 1
+        if bound_pod.group:
+            members[bound_pod.group] += 1
         for port in spec.host_ports:
             for other_pod, other in ports[node]:
                 if _ports_clash(port, other):

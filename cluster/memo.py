@@ -29,4 +29,4 @@ class Memo:
             if len(self.values) >= KEPT:
                 del self.values[next(iter(self.values))]
             self.values[key] = compute()
-        return self.values[key]  # type: ignore[no-any-return]
+        return self.values[key]

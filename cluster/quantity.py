@@ -36,8 +36,9 @@ _QUANTITY = re.compile(
 _MAX_EXPONENT = 18
 
 
-def parse_quantity(text: str | int | float) -> Fraction:
-    """The exact value of a quantity string such as `100m`, `1.5Gi` or `2e3`."""
+def parse_quantity(text: object) -> Fraction:
+    """The exact value of a quantity string such as `100m`, `1.5Gi` or `2e3` (or of an int
+    or float, as YAML reads a bare number); ValueError for anything else."""
     if isinstance(text, bool):
         raise ValueError(f"quantity {text!r} is a boolean, not a number")
     if isinstance(text, int):
@@ -89,7 +90,7 @@ def _amount(text: str, milli: bool, whole: bool) -> int | str:
 def _convert(text: object, milli: bool, whole: bool) -> int | str:
     """The integer amount, or what is wrong with the quantity."""
     try:
-        value = parse_quantity(text)  # type: ignore[arg-type]
+        value = parse_quantity(text)
     except ValueError as err:
         return str(err)
     if value < 0:

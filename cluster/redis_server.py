@@ -63,7 +63,10 @@ def connect(url: str) -> CountingRedis:
     password = None if in_url else _password_from_environment()
     if password:
         kwargs["password"] = password
-    return CountingRedis.from_url(url, **kwargs)
+    client = CountingRedis.from_url(url, **kwargs)
+    # from_url builds `cls(...)`, so this holds; redis-py annotates it as returning Redis
+    assert isinstance(client, CountingRedis)
+    return client
 
 
 def _password_from_environment() -> str | None:

@@ -330,12 +330,12 @@ class Dispatcher:
     def next_batch(self, shard: int, max_pods: int) -> ShardBatch | None:
         """Up to `max_pods` pods of the highest-priority active units, for one shard."""
         now = self.clock()
-        for unit in self.queue.waited_too_long(now, self.unschedulable_timeout_s):
-            self.queue.retry(unit, now)
+        for waited in self.queue.waited_too_long(now, self.unschedulable_timeout_s):
+            self.queue.retry(waited, now)
             self.stats.moved_by_timeout += 1
-        for unit in list(self.queue.preempting.values()):
-            if unit.unschedulable_since + self.unschedulable_timeout_s <= now:
-                self._preempted(unit)  # its victims' deletion never showed: try anyway
+        for stuck in list(self.queue.preempting.values()):
+            if stuck.unschedulable_since + self.unschedulable_timeout_s <= now:
+                self._preempted(stuck)  # its victims' deletion never showed: try anyway
                 self.stats.moved_by_timeout += 1
         self.queue.flush_expired(now)
         classes: dict[SchedulingSpec, int] = {}  # equal specs share a class

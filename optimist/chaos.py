@@ -155,7 +155,8 @@ class Chaos:
         return self.progress() >= (len(self.faults) + 1) / (self.plan.bound + 1)
 
     def _inject(self, kind: str, now: float) -> None:
-        platform, probe, target = self.platform, None, "redis"
+        platform, target = self.platform, "redis"
+        probe: ray.ObjectRef | None = None
         if kind == RESTART_REDIS:
             servers = platform.embedded_servers  # ChaosPlan.check saw that there are some
             index = self.rng.randrange(len(servers))

@@ -12,15 +12,16 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+    from matplotlib.typing import RcKeyType
 
 SIZE_IN = (6.4, 3.0)  # a chart's width and height, in inches at 100 dpi
 # what makes the SVG inline text, not glyph outlines, and the same bytes for the same chart
-_SVG_STYLE = {"svg.fonttype": "none", "svg.hashsalt": "optimist"}
+_SVG_STYLE: dict[RcKeyType, Any] = {"svg.fonttype": "none", "svg.hashsalt": "optimist"}
 
 
 @dataclass(frozen=True, slots=True)

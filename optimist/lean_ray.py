@@ -97,7 +97,7 @@ def _no_api_server() -> Callable[[], None]:
 def _agent_ports_written() -> Callable[[], None]:
     from ray._private.node import Node
     from ray._private.utils import get_dashboard_dependency_error
-    from ray._raylet import persist_port
+    from ray._raylet import persist_port  # type: ignore[attr-defined]  # the Cython module has it; ray/_raylet.pyi stubs only part of that module
 
     if get_dashboard_dependency_error() is None:
         raise ImportError("the dashboard's packages are installed: its agent serves ports")

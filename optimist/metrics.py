@@ -26,7 +26,7 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import Any
+from typing import Any, TypeVar
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 from prometheus_client import (
@@ -198,12 +198,15 @@ class _Sampled:
         )
 
 
+_Labels = TypeVar("_Labels", bound=tuple[str, ...])  # one series' label values
+
+
 def _family(
     kind: type[CounterMetricFamily] | type[GaugeMetricFamily],
     name: str,
     doc: str,
     labels: list[str],
-    values: Mapping[tuple[str, ...], float],
+    values: Mapping[_Labels, float],
 ) -> Metric:
     """A counter or gauge family with a series per key of `values`, in key order."""
     family = kind(name, doc, labels=labels)
@@ -395,11 +398,11 @@ class SchedulerMetrics:
             self.extension_points,
             self.plugin_duration,
         ):
-            r.register(collector)  # type: ignore[arg-type]
+            r.register(collector)
         self._sampled = _Sampled()
-        r.register(self._sampled)  # type: ignore[arg-type]
+        r.register(self._sampled)
         self._api = _Api()
-        r.register(self._api)  # type: ignore[arg-type]
+        r.register(self._api)
 
     def watch_api(self, read: Callable[[], ApiSample] | None) -> None:
         """Serve the Kubernetes adapter's counters, as `read` gives them (None: stop)."""
@@ -640,6 +643,9 @@ class MetricsServer:
     @property
     def address(self) -> str:
         host, port = self._server.server_address[:2]
+        # the bound socket's own address (getsockname): its host is a str, though the
+        # stubs allow the bytes an address may be given as
+        assert isinstance(host, str)
         return f"{host}:{port}"
 
     def __enter__(self) -> MetricsServer:

@@ -81,7 +81,7 @@ class Profiler:
         if ask.profile is not None:
             ask.profile.disable()
             ask.profile.create_stats()
-            ask.stats = marshal.dumps(ask.profile.stats)  # type: ignore[attr-defined]
+            ask.stats = marshal.dumps(ask.profile.stats)
         ask.done.set()
 
     def profile(self, target: str, seconds: float) -> bytes:

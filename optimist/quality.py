@@ -85,8 +85,8 @@ def placement_quality(
         for r, amount in shape:
             shapes[s, col[r]] = amount
     fits = np.zeros((len(names), len(shapes)), dtype=bool)  # node x shape: the shape fits
-    for s, shape in enumerate(shapes):
-        fits[:, s] = (free >= shape).all(axis=1)
+    for s, shape_row in enumerate(shapes):
+        fits[:, s] = (free >= shape_row).all(axis=1)
     figures = {}
     for r in REPORTED:
         j = col[r]

@@ -45,7 +45,7 @@ from cluster.invariants import check_invariants
 from cluster.manifests import node_from_manifest, pod_from_manifest, podgroup_from_manifest
 from cluster.objects import Pod
 from cluster.simulator import SimulatedCluster
-from cluster.store import NodeStore, pinned
+from cluster.store import Store, pinned
 from optimist import report
 from optimist.config import Settings
 from optimist.loop import SchedulingLoop
@@ -262,7 +262,7 @@ def run_replay(snapshot: Snapshot, settings: Settings) -> ReplayRun:
 
 
 def _run_in_place(
-    store: NodeStore, cluster: SimulatedCluster, pods: Sequence[Pod], errors: list[str]
+    store: Store, cluster: SimulatedCluster, pods: Sequence[Pod], errors: list[str]
 ) -> list[Pod]:
     """Commit background pods on their nodes, then record them bound; returns those that are.
 

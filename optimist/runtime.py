@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
+from typing import Any
 
 import ray
 from ray._private import ray_constants
@@ -23,7 +24,7 @@ from cluster.redis_server import EmbeddedRedis
 from cluster.store import Keys, open_store
 from optimist.config import Settings
 from optimist.lean_ray import SYSTEM_CONFIG, lean_start
-from shards.actor import ShardActor
+from shards.actor import RayNode, ShardActor, ShardInfo
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,7 @@ def _start_local() -> None:
     that fails, as it may with a Ray whose internals moved. Always a new one
     (`address="local"`): without it Ray joins whatever /tmp/ray/ray_current_cluster
     or a running GCS names, a cluster that may be dead or another program's."""
-    options = dict(
+    options: dict[str, Any] = dict(  # ray.init's keywords, each of its own type
         address="local",
         _node_ip_address="127.0.0.1",
         include_dashboard=False,
@@ -74,12 +75,12 @@ def _start_local() -> None:
     )
     try:
         with lean_start():
-            ray.init(**options, _system_config=dict(SYSTEM_CONFIG))  # type: ignore[arg-type]
+            ray.init(**options, _system_config=dict(SYSTEM_CONFIG))
         return
     except Exception as e:  # whatever broke it, a plain start may not have
         log.warning("a lean start of Ray failed (%s); starting it as it is", e)
         ray.shutdown()
-    ray.init(**options)  # type: ignore[arg-type]
+    ray.init(**options)
 
 
 def _loopback(address: str) -> bool:
@@ -121,7 +122,7 @@ class Platform:
         self._own_ray = False
         self.shards: list[ray.actor.ActorHandle] = []
         self.binders: list[ray.actor.ActorHandle] = []  # beside the driver's own binder
-        self.shard_info: list[dict[str, object]] = []
+        self.shard_info: list[ShardInfo] = []
 
     def __enter__(self) -> Platform:
         self._thresholds = collector.settle()  # the driver's, for as long as it runs the roles
@@ -148,7 +149,7 @@ class Platform:
         at_shards = _spread(s.shard_resources, s.shards, "shardResources")
         at_binders = _spread(s.binder_resources, s.binders - 1, "binderResources")
         self.shards = [
-            ShardActor.options(**at_shards).remote(
+            ShardActor.options(**at_shards).remote(  # type: ignore[attr-defined]  # ray.remote made it an ActorClass
                 i,
                 self.redis_urls,
                 s.key_prefix,
@@ -162,7 +163,9 @@ class Platform:
             for i in range(s.shards)
         ]
         self.binders = [
-            BinderActor.options(**at_binders).remote(self.redis_url, s.key_prefix, s.conflict_mode)
+            BinderActor.options(**at_binders).remote(  # type: ignore[attr-defined]  # ray.remote made it an ActorClass
+                self.redis_url, s.key_prefix, s.conflict_mode
+            )
             for _ in range(s.binders - 1)
         ]
         self.shard_info = ray.get([shard.info.remote() for shard in self.shards])
@@ -177,7 +180,9 @@ class Platform:
         deadline = time.monotonic() + timeout_s
         waiting = set(range(len(self.shards)))
         while waiting and time.monotonic() < deadline:
-            asked = {self.shards[i].info.remote(): i for i in sorted(waiting)}
+            asked: dict[ray.ObjectRef, int] = {
+                self.shards[i].info.remote(): i for i in sorted(waiting)
+            }
             left = max(deadline - time.monotonic(), 0.0)
             answered, _ = ray.wait(list(asked), num_returns=len(asked), timeout=left)
             for ref in answered:
@@ -191,10 +196,11 @@ class Platform:
                 if now is None:
                     continue
                 info = self.shard_info[asked[ref]]
-                seen: list[dict[str, object]] = info["ray_nodes"]  # type: ignore[assignment]
+                seen = info["ray_nodes"]
                 if seen[-1] != _node(now):
                     seen.append(_node(now))
-                info.update(now, ray_nodes=seen)
+                info.update(now)  # then ray_nodes, as update(now, ray_nodes=seen) did: a
+                info["ray_nodes"] = seen  # TypedDict's update takes no keywords
             if waiting:
                 time.sleep(0.1)
 
@@ -210,7 +216,7 @@ class Platform:
         collector.restore(self._thresholds)
 
 
-def _node(info: dict[str, object]) -> dict[str, object]:
+def _node(info: ShardInfo) -> RayNode:
     return {"id": info["ray_node_id"], "ip": info["ray_node_ip"]}
 
 

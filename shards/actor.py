@@ -6,7 +6,7 @@ import cProfile
 import logging
 import marshal
 import os
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import ray
 
@@ -18,6 +18,23 @@ from shards.plugins import build_profile
 from shards.scheduler import ShardCore
 
 log = logging.getLogger(__name__)
+
+
+class RayNode(TypedDict):
+    id: str
+    ip: str
+
+
+class ShardInfo(TypedDict):
+    """Where a shard runs (`ShardActor.info`). The platform adds each Ray node it was seen
+    on, first to last; `--cpu-affinity`, the core it is pinned to."""
+
+    id: int
+    ray_node_id: str
+    ray_node_ip: str
+    pid: int
+    ray_nodes: NotRequired[list[RayNode]]
+    core: NotRequired[int]
 
 
 @ray.remote(num_cpus=0, max_restarts=-1)  # a dead shard comes back and syncs afresh
@@ -46,7 +63,7 @@ class ShardActor:
         consulted = [HTTPExtender.from_config(e) for e in extenders]
         return ShardCore(shard_id, store, built, seed, consulted, candidates, partitions, shards)
 
-    def info(self) -> dict[str, object]:
+    def info(self) -> ShardInfo:
         """Where this shard runs, for the report."""
         return {
             "id": self.core.shard_id,
@@ -63,6 +80,8 @@ class ShardActor:
     def stop_profile(self) -> bytes:
         """The profile since `start_profile`, as pstats reads it (marshalled)."""
         profile, self._profile = self._profile, None
+        if profile is None:  # never started, or this actor was restarted since
+            raise RuntimeError("no profile was started in this shard")
         profile.disable()
         profile.create_stats()
         return marshal.dumps(profile.stats)

@@ -179,7 +179,7 @@ class Profile:
 
     def __post_init__(self) -> None:
         self._static = [plugin for plugin in self.filters if not plugin.dynamic]
-        plugins = [*self.filters, *(plugin for plugin, _ in self.scorers)]
+        plugins: list[FilterPlugin | ScorePlugin] = [*self.filters, *(p for p, _ in self.scorers)]
         self._spanning = [
             plugin
             for plugin in dict.fromkeys(plugins)

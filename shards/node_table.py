@@ -190,9 +190,9 @@ class NodeTable:
             row = self.index[name]
             for peer_id, pods in entries:
                 self.peer_pods[row, self.peer_col[peer_id]] = pods
-        for name, entries in delta.ports.items():
+        for name, in_use in delta.ports.items():
             self.ports[self.index[name]] = Counter(
-                {(protocol, ip, port): pods for protocol, port, ip, pods in entries}
+                {(protocol, ip, port): pods for protocol, port, ip, pods in in_use}
             )
         self.store_version = max(self.store_version, delta.version)
 

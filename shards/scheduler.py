@@ -195,7 +195,8 @@ class ShardCore:
         state = states.get(cls)
         if state is None:
             state = states[cls] = ClassState(pod, self.profiles[pod.spec.profile], self.table)
-        names, out = self.table.names, []
+        names = self.table.names
+        out: list[tuple[Decision, list[Taken]]] = []
         while len(out) < len(units):
             left = len(units) - len(out)
             for row, searched, runners in state.best_of_run(

@@ -197,7 +197,8 @@ class KubeClient:
         from a file or an exec plugin is refreshed by the configuration)."""
         headers = {"Accept": "application/json", "Content-Type": content_type}
         for auth in self.transport.configuration.auth_settings().values():
-            if auth["in"] == "header" and auth["value"]:
+            # each is a dict (an APIKeyAuthSetting); mypy reads a TypedDict's values as object
+            if isinstance(auth, dict) and auth["in"] == "header" and auth["value"]:
                 headers[auth["key"]] = auth["value"]
         return headers
 

@@ -16,7 +16,7 @@ import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from math import ceil
-from typing import NamedTuple
+from typing import Any, NamedTuple, cast
 
 import msgpack
 import numpy as np
@@ -182,9 +182,10 @@ class NodeStore:
         self._script_keys = self.keys.script_keys
         self.epoch: str | None = None  # the epoch this client works in, once known
 
-    def _run(self, script: str, *args: object, epoch: str | None = None) -> object:
+    def _run(self, script: str, *args: object, epoch: str | None = None) -> Any:
         """Run a script in `epoch` (by default this client's): EpochChanged if the store
-        is in another."""
+        is in another. The reply is untyped, as the script sent it (Redis integers, bulk
+        strings and arrays of them): each caller reads the shape its script sends."""
         expected = epoch or self.working_epoch()
         try:
             return getattr(self._scripts, script)(
@@ -195,11 +196,17 @@ class NodeStore:
                 raise EpochChanged(expected, str(err)[len("EPOCH ") :]) from None
             raise
 
+    def _hash(self, key: str) -> dict[bytes, bytes]:
+        """A hash's fields and values. This client decodes no responses (nothing here asks
+        redis-py to), so they are bytes; redis-py types them `bytes | str`, not knowing
+        how the client was made."""
+        return cast("dict[bytes, bytes]", self.client.hgetall(key))
+
     # --- epochs ------------------------------------------------------------------
 
     def current_epoch(self) -> str:
         """The store's epoch now, "" if it has none."""
-        raw = self.client.get(self.keys.epoch)
+        raw = cast("bytes | None", self.client.get(self.keys.epoch))  # see `_hash`: bytes
         return raw.decode() if raw else ""
 
     def working_epoch(self) -> str:
@@ -284,10 +291,10 @@ class NodeStore:
         reply = self._run(
             "changes_since", since, _lua_frame(list(columns)), _lua_frame(list(awaited))
         )
-        if reply[0] == b"log":  # type: ignore[index]
-            _, head, *records = reply  # type: ignore[misc]
+        if reply[0] == b"log":
+            _, head, *records = reply
             return _logged(head, records, columns)
-        head, *blobs = reply  # type: ignore[misc]
+        head, *blobs = reply
         version, names, flat, deleted, committed, ports, spec_count, peered, spaces, gpus = (
             msgpack.unpackb(head)
         )
@@ -374,7 +381,7 @@ class NodeStore:
         if reserve_until is not None:
             args.append(_lua_frame([float(reserve_until), list(homes)]))
         reply = self._run("commit", *args, epoch=epoch)
-        version, results, keep_away = msgpack.unpackb(reply)  # type: ignore[arg-type]
+        version, results, keep_away = msgpack.unpackb(reply)
         outcomes = []
         for decision, (status, detail, *rest) in zip(decisions, results, strict=True):
             if status == Status.COMMITTED:
@@ -400,14 +407,14 @@ class NodeStore:
             [u, self.keys.decided(u) if home else ""]
             for u, home in zip(units, at_home, strict=True)
         ]
-        _, answers = self._run("settle", _lua_frame(entries), action, max(1, ceil(keep_s)))  # type: ignore[misc]
+        _, answers = self._run("settle", _lua_frame(entries), action, max(1, ceil(keep_s)))
         return [a.decode() if isinstance(a, bytes) else str(a) for a in answers]
 
     def reservations(self) -> dict[str, Reservation]:
         """Unit key -> its reservation here, for units that span partitions."""
         return {
             unit.decode(): Reservation(*msgpack.unpackb(blob))
-            for unit, blob in self.client.hgetall(self.keys.reserved).items()
+            for unit, blob in self._hash(self.keys.reserved).items()
         }
 
     def observe(self, pods: Sequence[Pod]) -> list[UnitOutcome]:
@@ -442,7 +449,7 @@ class NodeStore:
     def release(self, units: Sequence[str] = (), pods: Sequence[str] = ()) -> Released:
         """Give back what committed units (all their pods) and single pods hold."""
         reply = self._run("release", _lua_frame(list(units)), _lua_frame(list(pods)))
-        version, unit_count, pod_count, hold_count = reply  # type: ignore[misc]
+        version, unit_count, pod_count, hold_count = reply
         return Released(int(version), int(unit_count), int(pod_count), int(hold_count))
 
     # --- preemption --------------------------------------------------------------
@@ -452,14 +459,14 @@ class NodeStore:
         change nothing if a victim is gone or a hold does not fit. With no victims: hold
         room if it fits."""
         frame = _lua_frame([list(victims), [h.to_wire() for h in holds]])
-        version, status, detail, kind = msgpack.unpackb(self._run("preempt", frame))  # type: ignore[arg-type]
+        version, status, detail, kind = msgpack.unpackb(self._run("preempt", frame))
         return Preempted(
             int(version), Status(status), str(detail), Conflict(kind) if kind else None
         )
 
     def expire_holds(self, now: float) -> int:
         """Give back the holds whose time is up; returns how many."""
-        _, released = self._run("expire", now)  # type: ignore[misc]
+        _, released = self._run("expire", now)
         return int(released)
 
     def claim_hold(self, held_as: str, pod: str) -> str:
@@ -471,7 +478,7 @@ class NodeStore:
     def holds(self) -> dict[str, Hold]:
         """Pod key -> the room held for it."""
         out = {}
-        for pod, blob in self.client.hgetall(self.keys.holds).items():
+        for pod, blob in self._hash(self.keys.holds).items():
             node, names, amounts, expires_at = msgpack.unpackb(blob)
             key = pod.decode()
             out[key] = Hold(key, node, tuple(zip(names, amounts, strict=True)), expires_at)
@@ -502,7 +509,7 @@ class NodeStore:
         return list(msgpack.unpackb(blob)) if blob else []
 
     def usage(self, name: str) -> dict[str, int]:
-        raw = self.client.hgetall(self.keys.node(name))
+        raw = self._hash(self.keys.node(name))
         return {k.decode()[2:]: int(v) for k, v in raw.items() if k.startswith(b"u:")}
 
     def node_names(self) -> set[str]:
@@ -515,8 +522,7 @@ class NodeStore:
     def committed_pods(self) -> dict[str, str]:
         """Committed pod key -> node."""
         return {
-            pod.decode(): msgpack.unpackb(rec)[0]
-            for pod, rec in self.client.hgetall(self.keys.pods).items()
+            pod.decode(): msgpack.unpackb(rec)[0] for pod, rec in self._hash(self.keys.pods).items()
         }
 
     def close(self) -> None:

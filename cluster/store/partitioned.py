@@ -97,9 +97,10 @@ class PartitionedStore:
 
     @property
     def epoch(self) -> str | None:
-        if any(s.epoch is None for s in self.stores):
+        epochs = [s.epoch for s in self.stores if s.epoch is not None]
+        if len(epochs) < len(self.stores):
             return None
-        return EPOCHS.join(s.epoch for s in self.stores)  # type: ignore[misc]
+        return EPOCHS.join(epochs)
 
     def working_epoch(self) -> str:
         return EPOCHS.join(s.working_epoch() for s in self.stores)

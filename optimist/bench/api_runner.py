@@ -47,6 +47,7 @@ from optimist.bench.case_file import (
     Sleep,
     StartCollectingMetrics,
     StopCollectingMetrics,
+    UnsupportedOp,
 )
 from optimist.bench.go_template import TextTemplate
 from optimist.bench.sim_runner import CHURN_NAMESPACE, CaseError, ChurnTask, DeleteTask, phase_takes
@@ -261,7 +262,8 @@ class ApiCaseRunner:
                         f"optimist cannot run it: {unsupported.reason}"
                     )
                 for index, op in enumerate(self.run.ops):
-                    self._op(index, op)  # type: ignore[arg-type]
+                    assert not isinstance(op, UnsupportedOp)  # `unsupported()` found none above
+                    self._op(index, op)
                 if self.collecting is not None:
                     self._close(self.collecting)
             except CaseError as e:

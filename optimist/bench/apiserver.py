@@ -433,11 +433,11 @@ def compare(runs: list[dict[str, Any]], ceiling_median: float) -> list[dict[str,
                 "errors": [r["error"] for r in mine if r["error"]],
             }
         entry: dict[str, Any] = {"name": name, "schedulers": per}
-        mine, theirs = per.get("optimist"), per.get("kube-scheduler")
-        if mine and theirs and theirs["pods_per_s"]:
-            entry["ratio"] = mine["pods_per_s"] / theirs["pods_per_s"]
-        if mine and ceiling_median:
-            entry["share_of_ceiling"] = mine["pods_per_s"] / ceiling_median
+        ours, theirs = per.get("optimist"), per.get("kube-scheduler")
+        if ours and theirs and theirs["pods_per_s"]:
+            entry["ratio"] = ours["pods_per_s"] / theirs["pods_per_s"]
+        if ours and ceiling_median:
+            entry["share_of_ceiling"] = ours["pods_per_s"] / ceiling_median
         out.append(entry)
     return out
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, overload
 
 import yaml
 
@@ -100,6 +100,26 @@ class Templates:
             if (folder / value).exists():
                 return (folder / value).resolve()
         return (self.base / value).resolve()
+
+    @overload  # not indexed, a Go template raises Unsupported: what comes back is a manifest
+    def load(
+        self,
+        where: Where,
+        field: str,
+        value: object,
+        kinds: tuple[str, ...],
+        indexed: Literal[False] = False,
+    ) -> Manifest: ...
+
+    @overload
+    def load(
+        self,
+        where: Where,
+        field: str,
+        value: object,
+        kinds: tuple[str, ...],
+        indexed: bool,
+    ) -> Template: ...
 
     def load(
         self,
@@ -240,7 +260,7 @@ def one_of(*choices: str) -> Callable[[Fields, str, Any], str]:
 
 def template(*kinds: str) -> Callable[[Fields, str, Any], Manifest]:
     def read(f: Fields, key: str, value: Any) -> Manifest:
-        return f.templates.load(f.where, f.prefix + key, value, kinds)  # type: ignore[return-value]
+        return f.templates.load(f.where, f.prefix + key, value, kinds)
 
     return read
 

@@ -47,9 +47,10 @@ def _walk(value: Any, kind: str) -> Any:
     if not hasattr(models, kind) or not isinstance(value, Mapping):
         return value
     keys, types = _fields(kind)
-    out: dict[str, Any] = {}
+    out: dict[Any, Any] = {}
     for key, item in value.items():
-        # an exact match wins, as in encoding/json; else the case-insensitive one
-        name = key if key in types else keys.get(str(key).lower(), key)
+        # an exact match wins, as in encoding/json; else the case-insensitive one; else
+        # the key stays as YAML read it (which may be no str: `1: x`, `~: x`)
+        name: Any = key if key in types else keys.get(str(key).lower(), key)
         out[name] = _walk(item, types.get(name, ""))
     return out

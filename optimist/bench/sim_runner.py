@@ -39,6 +39,7 @@ from optimist.bench.case_file import (
     Sleep,
     StartCollectingMetrics,
     StopCollectingMetrics,
+    UnsupportedOp,
 )
 from optimist.bench.go_template import TextTemplate
 from optimist.chaos import Chaos, ChaosPlan
@@ -245,7 +246,7 @@ class CaseRunner:
         here = ray.get_runtime_context().get_node_id()
         # the bench's readings, apart from the loop's, of every server of the store
         self.harness = RedisServers(platform.redis_urls)
-        local = [int(i["pid"]) for i in platform.shard_info if i["ray_node_id"] == here]  # type: ignore[call-overload]
+        local = [int(i["pid"]) for i in platform.shard_info if i["ray_node_id"] == here]
         self.memory = PeakMemory(local, self.harness)
         self.cpu = CpuClock(local, self.harness)
         self.progress = progress
@@ -284,7 +285,8 @@ class CaseRunner:
                     f"optimist cannot run it: {unsupported.reason}"
                 )
             for index, op in enumerate(self.run.ops):
-                self._op(index, op)  # type: ignore[arg-type]
+                assert not isinstance(op, UnsupportedOp)  # `unsupported()` found none above
+                self._op(index, op)
             if self.collecting is not None:
                 self._close(self.collecting)
         except CaseError as e:
@@ -378,8 +380,8 @@ class CaseRunner:
         self.namespaces.add(namespace)
         window = self._open((namespace,), None) if collect else self.collecting
         since_turn = 0
-        for manifest, n in batches:
-            manifest = self.priorities.admit(manifest)
+        for template, n in batches:
+            manifest = self.priorities.admit(template)
             labels = workload_objects.labels_of(manifest)
             while n:
                 take = min(n, CREATE_CHUNK - since_turn)

@@ -23,7 +23,14 @@ from typing import Any
 
 import psutil
 import ray
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from cluster.invariants import check_invariants
 from cluster.simulator import SimulatedCluster, load_template
@@ -46,6 +53,7 @@ from optimist.metrics import LoopMetrics
 from optimist.profiling import Profiler
 from optimist.quality import cluster_quality
 from optimist.runtime import Platform, init_ray
+from shards.actor import ShardInfo
 
 UPSTREAM_NOTE = "published upstream threshold, other hardware"
 GATED = "SchedulingGated"  # how the dispatcher reports a pod its gates hold back
@@ -219,11 +227,12 @@ def _profiled(platform: Platform, directory: Path | None, name: str) -> Iterator
     finally:
         driver.disable()
         driver.dump_stats(directory / f"{stem}.driver.prof")
-        for i, stats in enumerate(ray.get([s.stop_profile.remote() for s in platform.shards])):
+        stopped: list[ray.ObjectRef] = [s.stop_profile.remote() for s in platform.shards]
+        for i, stats in enumerate(ray.get(stopped)):
             (directory / f"{stem}.shard-{i}.prof").write_bytes(stats)
 
 
-def pin_shards(shard_info: list[dict[str, Any]]) -> None:
+def pin_shards(shard_info: list[ShardInfo]) -> None:
     """Each shard on this machine to a core of its own, round robin (`--cpu-affinity`):
     a shard's decision rate without its neighbours' share of the core. Notes the core
     in the shard's info for the report."""
@@ -265,10 +274,10 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
             "ray_node_id": info["ray_node_id"],
             "ray_node_ip": info["ray_node_ip"],
             "ray_nodes": info["ray_nodes"],
-            "units": stats.units_by_shard.get(int(info["id"]), 0),  # type: ignore[call-overload]
-            "pods": stats.pods_by_shard.get(int(info["id"]), 0),  # type: ignore[call-overload]
-            **shard_idle(busy.get(int(info["id"]), 0.0), duration),  # type: ignore[call-overload]
-            **decision_rate(decided.get(int(info["id"]), 0), busy.get(int(info["id"]), 0.0)),  # type: ignore[call-overload]
+            "units": stats.units_by_shard.get(int(info["id"]), 0),
+            "pods": stats.pods_by_shard.get(int(info["id"]), 0),
+            **shard_idle(busy.get(int(info["id"]), 0.0), duration),
+            **decision_rate(decided.get(int(info["id"]), 0), busy.get(int(info["id"]), 0.0)),
             "core": info.get("core"),
         }
         for info in platform.shard_info
@@ -596,13 +605,13 @@ class ProgressLines:
 
     def __init__(self) -> None:
         self._tasks: list[tuple[str, float]] = []  # (name, when it began)
-        self._said: dict[int, tuple[int, int | None]] = {}
+        self._said: dict[TaskID, tuple[int, int | None]] = {}
 
-    def add_task(self, description: str, total: int | None = None) -> int:
+    def add_task(self, description: str, total: int | None = None) -> TaskID:
         self._tasks.append((description, time.perf_counter()))
-        return len(self._tasks) - 1
+        return TaskID(len(self._tasks) - 1)  # rich's task ids, as a Progress's would be
 
-    def update(self, task: int, completed: int, total: int | None) -> None:
+    def update(self, task: TaskID, completed: int, total: int | None) -> None:
         if self._said.get(task) == (completed, total):
             return
         self._said[task] = (completed, total)

@@ -72,7 +72,7 @@ def parse_configuration(text: str) -> Configuration:
 class _StrictLoader(yaml.SafeLoader):
     """YAML that refuses a field given twice in one mapping, as upstream's strict decoding does."""
 
-    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         if isinstance(node, yaml.MappingNode):
             seen: set[Any] = set()
             for key_node, _ in node.value:

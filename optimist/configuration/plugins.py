@@ -275,7 +275,7 @@ def _inactive(profile: ExpandedProfile, known: _Known) -> list[InactivePlugin]:
             runs_at.setdefault(name, set()).add(point)
     out = []
     for name, points in runs_at.items():
-        covered = set()
+        covered: set[str] = set()
         if name in known.filters:
             covered |= _CHECKS
         if name in known.scores:

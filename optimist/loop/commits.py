@@ -84,7 +84,7 @@ class Commits:
             )
             return outcomes + held
         self.by_binder[slot] += 1
-        ref = actor.commit.remote(request.encode())
+        ref: ray.ObjectRef = actor.commit.remote(request.encode())
         self.out[ref] = Committing(batch_id, classes, placed, decided, held, request.epoch)
         return None
 

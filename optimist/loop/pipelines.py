@@ -40,7 +40,7 @@ class ShardPipelines:
         return shard not in self._restarting and self._per_shard[shard] < self.depth
 
     def send(self, shard: int, batch: ShardBatch) -> None:
-        ref = self.shards[shard].schedule.remote(batch.encode())
+        ref: ray.ObjectRef = self.shards[shard].schedule.remote(batch.encode())
         self.out[ref] = Sent(shard, batch.batch_id, time.monotonic())
         self._per_shard[shard] += 1
 

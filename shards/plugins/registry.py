@@ -59,10 +59,17 @@ def build_profile(config: ProfileConfig) -> Profile:
     if unknown:
         raise ValueError(f"profile {config.scheduler_name}: unknown plugins {unknown}")
     plugins = {n: REGISTRY[n](config.args.get(n, {})) for n in names}
+    # the configuration names a plugin only at the points it implements: none is left out
+    filters = [p for n in config.filters if isinstance(p := plugins[n], FilterPlugin)]
+    scorers = [(p, w) for n, w in config.scorers if isinstance(p := plugins[n], ScorePlugin)]
+    if len(filters) < len(config.filters) or len(scorers) < len(config.scorers):
+        raise ValueError(
+            f"profile {config.scheduler_name}: a plugin at a point it does not implement"
+        )
     profile = Profile(
         name=config.scheduler_name,
-        filters=[plugins[n] for n in config.filters],  # type: ignore[misc]
-        scorers=[(plugins[n], w) for n, w in config.scorers],  # type: ignore[misc]
+        filters=filters,
+        scorers=scorers,
         percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
     )
     gpus = plugins.get(GPUPlacement.name)

@@ -117,8 +117,8 @@ class _Relations:
         self.concerned = np.zeros(self.done, dtype=bool)
         for selected in self.keeps_away.values():
             self.concerned |= selected
-        for weight in self.weights.values():
-            self.concerned |= weight != 0
+        for key_weights in self.weights.values():
+            self.concerned |= key_weights != 0
 
 
 def _per_domain(table: NodeTable, key: str, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -105,6 +105,7 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin):
 
     def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
         ok = ~self._short(pod, table, rows)[1].any(axis=1)
+        assert isinstance(ok, np.ndarray)  # rows x columns, so one answer per row
         if self._per_gpu(pod):
             free = table.gpu_free(rows)
             ok &= fits(free, pod.gpu)

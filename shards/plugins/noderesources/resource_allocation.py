@@ -148,7 +148,7 @@ def weighted_mean(
     if counted.all():  # every node has every resource: one divisor for all rows
         weights = _weights(resources)
         total = scores.sum(axis=1) if (weights == 1).all() else (scores * weights).sum(axis=1)
-        return total // int(weights.sum())  # type: ignore[no-any-return]
+        return total // int(weights.sum())
     total, sums = weighted_sums(scores, counted, resources)
     return np.where(sums > 0, total // np.maximum(sums, 1), 0)
 
