@@ -21,12 +21,12 @@ import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from cluster.invariants import check_invariants
 from cluster.objects import POD_GROUP_LABEL
-from cluster.simulator import SimulatedCluster
 from optimist.config import Settings
+from optimist.invariants import check_invariants
 from optimist.loop import SchedulingLoop
 from optimist.runtime import Platform, init_ray
+from optimist.simulator import SimulatedCluster
 
 NODE_CPU = 4
 POD_CPU_MILLI = 500

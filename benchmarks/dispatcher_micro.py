@@ -23,9 +23,9 @@ import psutil
 from cluster.events import ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE
 from cluster.messages import Decision, PodPlacement, ShardResult, UnitOutcome
 from cluster.objects import Pod
-from cluster.simulator import SimulatedCluster, load_template
 from dispatcher.dispatcher import Dispatcher
 from optimist.bench import template
+from optimist.simulator import SimulatedCluster, load_template
 
 
 def main() -> None:

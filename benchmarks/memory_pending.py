@@ -22,11 +22,11 @@ import psutil
 import ray
 
 from cluster.messages import ShardBatch
-from cluster.simulator import SimulatedCluster, load_template
 from optimist.bench import template
 from optimist.config import Settings
 from optimist.loop import SchedulingLoop
 from optimist.runtime import Platform
+from optimist.simulator import SimulatedCluster, load_template
 
 MIB = 1024 * 1024
 

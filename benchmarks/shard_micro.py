@@ -26,12 +26,12 @@ from cluster.manifests import pod_from_manifest
 from cluster.messages import ShardBatch, UnitRequest
 from cluster.objects import SchedulingSpec
 from cluster.redis_server import EmbeddedRedis, connect
-from cluster.simulator import SimulatedCluster, load_template
 from cluster.store import NodeStore
 from optimist.bench import template
 from optimist.bench.case_file import LabelValues, PerIndex
 from optimist.bench.workload_objects import indexed_pod
 from optimist.config import DEFAULT_PROFILE
+from optimist.simulator import SimulatedCluster, load_template
 from shards.plugins import build_profile
 from shards.scheduler import ShardCore
 

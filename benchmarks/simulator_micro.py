@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from cluster.adapter import Binding
-from cluster.simulator import SimulatedCluster, load_template
+from cluster.cluster_adapter import Binding
 from optimist.bench import template
+from optimist.simulator import SimulatedCluster, load_template
 
 
 def main() -> None:

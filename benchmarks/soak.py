@@ -27,13 +27,13 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from cluster.invariants import check_invariants
-from cluster.simulator import SimulatedCluster, load_template
 from optimist.bench import template
 from optimist.config import Settings
+from optimist.invariants import check_invariants
 from optimist.loop import SchedulingLoop
 from optimist.report import PeakMemory
 from optimist.runtime import Platform
+from optimist.simulator import SimulatedCluster, load_template
 
 MIB = 1024 * 1024
 STEP_S = 0.005

@@ -24,18 +24,18 @@ from contextlib import ExitStack
 import ray
 import redis
 
-from binder.actor import BinderActor
 from binder.binder import Binder
+from binder.binder_actor import BinderActor
 from cluster.manifests import pod_from_manifest
 from cluster.messages import CommitRequest, Decision, PodPlacement
 from cluster.objects import SchedulingSpec
 from cluster.redis_server import EmbeddedRedis, connect
-from cluster.simulator import SimulatedCluster, load_template
 from cluster.store import Keys, NodeStore
 from cluster.store.partitioned import PartitionedStore
 from optimist.bench import template
 from optimist.config import DEFAULT_PROFILE
 from optimist.runtime import init_ray
+from optimist.simulator import SimulatedCluster, load_template
 
 COLUMNS = ["pods", "cpu", "memory", "~cpu", "~memory"]
 

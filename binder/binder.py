@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 
 from binder.crosspod_guard import CrossPodGuard
-from cluster.adapter import Binding, ClusterAdapter
+from cluster.cluster_adapter import Binding, ClusterAdapter
 from cluster.messages import CommitReply, CommitRequest, Conflict, Decision, Status, UnitOutcome
 from cluster.objects import SchedulingSpec
 from cluster.profile_config import ProfileConfig

@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from binder.fences import namespaces_watched
+from cluster.crosspod.affinity import filter_node, keeps_away, terms_of
 from cluster.crosspod.committed import CommittedView
-from cluster.crosspod.inter_pod_affinity import filter_node, keeps_away, terms_of
 from cluster.crosspod.topology_spread import spread_filter
 from cluster.crosspod.view import ClusterView
 from cluster.messages import Conflict, Decision, UnitOutcome

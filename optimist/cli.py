@@ -23,8 +23,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from cluster.durations import parse_duration
-from cluster.kube.client import KubeClient
-from cluster.kube.lease import LeaseConfig
 from optimist import logs
 from optimist.bench.apiserver import SCHEDULERS, ApiBench, run_apiserver_bench
 from optimist.bench.case_file import PerfConfigError
@@ -58,6 +56,8 @@ from optimist.gpu_trace import (
     replay_trace,
     write_trace_plot,
 )
+from optimist.kube.client import KubeClient
+from optimist.kube.lease import LeaseConfig
 from optimist.metrics import LoopMetrics, MetricsServer, SchedulerMetrics
 from optimist.plots import write_html
 from optimist.profiling import Profiler

@@ -36,7 +36,7 @@ from typing import Any
 import psutil
 import yaml
 
-from cluster.kube.client import ApiError, KubeClient
+from optimist.kube.client import ApiError, KubeClient
 
 KUBE_VERSION = "v1.30.4"
 BINARIES = ("etcd", "kube-apiserver", "kube-scheduler", "kubectl")

@@ -28,14 +28,14 @@ from typing import Any
 import numpy as np
 
 from cluster.gpus import GPU, GPU_INDICES_ANNOTATION, GPU_MILLI, GPU_PRODUCT_LABEL, GpuDemand
-from cluster.invariants import check_invariants
 from cluster.profile_config import ProfileConfig
-from cluster.simulator import SimulatedCluster
 from optimist import report
 from optimist.charts import Series, line_chart, save_png
 from optimist.config import Settings
+from optimist.invariants import check_invariants
 from optimist.loop import SchedulingLoop
 from optimist.runtime import Platform
+from optimist.simulator import SimulatedCluster
 from shards.plugins.gpu_placement.fragmentation import demands, fragmentation
 from shards.plugins.gpu_placement.workload import TaskClass, Workload
 

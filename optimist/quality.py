@@ -40,7 +40,7 @@ from cluster.errors import InvalidObject
 from cluster.gpus import GPU, GPU_MILLI
 from cluster.manifests import pod_from_manifest
 from cluster.objects import Node, Pod
-from cluster.simulator import SimulatedCluster
+from optimist.simulator import SimulatedCluster
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 REPORTED = (res.CPU, res.MEMORY, GPU, GPU_MILLI)

@@ -41,16 +41,16 @@ from typing import Any
 import yaml
 
 from cluster.errors import InvalidObject
-from cluster.invariants import check_invariants
 from cluster.manifests import node_from_manifest, pod_from_manifest, podgroup_from_manifest
 from cluster.objects import Pod
-from cluster.simulator import SimulatedCluster
 from cluster.store import Store, pinned
 from optimist import report
 from optimist.config import Settings
+from optimist.invariants import check_invariants
 from optimist.loop import SchedulingLoop
 from optimist.quality import cluster_quality, placement_quality
 from optimist.runtime import Platform
+from optimist.simulator import SimulatedCluster
 
 TERMINATED = ("Succeeded", "Failed")
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"

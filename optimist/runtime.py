@@ -18,13 +18,13 @@ import ray
 from ray._private import ray_constants
 from ray.exceptions import ActorUnavailableError, RayError
 
-from binder.actor import BinderActor
-from cluster import collector
+from binder.binder_actor import BinderActor
 from cluster.redis_server import EmbeddedRedis
 from cluster.store import Keys, open_store
+from optimist import collector
 from optimist.config import Settings
 from optimist.lean_ray import SYSTEM_CONFIG, lean_start
-from shards.actor import RayNode, ShardActor, ShardInfo
+from shards.shard_actor import RayNode, ShardActor, ShardInfo
 
 log = logging.getLogger(__name__)
 

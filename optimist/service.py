@@ -14,11 +14,11 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
-from cluster.kube.adapter import KubernetesAdapter
-from cluster.kube.client import KubeClient
-from cluster.kube.lease import LeaderElector, LeaseConfig
 from cluster.store import Store
 from optimist.config import Settings
+from optimist.kube.adapter import KubernetesAdapter
+from optimist.kube.client import KubeClient
+from optimist.kube.lease import LeaderElector, LeaseConfig
 from optimist.loop import SchedulingLoop
 from optimist.metrics import ApiSample, LoopMetrics, SchedulerMetrics
 from optimist.profiling import Profiler

@@ -21,7 +21,7 @@ from cluster import resources as res
 from cluster.events import EVENTS
 from cluster.gpus import GpuDemand
 from cluster.objects import SchedulingSpec
-from shards.gpus import least_free
+from shards.gpu_fit import least_free
 from shards.node_table import NodeTable, Ports
 from shards.stopwatch import FILTER, SCORE, Stopwatch
 

@@ -21,7 +21,7 @@ from cluster.gpus import GPU, MILLI_PER_GPU, NUMA, NVLINK
 from cluster.memo import Memo, T
 from cluster.objects import Node, Peer, Taint
 from cluster.store import Delta, Store
-from shards.gpus import Locality
+from shards.gpu_fit import Locality
 
 HostPortKey = tuple[str, str, int]  # (protocol, bind ip, port)
 Ports = tuple[HostPortKey, ...]

@@ -12,10 +12,10 @@ import pytest
 import ray
 
 from cluster.redis_server import EmbeddedRedis, connect
-from cluster.simulator import SimulatedCluster
 from cluster.store import Keys, NodeStore
 from optimist.controlplane import ControlPlane, ControlPlaneMissing, binaries, scheduler_perf_plane
 from optimist.runtime import init_ray
+from optimist.simulator import SimulatedCluster
 from tests.kube.api import Api
 from tests.kube.proxy import FaultProxy
 from tests.oracle import Oracle, OracleMissing

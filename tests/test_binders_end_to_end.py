@@ -10,12 +10,12 @@ import pytest
 import ray
 import yaml
 
-from cluster.invariants import check_invariants
-from cluster.simulator import SimulatedCluster
 from optimist.bench import template
 from optimist.config import Settings
+from optimist.invariants import check_invariants
 from optimist.loop import SchedulingLoop
 from optimist.runtime import Platform
+from optimist.simulator import SimulatedCluster
 from tests.fixtures import FaultAfter
 
 pytestmark = pytest.mark.usefixtures("ray_session")

@@ -11,13 +11,13 @@ import time
 import pytest
 import yaml
 
-from cluster.adapter import Binding
-from cluster.invariants import check_invariants
-from cluster.simulator import SimulatedCluster
+from cluster.cluster_adapter import Binding
 from optimist.bench import template
 from optimist.config import Settings
+from optimist.invariants import check_invariants
 from optimist.loop import SchedulingLoop
 from optimist.runtime import Platform
+from optimist.simulator import SimulatedCluster
 from tests.test_gangs_end_to_end import pod_doc
 
 pytestmark = pytest.mark.usefixtures("ray_session")

@@ -13,11 +13,11 @@ from dataclasses import replace
 import pytest
 import yaml
 
-from cluster.invariants import check_invariants
 from cluster.manifests import pod_from_manifest
 from optimist.bench import template
 from optimist.bench.simulated import Workload, run_bench
 from optimist.config import Settings
+from optimist.invariants import check_invariants
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 
@@ -113,9 +113,9 @@ def test_unschedulable_pods_are_reported_with_reasons(tmp_path, redis_url, key_p
 
 
 def test_bad_pods_are_reported_and_the_rest_is_scheduled(tmp_path, redis_url, key_prefix):
-    from cluster.simulator import SimulatedCluster, load_template
     from optimist.loop import SchedulingLoop
     from optimist.runtime import Platform
+    from optimist.simulator import SimulatedCluster, load_template
 
     settings = Settings(shards=2, redis_url=redis_url, key_prefix=key_prefix)
     cluster = SimulatedCluster(settings.scheduler_names)
@@ -170,9 +170,9 @@ def test_cross_pod_rules_hold_across_shards(redis_url, key_prefix):
     re-check against the committed state is what keeps the rules. Checked
     here directly from the bindings, apart from the plugins' own code.
     """
-    from cluster.simulator import SimulatedCluster
     from optimist.loop import SchedulingLoop
     from optimist.runtime import Platform
+    from optimist.simulator import SimulatedCluster
 
     settings = Settings(shards=4, redis_url=redis_url, key_prefix=key_prefix, batch_pods=2, seed=4)
     cluster = SimulatedCluster(settings.scheduler_names)

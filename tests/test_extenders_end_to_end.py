@@ -11,12 +11,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import yaml
 
-from cluster.invariants import check_invariants
-from cluster.simulator import SimulatedCluster
 from optimist.bench import template
 from optimist.config import Settings
+from optimist.invariants import check_invariants
 from optimist.loop import SchedulingLoop
 from optimist.runtime import Platform
+from optimist.simulator import SimulatedCluster
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 

@@ -8,13 +8,13 @@ from collections import Counter
 import pytest
 import yaml
 
-from cluster.invariants import check_invariants
 from cluster.objects import POD_GROUP_LABEL
-from cluster.simulator import SimulatedCluster
 from optimist.bench import template
 from optimist.config import Settings
+from optimist.invariants import check_invariants
 from optimist.loop import SchedulingLoop
 from optimist.runtime import Platform
+from optimist.simulator import SimulatedCluster
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 

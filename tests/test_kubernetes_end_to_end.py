@@ -15,15 +15,15 @@ import ray
 from prometheus_client import generate_latest
 
 from cluster.gpus import GPU_LOCALITY_ANNOTATION
-from cluster.invariants import check_invariants
 from cluster.redis_server import connect
 from cluster.store import Keys, NodeStore
 from optimist.config import Settings
 from optimist.configuration import parse_configuration
+from optimist.invariants import check_invariants
 from optimist.metrics import SchedulerMetrics
 from optimist.service import Service
-from tests.cluster.kube.test_adapter import node_doc, pod_doc
 from tests.kube.api import binding_pod, wait_for
+from tests.optimist.kube.test_adapter import node_doc, pod_doc
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 

@@ -38,3 +38,14 @@ def test_the_wheel_holds_the_packages_and_their_data_and_no_test(tmp_path):
     assert "optimist/bench/cases/templates/node-default.yaml" in names
     assert "cluster/store/commit.lua" in names
     assert "shards/plugins/node_affinity/node_affinity.py" in names
+
+
+def test_no_two_modules_share_a_name():
+    """A name says which module it is: `adapter.py` in two packages made a reader (and
+    a traceback) guess."""
+    seen: dict[str, list[str]] = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            if path.name != "__init__.py" and not path.name.startswith("test_"):
+                seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert {name: where for name, where in seen.items() if len(where) > 1} == {}

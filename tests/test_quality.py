@@ -1,9 +1,9 @@
 """Placement quality on a small placement worked out by hand."""
 
-from cluster.adapter import Binding
+from cluster.cluster_adapter import Binding
 from cluster.manifests import node_from_manifest, pod_from_manifest
-from cluster.simulator import SimulatedCluster
 from optimist.quality import cluster_quality, placement_quality
+from optimist.simulator import SimulatedCluster
 
 GI = 2**30
 

@@ -24,12 +24,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from cluster.adapter import Binding
-from cluster.kube.client import ApiError, KubeClient
-from cluster.kube.informer import Informer, list_all, object_key
+from cluster.cluster_adapter import Binding
 from cluster.manifests import copy_manifest, node_from_manifest, podgroup_from_manifest
 from cluster.objects import HOSTNAME_LABEL
-from cluster.simulator import SimulatedCluster
 from optimist.bench import workload_objects
 from optimist.bench.case_file import (
     Barrier,
@@ -51,7 +48,10 @@ from optimist.bench.case_file import (
 )
 from optimist.bench.go_template import TextTemplate
 from optimist.bench.sim_runner import CHURN_NAMESPACE, CaseError, ChurnTask, DeleteTask, phase_takes
+from optimist.kube.client import ApiError, KubeClient
+from optimist.kube.informer import Informer, list_all, object_key
 from optimist.report import ProcessTree
+from optimist.simulator import SimulatedCluster
 
 CREATORS = 16  # client threads making objects, as upstream's harness makes them in parallel
 SETTLE_S = 3.0  # nothing bound for this long, and every pod left reported unschedulable

@@ -30,8 +30,6 @@ from typing import Any
 
 import yaml
 
-from cluster.invariants import check_invariants
-from cluster.kube.client import ApiError, KubeClient
 from optimist import report
 from optimist.bench.api_runner import (
     ApiCaseRunner,
@@ -54,6 +52,8 @@ from optimist.controlplane import (
     scheduler_perf_plane,
     stop_tree,
 )
+from optimist.invariants import check_invariants
+from optimist.kube.client import ApiError, KubeClient
 
 SCHEDULERS = ("optimist", "kube-scheduler")
 CEILING_PODS = 2000  # pods the ceiling is measured on

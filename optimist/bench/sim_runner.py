@@ -21,7 +21,6 @@ from typing import Any
 
 import ray
 
-from cluster.simulator import SimulatedCluster
 from optimist.bench import workload_objects
 from optimist.bench.case_file import (
     Barrier,
@@ -48,6 +47,7 @@ from optimist.metrics import LoopMetrics
 from optimist.profiling import Profiler
 from optimist.report import CpuClock, PeakMemory, RedisServers
 from optimist.runtime import Platform
+from optimist.simulator import SimulatedCluster
 
 STEP_S = 0.05  # longest wait for a shard's answer in one turn of the loop
 # pods created between two turns of the loop while an op creates many: the scheduler

@@ -32,8 +32,6 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from cluster.invariants import check_invariants
-from cluster.simulator import SimulatedCluster, load_template
 from dispatcher.dispatcher import Dispatcher
 from optimist import report
 from optimist.bench import case_file, cases_file, template
@@ -49,11 +47,13 @@ from optimist.bench.sim_runner import CaseOutcome, CaseRunner
 from optimist.chaos import ChaosPlan
 from optimist.config import Settings
 from optimist.configuration import load_file
+from optimist.invariants import check_invariants
 from optimist.metrics import LoopMetrics
 from optimist.profiling import Profiler
 from optimist.quality import cluster_quality
 from optimist.runtime import Platform, init_ray
-from shards.actor import ShardInfo
+from optimist.simulator import SimulatedCluster, load_template
+from shards.shard_actor import ShardInfo
 
 UPSTREAM_NOTE = "published upstream threshold, other hardware"
 GATED = "SchedulingGated"  # how the dispatcher reports a pod its gates hold back

@@ -3,7 +3,7 @@
 One turn (`SchedulingLoop.step`): take in what changed in the cluster (`ingest`),
 top up every shard's pipeline from the active queue, then wait for the first
 answer: a shard's placements go, less its reservations, to a binder
-(`commits`); units that fit nowhere are offered to preemption; what the binder
+(`commits`); units that fit nowhere go to preemption (`eviction`); what the binder
 bound goes back to the dispatcher and out to the hooks. Store failures anywhere
 are survived in `recovery`.
 """
@@ -18,7 +18,7 @@ import ray
 
 from binder.binder import Binder
 from binder.preemption import PreemptionPlanner, reclaiming
-from cluster.adapter import ClusterAdapter
+from cluster.cluster_adapter import ClusterAdapter
 from cluster.disruption import DisruptionBudgets
 from cluster.inventory import BoundPods
 from cluster.messages import Decision, ShardResult, UnitOutcome
@@ -28,12 +28,12 @@ from dispatcher.dispatcher import Dispatcher
 from dispatcher.queue import Backoff
 from optimist.config import Settings
 from optimist.loop.commits import Commits
+from optimist.loop.eviction import Eviction
 from optimist.loop.faults import Faults
 from optimist.loop.ingest import Ingest
 from optimist.loop.pipelines import Sent, ShardPipelines
-from optimist.loop.preemption import Preemption
 from optimist.loop.recovery import StoreRecovery
-from optimist.loop.reservations import ReservationDesk
+from optimist.loop.reservation_desk import ReservationDesk
 from optimist.loop.stages import StageHook
 from optimist.metrics import LoopMetrics
 from optimist.profiling import Profiler
@@ -107,7 +107,7 @@ class SchedulingLoop:
             reclaiming(lambda: self.dispatcher.quotas),
             floors,
         )
-        self.preemption = Preemption(
+        self.eviction = Eviction(
             planner,
             self.store,
             self.dispatcher,
@@ -202,7 +202,7 @@ class SchedulingLoop:
         asks = self.dispatcher.take_preemption_asks()
         if asks:
             with self.recovery.surviving():  # the batch's placed units are settled below
-                self.preemption.run(asks)
+                self.eviction.run(asks)
         if not placed:
             return
         decided = time.perf_counter()

@@ -11,7 +11,7 @@ import logging
 import time
 from collections import Counter
 
-from cluster.adapter import ClusterAdapter
+from cluster.cluster_adapter import ClusterAdapter
 from cluster.disruption import DisruptionBudgets
 from cluster.errors import InvalidObject
 from cluster.events import ASSIGNED_POD_DELETE, NODE_ADD, NODE_DELETE
@@ -21,7 +21,7 @@ from cluster.objects import Pod
 from cluster.store import Store
 from dispatcher.dispatcher import Dispatcher
 from optimist.logs import unit_key
-from optimist.loop.reservations import ReservationDesk
+from optimist.loop.reservation_desk import ReservationDesk
 from optimist.loop.stages import StageHook
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from binder.binder import Binder
-from cluster.adapter import ClusterAdapter
+from cluster.cluster_adapter import ClusterAdapter
 from cluster.events import NODE_ADD
 from cluster.store import STORE_ERRORS, EpochChanged, Store
 from dispatcher.dispatcher import Dispatcher

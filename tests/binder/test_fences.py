@@ -4,9 +4,9 @@ from binder.binder import Binder
 from binder.fences import ANY_NAMESPACE, namespaces_watched
 from cluster.manifests import pod_from_manifest
 from cluster.messages import CommitReply, Conflict, Decision, PodPlacement
-from cluster.simulator import SimulatedCluster
 from cluster.store import Fences
 from optimist.config import DEFAULT_PROFILE
+from optimist.simulator import SimulatedCluster
 from shards.testing import node
 
 HOST = "kubernetes.io/hostname"
@@ -32,7 +32,7 @@ def placed(pod, cls, *nodes):
 
 
 def actor_commit(store, classes, decisions, keep_away_seen):
-    """What a binder actor does with a batch (binder/actor.py), without Ray."""
+    """What a binder actor does with a batch (binder/binder_actor.py), without Ray."""
     fences = Fences(keep_away_seen=keep_away_seen, count_namespaces=True)
     return store.commit(classes, decisions, "fine", fences)
 

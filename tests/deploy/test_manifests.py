@@ -18,14 +18,14 @@ import pytest
 import ray
 import yaml
 
-from cluster.adapter import Binding
-from cluster.kube.adapter import KubernetesAdapter
-from cluster.kube.client import KubeClient
-from cluster.kube.lease import LeaderElector, LeaseConfig
+from cluster.cluster_adapter import Binding
 from optimist.configuration import parse_configuration
 from optimist.controlplane import ControlPlaneMissing, User, binaries
-from tests.cluster.kube.test_adapter import node_doc, pod_doc
-from tests.cluster.kube.test_informer import until
+from optimist.kube.adapter import KubernetesAdapter
+from optimist.kube.client import KubeClient
+from optimist.kube.lease import LeaderElector, LeaseConfig
+from tests.optimist.kube.test_adapter import node_doc, pod_doc
+from tests.optimist.kube.test_informer import until
 
 DEPLOY = Path(__file__).parents[2] / "deploy" / "kubernetes"
 OVERLAYS = ["small", "large"]

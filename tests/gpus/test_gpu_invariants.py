@@ -1,9 +1,9 @@
 """The invariant checker counts GPUs one by one, from the indices written on the pods."""
 
-from cluster.adapter import Binding
+from cluster.cluster_adapter import Binding
 from cluster.gpus import GPU, GPU_MILLI
-from cluster.invariants import check_invariants
-from cluster.simulator import SimulatedCluster
+from optimist.invariants import check_invariants
+from optimist.simulator import SimulatedCluster
 from shards.testing import pod_spec
 
 

@@ -17,12 +17,12 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cluster.adapter import Binding
-from cluster.kube.client import ApiError, KubeClient
-from cluster.kube.informer import object_key
-from cluster.simulator import SimulatedCluster
+from cluster.cluster_adapter import Binding
 from optimist.bench.api_runner import build_cluster
 from optimist.controlplane import ControlPlane
+from optimist.kube.client import ApiError, KubeClient
+from optimist.kube.informer import object_key
+from optimist.simulator import SimulatedCluster
 from tests.kube.proxy import FaultProxy, Request
 
 # resource -> (its API's path, namespaced, kind)

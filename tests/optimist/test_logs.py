@@ -6,12 +6,12 @@ import logging
 import pytest
 from typer.testing import CliRunner
 
-from cluster.simulator import SimulatedCluster
 from optimist.cli import app
 from optimist.config import Settings
 from optimist.logs import JsonFormatter, unit_key
 from optimist.loop import SchedulingLoop
 from optimist.runtime import Platform
+from optimist.simulator import SimulatedCluster
 
 
 def record(message: str, *args, **extra) -> logging.LogRecord:

@@ -21,7 +21,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cluster.crosspod.inter_pod_affinity import filter_node, score_nodes
+from cluster.crosspod.affinity import filter_node, score_nodes
 from cluster.crosspod.view import NAMESPACE_NAME_LABEL, StaticView
 from cluster.objects import Node, Peer, PodAffinityTerm, SchedulingSpec, WeightedPodAffinityTerm
 from cluster.selectors import LabelSelector, Requirement

@@ -36,7 +36,7 @@ def test_a_store_built_again_between_a_sync_s_reads_is_an_epoch_change(store: No
     store.commit([spec], [Decision("u", [PodPlacement("default/p", 0, ["a"], [0])])])
     shard_store = _RebuiltAfterRead(store)
     table = NodeTable()
-    # the shard starts over in the new epoch (shards/actor.py), rather than fail on
+    # the shard starts over in the new epoch (shards/shard_actor.py), rather than fail on
     # a peer the new store never had (KeyError in NodeTable.apply)
     with pytest.raises(EpochChanged):
         table.sync(shard_store)

@@ -15,9 +15,9 @@ from html import escape
 import psutil
 from typer.testing import CliRunner
 
-from cluster.kube.informer import list_all
 from optimist.cli import app
 from optimist.controlplane import stop_tree
+from optimist.kube.informer import list_all
 from optimist.report import comparison_rows
 from tests.kube.api import wait_for
 from tests.workloads.test_fidelity import anti_affine_case, write_case

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from cluster.gpus import MILLI_PER_GPU
-from shards.gpus import Locality, fitting
+from shards.gpu_fit import Locality, fitting
 from shards.plugins.gpu_placement.fragmentation import Demands, Parts, demands, prefix_sums
 from shards.plugins.gpu_placement.node_gpus import NodeGpus
 from shards.plugins.gpu_placement.policy import Policy

@@ -2,7 +2,7 @@
 
 Every policy scores whole numbers 0..100, as a Kubernetes score plugin
 does, and picks the GPUs of the chosen node that the pod gets; by default
-the tightest that fit (`shards.gpus.least_free`).
+the tightest that fit (`shards.gpu_fit.least_free`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from shards.gpus import Locality, least_free
+from shards.gpu_fit import Locality, least_free
 from shards.plugins.gpu_placement.node_gpus import NodeGpus
 from shards.plugins.gpu_placement.workload import TaskClass, Workload
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from shards.gpus import Locality, choose
+from shards.gpu_fit import Locality, choose
 from shards.plugins.gpu_placement.node_gpus import NodeGpus
 from shards.plugins.gpu_placement.policy import Policy
 from shards.plugins.gpu_placement.workload import TaskClass, Workload

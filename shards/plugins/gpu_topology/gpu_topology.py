@@ -1,7 +1,7 @@
 """GPUTopology: prefer nodes where a pod's GPUs can share an NVLink island, else a NUMA node.
 
 Inside the chosen node the pod's GPUs come from one island where one can hold
-them (`shards.gpus.choose`), but that alone lets the scheduler pick a node
+them (`shards.gpu_fit.choose`), but that alone lets the scheduler pick a node
 where they must straddle islands while another node has a whole island free.
 This score looks for such a node first, in tiers: 100 where an island can
 hold the pod, 50 where one NUMA node can, 0 where neither can (or the node's
@@ -16,7 +16,7 @@ import numpy as np
 
 from cluster.gpus import NUMA, NVLINK
 from shards.framework import MAX_NODE_SCORE, PodClass, Rows, ScorePlugin
-from shards.gpus import fits_within
+from shards.gpu_fit import fits_within
 from shards.node_table import NodeTable, take_rows
 
 ISLAND, NUMA_NODE = MAX_NODE_SCORE, MAX_NODE_SCORE // 2

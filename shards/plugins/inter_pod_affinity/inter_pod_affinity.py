@@ -2,7 +2,7 @@
 existing pods' anti-affinity (filter), and the weighted terms of both sides (score,
 normalized from min..max), with kube-scheduler v1.30's semantics.
 
-The exact per-node rule is `cluster.crosspod.inter_pod_affinity`; this is its
+The exact per-node rule is `cluster.crosspod.affinity`; this is its
 vectorized form. Whether a term selects a kind of pod depends only on the two
 kinds, never on counts, so a kind of pod (its peer: namespace, labels, terms;
 classes that differ only in requests share it) is matched against each peer
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from cluster.crosspod.inter_pod_affinity import (
+from cluster.crosspod.affinity import (
     AFFINITY_REASON,
     ANTI_AFFINITY_REASON,
     DEFAULT_HARD_POD_AFFINITY_WEIGHT,

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from cluster.crosspod.inter_pod_affinity import filter_node, score_nodes
+from cluster.crosspod.affinity import filter_node, score_nodes
 from cluster.crosspod.view import StaticView
 from cluster.manifests import pod_from_manifest
 from cluster.objects import Node, SchedulingSpec

@@ -17,7 +17,7 @@ from cluster import resources as res
 from cluster.events import ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE
 from cluster.gpus import GPU, GPU_MILLI, NVLINK
 from shards.framework import FilterPlugin, PodClass, Rows, ScorePlugin
-from shards.gpus import fits, fits_within
+from shards.gpu_fit import fits, fits_within
 from shards.node_table import NodeTable, take_rows
 from shards.plugins.noderesources.least_allocated import LeastAllocated
 from shards.plugins.noderesources.most_allocated import MostAllocated

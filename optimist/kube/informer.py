@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from cluster.kube.client import ApiError, Backoff, KubeClient
+from optimist.kube.client import ApiError, Backoff, KubeClient
 
 log = logging.getLogger(__name__)
 

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from cluster.kube.client import ApiError
-from cluster.kube.informer import Informer
+from optimist.kube.client import ApiError
+from optimist.kube.informer import Informer
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"  # the server keeps no watch cache of them
 

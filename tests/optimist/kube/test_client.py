@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from cluster.kube.client import ApiError, Backoff, KubeClient, TokenBucket
+from optimist.kube.client import ApiError, Backoff, KubeClient, TokenBucket
 
 
 def test_objects_go_in_and_come_out_as_json(kube_api):

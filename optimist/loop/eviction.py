@@ -1,4 +1,4 @@
-"""Preemption in the loop: victims for units that fit nowhere, evicted in one step.
+"""Preemption carried out: victims for units that fit nowhere, evicted in one step.
 
 The planner (`binder.preemption`) picks victims over the store's copy of the
 nodes; this step takes them out of the store and holds their room for the
@@ -12,7 +12,7 @@ import logging
 import time
 
 from binder.preemption import Plan, PreemptionPlanner, Preemptor
-from cluster.adapter import ClusterAdapter
+from cluster.cluster_adapter import ClusterAdapter
 from cluster.inventory import BoundPods
 from cluster.messages import Status
 from cluster.store import STORE_ERRORS, Hold, Preempted, Store
@@ -24,7 +24,7 @@ from optimist.metrics import LoopMetrics
 log = logging.getLogger(__name__)
 
 
-class Preemption:
+class Eviction:
     def __init__(
         self,
         planner: PreemptionPlanner,

@@ -23,7 +23,7 @@ from urllib.parse import urlencode
 from kubernetes import client as k8s
 from kubernetes import config
 
-from cluster.kube.transport import Response, Transport
+from optimist.kube.transport import Response, Transport
 
 log = logging.getLogger(__name__)
 

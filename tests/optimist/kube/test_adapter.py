@@ -2,11 +2,11 @@
 
 import pytest
 
-from cluster.adapter import Binding
+from cluster.cluster_adapter import Binding
 from cluster.gpus import GPU_INDICES_ANNOTATION, GPU_LOCALITY_ANNOTATION
-from cluster.kube.adapter import KubernetesAdapter
-from cluster.kube.client import ApiError
-from tests.cluster.kube.test_informer import until
+from optimist.kube.adapter import KubernetesAdapter
+from optimist.kube.client import ApiError
+from tests.optimist.kube.test_informer import until
 
 OURS = frozenset({"optimist-a", "optimist-b"})
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from cluster.kube.client import ApiError, KubeClient
+from optimist.kube.client import ApiError, KubeClient
 
 log = logging.getLogger(__name__)
 

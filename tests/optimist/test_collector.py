@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from cluster import collector
+from optimist import collector
 from optimist.config import Settings
 from optimist.runtime import Platform
 

@@ -31,12 +31,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from cluster.adapter import Binding, ClusterState
+from cluster.cluster_adapter import Binding, ClusterState
 from cluster.disruption import DisruptionBudget
 from cluster.errors import InvalidObject
 from cluster.gpus import GPU_INDICES_ANNOTATION, format_indices
-from cluster.kube.client import ApiError, KubeClient
-from cluster.kube.informer import Informer, list_all, object_key
 from cluster.manifests import (
     budget_from_manifest,
     node_from_manifest,
@@ -47,6 +45,8 @@ from cluster.manifests import (
 from cluster.objects import Node, Pod, PodGroup
 from cluster.quota import Quota, quota_from_manifest
 from cluster.reservations import Reservation
+from optimist.kube.client import ApiError, KubeClient
+from optimist.kube.informer import Informer, list_all, object_key
 
 log = logging.getLogger(__name__)
 

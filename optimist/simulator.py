@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from cluster.adapter import Binding, ClusterState
+from cluster.cluster_adapter import Binding, ClusterState
 from cluster.disruption import DisruptionBudget
 from cluster.errors import InvalidObject
 from cluster.gpus import GPU_INDICES_ANNOTATION, format_indices

@@ -2,9 +2,9 @@
 
 import copy
 
-from cluster.adapter import Binding
+from cluster.cluster_adapter import Binding
 from cluster.manifests import pod_from_manifest
-from cluster.simulator import SimulatedCluster
+from optimist.simulator import SimulatedCluster
 
 TEMPLATE = {
     "metadata": {"generateName": "web-", "labels": {"app": "web"}},

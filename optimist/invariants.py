@@ -16,8 +16,8 @@ from cluster.gpus import GPU, GPU_INDICES_ANNOTATION, MILLI_PER_GPU, GpuDemand, 
 from cluster.manifests import pod_from_manifest
 from cluster.objects import ANY_IP, HostPort
 from cluster.reservations import is_reservation
-from cluster.simulator import SimulatedCluster
 from cluster.store import Store
+from optimist.simulator import SimulatedCluster
 
 
 def check_invariants(

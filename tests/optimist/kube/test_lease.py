@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from cluster.kube.client import Backoff
-from cluster.kube.lease import LeaderElector, LeaseConfig
+from optimist.kube.client import Backoff
+from optimist.kube.lease import LeaderElector, LeaseConfig
 
 FAST = LeaseConfig(
     namespace="default",

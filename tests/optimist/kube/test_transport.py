@@ -15,8 +15,8 @@ from contextlib import contextmanager, suppress
 import pytest
 from kubernetes import client as k8s
 
-from cluster.kube.client import Backoff, KubeClient
-from cluster.kube.transport import Transport
+from optimist.kube.client import Backoff, KubeClient
+from optimist.kube.transport import Transport
 
 
 def _admin(control_plane, **settings) -> k8s.Configuration:
