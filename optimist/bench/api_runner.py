@@ -29,25 +29,22 @@ from cluster.manifests import copy_manifest, node_from_manifest, podgroup_from_m
 from cluster.objects import HOSTNAME_LABEL
 from optimist.bench import workload_objects
 from optimist.bench.case_file import (
-    Barrier,
     CaseWorkload,
-    Churn,
     CreateAny,
-    CreateNamespaces,
-    CreateNodes,
     CreatePodGroups,
-    CreatePods,
-    CreatePodSets,
     DeletePods,
     Manifest,
-    Op,
-    Sleep,
-    StartCollectingMetrics,
-    StopCollectingMetrics,
     UnsupportedOp,
 )
 from optimist.bench.go_template import TextTemplate
-from optimist.bench.sim_runner import CHURN_NAMESPACE, CaseError, ChurnTask, DeleteTask, phase_takes
+from optimist.bench.op_walker import (
+    CHURN_NAMESPACE,
+    CaseError,
+    ChurnTask,
+    DeleteTask,
+    OpWalker,
+    phase_takes,
+)
 from optimist.kube.client import ApiError, KubeClient
 from optimist.kube.informer import Informer, list_all, object_key
 from optimist.report import ProcessTree
@@ -202,7 +199,9 @@ class MemorySampler:
                 return
 
 
-class ApiCaseRunner:
+class ApiCaseRunner(OpWalker[ApiWindow]):
+    op_errors = (*OpWalker.op_errors, ApiError)
+
     def __init__(
         self,
         run: CaseWorkload,
@@ -285,60 +284,21 @@ class ApiCaseRunner:
             error,
         )
 
-    def _op(self, index: int, op: Op) -> None:
-        where = f"case {self.run.name}: op {index} ({op.opcode})"
-        try:
-            match op:
-                case CreateNodes():
-                    for manifest, n in workload_objects.node_batches(op, self.rng, self.unique):
-                        self._create_nodes(manifest, n)
-                case CreateNamespaces():
-                    for i in range(op.count):
-                        self._create_namespace(f"{op.prefix}-{i}", op.labels)
-                case CreatePods():
-                    batches = workload_objects.pod_batches(op.template, op.count, op.per_index)
-                    self._create_pods(
-                        index, op.namespace, batches, op.collect_metrics, op.skip_wait
-                    )
-                case CreatePodSets():
-                    for namespace in op.namespaces():
-                        pods = op.pods
-                        batches = workload_objects.pod_batches(
-                            pods.template, pods.count, pods.per_index
-                        )
-                        self._create_pods(
-                            index, namespace, batches, pods.collect_metrics, pods.skip_wait
-                        )
-                case CreatePodGroups():
-                    raise ValueError(
-                        "PodGroups need the coscheduling CRD, which --cluster apiserver does "
-                        "not install (and kube-scheduler has no gangs to compare with)"
-                    )
-                case CreateAny():
-                    self._create_any(index, op)
-                case DeletePods():
-                    self._delete_pods(op)
-                case Churn():
-                    self.churn.append(ChurnTask(op, time.perf_counter()))
-                case Barrier():
-                    spaces = op.namespaces or tuple(self.by_namespace)
-                    keys = [k for ns in spaces for k in self.by_namespace.get(ns, [])]
-                    self._wait(keys)
-                case Sleep():
-                    until = time.perf_counter() + op.seconds
-                    while time.perf_counter() < until:
-                        self._tick()
-                        time.sleep(POLL_S)
-                case StartCollectingMetrics():
-                    if self.collecting is not None:
-                        raise ValueError("metrics are already being collected")
-                    self.collecting = self._open(op.namespaces, op.label_selector)
-                case StopCollectingMetrics():
-                    if self.collecting is None:
-                        raise ValueError("no startCollectingMetrics before it")
-                    self._close(self.collecting)
-        except (ValueError, KeyError, TimeoutError, ApiError) as e:
-            raise CaseError(f"{where}: {e}") from e
+    def _create_groups(self, index: int, op: CreatePodGroups) -> None:
+        raise ValueError(
+            "PodGroups need the coscheduling CRD, which --cluster apiserver does "
+            "not install (and kube-scheduler has no gangs to compare with)"
+        )
+
+    def _barrier(self, namespaces: tuple[str, ...]) -> None:
+        spaces = namespaces or tuple(self.by_namespace)
+        self._wait([k for ns in spaces for k in self.by_namespace.get(ns, [])])
+
+    def _sleep(self, seconds: float) -> None:
+        until = time.perf_counter() + seconds
+        while time.perf_counter() < until:
+            self._tick()
+            time.sleep(POLL_S)
 
     # --- creating ----------------------------------------------------------------------
 

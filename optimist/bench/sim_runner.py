@@ -23,24 +23,22 @@ import ray
 
 from optimist.bench import workload_objects
 from optimist.bench.case_file import (
-    Barrier,
     CaseWorkload,
-    Churn,
     CreateAny,
-    CreateNamespaces,
-    CreateNodes,
     CreatePodGroups,
-    CreatePods,
-    CreatePodSets,
     DeletePods,
     Manifest,
-    Op,
-    Sleep,
-    StartCollectingMetrics,
-    StopCollectingMetrics,
     UnsupportedOp,
 )
 from optimist.bench.go_template import TextTemplate
+from optimist.bench.op_walker import (
+    CHURN_NAMESPACE,
+    CaseError,
+    ChurnTask,
+    DeleteTask,
+    OpWalker,
+    phase_takes,
+)
 from optimist.chaos import Chaos, ChaosPlan
 from optimist.loop import SchedulingLoop
 from optimist.metrics import LoopMetrics
@@ -53,11 +51,6 @@ STEP_S = 0.05  # longest wait for a shard's answer in one turn of the loop
 # pods created between two turns of the loop while an op creates many: the scheduler
 # works while they arrive, as it would beside an API server (scheduler_perf's does)
 CREATE_CHUNK = 256
-CHURN_NAMESPACE = "churn"
-
-
-class CaseError(Exception):
-    """The case cannot go on; the message names the case and the op."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,76 +117,12 @@ class Window:
         return phase_takes(self.namespaces, self.selector, namespace, labels)
 
 
-def phase_takes(
-    namespaces: tuple[str, ...],
-    selector: Mapping[str, str] | None,
-    namespace: str,
-    labels: Mapping[str, str],
-) -> bool:
-    """Whether a measured phase over `namespaces` (all, if none) and `selector` counts
-    a pod of that namespace with those labels."""
-    return (not namespaces or namespace in namespaces) and (
-        not selector or all(labels.get(k) == v for k, v in selector.items())
-    )
-
-
 @dataclass(slots=True)
 class Tally:
     """Pods of one op or one namespace: how many were made, how many are done with."""
 
     made: int = 0
     done: int = 0  # bound, or deleted before it was bound
-
-
-@dataclass(slots=True)
-class ChurnTask:
-    op: Churn
-    due: float
-    ticks: int = 0
-    alive: dict[int, list[tuple[str, str]]] = field(default_factory=dict)  # slot -> (kind, key)
-
-    def turn(
-        self,
-        now: float,
-        make: Callable[[Manifest, int], list[tuple[str, str]]],
-        remove: Callable[[list[tuple[str, str]]], None],
-    ) -> None:
-        """One turn, if it is due: in recreate mode, slot by slot, what the slot made
-        last is removed and made again; in create mode, `number` of each are made."""
-        if now < self.due:
-            return
-        op = self.op
-        self.due = now + op.interval_s
-        slot = self.ticks % op.number
-        self.ticks += 1
-        if op.mode == "recreate":
-            remove(self.alive.pop(slot, []))
-        made = []
-        for manifest in op.templates:
-            made += make(manifest, op.number if op.mode == "create" else 1)
-        if op.mode == "recreate":
-            self.alive[slot] = made
-
-
-@dataclass(slots=True)
-class DeleteTask:
-    keys: list[str]
-    per_second: int
-    started: float
-    deleted: int = 0
-
-    def due(self, now: float) -> list[str]:
-        """The pods to delete now, at `per_second` from the start (all at once without
-        a rate); counted as deleted."""
-        until = len(self.keys)
-        if self.per_second:
-            until = min(until, int((now - self.started) * self.per_second) + 1)
-        due, self.deleted = self.keys[self.deleted : until], max(self.deleted, until)
-        return due
-
-    @property
-    def done(self) -> bool:
-        return self.deleted == len(self.keys)
 
 
 @dataclass
@@ -216,7 +145,7 @@ class CaseOutcome:
     chaos: dict[str, Any] | None = None  # the faults injected and the recoveries, if any
 
 
-class CaseRunner:
+class CaseRunner(OpWalker[Window]):
     def __init__(
         self,
         run: CaseWorkload,
@@ -317,55 +246,16 @@ class CaseRunner:
             self.chaos.report(self.started) if self.chaos else None,
         )
 
-    def _op(self, index: int, op: Op) -> None:
-        where = f"case {self.run.name}: op {index} ({op.opcode})"
-        try:
-            match op:
-                case CreateNodes():
-                    for manifest, n in workload_objects.node_batches(op, self.rng, self.unique):
-                        self.cluster.create_nodes(manifest, n, hostname_label=True)
-                case CreateNamespaces():
-                    for i in range(op.count):
-                        self._create_namespace(f"{op.prefix}-{i}", op.labels)
-                case CreatePods():
-                    batches = workload_objects.pod_batches(op.template, op.count, op.per_index)
-                    self._create_pods(
-                        index, op.namespace, batches, op.collect_metrics, op.skip_wait
-                    )
-                case CreatePodSets():
-                    for namespace in op.namespaces():
-                        pods = op.pods
-                        batches = workload_objects.pod_batches(
-                            pods.template, pods.count, pods.per_index
-                        )
-                        self._create_pods(
-                            index, namespace, batches, pods.collect_metrics, pods.skip_wait
-                        )
-                case CreatePodGroups():
-                    self._create_groups(index, op)
-                case CreateAny():
-                    self._create_any(index, op)
-                case DeletePods():
-                    self._delete_pods(op)
-                case Churn():
-                    self.churn.append(ChurnTask(op, time.perf_counter()))
-                case Barrier():
-                    tallies = [self.by_namespace.get(ns, Tally()) for ns in op.namespaces]
-                    tallies = tallies or list(self.by_namespace.values())
-                    self._wait(tallies)
-                case Sleep():
-                    until = time.perf_counter() + op.seconds
-                    self._drive(lambda: time.perf_counter() >= until, settle=False)
-                case StartCollectingMetrics():
-                    if self.collecting is not None:
-                        raise ValueError("metrics are already being collected")
-                    self.collecting = self._open(op.namespaces, op.label_selector)
-                case StopCollectingMetrics():
-                    if self.collecting is None:
-                        raise ValueError("no startCollectingMetrics before it")
-                    self._close(self.collecting)
-        except (ValueError, KeyError, TimeoutError) as e:
-            raise CaseError(f"{where}: {e}") from e
+    def _create_nodes(self, manifest: Manifest, count: int) -> None:
+        self.cluster.create_nodes(manifest, count, hostname_label=True)
+
+    def _barrier(self, namespaces: tuple[str, ...]) -> None:
+        tallies = [self.by_namespace.get(ns, Tally()) for ns in namespaces]
+        self._wait(tallies or list(self.by_namespace.values()))
+
+    def _sleep(self, seconds: float) -> None:
+        until = time.perf_counter() + seconds
+        self._drive(lambda: time.perf_counter() >= until, settle=False)
 
     # --- creating ----------------------------------------------------------------------
 
