@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 
 from binder.preemption import Plan, PreemptionPlanner, Preemptor
 from cluster.cluster_adapter import ClusterAdapter
@@ -24,26 +25,16 @@ from optimist.metrics import LoopMetrics
 log = logging.getLogger(__name__)
 
 
+@dataclass
 class Eviction:
-    def __init__(
-        self,
-        planner: PreemptionPlanner,
-        store: Store,
-        dispatcher: Dispatcher,
-        cluster: ClusterAdapter,
-        bound_pods: BoundPods,
-        recovery: StoreRecovery,
-        hold_ttl_s: float,
-        metrics: LoopMetrics | None,
-    ) -> None:
-        self.planner = planner
-        self.store = store
-        self.dispatcher = dispatcher
-        self.cluster = cluster
-        self.bound_pods = bound_pods
-        self.recovery = recovery
-        self.hold_ttl_s = hold_ttl_s
-        self.metrics = metrics
+    planner: PreemptionPlanner
+    store: Store
+    dispatcher: Dispatcher
+    cluster: ClusterAdapter
+    bound_pods: BoundPods
+    recovery: StoreRecovery
+    hold_ttl_s: float
+    metrics: LoopMetrics | None
 
     def run(self, asks: list[PreemptionAsk]) -> None:
         """Find victims for units that fit nowhere: single pods alike share one dry run

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 
 from cluster.cluster_adapter import ClusterAdapter
 from cluster.disruption import DisruptionBudgets
@@ -29,26 +30,18 @@ log = logging.getLogger(__name__)
 HOLDS_EVERY_S = 1.0  # how often expired holds are freed
 
 
+@dataclass
 class Ingest:
-    def __init__(
-        self,
-        cluster: ClusterAdapter,
-        store: Store,
-        dispatcher: Dispatcher,
-        bound_pods: BoundPods,
-        budgets: DisruptionBudgets,
-        reservations: ReservationDesk,
-        on_stage: StageHook | None,
-    ) -> None:
-        self.cluster = cluster
-        self.store = store
-        self.dispatcher = dispatcher
-        self.bound_pods = bound_pods
-        self.budgets = budgets
-        self.reservations = reservations
-        self.on_stage = on_stage
-        self._allocatable: dict[str, dict[str, int]] = {}  # node -> allocatable, for quotas
-        self._holds_checked = 0.0  # time.time() when expired holds were last freed
+    cluster: ClusterAdapter
+    store: Store
+    dispatcher: Dispatcher
+    bound_pods: BoundPods
+    budgets: DisruptionBudgets
+    reservations: ReservationDesk
+    on_stage: StageHook | None
+    # node -> allocatable, for quotas
+    _allocatable: dict[str, dict[str, int]] = field(default_factory=dict, init=False)
+    _holds_checked: float = field(default=0.0, init=False)  # time.time() holds were last freed
 
     def take(self) -> None:
         """Everything the cluster reported since the last call."""

@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from binder.binder import Binder
 from cluster.cluster_adapter import ClusterAdapter
@@ -23,20 +24,13 @@ from optimist.loop.faults import Faults
 log = logging.getLogger(__name__)
 
 
+@dataclass
 class StoreRecovery:
-    def __init__(
-        self,
-        store: Store,
-        cluster: ClusterAdapter,
-        binder: Binder,
-        dispatcher: Dispatcher,
-        faults: Faults,
-    ) -> None:
-        self.store = store
-        self.cluster = cluster
-        self.binder = binder
-        self.dispatcher = dispatcher
-        self.faults = faults
+    store: Store
+    cluster: ClusterAdapter
+    binder: Binder
+    dispatcher: Dispatcher
+    faults: Faults
 
     @contextmanager
     def surviving(self, rebuild: bool = False) -> Iterator[None]:
