@@ -17,6 +17,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from functools import partial
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Protocol
@@ -337,6 +338,13 @@ def reason_counts(unschedulable: dict[str, str]) -> dict[str, int]:
 PROCESSES = ("scheduler", "kube-apiserver", "etcd", "client")  # the API bench's trees
 
 
+def _cpu_cell(process: str, figures: Mapping[str, Any]) -> str:
+    """A process this bench did not start (a cluster given by --kubeconfig) is not
+    measured: "n/a", never a 0 that reads as free."""
+    seconds = figures["cpu_s_per_1000_pods"].get(process)
+    return "n/a" if seconds is None else f"{seconds:.2f}"
+
+
 def comparison_rows(entry: Mapping[str, Any], ceiling: float) -> list[tuple[str, list[str]]]:
     """One workload of the API bench as rows of (label, a cell per scheduler; the ratio
     and the share of the ceiling in the first): the terminal and the HTML page show
@@ -354,12 +362,7 @@ def comparison_rows(entry: Mapping[str, Any], ceiling: float) -> list[tuple[str,
         label = f"of the server's ceiling ({ceiling:,.0f} pods/s)"
         rows.append((label, [f"{entry['share_of_ceiling']:.0%}", *blank]))
     for process in PROCESSES:
-        rows.append(
-            (
-                f"CPU s per 1,000 pods: {process}",
-                each(lambda f, p=process: f"{f['cpu_s_per_1000_pods'].get(p, 0.0):.2f}"),
-            )
-        )
+        rows.append((f"CPU s per 1,000 pods: {process}", each(partial(_cpu_cell, process))))
     rows.append(
         (
             "peak RSS of the scheduler, MiB",
