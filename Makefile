@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: bench test lint fuzz parity redis-server prometheus kube oracle clean
+.PHONY: bench test lint docs fuzz parity redis-server prometheus kube oracle clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -48,7 +48,7 @@ oracle: kube
 bench: $(STAMP) redis-server
 	$(BIN)/optimist bench $(ARGS)
 
-test: lint redis-server prometheus kube oracle
+test: lint docs redis-server prometheus kube oracle
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Coverage-guided fuzzing of the parsers (benchmarks/fuzz.py), FUZZ_SECONDS each.
@@ -74,6 +74,12 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy
+
+# The documentation site (mkdocs, into build/site), strict: a broken link or a page
+# left out of the navigation fails it. The reference pages are made from the code as
+# it builds (docs/hooks/reference.py).
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

@@ -40,7 +40,7 @@ from shards.plugins.gpu_placement.fragmentation import demands, fragmentation
 from shards.plugins.gpu_placement.workload import TaskClass, Workload
 
 PROFILE = "gpu-trace"
-DEFAULT_TRACE_POLICY = "fgd-capacity"  # the best optimist has (README, GPUs)
+DEFAULT_TRACE_POLICY = "fgd-capacity"  # the best optimist has (docs/gpus.md)
 VOLUME = 1.3  # tasks arrive until their GPU requests reach this share of capacity
 CURVE_STEPS = 130  # points of the unallocated-against-arrived curve, one per percent
 MEMORY_UNIT = 1024 * 1024  # the trace's memory is in MiB
@@ -253,7 +253,7 @@ def replay_settings(
     """The replay's platform: with one shard the paper's order; with several, unless
     told otherwise, node partitions and small batches one at a time (on the default
     trace, 4 shards lost 1.4 points against one shard with the scheduler's defaults and
-    0.2 with these; README, GPU placement)."""
+    0.2 with these; docs/gpus.md)."""
     several = shards > 1
     return Settings(
         shards=shards,

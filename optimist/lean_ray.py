@@ -1,7 +1,7 @@
 """A local Ray started in under a second rather than about five.
 
 Where a one-machine `ray.init` spent its time (Ray 2.60, the 2-core machine,
-its logs and timings; README, Performance):
+its logs and timings; docs/performance.md):
 - the raylet holds the driver's registration until the Python workers it
   prestarts have registered (`prestart_worker_first_driver`): turned off, so
   the first actor starts its worker while the driver goes on;

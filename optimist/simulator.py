@@ -138,7 +138,7 @@ class SimulatedCluster:
         The pods of one call share one copy of the template's spec (nothing
         changes a stored manifest in place), and the watch parses it once: the
         simulator stands in for the API server, and must not be what limits
-        a benchmark. `pod_from_manifest` alone is measured in the README.
+        a benchmark. `pod_from_manifest` alone is measured in docs/performance.md.
         """
         base = copy_manifest(dict(template))
         like: Pod | None = None  # the call's first pod, parsed if valid: the others are like it

@@ -207,7 +207,7 @@ def test_beside_the_real_kube_scheduler_each_binds_its_own_and_counts_the_other(
     kube-scheduler's once its watch delivers the binding, and until then both may
     commit the same room: the window, from the API server's watch delivering the
     binding to optimist's store counting it, is measured, printed and documented in
-    the README (Kubernetes section). The invariants other than over-commit must hold,
+    docs/kubernetes.md. The invariants other than over-commit must hold,
     and the store must end agreeing with the cluster."""
     api = kube_api
     for i in range(8):

@@ -4,7 +4,7 @@ bench joins it (`--ray-address`), its two shards land on the two workers, and on
 worker is lost mid-run: its shard moves to the other, and no pod is lost.
 
 The nodes advertise loopback addresses (127.0.0.10-12). Ray 2.60 cannot keep a
-multi-node cluster's sockets on loopback (README, Security defaults), so for the
+multi-node cluster's sockets on loopback (docs/operations.md, Security defaults), so for the
 test's minute they listen on all interfaces, as any Ray cluster does.
 """
 

@@ -286,13 +286,15 @@ def _inactive(profile: ExpandedProfile, known: _Known) -> list[InactivePlugin]:
         if missing:
             out.append(
                 InactivePlugin(
-                    profile.scheduler_name, name, tuple(map(_title, missing)), _reason(name)
+                    profile.scheduler_name, name, tuple(map(_title, missing)), inactive_reason(name)
                 )
             )
     return out
 
 
-def _reason(name: str) -> str:
+def inactive_reason(name: str) -> str:
+    """Why optimist does not run a plugin it knows (the shards, the dispatcher or the
+    binder serve every other)."""
     if name in _VOLUME_OR_DRA:
         return REASON_VOLUME
     return REASON_MISSING

@@ -126,7 +126,8 @@ def test_the_configuration_inside_is_one_optimist_runs_as_a_second_scheduler(ren
     assert env["OPTIMIST_REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"]["name"] == "optimist-redis"
     assert env["RAY_AUTH_TOKEN"]["valueFrom"]["secretKeyRef"]["name"] == "optimist-ray-token"
     assert "@" not in configuration.optimist.redis_url  # no password in the URL
-    assert not any(o["kind"] == "Secret" for o in objects)  # the admin makes it (README)
+    # the admin makes it (docs/kubernetes.md)
+    assert not any(o["kind"] == "Secret" for o in objects)
 
 
 def kubectl(plane, kubeconfig, *args, stdin: str = "") -> subprocess.CompletedProcess[str]:

@@ -937,10 +937,9 @@ def test_settings_public_hides_the_password_from_the_file():
     assert "s3cret" not in str(public)
 
 
-def test_the_readme_example_is_a_valid_file():
-    readme = (CONFIGS.parents[2] / "README.md").read_text()
-    section = readme.split("## Configuration", 1)[1]
-    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+def test_the_documented_example_is_a_valid_file():
+    page = (CONFIGS.parents[2] / "docs" / "configuration.md").read_text()
+    example = page.split("```yaml\n", 1)[1].split("```", 1)[0]
     c = parse_configuration(example)
     assert [p.scheduler_name for p in c.profiles] == ["default-scheduler", "packer"]
     assert c.expanded[1].args["NodeResourcesFit"]["scoringStrategy"]["type"] == "MostAllocated"

@@ -147,7 +147,7 @@ def test_plugins_agree_with_kube_scheduler(oracle: Oracle, case: Case) -> None:
         spec = pod_from_manifest(case.pod).spec
     except InvalidObject as refused:
         # a node selector value that is no label value: upstream takes the pod and then
-        # skips the term or fails the attempt; optimist refuses it (README, departures)
+        # skips the term or fails the attempt; optimist refuses it (docs/plugins.md, departures)
         assert "values" in refused.field, refused
         event("pod refused by optimist: a selector value that is no label value")
         return

@@ -1,6 +1,6 @@
 """FGD that counts how many pods a node's CPU still holds, and best fit for GPU shares.
 
-Two changes to `fgd`, each found on the Alibaba trace (README, GPUs), and
+Two changes to `fgd`, each found on the Alibaba trace (docs/gpus.md), and
 worth something only together:
 
 - Whole-GPU and CPU-only pods go where fragmentation grows least, as in FGD,

@@ -37,9 +37,9 @@ POLICIES: dict[str, Callable[[int], Policy]] = {
     FragmentationGradientDescent.name: lambda seed: FragmentationGradientDescent(),
     CapacityFgd.name: lambda seed: CapacityFgd(),
 }
-DEFAULT_POLICY = "fgd-capacity"  # the best on the Alibaba traces (README, GPUs)
+DEFAULT_POLICY = "fgd-capacity"  # the best on the Alibaba traces (docs/gpus.md)
 _MEMO = 1024  # task classes whose scores of every node are kept
-# nodePriority: a fixed ranking of the nodes (what packs pods, see the README); random: upstream's
+# nodePriority: a fixed ranking of the nodes (what packs pods, see docs/gpus.md); random: upstream's
 TIE_BREAKS = ("nodePriority", "random")
 
 

@@ -34,7 +34,7 @@ def workload(weights):
 
 
 def plainly(free, count, cpu, model, classes):
-    """F_n(M), one class at a time, as the README words it."""
+    """F_n(M), one class at a time, as docs/gpus.md words it."""
     names = {v: k for k, v in VOCAB.items()}
     total = 0.0
     for task, weight in zip(classes.tasks, classes.weight, strict=True):
