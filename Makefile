@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: bench test lint docs fuzz parity redis-server prometheus kube oracle clean
+.PHONY: bench test lint docs fuzz parity redis-server prometheus chromium kube oracle clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -34,6 +34,14 @@ prometheus:
 	@# The package starts a system-wide server; the test starts its own, on loopback.
 	@command -v systemctl >/dev/null 2>&1 && systemctl stop prometheus >/dev/null 2>&1 || true
 
+# Debian's chromium, headless, for the test that opens the built site (skipped, saying
+# so, where it cannot be installed).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+		command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; } \
+		|| echo "chromium not installed; the site's rendering test will be skipped"; }
+
 # etcd, kube-apiserver, kube-scheduler and kubectl v1.30, built from source at the pins
 # of tools/kube and tools/etcd into a cache outside the checkout (reused while the
 # pins hold); build/kube points at them. The Kubernetes tests run against them.
@@ -48,7 +56,7 @@ oracle: kube
 bench: $(STAMP) redis-server
 	$(BIN)/optimist bench $(ARGS)
 
-test: lint docs redis-server prometheus kube oracle
+test: lint docs redis-server prometheus chromium kube oracle
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Coverage-guided fuzzing of the parsers (benchmarks/fuzz.py), FUZZ_SECONDS each.
