@@ -1,9 +1,11 @@
-"""Reference pages made from the code each time the site builds, so they cannot drift:
-every command and option (the typer app), every metric (the registry), and every
-plugin with its extension points against kube-scheduler v1.30's."""
+"""Pages made each time the site builds, so they cannot drift: every command and option
+(the typer app), every metric (the registry), every plugin with its extension points
+against kube-scheduler v1.30's, and every result file under docs/results/."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -26,6 +28,7 @@ def on_files(files: Files, config: Any) -> Files:
         ("reference/cli.md", cli_page()),
         ("reference/metrics.md", metrics_page()),
         ("reference/plugins.md", plugins_page()),
+        ("results.md", results_page(Path(config["docs_dir"]) / "results")),
     ):
         files.append(File.generated(config, name, content=text))
     return files
@@ -107,3 +110,51 @@ def plugins_page() -> str:
             status = f"inactive: {inactive_reason(name)}"
         out.append(f"| `{name}` | {points} | {in_default} | {_cell(status)} |")
     return "\n".join(out) + "\n"
+
+
+def results_page(folder: Path) -> str:
+    """Every result file, newest first: what made it (command, commit, machine) and its
+    headline figures, read from the file itself; each day's folder has a README saying
+    why the runs were made."""
+    out = [
+        "# Result files",
+        "",
+        "The figures the documentation quotes, each from a file the bench wrote",
+        "(`--report`), committed under `docs/results/`. Files made before the reports",
+        "carried their command and commit say so in their day's README.",
+        "",
+        "| file | made by | commit | machine | figures |",
+        "|---|---|---|---|---|",
+    ]
+    for path in sorted(
+        folder.glob("*/*.json"), key=lambda p: (p.parent.name, p.name), reverse=True
+    ):
+        report = json.loads(path.read_text())
+        day = path.parent.name
+        link = f"[{day}/{path.name}](results/{day}/{path.name})"
+        command = (
+            f"`{_cell(report['command'])}`"
+            if report.get("command")
+            else f"see [{day}](results/{day}/README.md)"
+        )
+        commit = str(report.get("commit", ""))[:7]
+        machine = report.get("machine") or {}
+        cores = f"{machine['cores']} cores" if "cores" in machine else ""
+        out.append(f"| {link} | {command} | {commit} | {cores} | {_cell(_figures(report))} |")
+    return "\n".join(out) + "\n"
+
+
+def _figures(report: dict[str, Any]) -> str:
+    """A report's headline: pods/s per workload (per scheduler, beside kube-scheduler)."""
+    if "workloads" in report:  # upstream's own harness
+        return "; ".join(f"{n}: {w['Average']:,.0f} pods/s" for n, w in report["workloads"].items())
+    shown = []
+    for case in report.get("cases") or []:
+        if "schedulers" in case:
+            each = ", ".join(f"{s} {f['pods_per_s']:,.0f}" for s, f in case["schedulers"].items())
+            ratio = f" ({case['ratio']:.2f}x)" if "ratio" in case else ""
+            shown.append(f"{case['name']}: {each}{ratio}")
+        elif "throughput_pods_per_s" in case:
+            name = "/".join(str(case[k]) for k in ("case", "workload") if case.get(k))
+            shown.append(f"{name}: {case['throughput_pods_per_s']['average']:,.0f} pods/s")
+    return "; ".join(shown)
