@@ -24,6 +24,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from binder.preemption_args import DefaultPreemptionArgs
 from cluster import resources as res
 from cluster.inventory import BoundPod, BoundPods
 from cluster.quota import QuotaTree
@@ -31,9 +32,9 @@ from cluster.store import Store
 
 _INT32_OFFSET = 2**31  # upstream adds MaxInt32 + 1 to each priority before summing
 
-# Nodes tried per pod, as upstream's DefaultPreemptionArgs defaults: at least
-# this share of the nodes named, and never fewer than this many.
-DEFAULT_CANDIDATE_NODES = (10, 100)  # (minCandidateNodesPercentage, minCandidateNodesAbsolute)
+# Nodes tried per pod where a profile sets none: at least this share of the nodes
+# named, and never fewer than this many (v1's defaults)
+_DEFAULT_ARGS = DefaultPreemptionArgs()
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,10 +168,9 @@ class PreemptionPlanner:
         rng: np.random.Generator,
         violating: Violating = lambda pods: set(),
         may_evict: Callable[[Preemptor, BoundPod], bool] = lower_priority,
-        candidate_nodes: Mapping[str, tuple[int, int]] | None = None,
+        args: Mapping[str, DefaultPreemptionArgs] | None = None,
     ) -> None:
-        # per profile, its DefaultPreemptionArgs (percentage, absolute); defaults otherwise
-        self.candidate_nodes = candidate_nodes or {}
+        self.args = args or {}  # per preempting profile; v1's defaults for the others
         self.store = store
         self.inventory = inventory
         self.rng = rng
@@ -225,8 +225,9 @@ class PreemptionPlanner:
         nodes = list(pod.nodes)
         if not nodes:
             return []
-        percentage, absolute = self.candidate_nodes.get(pod.profile, DEFAULT_CANDIDATE_NODES)
-        wanted = max(absolute, len(nodes) * percentage // 100, 1)
+        args = self.args.get(pod.profile, _DEFAULT_ARGS)
+        share = len(nodes) * args.min_candidate_nodes_percentage // 100
+        wanted = max(args.min_candidate_nodes_absolute, share, 1)
         start = int(self.rng.integers(len(nodes)))
         order = nodes[start:] + nodes[:start]
         found: list[Candidate] = []

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
 import typer
 from mkdocs.structure.files import File, Files
 from prometheus_client.metrics import MetricWrapperBase
 
 from optimist.cli import app
+from optimist.configuration.args import ARG_MODELS
 from optimist.configuration.plugins import (
     DEFAULT_MULTI_POINT,
     HANDLED_OUTSIDE_SHARDS,
@@ -109,7 +110,23 @@ def plugins_page() -> str:
         else:
             status = f"inactive: {inactive_reason(name)}"
         out.append(f"| `{name}` | {points} | {in_default} | {_cell(status)} |")
+    out += ["", "## Arguments", "", "Read from each plugin's typed model, beside the plugin."]
+    for name, model in sorted(ARG_MODELS.items()):
+        out += ["", f"### {name}", "", "| field | type | default | meaning |", "|---|---|---|---|"]
+        for field_name, f in model.model_fields.items():
+            kind = _type_name(f.annotation)
+            default = f"`{json.dumps(f.default)}`" if f.default is not None else ""
+            meaning = _cell(f.description or "")
+            out.append(f"| `{f.alias or field_name}` | {kind} | {default} | {meaning} |")
     return "\n".join(out) + "\n"
+
+
+def _type_name(annotation: Any) -> str:
+    if get_origin(annotation) is Literal:
+        return " or ".join(f"`{a}`" for a in get_args(annotation))
+    if annotation is type(None):
+        return "(none accepted)"
+    return _cell(getattr(annotation, "__name__", annotation))
 
 
 def results_page(folder: Path) -> str:

@@ -1,4 +1,10 @@
-"""Plugin args: each reader checks and defaults one plugin's args, as upstream's v1 does."""
+"""Plugin args: each reader checks and defaults one plugin's args, as upstream's v1 does.
+
+A plugin whose args are a typed model (`cluster.plugin_args`, beside the plugin) is
+read by pydantic; what it finds wrong is told as every other reader tells it: the
+YAML path, the value there, and the problem. The readers still written by hand here
+(NodeResourcesFit, NodeResourcesBalancedAllocation, PodTopologySpread, NodeAffinity)
+move to models of their own the same way."""
 
 from __future__ import annotations
 
@@ -7,11 +13,14 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import ValidationError, field_validator
+
+from binder.preemption_args import DefaultPreemptionArgs
+from cluster.plugin_args import Int64, PluginArgs
 from optimist.configuration.fields import (
     _INT64,
     MISSING,
     ConfigError,
-    _bool,
     _child,
     _int,
     _label_value,
@@ -22,7 +31,8 @@ from optimist.configuration.fields import (
     _qualified_name_problem,
     _str,
 )
-from shards.plugins.gpu_placement import DEFAULT_POLICY, DEFAULT_WINDOW, POLICIES, TIE_BREAKS
+from shards.plugins.gpu_placement import GPUPlacementArgs
+from shards.plugins.inter_pod_affinity import InterPodAffinityArgs
 
 _MAX_CUSTOM_PRIORITY_SCORE = 10  # upstream's ceiling for a shape point's score
 _DEFAULT_RESOURCES = ({"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1})
@@ -149,41 +159,6 @@ def _balanced_allocation_args(raw: dict[str, Any], path: str) -> dict[str, Any]:
     m = _mapping(raw, path, {"resources"})
     resources = _resources(m.get("resources"), _child(path, "resources"), weight_must_be_one=True)
     return {"resources": resources or copy.deepcopy(list(_DEFAULT_RESOURCES))}
-
-
-def _inter_pod_affinity_args(raw: dict[str, Any], path: str) -> dict[str, Any]:
-    m = _mapping(raw, path, {"hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods"})
-    wpath = _child(path, "hardPodAffinityWeight")
-    weight = (
-        1 if m.get("hardPodAffinityWeight") is None else _int(m["hardPodAffinityWeight"], wpath)
-    )
-    if not 0 <= weight <= 100:
-        raise ConfigError(wpath, weight, "not in valid range [0, 100]")
-    out: dict[str, Any] = {"hardPodAffinityWeight": weight}
-    if m.get("ignorePreferredTermsOfExistingPods") is not None:
-        out["ignorePreferredTermsOfExistingPods"] = _bool(
-            m["ignorePreferredTermsOfExistingPods"],
-            _child(path, "ignorePreferredTermsOfExistingPods"),
-        )
-    return out
-
-
-def _gpu_placement_args(raw: dict[str, Any], path: str) -> dict[str, Any]:
-    """optimist's GPUPlacement (shards/plugins/gpu_placement): which policy, how many
-    recent pods make the workload it learns, and how ties between nodes are broken."""
-    m = _mapping(raw, path, {"policy", "window", "tieBreak", "prioritySeed"})
-    policy = _one_of(m.get("policy", DEFAULT_POLICY), _child(path, "policy"), sorted(POLICIES))
-    wpath = _child(path, "window")
-    window = DEFAULT_WINDOW if m.get("window") is None else _int(m["window"], wpath)
-    if window < 1:
-        raise ConfigError(wpath, window, "must be at least 1")
-    ties = _one_of(m.get("tieBreak", "nodePriority"), _child(path, "tieBreak"), TIE_BREAKS)
-    seed = (
-        0
-        if m.get("prioritySeed") is None
-        else _int(m["prioritySeed"], _child(path, "prioritySeed"))
-    )
-    return {"policy": policy, "window": window, "tieBreak": ties, "prioritySeed": seed}
 
 
 _CONSTRAINT_FIELDS = {
@@ -339,60 +314,100 @@ def _node_affinity_args(raw: dict[str, Any], path: str) -> dict[str, Any]:
     return {"addedAffinity": affinity}
 
 
-def _default_preemption_args(raw: dict[str, Any], path: str) -> dict[str, Any]:
-    m = _mapping(raw, path, {"minCandidateNodesPercentage", "minCandidateNodesAbsolute"})
-    ppath, apath = (
-        _child(path, "minCandidateNodesPercentage"),
-        _child(path, "minCandidateNodesAbsolute"),
-    )
-    percentage = (
-        10
-        if m.get("minCandidateNodesPercentage") is None
-        else _int(m["minCandidateNodesPercentage"], ppath)
-    )
-    absolute = (
-        100
-        if m.get("minCandidateNodesAbsolute") is None
-        else _int(m["minCandidateNodesAbsolute"], apath)
-    )
-    if not 0 <= percentage <= 100:
-        raise ConfigError(ppath, percentage, "not in valid range [0, 100]")
-    if absolute < 0:
-        raise ConfigError(apath, absolute, "not in valid range [0, inf)")
-    if percentage == 0 and absolute == 0:
-        raise ConfigError(
-            ppath, percentage, "cannot be zero at the same time as minCandidateNodesAbsolute"
+class VolumeBindingArgs(PluginArgs):
+    """Upstream's; optimist does not run VolumeBinding, but reads its args as v1 does."""
+
+    bind_timeout_seconds: Int64 = 600
+    """How long a binding waits for its volumes (upstream's; not run here)."""
+    shape: None = None
+    """VolumeCapacityPriority's score shape: refused, the gate is off in v1.30."""
+
+    @field_validator("bind_timeout_seconds")
+    @classmethod
+    def _not_negative(cls, seconds: int) -> int:
+        if seconds < 0:
+            raise ValueError("should not be a negative value")
+        return seconds
+
+    @field_validator("shape", mode="before")
+    @classmethod
+    def _gated(cls, value: object) -> None:
+        raise ValueError(
+            "needs the VolumeCapacityPriority feature gate, which v1.30 has off; remove it"
         )
-    return {"minCandidateNodesPercentage": percentage, "minCandidateNodesAbsolute": absolute}
 
 
-def _volume_binding_args(raw: dict[str, Any], path: str) -> dict[str, Any]:
-    m = _mapping(raw, path, {"bindTimeoutSeconds", "shape"})
-    tpath = _child(path, "bindTimeoutSeconds")
-    timeout = (
-        600
-        if m.get("bindTimeoutSeconds") is None
-        else _int(m["bindTimeoutSeconds"], tpath, bits=_INT64)
-    )
-    if timeout < 0:
-        raise ConfigError(tpath, timeout, "should not be a negative value")
-    if m.get("shape") is not None:
-        raise ConfigError(
-            _child(path, "shape"),
-            m["shape"],
-            "needs the VolumeCapacityPriority feature gate, which v1.30 has off; remove it",
-        )
-    return {"bindTimeoutSeconds": timeout}
+# pydantic's error kinds, as the hand-written readers word the same problem
+_PROBLEMS = {
+    "int_type": "must be an integer",
+    "bool_type": "must be true or false",
+    "string_type": "must be a string",
+    "float_type": "must be a number",
+    "list_type": "must be a list",
+    "dict_type": "must be a mapping",
+    "model_type": "must be a mapping",
+    "missing": "must be set",
+}
 
 
-# The plugins that take args in v1.30, each with its reader; the others take none.
+def typed(model: type[PluginArgs]) -> Callable[[dict[str, Any], str], dict[str, Any]]:
+    """A reader for a plugin whose args are `model`: null fields read as unset, as Go's
+    decoder reads them; the result is the model's wire form, every default filled in."""
+
+    def read(raw: Any, path: str) -> dict[str, Any]:
+        given = {k: v for k, v in raw.items() if v is not None} if isinstance(raw, dict) else raw
+        try:
+            return model.model_validate(given if given is not None else {}).to_wire()
+        except ValidationError as err:
+            raise _config_error(err, model, raw, path) from None
+
+    return read
+
+
+def _config_error(
+    err: ValidationError, model: type[PluginArgs], raw: Any, path: str
+) -> ConfigError:
+    """The first problem pydantic found, at its YAML path, with the value there."""
+    first = err.errors()[0]
+    where, value = path, raw
+    for part in first["loc"]:
+        where = f"{where}[{part}]" if isinstance(part, int) else _child(where, str(part))
+        value = _at(value, part)
+    kind = first["type"]
+    if kind == "extra_forbidden":
+        known = ", ".join(sorted(f.alias or n for n, f in model.model_fields.items()))
+        return ConfigError(where, value, f"unknown field (known here: {known})")
+    if kind == "literal_error":
+        expected = first.get("ctx", {}).get("expected", "")
+        choices = expected.replace("'", "").replace(" or ", ", ")
+        return ConfigError(where, value, f"must be one of {choices}")
+    problem = _PROBLEMS.get(kind) or str(first["msg"]).removeprefix("Value error, ")
+    return ConfigError(where, value, problem)
+
+
+def _at(value: Any, part: int | str) -> Any:
+    """What `value` holds at `part` (a key, or an index), MISSING if nothing."""
+    if isinstance(value, dict):
+        return value.get(part, MISSING)
+    if isinstance(value, list) and isinstance(part, int) and 0 <= part < len(value):
+        return value[part]
+    return MISSING
+
+
+# The plugins whose args are typed models, beside each plugin.
+ARG_MODELS: dict[str, type[PluginArgs]] = {
+    "DefaultPreemption": DefaultPreemptionArgs,
+    "GPUPlacement": GPUPlacementArgs,
+    "InterPodAffinity": InterPodAffinityArgs,
+    "VolumeBinding": VolumeBindingArgs,
+}
+
+# The plugins that take args in v1.30 (and optimist's own), each with its reader; the
+# others take none.
 ARGS: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
-    "DefaultPreemption": _default_preemption_args,
-    "GPUPlacement": _gpu_placement_args,
-    "InterPodAffinity": _inter_pod_affinity_args,
+    **{name: typed(model) for name, model in ARG_MODELS.items()},
     "NodeAffinity": _node_affinity_args,
     "NodeResourcesBalancedAllocation": _balanced_allocation_args,
     "NodeResourcesFit": _fit_args,
     "PodTopologySpread": _pod_topology_spread_args,
-    "VolumeBinding": _volume_binding_args,
 }

@@ -18,6 +18,7 @@ import ray
 
 from binder.binder import Binder
 from binder.preemption import PreemptionPlanner, reclaiming
+from binder.preemption_args import DefaultPreemptionArgs
 from cluster.cluster_adapter import ClusterAdapter
 from cluster.disruption import DisruptionBudgets
 from cluster.inventory import BoundPods
@@ -40,14 +41,10 @@ from optimist.profiling import Profiler
 from optimist.runtime import Platform
 
 
-def candidate_nodes(settings: Settings) -> dict[str, tuple[int, int]]:
-    """Per preempting profile, DefaultPreemption's (percentage, absolute) floor of
-    candidate nodes a dry run looks at."""
+def preemption_args(settings: Settings) -> dict[str, DefaultPreemptionArgs]:
+    """Per profile that preempts, its DefaultPreemption args."""
     return {
-        p.scheduler_name: (
-            p.args["DefaultPreemption"]["minCandidateNodesPercentage"],
-            p.args["DefaultPreemption"]["minCandidateNodesAbsolute"],
-        )
+        p.scheduler_name: DefaultPreemptionArgs.from_wire(p.args["DefaultPreemption"])
         for p in settings.profiles
         if "DefaultPreemption" in p.args
     }
@@ -79,7 +76,7 @@ class SchedulingLoop:
         self.faults = Faults()
         bound_pods = self.bound_pods = BoundPods()  # what preemption may evict
         budgets = DisruptionBudgets(bound_pods)
-        floors = candidate_nodes(s)
+        preempting = preemption_args(s)
         self.dispatcher = Dispatcher(
             Backoff(s.backoff_initial_s, s.backoff_max_s),
             send_manifests=bool(s.extenders),
@@ -87,7 +84,7 @@ class SchedulingLoop:
             partitions=s.partitions,
             quotas=QuotaTree(s.quotas) if s.quotas else None,
             lowest_bound_priority=bound_pods.lowest_priority,
-            preemptive_profiles=frozenset(floors),
+            preemptive_profiles=frozenset(preempting),
         )
         self.binder = Binder(
             self.store, cluster, s.profiles, s.conflict_mode, bool(platform.binders)
@@ -105,7 +102,7 @@ class SchedulingLoop:
             np.random.default_rng(s.seed),
             budgets.violating,
             reclaiming(lambda: self.dispatcher.quotas),
-            floors,
+            preempting,
         )
         self.eviction = Eviction(
             planner,

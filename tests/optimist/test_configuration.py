@@ -95,7 +95,7 @@ UPSTREAM_WEIGHTS = {
 CPU_MEMORY = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
 UPSTREAM_ARGS = {
     "DefaultPreemption": {"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 100},
-    "InterPodAffinity": {"hardPodAffinityWeight": 1},
+    "InterPodAffinity": {"hardPodAffinityWeight": 1, "ignorePreferredTermsOfExistingPods": False},
     "NodeAffinity": {},
     "NodeResourcesBalancedAllocation": {"resources": CPU_MEMORY},
     "NodeResourcesFit": {"scoringStrategy": {"type": "LeastAllocated", "resources": CPU_MEMORY}},
@@ -203,7 +203,7 @@ def test_full_example_file():
         "InterPodAffinity",
     )
     assert eb.points["filter"] == UPSTREAM_EXPANDED["filter"]
-    assert eb.args["InterPodAffinity"] == {"hardPodAffinityWeight": 5}
+    assert eb.args["InterPodAffinity"]["hardPodAffinityWeight"] == 5
     assert eb.args["PodTopologySpread"] == {"defaultingType": "System"}
 
     assert (c.parallelism, c.percentage_of_nodes_to_score) == (32, 40)

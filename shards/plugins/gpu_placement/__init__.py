@@ -1,9 +1,4 @@
-from shards.plugins.gpu_placement.gpu_placement import (
-    DEFAULT_POLICY,
-    POLICIES,
-    TIE_BREAKS,
-    GPUPlacement,
-)
-from shards.plugins.gpu_placement.workload import DEFAULT_WINDOW
+from shards.plugins.gpu_placement.args import DEFAULT_POLICY, GPUPlacementArgs
+from shards.plugins.gpu_placement.gpu_placement import POLICIES, GPUPlacement
 
-__all__ = ["DEFAULT_POLICY", "DEFAULT_WINDOW", "POLICIES", "TIE_BREAKS", "GPUPlacement"]
+__all__ = ["DEFAULT_POLICY", "POLICIES", "GPUPlacement", "GPUPlacementArgs"]

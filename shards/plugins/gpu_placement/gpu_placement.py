@@ -9,13 +9,14 @@ policy's choice of GPUs inside the chosen node (`choose_gpus`).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from shards.framework import PodClass, Rows, ScorePlugin
 from shards.node_table import NodeTable
+from shards.plugins.gpu_placement.args import GPUPlacementArgs
 from shards.plugins.gpu_placement.best_fit import BestFit
 from shards.plugins.gpu_placement.dot_product import DotProduct
 from shards.plugins.gpu_placement.fgd import FragmentationGradientDescent
@@ -37,10 +38,7 @@ POLICIES: dict[str, Callable[[int], Policy]] = {
     FragmentationGradientDescent.name: lambda seed: FragmentationGradientDescent(),
     CapacityFgd.name: lambda seed: CapacityFgd(),
 }
-DEFAULT_POLICY = "fgd-capacity"  # the best on the Alibaba traces (docs/gpus.md)
 _MEMO = 1024  # task classes whose scores of every node are kept
-# nodePriority: a fixed ranking of the nodes (what packs pods, see docs/gpus.md); random: upstream's
-TIE_BREAKS = ("nodePriority", "random")
 
 
 class GPUPlacement(ScorePlugin):
@@ -61,17 +59,11 @@ class GPUPlacement(ScorePlugin):
         self._changes = np.zeros(0, dtype=np.int64)  # per row, changes seen since
 
     @classmethod
-    def from_args(cls, args: dict[str, Any]) -> GPUPlacement:
-        """From GPUPlacementArgs (validated where the configuration was read)."""
-        name = args.get("policy") or DEFAULT_POLICY
-        if name not in POLICIES:
-            raise ValueError(f"GPUPlacement: unknown policy {name!r}")
-        ties = args.get("tieBreak") or "nodePriority"
-        seed = int(args.get("prioritySeed") or 0)
-        window = int(args.get("window") or DEFAULT_WINDOW)
-        policy = POLICIES[name](seed)
-        ranked = ties == "nodePriority" and policy.ranks_ties
-        return cls(policy, window, seed if ranked else None)
+    def from_args(cls, wire: Mapping[str, Any]) -> GPUPlacement:
+        args = GPUPlacementArgs.from_wire(wire)
+        policy = POLICIES[args.policy](args.priority_seed)
+        ranked = args.tie_break == "nodePriority" and policy.ranks_ties
+        return cls(policy, args.window, args.priority_seed if ranked else None)
 
     def observe(self, pods: Sequence[tuple[PodClass, int]]) -> None:
         for pod, count in pods:

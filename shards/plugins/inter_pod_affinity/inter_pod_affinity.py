@@ -15,7 +15,7 @@ domain with a bincount over the label's codes: never a loop over pods or nodes.
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -34,6 +34,7 @@ from cluster.events import ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, NODE_ADD, NODE
 from cluster.objects import Peer
 from shards.framework import FilterPlugin, PodClass, Rows, ScorePlugin
 from shards.node_table import NodeTable
+from shards.plugins.inter_pod_affinity.args import InterPodAffinityArgs
 
 _CACHED_PEERS = 4096
 
@@ -155,12 +156,9 @@ class InterPodAffinity(FilterPlugin, ScorePlugin):
         self._relations_by_peer: OrderedDict[int, _Relations] = OrderedDict()
 
     @classmethod
-    def from_args(cls, args: dict[str, Any]) -> InterPodAffinity:
-        """From InterPodAffinityArgs (validated where the configuration was read)."""
-        return cls(
-            int(args.get("hardPodAffinityWeight", DEFAULT_HARD_POD_AFFINITY_WEIGHT)),
-            bool(args.get("ignorePreferredTermsOfExistingPods", False)),
-        )
+    def from_args(cls, wire: Mapping[str, Any]) -> InterPodAffinity:
+        args = InterPodAffinityArgs.from_wire(wire)
+        return cls(args.hard_pod_affinity_weight, args.ignore_preferred_terms_of_existing_pods)
 
     def _relations(self, pod: PodClass, table: NodeTable) -> _Relations:
         cache, key = self._relations_by_peer, pod.peer
