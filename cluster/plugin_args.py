@@ -11,6 +11,7 @@ field's docstring is what the site's plugin reference says of it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Self
 
@@ -46,13 +47,38 @@ def in_range(low: int, high: int | None = None) -> AfterValidator:
     return AfterValidator(check)
 
 
+_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def qualified_name_problem(text: str) -> str | None:
+    """Why `text` is not a qualified name ("prefix/name" or "name"), or None if it is."""
+    prefix, _, name = text.rpartition("/")
+    if "/" in text and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+        return "prefix must be a DNS subdomain such as example.com"
+    if not name or len(name) > 63 or not _NAME.match(name):
+        return (
+            "must be a qualified name: up to 63 letters, digits, '-', '_' or '.', "
+            "with an optional DNS prefix and '/'"
+        )
+    return None
+
+
+class Finding(ValueError):
+    """A check's finding below the field it ran on (an item of a list): `at` is the
+    path from that field, `value` what the file has there."""
+
+    def __init__(self, problem: str, at: tuple[int | str, ...], value: object) -> None:
+        super().__init__(problem)
+        self.at, self.value = at, value
+
+
 class PluginArgs(BaseModel):
     model_config = ConfigDict(
         strict=True,
         extra="forbid",
         frozen=True,
         alias_generator=to_camel,
-        populate_by_name=True,
         use_attribute_docstrings=True,  # a field's docstring is its description
     )
 

@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 import typer
 from mkdocs.structure.files import File, Files
 from prometheus_client.metrics import MetricWrapperBase
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
+from cluster.plugin_args import PluginArgs
 from optimist.cli import app
-from optimist.configuration.args import ARG_MODELS
+from optimist.configuration.arg_readers import ARG_MODELS
 from optimist.configuration.plugins import (
     DEFAULT_MULTI_POINT,
     HANDLED_OUTSIDE_SHARDS,
@@ -112,13 +115,32 @@ def plugins_page() -> str:
         out.append(f"| `{name}` | {points} | {in_default} | {_cell(status)} |")
     out += ["", "## Arguments", "", "Read from each plugin's typed model, beside the plugin."]
     for name, model in sorted(ARG_MODELS.items()):
-        out += ["", f"### {name}", "", "| field | type | default | meaning |", "|---|---|---|---|"]
-        for field_name, f in model.model_fields.items():
-            kind = _type_name(f.annotation)
-            default = f"`{json.dumps(f.default)}`" if f.default is not None else ""
-            meaning = _cell(f.description or "")
-            out.append(f"| `{f.alias or field_name}` | {kind} | {default} | {meaning} |")
+        out += ["", f"### {name}"]
+        for part in _models_within(model):
+            heading = [] if part is model else ["", f"`{part.__name__}`:"]
+            out += [*heading, "", "| field | type | default | meaning |", "|---|---|---|---|"]
+            for field_name, f in part.model_fields.items():
+                out.append(
+                    f"| `{f.alias or field_name}` | {_type_name(f.annotation)} | "
+                    f"{_default(f)} | {_cell(f.description or '')} |"
+                )
     return "\n".join(out) + "\n"
+
+
+def _models_within(model: type[BaseModel]) -> list[type[BaseModel]]:
+    """The model, then every model its fields hold (in lists and optionals too)."""
+    found = [model]
+    for part in found:
+        for f in part.model_fields.values():
+            kinds = [f.annotation]
+            while kinds:
+                kind = kinds.pop()
+                if isinstance(kind, type) and issubclass(kind, BaseModel):
+                    if kind not in found:
+                        found.append(kind)
+                else:
+                    kinds.extend(get_args(kind))
+    return found
 
 
 def _type_name(annotation: Any) -> str:
@@ -126,7 +148,25 @@ def _type_name(annotation: Any) -> str:
         return " or ".join(f"`{a}`" for a in get_args(annotation))
     if annotation is type(None):
         return "(none accepted)"
+    inner = [a for a in get_args(annotation) if a is not type(None)]
+    if get_origin(annotation) is list:
+        return f"list of {_type_name(inner[0])}"
+    if inner and get_origin(annotation) is not Annotated:  # an optional
+        return _type_name(inner[0])
+    if get_origin(annotation) is Annotated:
+        return _type_name(inner[0])
     return _cell(getattr(annotation, "__name__", annotation))
+
+
+def _default(f: FieldInfo) -> str:
+    if f.is_required():
+        return "(required)"
+    value = f.get_default(call_default_factory=True)
+    if isinstance(value, list):
+        value = [v.to_wire() if isinstance(v, PluginArgs) else v for v in value]
+    elif isinstance(value, PluginArgs):
+        value = value.to_wire()
+    return "" if value is None else f"`{json.dumps(value)}`"
 
 
 def results_page(folder: Path) -> str:

@@ -21,7 +21,7 @@ args), profiles, component (the carried standard fields and extenders),
 options (the OptimistConfiguration document) and loader (which ties them).
 """
 
-from optimist.configuration.args import ARGS
+from optimist.configuration.arg_readers import ARGS
 from optimist.configuration.fields import MISSING, ConfigError
 from optimist.configuration.loader import default_configuration, load_file, parse_configuration
 from optimist.configuration.model import (

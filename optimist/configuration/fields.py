@@ -13,6 +13,7 @@ from collections.abc import Collection, Iterable
 from typing import Any
 
 from cluster.durations import parse_duration
+from cluster.plugin_args import qualified_name_problem
 
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
@@ -134,26 +135,12 @@ def _duration(value: Any, path: str) -> float:
         ) from None
 
 
-_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
-
-def _qualified_name_problem(text: str) -> str | None:
-    """Why `text` is not a qualified name ("prefix/name" or "name"), or None if it is."""
-    prefix, _, name = text.rpartition("/")
-    if "/" in text and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
-        return "prefix must be a DNS subdomain such as example.com"
-    if not name or len(name) > 63 or not _NAME.match(name):
-        return (
-            "must be a qualified name: up to 63 letters, digits, '-', '_' or '.', "
-            "with an optional DNS prefix and '/'"
-        )
-    return None
+_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")  # a label value's form
 
 
 def _qualified_name(value: Any, path: str) -> str:
     text = _str(value, path)
-    problem = _qualified_name_problem(text)
+    problem = qualified_name_problem(text)
     if problem:
         raise ConfigError(path, value, problem)
     return text

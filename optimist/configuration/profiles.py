@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from optimist.configuration.args import ARGS
+from optimist.configuration.arg_readers import ARGS
 from optimist.configuration.fields import (
     MISSING,
     ConfigError,

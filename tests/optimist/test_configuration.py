@@ -479,7 +479,7 @@ BAD = {
         "profiles:\n  - pluginConfig:\n      - name: NodeResourcesFit\n"
         "        args: {scoringStrategy: {resources: [{name: cpu}]}}\n",
         "profiles[0].pluginConfig[0].args.scoringStrategy.type",
-        '""',
+        "(not set)",
     ),
     "ratio without its shape": (
         "profiles:\n  - pluginConfig:\n      - name: NodeResourcesFit\n"

@@ -16,13 +16,13 @@ import numpy as np
 
 from shards.framework import PodClass, Rows, ScorePlugin
 from shards.node_table import NodeTable
-from shards.plugins.gpu_placement.args import GPUPlacementArgs
 from shards.plugins.gpu_placement.best_fit import BestFit
 from shards.plugins.gpu_placement.dot_product import DotProduct
 from shards.plugins.gpu_placement.fgd import FragmentationGradientDescent
 from shards.plugins.gpu_placement.fgd_capacity import CapacityFgd
 from shards.plugins.gpu_placement.gpu_clustering import GpuClustering
 from shards.plugins.gpu_placement.gpu_packing import GpuPacking
+from shards.plugins.gpu_placement.gpu_placement_args import GPUPlacementArgs
 from shards.plugins.gpu_placement.node_gpus import NodeGpus, task_of
 from shards.plugins.gpu_placement.policy import Policy
 from shards.plugins.gpu_placement.random_policy import Random

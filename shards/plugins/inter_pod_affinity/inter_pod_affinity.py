@@ -34,7 +34,7 @@ from cluster.events import ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, NODE_ADD, NODE
 from cluster.objects import Peer
 from shards.framework import FilterPlugin, PodClass, Rows, ScorePlugin
 from shards.node_table import NodeTable
-from shards.plugins.inter_pod_affinity.args import InterPodAffinityArgs
+from shards.plugins.inter_pod_affinity.inter_pod_affinity_args import InterPodAffinityArgs
 
 _CACHED_PEERS = 4096
 

@@ -9,18 +9,19 @@ the floats, and so the truncated scores, are the same.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from shards.framework import MAX_NODE_SCORE, PodClass, Rows, ScorePlugin
 from shards.node_table import NodeTable
+from shards.plugins.noderesources.noderesources_args import NodeResourcesBalancedAllocationArgs
 from shards.plugins.noderesources.resource_allocation import (
     DEFAULT_RESOURCES,
     ResourceWeight,
     divisors,
     requested_and_capacity,
-    resources_from_args,
 )
 
 
@@ -65,9 +66,9 @@ class NodeResourcesBalancedAllocation(ScorePlugin):
         self.resources = resources
 
     @classmethod
-    def from_args(cls, args: dict[str, Any]) -> NodeResourcesBalancedAllocation:
-        """From NodeResourcesBalancedAllocationArgs: the resources (their weights do not matter)."""
-        return cls(resources_from_args(args.get("resources")))
+    def from_args(cls, wire: Mapping[str, Any]) -> NodeResourcesBalancedAllocation:
+        args = NodeResourcesBalancedAllocationArgs.from_wire(wire)
+        return cls(tuple(ResourceWeight(r.name, r.weight) for r in args.resources))
 
     def score(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
         requested, capacity = requested_and_capacity(

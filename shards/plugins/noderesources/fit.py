@@ -8,7 +8,7 @@ GPUs than it asks for are untouched.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 import numpy as np
@@ -21,11 +21,13 @@ from shards.gpu_fit import fits, fits_within
 from shards.node_table import NodeTable, take_rows
 from shards.plugins.noderesources.least_allocated import LeastAllocated
 from shards.plugins.noderesources.most_allocated import MostAllocated
+from shards.plugins.noderesources.noderesources_args import NodeResourcesFitArgs
+from shards.plugins.noderesources.noderesources_args import ScoringStrategy as ScoringStrategyArgs
 from shards.plugins.noderesources.requested_to_capacity_ratio import (
     RequestedToCapacityRatio,
-    shape_from_args,
+    shape_of,
 )
-from shards.plugins.noderesources.resource_allocation import ResourceWeight, resources_from_args
+from shards.plugins.noderesources.resource_allocation import ResourceWeight
 
 
 class ScoringStrategy(Protocol):
@@ -33,11 +35,13 @@ class ScoringStrategy(Protocol):
 
 
 # scoringStrategy.type -> how to build it from its resources and the strategy's args
-STRATEGIES: dict[str, Callable[[tuple[ResourceWeight, ...], dict[str, Any]], ScoringStrategy]] = {
+STRATEGIES: dict[
+    str, Callable[[tuple[ResourceWeight, ...], ScoringStrategyArgs], ScoringStrategy]
+] = {
     "LeastAllocated": lambda resources, _: LeastAllocated(resources),
     "MostAllocated": lambda resources, _: MostAllocated(resources),
     "RequestedToCapacityRatio": lambda resources, strategy: RequestedToCapacityRatio(
-        resources, shape_from_args((strategy.get("requestedToCapacityRatio") or {}).get("shape"))
+        resources, shape_of(strategy.requested_to_capacity_ratio)
     ),
 }
 
@@ -64,17 +68,14 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin):
         self.ignored_groups = frozenset(ignored_groups)
 
     @classmethod
-    def from_args(cls, args: dict[str, Any]) -> NodeResourcesFit:
-        """From NodeResourcesFitArgs (validated where the configuration was read)."""
-        strategy = args.get("scoringStrategy") or {}
-        kind = strategy.get("type") or "LeastAllocated"
-        if kind not in STRATEGIES:
-            raise ValueError(f"NodeResourcesFit: unknown scoring strategy {kind!r}")
-        resources = resources_from_args(strategy.get("resources"))
+    def from_args(cls, wire: Mapping[str, Any]) -> NodeResourcesFit:
+        args = NodeResourcesFitArgs.from_wire(wire)
+        strategy = args.scoring_strategy
+        resources = tuple(ResourceWeight(r.name, r.weight) for r in strategy.resources)
         return cls(
-            STRATEGIES[kind](resources, strategy),
-            args.get("ignoredResources") or (),
-            args.get("ignoredResourceGroups") or (),
+            STRATEGIES[strategy.type](resources, strategy),
+            args.ignored_resources or (),
+            args.ignored_resource_groups or (),
         )
 
     def _checked(self, pod: PodClass, table: NodeTable) -> np.ndarray:

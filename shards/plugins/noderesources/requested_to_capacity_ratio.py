@@ -7,15 +7,16 @@ Everything is integer arithmetic with Go's truncating division, as upstream.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from itertools import pairwise
-from typing import Any
 
 import numpy as np
 
 from shards.framework import MAX_NODE_SCORE, PodClass, Rows
 from shards.node_table import NodeTable
+from shards.plugins.noderesources.noderesources_args import (
+    MAX_CUSTOM_PRIORITY_SCORE,
+    RequestedToCapacityRatioParam,
+)
 from shards.plugins.noderesources.resource_allocation import (
     ResourceWeight,
     divisors,
@@ -24,7 +25,6 @@ from shards.plugins.noderesources.resource_allocation import (
 )
 
 MAX_UTILIZATION = 100
-MAX_CUSTOM_PRIORITY_SCORE = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,16 +33,12 @@ class ShapePoint:
     score: int  # on the node score scale, 0..MAX_NODE_SCORE
 
 
-def shape_from_args(raw: Iterable[Mapping[str, Any]] | None) -> tuple[ShapePoint, ...]:
-    """UtilizationShapePoints, scores scaled from 0..10 to 0..100 as upstream does."""
+def shape_of(ratio: RequestedToCapacityRatioParam | None) -> tuple[ShapePoint, ...]:
+    """UtilizationShapePoints (checked by the args), scores scaled from 0..10 to 0..100
+    as upstream does."""
     scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
-    shape = tuple(
-        ShapePoint(int(p.get("utilization") or 0), int(p.get("score") or 0) * scale)
-        for p in raw or ()
-    )
-    if not shape or any(a.utilization >= b.utilization for a, b in pairwise(shape)):
-        raise ValueError("RequestedToCapacityRatio: shape needs points of increasing utilization")
-    return shape
+    points = ratio.shape if ratio is not None else []
+    return tuple(ShapePoint(p.utilization, p.score * scale) for p in points)
 
 
 def go_div(a: np.ndarray, b: int) -> np.ndarray:

@@ -13,9 +13,7 @@ actual requests.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -33,12 +31,6 @@ class ResourceWeight:
 
 
 DEFAULT_RESOURCES = (ResourceWeight(res.CPU), ResourceWeight(res.MEMORY))
-
-
-def resources_from_args(raw: Iterable[Mapping[str, Any]] | None) -> tuple[ResourceWeight, ...]:
-    """ResourceSpec items as upstream defaults them: none means cpu and memory, weight 0 means 1."""
-    resources = tuple(ResourceWeight(r["name"], int(r.get("weight") or 1)) for r in raw or ())
-    return resources or DEFAULT_RESOURCES
 
 
 def is_scalar(name: str) -> bool:

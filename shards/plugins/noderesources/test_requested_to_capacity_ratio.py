@@ -2,10 +2,11 @@ import numpy as np
 import pytest
 
 from shards.plugins.noderesources import NodeResourcesFit, RequestedToCapacityRatio
+from shards.plugins.noderesources.noderesources_args import RequestedToCapacityRatioParam
 from shards.plugins.noderesources.requested_to_capacity_ratio import (
     ShapePoint,
     broken_linear,
-    shape_from_args,
+    shape_of,
 )
 from shards.plugins.noderesources.resource_allocation import ResourceWeight
 from shards.testing import compile_pod, every, node, pod_spec, table_of
@@ -14,7 +15,9 @@ GPU = "example.com/gpu"
 
 
 def shape(*points):
-    return shape_from_args([{"utilization": u, "score": s} for u, s in points])
+    """The shape as the args read it from the file, then as the strategy holds it."""
+    wire = {"shape": [{"utilization": u, "score": s} for u, s in points]}
+    return shape_of(RequestedToCapacityRatioParam.from_wire(wire))
 
 
 def test_shape_scores_are_scaled_to_the_node_score_range():

@@ -3,22 +3,20 @@
 A plugin whose args are a typed model (`cluster.plugin_args`, beside the plugin) is
 read by pydantic; what it finds wrong is told as every other reader tells it: the
 YAML path, the value there, and the problem. The readers still written by hand here
-(NodeResourcesFit, NodeResourcesBalancedAllocation, PodTopologySpread, NodeAffinity)
-move to models of their own the same way."""
+(PodTopologySpread, NodeAffinity) move to models of their own the same way."""
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, get_args
 
-from pydantic import ValidationError, field_validator
+from pydantic import BaseModel, ValidationError, field_validator
+from pydantic.alias_generators import to_camel
 
 from binder.preemption_args import DefaultPreemptionArgs
-from cluster.plugin_args import Int64, PluginArgs
+from cluster.plugin_args import Finding, Int64, PluginArgs
 from optimist.configuration.fields import (
-    _INT64,
     MISSING,
     ConfigError,
     _child,
@@ -28,138 +26,14 @@ from optimist.configuration.fields import (
     _mapping,
     _one_of,
     _qualified_name,
-    _qualified_name_problem,
     _str,
 )
 from shards.plugins.gpu_placement import GPUPlacementArgs
 from shards.plugins.inter_pod_affinity import InterPodAffinityArgs
-
-_MAX_CUSTOM_PRIORITY_SCORE = 10  # upstream's ceiling for a shape point's score
-_DEFAULT_RESOURCES = ({"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1})
-
-
-def _resources(value: Any, path: str, *, weight_must_be_one: bool = False) -> list[dict[str, Any]]:
-    """ResourceSpec items; a weight of 0 or none means 1."""
-    out: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    for i, raw in enumerate(_list(value, path)):
-        rpath = f"{path}[{i}]"
-        r = _mapping(raw, rpath, {"name", "weight"})
-        name = _str(r.get("name", MISSING), f"{rpath}.name", empty=False)
-        if _qualified_name_problem(name):
-            raise ConfigError(
-                f"{rpath}.name",
-                name,
-                "must be a resource name such as cpu, memory or example.com/gpu",
-            )
-        weight = (
-            0 if r.get("weight") is None else _int(r["weight"], f"{rpath}.weight", bits=_INT64)
-        ) or 1
-        if weight_must_be_one:
-            if name in seen:
-                raise ConfigError(f"{rpath}.name", name, "duplicate resource")
-            if weight != 1:
-                raise ConfigError(f"{rpath}.weight", weight, "must be 1")
-        elif not 0 < weight <= 100:
-            raise ConfigError(
-                f"{rpath}.weight", weight, f"resource weight of {name} not in valid range (0, 100]"
-            )
-        seen.add(name)
-        out.append({"name": name, "weight": weight})
-    return out
-
-
-def _shape(value: Any, path: str) -> list[dict[str, int]]:
-    """A utilization -> score curve: utilization 0..100 strictly increasing, score 0..10."""
-    points = _list(value, path)
-    if not points:
-        raise ConfigError(
-            path, value if value is not None else MISSING, "at least one point must be specified"
-        )
-    out = []
-    for i, raw in enumerate(points):
-        spath = f"{path}[{i}]"
-        p = _mapping(raw, spath, {"utilization", "score"})
-        utilization = (
-            0 if p.get("utilization") is None else _int(p["utilization"], f"{spath}.utilization")
-        )
-        score = 0 if p.get("score") is None else _int(p["score"], f"{spath}.score")
-        out.append({"utilization": utilization, "score": score})
-    for i in range(1, len(out)):
-        if out[i - 1]["utilization"] >= out[i]["utilization"]:
-            raise ConfigError(
-                f"{path}[{i}].utilization",
-                out[i]["utilization"],
-                "values must be sorted in increasing order",
-            )
-    for i, p in enumerate(out):
-        if not 0 <= p["utilization"] <= 100:
-            raise ConfigError(
-                f"{path}[{i}].utilization", p["utilization"], "not in valid range [0, 100]"
-            )
-        if not 0 <= p["score"] <= _MAX_CUSTOM_PRIORITY_SCORE:
-            raise ConfigError(
-                f"{path}[{i}].score",
-                p["score"],
-                f"not in valid range [0, {_MAX_CUSTOM_PRIORITY_SCORE}]",
-            )
-    return out
-
-
-_STRATEGIES = ("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio")
-
-
-def _fit_args(raw: dict[str, Any], path: str) -> dict[str, Any]:
-    m = _mapping(raw, path, {"ignoredResources", "ignoredResourceGroups", "scoringStrategy"})
-    out: dict[str, Any] = {}
-    if m.get("ignoredResources") is not None:
-        rpath = _child(path, "ignoredResources")
-        out["ignoredResources"] = [
-            _qualified_name(r, f"{rpath}[{i}]")
-            for i, r in enumerate(_list(m["ignoredResources"], rpath))
-        ]
-    if m.get("ignoredResourceGroups") is not None:
-        gpath = _child(path, "ignoredResourceGroups")
-        groups = []
-        for i, g in enumerate(_list(m["ignoredResourceGroups"], gpath)):
-            group = _str(g, f"{gpath}[{i}]")
-            if "/" in group:
-                raise ConfigError(f"{gpath}[{i}]", group, "resource group name can't contain '/'")
-            groups.append(_qualified_name(group, f"{gpath}[{i}]"))
-        out["ignoredResourceGroups"] = groups
-    spath = _child(path, "scoringStrategy")
-    if m.get("scoringStrategy") is None:
-        out["scoringStrategy"] = {
-            "type": "LeastAllocated",
-            "resources": copy.deepcopy(list(_DEFAULT_RESOURCES)),
-        }
-        return out
-    s = _mapping(m["scoringStrategy"], spath, {"type", "resources", "requestedToCapacityRatio"})
-    kind = _one_of(s.get("type", ""), f"{spath}.type", _STRATEGIES)
-    resources = _resources(s.get("resources"), f"{spath}.resources") or copy.deepcopy(
-        list(_DEFAULT_RESOURCES)
-    )
-    strategy: dict[str, Any] = {"type": kind, "resources": resources}
-    rpath = f"{spath}.requestedToCapacityRatio"
-    ratio = s.get("requestedToCapacityRatio")
-    if kind == "RequestedToCapacityRatio":
-        if ratio is None:
-            raise ConfigError(
-                rpath, MISSING, "must be specified when type is RequestedToCapacityRatio"
-            )
-        r = _mapping(ratio, rpath, {"shape"})
-        strategy["requestedToCapacityRatio"] = {"shape": _shape(r.get("shape"), f"{rpath}.shape")}
-    elif ratio is not None:
-        raise ConfigError(rpath, ratio, "must not be set unless type is RequestedToCapacityRatio")
-    out["scoringStrategy"] = strategy
-    return out
-
-
-def _balanced_allocation_args(raw: dict[str, Any], path: str) -> dict[str, Any]:
-    m = _mapping(raw, path, {"resources"})
-    resources = _resources(m.get("resources"), _child(path, "resources"), weight_must_be_one=True)
-    return {"resources": resources or copy.deepcopy(list(_DEFAULT_RESOURCES))}
-
+from shards.plugins.noderesources import (
+    NodeResourcesBalancedAllocationArgs,
+    NodeResourcesFitArgs,
+)
 
 _CONSTRAINT_FIELDS = {
     "maxSkew",
@@ -355,9 +229,8 @@ def typed(model: type[PluginArgs]) -> Callable[[dict[str, Any], str], dict[str, 
     decoder reads them; the result is the model's wire form, every default filled in."""
 
     def read(raw: Any, path: str) -> dict[str, Any]:
-        given = {k: v for k, v in raw.items() if v is not None} if isinstance(raw, dict) else raw
         try:
-            return model.model_validate(given if given is not None else {}).to_wire()
+            return model.model_validate(_without_nulls(raw) if raw is not None else {}).to_wire()
         except ValidationError as err:
             raise _config_error(err, model, raw, path) from None
 
@@ -368,14 +241,23 @@ def _config_error(
     err: ValidationError, model: type[PluginArgs], raw: Any, path: str
 ) -> ConfigError:
     """The first problem pydantic found, at its YAML path, with the value there."""
-    first = err.errors()[0]
+    # an unknown field first: a misspelt name is also why its field seems missing
+    first = min(err.errors(), key=lambda e: e["type"] != "extra_forbidden")
     where, value = path, raw
     for part in first["loc"]:
+        if isinstance(part, str) and _at(value, part) is MISSING:
+            part = to_camel(part)  # a field left to its default: pydantic says its name
         where = f"{where}[{part}]" if isinstance(part, int) else _child(where, str(part))
         value = _at(value, part)
     kind = first["type"]
+    found = first.get("ctx", {}).get("error")
+    if isinstance(found, Finding):  # deeper than the field its check ran on
+        for part in found.at:
+            where = f"{where}[{part}]" if isinstance(part, int) else _child(where, str(part))
+        return ConfigError(where, found.value, str(found))
     if kind == "extra_forbidden":
-        known = ", ".join(sorted(f.alias or n for n, f in model.model_fields.items()))
+        fields = _model_at(model, first["loc"][:-1]).model_fields
+        known = ", ".join(sorted(f.alias or n for n, f in fields.items()))
         return ConfigError(where, value, f"unknown field (known here: {known})")
     if kind == "literal_error":
         expected = first.get("ctx", {}).get("expected", "")
@@ -383,6 +265,31 @@ def _config_error(
         return ConfigError(where, value, f"must be one of {choices}")
     problem = _PROBLEMS.get(kind) or str(first["msg"]).removeprefix("Value error, ")
     return ConfigError(where, value, problem)
+
+
+def _model_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> type[BaseModel]:
+    """The model that holds what is at `loc` (list items and optional fields unwrapped)."""
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = next((f for n, f in model.model_fields.items() if part in (n, f.alias)), None)
+        inner = [field.annotation] if field is not None else []
+        while inner:
+            kind = inner.pop()
+            if isinstance(kind, type) and issubclass(kind, BaseModel):
+                model = kind
+                break
+            inner.extend(get_args(kind))
+    return model
+
+
+def _without_nulls(value: Any) -> Any:
+    """Fields set to null, taken out at every depth: Go's decoder leaves them unset."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
 
 
 def _at(value: Any, part: int | str) -> Any:
@@ -399,6 +306,8 @@ ARG_MODELS: dict[str, type[PluginArgs]] = {
     "DefaultPreemption": DefaultPreemptionArgs,
     "GPUPlacement": GPUPlacementArgs,
     "InterPodAffinity": InterPodAffinityArgs,
+    "NodeResourcesBalancedAllocation": NodeResourcesBalancedAllocationArgs,
+    "NodeResourcesFit": NodeResourcesFitArgs,
     "VolumeBinding": VolumeBindingArgs,
 }
 
@@ -407,7 +316,5 @@ ARG_MODELS: dict[str, type[PluginArgs]] = {
 ARGS: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
     **{name: typed(model) for name, model in ARG_MODELS.items()},
     "NodeAffinity": _node_affinity_args,
-    "NodeResourcesBalancedAllocation": _balanced_allocation_args,
-    "NodeResourcesFit": _fit_args,
     "PodTopologySpread": _pod_topology_spread_args,
 }
