@@ -1,13 +1,9 @@
-"""Plugin args: each reader checks and defaults one plugin's args, as upstream's v1 does.
-
-A plugin whose args are a typed model (`cluster.plugin_args`, beside the plugin) is
-read by pydantic; what it finds wrong is told as every other reader tells it: the
-YAML path, the value there, and the problem. The readers still written by hand here
-(PodTopologySpread, NodeAffinity) move to models of their own the same way."""
+"""Plugin args: each plugin's are a typed model beside it (`cluster.plugin_args`), read
+here, strictly, with v1's defaults and checks; what is wrong is told as the rest of
+the loader tells it: the YAML path, the value there, and the problem."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any, get_args
 
@@ -20,172 +16,15 @@ from optimist.configuration.fields import (
     MISSING,
     ConfigError,
     _child,
-    _int,
-    _label_value,
-    _list,
-    _mapping,
-    _one_of,
-    _qualified_name,
-    _str,
 )
 from shards.plugins.gpu_placement import GPUPlacementArgs
 from shards.plugins.inter_pod_affinity import InterPodAffinityArgs
+from shards.plugins.node_affinity.node_affinity_args import NodeAffinityArgs
 from shards.plugins.noderesources import (
     NodeResourcesBalancedAllocationArgs,
     NodeResourcesFitArgs,
 )
-
-_CONSTRAINT_FIELDS = {
-    "maxSkew",
-    "topologyKey",
-    "whenUnsatisfiable",
-    "labelSelector",
-    "minDomains",
-    "nodeAffinityPolicy",
-    "nodeTaintsPolicy",
-    "matchLabelKeys",
-}
-
-
-def _pod_topology_spread_args(raw: dict[str, Any], path: str) -> dict[str, Any]:
-    m = _mapping(raw, path, {"defaultConstraints", "defaultingType"})
-    cpath = _child(path, "defaultConstraints")
-    raw_constraints = _list(m.get("defaultConstraints"), cpath)
-    tpath = _child(path, "defaultingType")
-    given = m.get("defaultingType")
-    defaulting = _one_of("System" if given in (None, "") else given, tpath, ("System", "List"))
-    if defaulting == "System" and raw_constraints:
-        raise ConfigError(tpath, defaulting, "must be List when defaultConstraints are given")
-    constraints = []
-    seen: dict[tuple[str, str], int] = {}
-    for i, item in enumerate(raw_constraints):
-        ipath = f"{cpath}[{i}]"
-        c = _mapping(item, ipath, _CONSTRAINT_FIELDS)
-        skew = _int(c.get("maxSkew", 0), f"{ipath}.maxSkew")
-        if skew <= 0:
-            raise ConfigError(f"{ipath}.maxSkew", skew, "not in valid range (0, inf)")
-        key = c.get("topologyKey", "")
-        if key == "":
-            raise ConfigError(f"{ipath}.topologyKey", key, "can not be empty")
-        key = _qualified_name(key, f"{ipath}.topologyKey")
-        when = _one_of(
-            c.get("whenUnsatisfiable", ""),
-            f"{ipath}.whenUnsatisfiable",
-            ("DoNotSchedule", "ScheduleAnyway"),
-        )
-        if c.get("labelSelector") is not None:
-            raise ConfigError(
-                f"{ipath}.labelSelector",
-                c["labelSelector"],
-                "must not be set: a default constraint's selector is deduced for each pod",
-            )
-        if (key, when) in seen:
-            raise ConfigError(
-                ipath, f"{{{key}, {when}}}", f"duplicate of {cpath}[{seen[key, when]}]"
-            )
-        seen[key, when] = i
-        constraint: dict[str, Any] = {
-            "maxSkew": skew,
-            "topologyKey": key,
-            "whenUnsatisfiable": when,
-        }
-        if c.get("minDomains") is not None:
-            constraint["minDomains"] = _int(c["minDomains"], f"{ipath}.minDomains", lo=1)
-        for policy in ("nodeAffinityPolicy", "nodeTaintsPolicy"):
-            if c.get(policy) is not None:
-                constraint[policy] = _one_of(c[policy], f"{ipath}.{policy}", ("Honor", "Ignore"))
-        if c.get("matchLabelKeys") is not None:
-            kpath = f"{ipath}.matchLabelKeys"
-            constraint["matchLabelKeys"] = [
-                _qualified_name(k, f"{kpath}[{j}]")
-                for j, k in enumerate(_list(c["matchLabelKeys"], kpath))
-            ]
-        constraints.append(constraint)
-    out: dict[str, Any] = {"defaultingType": defaulting}
-    if constraints:
-        out["defaultConstraints"] = constraints
-    return out
-
-
-_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
-
-
-def _selector_term(value: Any, path: str) -> dict[str, Any]:
-    """A NodeSelectorTerm: label expressions and metadata.name field expressions."""
-    t = _mapping(value, path, {"matchExpressions", "matchFields"})
-    out: dict[str, Any] = {}
-    for kind in ("matchExpressions", "matchFields"):
-        if t.get(kind) is None:
-            continue
-        requirements = []
-        for i, raw in enumerate(_list(t[kind], f"{path}.{kind}")):
-            rpath = f"{path}.{kind}[{i}]"
-            r = _mapping(raw, rpath, {"key", "operator", "values"})
-            values = [
-                _str(v, f"{rpath}.values[{j}]")
-                for j, v in enumerate(_list(r.get("values"), f"{rpath}.values"))
-            ]
-            if kind == "matchFields":
-                key = _one_of(r.get("key", MISSING), f"{rpath}.key", ("metadata.name",))
-                op = _one_of(r.get("operator", MISSING), f"{rpath}.operator", ("In", "NotIn"))
-                if len(values) != 1:
-                    raise ConfigError(
-                        f"{rpath}.values", values, "must have exactly one value for metadata.name"
-                    )
-            else:
-                key = _qualified_name(r.get("key", MISSING), f"{rpath}.key")
-                op = _one_of(r.get("operator", MISSING), f"{rpath}.operator", _OPERATORS)
-                _check_values(op, values, f"{rpath}.values")
-            requirements.append({"key": key, "operator": op, "values": values})
-        out[kind] = requirements
-    return out
-
-
-def _check_values(op: str, values: list[str], path: str) -> None:
-    if op in ("In", "NotIn"):
-        if not values:
-            raise ConfigError(path, values, f"must be non-empty for operator {op}")
-        for j, v in enumerate(values):
-            _label_value(v, f"{path}[{j}]")
-    elif op in ("Exists", "DoesNotExist"):
-        if values:
-            raise ConfigError(path, values, f"must be empty for operator {op}")
-    elif len(values) != 1 or not re.fullmatch(r"[-+]?[0-9]+", values[0]):
-        raise ConfigError(path, values, f"must be exactly one integer for operator {op}")
-    else:  # a label value too, as upstream's selectors require: "-5" and "+3" are not
-        _label_value(values[0], f"{path}[0]")
-
-
-def _node_affinity_args(raw: dict[str, Any], path: str) -> dict[str, Any]:
-    m = _mapping(raw, path, {"addedAffinity"})
-    if m.get("addedAffinity") is None:
-        return {}
-    apath = _child(path, "addedAffinity")
-    required_key = "requiredDuringSchedulingIgnoredDuringExecution"
-    preferred_key = "preferredDuringSchedulingIgnoredDuringExecution"
-    a = _mapping(m["addedAffinity"], apath, {required_key, preferred_key})
-    affinity: dict[str, Any] = {}
-    if a.get(required_key) is not None:
-        rpath = f"{apath}.{required_key}"
-        selector = _mapping(a[required_key], rpath, {"nodeSelectorTerms"})
-        tpath = f"{rpath}.nodeSelectorTerms"
-        affinity[required_key] = {
-            "nodeSelectorTerms": [
-                _selector_term(t, f"{tpath}[{i}]")
-                for i, t in enumerate(_list(selector.get("nodeSelectorTerms"), tpath))
-            ]
-        }
-    if a.get(preferred_key) is not None:
-        ppath = f"{apath}.{preferred_key}"
-        preferred = []
-        for i, raw_term in enumerate(_list(a[preferred_key], ppath)):
-            tpath = f"{ppath}[{i}]"
-            t = _mapping(raw_term, tpath, {"weight", "preference"})
-            weight = _int(t.get("weight", MISSING), f"{tpath}.weight", lo=1, hi=100)
-            preference = _selector_term(t.get("preference"), f"{tpath}.preference")
-            preferred.append({"weight": weight, "preference": preference})
-        affinity[preferred_key] = preferred
-    return {"addedAffinity": affinity}
+from shards.plugins.pod_topology_spread.pod_topology_spread_args import PodTopologySpreadArgs
 
 
 class VolumeBindingArgs(PluginArgs):
@@ -308,13 +147,13 @@ ARG_MODELS: dict[str, type[PluginArgs]] = {
     "InterPodAffinity": InterPodAffinityArgs,
     "NodeResourcesBalancedAllocation": NodeResourcesBalancedAllocationArgs,
     "NodeResourcesFit": NodeResourcesFitArgs,
+    "NodeAffinity": NodeAffinityArgs,
+    "PodTopologySpread": PodTopologySpreadArgs,
     "VolumeBinding": VolumeBindingArgs,
 }
 
 # The plugins that take args in v1.30 (and optimist's own), each with its reader; the
 # others take none.
 ARGS: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
-    **{name: typed(model) for name, model in ARG_MODELS.items()},
-    "NodeAffinity": _node_affinity_args,
-    "PodTopologySpread": _pod_topology_spread_args,
+    name: typed(model) for name, model in sorted(ARG_MODELS.items())
 }

@@ -8,8 +8,7 @@ points at its own line rather than at a Python exception.
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
 from typing import Any
 
 from cluster.durations import parse_duration
@@ -118,13 +117,6 @@ def _bool(value: Any, path: str) -> bool:
     return value
 
 
-def _one_of(value: Any, path: str, choices: Iterable[str]) -> str:
-    options = list(choices)
-    if not isinstance(value, str) or value not in options:
-        raise ConfigError(path, value, f"must be one of {', '.join(options)}")
-    return value
-
-
 def _duration(value: Any, path: str) -> float:
     """A Go duration ("15s", "1m30s", "250ms"), in seconds."""
     try:
@@ -135,23 +127,11 @@ def _duration(value: Any, path: str) -> float:
         ) from None
 
 
-_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")  # a label value's form
-
-
 def _qualified_name(value: Any, path: str) -> str:
     text = _str(value, path)
     problem = qualified_name_problem(text)
     if problem:
         raise ConfigError(path, value, problem)
-    return text
-
-
-def _label_value(value: Any, path: str) -> str:
-    text = _str(value, path)
-    if text and (len(text) > 63 or not _NAME.match(text)):
-        raise ConfigError(
-            path, value, "must be a label value: up to 63 letters, digits, '-', '_' or '.'"
-        )
     return text
 
 

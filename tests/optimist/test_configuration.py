@@ -590,7 +590,7 @@ BAD = {
         "              nodeSelectorTerms:\n"
         "                - matchExpressions: [{key: zone, operator: In}]\n",
         "nodeSelectorTerms[0].matchExpressions[0].values",
-        "[]",
+        "(not set)",
     ),
     "added affinity Gt with a word": (
         "profiles:\n  - pluginConfig:\n      - name: NodeAffinity\n        args:\n"

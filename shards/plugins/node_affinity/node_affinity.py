@@ -23,6 +23,12 @@ from cluster.objects import SchedulingSpec
 from cluster.selectors import NodeSelectorTerm, Requirement
 from shards.framework import FilterPlugin, PodClass, Rows, ScorePlugin, default_normalize
 from shards.node_table import NodeTable
+from shards.plugins.node_affinity.node_affinity_args import (
+    NodeAffinityArgs,
+    NodeFieldSelectorRequirement,
+    NodeSelectorRequirement,
+)
+from shards.plugins.node_affinity.node_affinity_args import NodeSelectorTerm as NodeSelectorTermArgs
 
 REASON = "node(s) didn't match Pod's node affinity/selector"
 ENFORCED_REASON = "node(s) didn't match scheduler-enforced node affinity"
@@ -73,17 +79,14 @@ def _preference(preferences: Preferences, table: NodeTable, rows: Rows) -> np.nd
     return total
 
 
-def _requirements(raw: Iterable[Mapping[str, Any]] | None) -> tuple[Requirement, ...]:
-    return tuple(
-        Requirement(r["key"], r["operator"], tuple(r.get("values") or ())) for r in raw or ()
-    )
+def _requirements(
+    rules: Iterable[NodeSelectorRequirement | NodeFieldSelectorRequirement] | None,
+) -> tuple[Requirement, ...]:
+    return tuple(Requirement(r.key, r.operator, tuple(r.values)) for r in rules or ())
 
 
-def term_from_args(raw: Mapping[str, Any]) -> NodeSelectorTerm:
-    """A NodeSelectorTerm from its configuration form (already validated)."""
-    return NodeSelectorTerm(
-        _requirements(raw.get("matchExpressions")), _requirements(raw.get("matchFields"))
-    )
+def _term_of(args: NodeSelectorTermArgs) -> NodeSelectorTerm:
+    return NodeSelectorTerm(_requirements(args.match_expressions), _requirements(args.match_fields))
 
 
 class NodeAffinity(FilterPlugin, ScorePlugin):
@@ -101,16 +104,15 @@ class NodeAffinity(FilterPlugin, ScorePlugin):
         self.added_preferred = added_preferred
 
     @classmethod
-    def from_args(cls, args: dict[str, Any]) -> NodeAffinity:
-        """From NodeAffinityArgs (validated where the configuration was read)."""
-        added = args.get("addedAffinity") or {}
-        required = added.get("requiredDuringSchedulingIgnoredDuringExecution")
-        preferred = added.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
+    def from_args(cls, wire: Mapping[str, Any]) -> NodeAffinity:
+        added = NodeAffinityArgs.from_wire(wire).added_affinity
+        if added is None:
+            return cls()
+        required = added.required_during_scheduling_ignored_during_execution
+        preferred = added.preferred_during_scheduling_ignored_during_execution or ()
         return cls(
-            None
-            if required is None
-            else tuple(term_from_args(t) for t in required.get("nodeSelectorTerms") or ()),
-            tuple((int(p["weight"]), term_from_args(p.get("preference") or {})) for p in preferred),
+            None if required is None else tuple(map(_term_of, required.node_selector_terms)),
+            tuple((p.weight, _term_of(p.preference)) for p in preferred),
         )
 
     def _enforced(self, table: NodeTable, rows: Rows) -> np.ndarray:

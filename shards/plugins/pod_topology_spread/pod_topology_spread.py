@@ -26,6 +26,7 @@ pod that no Service or controller selects, no default constraint applies.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +47,7 @@ from cluster.selectors import LabelSelector
 from shards.framework import FilterPlugin, PodClass, Rows, ScorePlugin
 from shards.node_table import NodeTable
 from shards.plugins.node_affinity import NodeAffinity
+from shards.plugins.pod_topology_spread.pod_topology_spread_args import PodTopologySpreadArgs
 from shards.plugins.taint_toleration.taint_toleration import first_untolerated
 
 _PASSES, _SKEWED, _MISSING_LABEL = 0, 1, 2
@@ -135,22 +137,22 @@ class PodTopologySpread(FilterPlugin, ScorePlugin):
         self._masks = _PeerMasks()
 
     @classmethod
-    def from_args(cls, args: dict[str, Any]) -> PodTopologySpread:
-        """From PodTopologySpreadArgs (validated where the configuration was read)."""
+    def from_args(cls, wire: Mapping[str, Any]) -> PodTopologySpread:
+        args = PodTopologySpreadArgs.from_wire(wire)
         return cls(
-            args.get("defaultingType") or "System",
+            args.defaulting_type,
             tuple(
                 TopologySpreadConstraint(
-                    max_skew=int(c["maxSkew"]),
-                    topology_key=c["topologyKey"],
-                    when_unsatisfiable=c["whenUnsatisfiable"],
+                    max_skew=c.max_skew,
+                    topology_key=c.topology_key,
+                    when_unsatisfiable=c.when_unsatisfiable,
                     label_selector=None,  # deduced per pod upstream
-                    min_domains=c.get("minDomains"),
-                    node_affinity_policy=c.get("nodeAffinityPolicy") or "Honor",
-                    node_taints_policy=c.get("nodeTaintsPolicy") or "Ignore",
-                    match_label_keys=tuple(c.get("matchLabelKeys") or ()),
+                    min_domains=c.min_domains,
+                    node_affinity_policy=c.node_affinity_policy or "Honor",
+                    node_taints_policy=c.node_taints_policy or "Ignore",
+                    match_label_keys=tuple(c.match_label_keys or ()),
                 )
-                for c in args.get("defaultConstraints") or ()
+                for c in args.default_constraints or ()
             ),
         )
 
