@@ -450,17 +450,23 @@ def _openssl(*args: object) -> None:
     subprocess.run(["openssl", *map(str, args)], check=True, capture_output=True)
 
 
-def stop_tree(process: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:
+def stop_tree(
+    process: subprocess.Popen[bytes],
+    grace_s: float = 10.0,
+    started: Iterable[psutil.Process] = (),
+) -> None:
     """Stop a process and whatever it started: SIGTERM, SIGKILL after `grace_s`, then
-    every descendant still alive, each by its PID."""
+    every descendant still alive, each by its PID. `started`: descendants seen earlier,
+    which a process that died (SIGKILL gives it no time to stop them) left to init."""
     try:
         below = psutil.Process(process.pid).children(recursive=True)
     except psutil.Error:
         below = []
     _stop(process, grace_s)
-    for child in below:
+    for child in [*below, *started]:
         try:
-            child.kill()
+            if child.is_running():  # the same process: psutil compares its start time
+                child.kill()
         except psutil.Error:
             continue
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
 import yaml
 
 from optimist import report
@@ -119,11 +120,13 @@ def optimist_process(
     log_path = folder / "optimist-run.log"
     with log_path.open("wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+    started: list[psutil.Process] = []  # its Redis and Ray's daemons, once it is ready
     try:
         _wait_ready(process, f"http://127.0.0.1:{port}/readyz", log_path)
+        started = psutil.Process(process.pid).children(recursive=True)
         yield process.pid
     finally:
-        stop_tree(process, STOP_GRACE_S)
+        stop_tree(process, STOP_GRACE_S, started)
 
 
 def _wait_ready(process: subprocess.Popen[bytes], url: str, log_path: Path) -> None:

@@ -121,6 +121,13 @@ def _scheduler_of(bench):
     return None
 
 
+def _running(process: psutil.Process) -> bool:
+    """Still running (a zombie init has not reaped runs no more)."""
+    with contextlib.suppress(psutil.Error):
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    return False
+
+
 def test_a_scheduler_that_dies_fails_its_case_at_once_not_at_the_timeout(tmp_path, control_plane):
     bench = _bench(
         _sleepy_case(tmp_path), "--kubeconfig", str(control_plane.admin_kubeconfig),
@@ -134,12 +141,16 @@ def test_a_scheduler_that_dies_fails_its_case_at_once_not_at_the_timeout(tmp_pat
             "the bench's nodes",
             every_s=0.5,
         )
-        wait_for(lambda: _scheduler_of(bench), 120, "optimist run", every_s=0.5).kill()
+        scheduler = wait_for(lambda: _scheduler_of(bench), 120, "optimist run", every_s=0.5)
+        started = scheduler.children(recursive=True)  # its private Redis among them
+        scheduler.kill()
         output, _ = bench.communicate(timeout=120)  # the sleep, then at once
     finally:
         stop_tree(bench)
     assert bench.returncode == 1, output
     assert "the scheduler exited while 4 pods waited" in output
+    # what the killed scheduler had started, left to init, the bench stopped
+    assert [p for p in started if _running(p)] == []
 
 
 def test_a_bench_stopped_by_sigterm_stops_what_it_started(tmp_path):
