@@ -64,6 +64,16 @@ def qualified_name_problem(text: str) -> str | None:
     return None
 
 
+def _qualified(name: str) -> str:
+    problem = qualified_name_problem(name)
+    if problem:
+        raise ValueError(problem)
+    return name
+
+
+QualifiedName = Annotated[str, AfterValidator(_qualified)]  # a label key, a resource name
+
+
 class Finding(ValueError):
     """A check's finding below the field it ran on (an item of a list): `at` is the
     path from that field, `value` what the file has there."""

@@ -86,13 +86,13 @@ def _config_error(
     for part in first["loc"]:
         if isinstance(part, str) and _at(value, part) is MISSING:
             part = to_camel(part)  # a field left to its default: pydantic says its name
-        where = f"{where}[{part}]" if isinstance(part, int) else _child(where, str(part))
+        where = _step(where, part)
         value = _at(value, part)
     kind = first["type"]
     found = first.get("ctx", {}).get("error")
     if isinstance(found, Finding):  # deeper than the field its check ran on
         for part in found.at:
-            where = f"{where}[{part}]" if isinstance(part, int) else _child(where, str(part))
+            where = _step(where, part)
         return ConfigError(where, found.value, str(found))
     if kind == "extra_forbidden":
         fields = _model_at(model, first["loc"][:-1]).model_fields
@@ -129,6 +129,11 @@ def _without_nulls(value: Any) -> Any:
     if isinstance(value, list):
         return [_without_nulls(v) for v in value]
     return value
+
+
+def _step(path: str, part: int | str) -> str:
+    """`path` one level down: an index, or a field."""
+    return f"{path}[{part}]" if isinstance(part, int) else _child(path, part)
 
 
 def _at(value: Any, part: int | str) -> Any:

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from cluster.plugin_args import Finding, Int32, PluginArgs, in_range, qualified_name_problem
+from cluster.plugin_args import Finding, Int32, PluginArgs, QualifiedName, in_range
 
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 Operator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
@@ -23,20 +23,12 @@ def _label_value_problem(value: str) -> str | None:
 class NodeSelectorRequirement(PluginArgs):
     """A rule on a node label."""
 
-    key: str
+    key: QualifiedName
     """The label key."""
     operator: Operator
     """How the label's value is compared with `values`."""
     values: list[str] = Field(default_factory=list, validate_default=True)
     """In and NotIn: one or more; Exists and DoesNotExist: none; Gt and Lt: one integer."""
-
-    @field_validator("key")
-    @classmethod
-    def _key(cls, key: str) -> str:
-        problem = qualified_name_problem(key)
-        if problem:
-            raise ValueError(problem)
-        return key
 
     @field_validator("values")
     @classmethod

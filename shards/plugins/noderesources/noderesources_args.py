@@ -7,7 +7,15 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
-from cluster.plugin_args import Finding, Int32, Int64, PluginArgs, in_range, qualified_name_problem
+from cluster.plugin_args import (
+    Finding,
+    Int32,
+    Int64,
+    PluginArgs,
+    QualifiedName,
+    in_range,
+    qualified_name_problem,
+)
 
 MAX_CUSTOM_PRIORITY_SCORE = 10  # upstream's ceiling for a shape point's score
 
@@ -20,17 +28,13 @@ def _resource_name(name: str) -> str:
     return name
 
 
-def _qualified(name: str) -> str:
+def _group(name: str) -> str:
+    if "/" in name:
+        raise ValueError("resource group name can't contain '/'")
     problem = qualified_name_problem(name)
     if problem:
         raise ValueError(problem)
     return name
-
-
-def _group(name: str) -> str:
-    if "/" in name:
-        raise ValueError("resource group name can't contain '/'")
-    return _qualified(name)
 
 
 class ResourceSpec(PluginArgs):
@@ -62,6 +66,10 @@ class BalancedResource(ResourceSpec):
 
 def _default_resources() -> list[WeighedResource]:
     return [WeighedResource(name="cpu", weight=1), WeighedResource(name="memory", weight=1)]
+
+
+def _balanced_defaults() -> list[BalancedResource]:
+    return [BalancedResource(name=n) for n in ("cpu", "memory")]
 
 
 class UtilizationShapePoint(PluginArgs):
@@ -122,7 +130,7 @@ class ScoringStrategy(PluginArgs):
 
 
 class NodeResourcesFitArgs(PluginArgs):
-    ignored_resources: list[Annotated[str, AfterValidator(_qualified)]] | None = None
+    ignored_resources: list[QualifiedName] | None = None
     """Extended resources the filter does not check."""
     ignored_resource_groups: list[Annotated[str, AfterValidator(_group)]] | None = None
     """Groups of extended resources (the part before '/') the filter does not check."""
@@ -133,9 +141,7 @@ class NodeResourcesFitArgs(PluginArgs):
 
 
 class NodeResourcesBalancedAllocationArgs(PluginArgs):
-    resources: list[BalancedResource] = Field(
-        default_factory=lambda: [BalancedResource(name=n) for n in ("cpu", "memory")]
-    )
+    resources: list[BalancedResource] = Field(default_factory=_balanced_defaults)
     """The resources whose balance is scored, each once (none given: cpu and memory)."""
 
     @field_validator("resources")
@@ -146,4 +152,4 @@ class NodeResourcesBalancedAllocationArgs(PluginArgs):
             if r.name in seen:
                 raise Finding("duplicate resource", (i, "name"), r.name)
             seen.add(r.name)
-        return resources or [BalancedResource(name=n) for n in ("cpu", "memory")]
+        return resources or _balanced_defaults()

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
-from cluster.plugin_args import Finding, Int32, PluginArgs, in_range, qualified_name_problem
-
-
-def _qualified(name: str) -> str:
-    problem = qualified_name_problem(name)
-    if problem:
-        raise ValueError(problem)
-    return name
+from cluster.plugin_args import (
+    Finding,
+    Int32,
+    PluginArgs,
+    QualifiedName,
+    in_range,
+    qualified_name_problem,
+)
 
 
 class DefaultConstraint(PluginArgs):
@@ -34,7 +34,7 @@ class DefaultConstraint(PluginArgs):
     """Whether the pod's node affinity limits the domains counted (default Honor)."""
     node_taints_policy: Literal["Honor", "Ignore"] | None = None
     """Whether nodes whose taints the pod does not tolerate count (default Ignore)."""
-    match_label_keys: list[Annotated[str, AfterValidator(_qualified)]] | None = None
+    match_label_keys: list[QualifiedName] | None = None
     """Pod label keys whose values narrow the selector."""
 
     @field_validator("max_skew")
@@ -49,7 +49,10 @@ class DefaultConstraint(PluginArgs):
     def _key(cls, key: str) -> str:
         if not key:
             raise ValueError("can not be empty")
-        return _qualified(key)
+        problem = qualified_name_problem(key)
+        if problem:
+            raise ValueError(problem)
+        return key
 
     @field_validator("label_selector", mode="before")
     @classmethod
