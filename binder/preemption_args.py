@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import ValidationInfo, field_validator
 
-from cluster.plugin_args import Int32, PluginArgs, in_range
+from cluster.config_types import Int32, PluginArgs, in_range
 
 
 class DefaultPreemptionArgs(PluginArgs):

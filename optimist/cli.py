@@ -22,7 +22,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cluster.durations import parse_duration
 from optimist import logs
 from optimist.bench.apiserver import SCHEDULERS, ApiBench, run_apiserver_bench
 from optimist.bench.case_file import PerfConfigError
@@ -814,8 +813,8 @@ def run(
     With leaderElection.leaderElect (the default), replicas share a Lease: one schedules,
     the others wait to take over."""
     configuration = _load_or_exit(config)
-    election = configuration.component.get("leaderElection", {})
-    if election.get("leaderElect", True) and election.get("resourceName") == "kube-scheduler":
+    election = configuration.leader_election
+    if election.leader_elect and election.resource_name == "kube-scheduler":
         typer.echo(
             "error: leaderElection.resourceName: 'kube-scheduler' is kube-scheduler's own "
             "lease; give optimist a lease of its own (resourceName: optimist)",
@@ -828,20 +827,21 @@ def run(
         )
     if shard_resource:
         settings = replace(settings, shard_resources=_resources_or_exit(shard_resource))
-    connection = configuration.component.get("clientConnection", {})
-    path = str(kubeconfig or "") or connection.get("kubeconfig") or None
+    connection = configuration.client_connection
     client = KubeClient.for_kubeconfig(
-        path, qps=float(connection.get("qps", 50.0)), burst=int(connection.get("burst", 100))
+        str(kubeconfig or "") or connection.kubeconfig or None,
+        qps=connection.qps,
+        burst=connection.burst,
     )
     lease = (
         LeaseConfig(
-            namespace=election["resourceNamespace"],
-            name=election["resourceName"],
-            lease_duration_s=parse_duration(election["leaseDuration"]),
-            renew_deadline_s=parse_duration(election["renewDeadline"]),
-            retry_period_s=parse_duration(election["retryPeriod"]),
+            namespace=election.resource_namespace,
+            name=election.resource_name,
+            lease_duration_s=election.lease_duration.seconds,
+            renew_deadline_s=election.renew_deadline.seconds,
+            retry_period_s=election.retry_period.seconds,
         )
-        if election.get("leaderElect", True)
+        if election.leader_elect
         else None
     )
     address = metrics_address or configuration.optimist.metrics_address or "127.0.0.1:10259"

@@ -10,6 +10,7 @@ from cluster.quota import Quota
 from cluster.redis_server import redact
 from cluster.store.node_store import CONFLICT_MODES
 from optimist.configuration import Configuration, default_configuration
+from shards.extender_config import ExtenderConfig
 
 # What optimist runs of kube-scheduler v1.30's default profile: its active plugins.
 DEFAULT_PROFILE = default_configuration().profiles[0]
@@ -37,7 +38,7 @@ class Settings:
     backoff_initial_s: float = 1.0
     backoff_max_s: float = 10.0
     seed: int = 0
-    extenders: tuple[dict[str, Any], ...] = ()  # HTTP scheduler extenders, as in the file
+    extenders: tuple[ExtenderConfig, ...] = ()  # HTTP scheduler extenders, as in the file
     metrics_address: str = "127.0.0.1:10259"  # carried from the file; not served yet
     node_partitions: bool = False  # each shard looks first at its own slice of the nodes
     binders: int = 1  # the driver's binder, and binder actors beside it that commit too
@@ -184,10 +185,11 @@ class Settings:
 _SECRET_TLS_FIELDS = ("keyData", "keyFile", "certData", "caData")
 
 
-def _without_keys(extender: dict[str, Any]) -> dict[str, Any]:
+def _without_keys(extender: ExtenderConfig) -> dict[str, Any]:
     """An extender's settings with its TLS key and certificate material left out."""
+    wire = extender.to_wire()
     tls = {
-        k: ("***" if k in _SECRET_TLS_FIELDS else v)
-        for k, v in (extender.get("tlsConfig") or {}).items()
+        k: ("***" if k in _SECRET_TLS_FIELDS and v else v)
+        for k, v in (wire.get("tlsConfig") or {}).items()
     }
-    return {**extender, "tlsConfig": tls} if tls else dict(extender)
+    return {**wire, "tlsConfig": tls} if tls else wire

@@ -154,7 +154,7 @@ class Platform:
                 self.redis_urls,
                 s.key_prefix,
                 profiles,
-                list(s.extenders),
+                [e.to_wire() for e in s.extenders],
                 s.candidates,
                 s.seed * 1000 + i,
                 s.partitions,

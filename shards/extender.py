@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from cluster.durations import parse_duration
 from cluster.objects import Node
 from cluster.resources import CPU
+from shards.extender_config import ExtenderConfig, ExtenderTLSConfig
 
 MAX_EXTENDER_PRIORITY = 10  # extenderv1.MaxExtenderPriority
 MAX_NODE_SCORE = 100  # framework.MaxNodeScore
@@ -53,20 +53,6 @@ class FilterAnswer:
     passed: tuple[str, ...]
     failed: dict[str, str]
     unresolvable: dict[str, str]
-
-
-def _seconds(value: Any) -> float:
-    """httpTimeout as the loader keeps it (a Go duration string) or as a number of seconds."""
-    if value is None:
-        return 0.0
-    if isinstance(value, bool):
-        raise ValueError(f"httpTimeout {value!r} is not a duration")
-    if isinstance(value, int | float):
-        return float(value)
-    try:
-        return parse_duration(str(value).strip())
-    except ValueError:
-        raise ValueError(f"httpTimeout {value!r} is not a duration such as '5s'") from None
 
 
 def _field(obj: Mapping[str, Any], name: str) -> Any:
@@ -124,26 +110,26 @@ class _Connection(http.client.HTTPConnection):
             )
 
 
-def _tls_context(tls: Mapping[str, Any], enable_https: bool) -> ssl.SSLContext:
+def _tls_context(tls: ExtenderTLSConfig, enable_https: bool) -> ssl.SSLContext:
     """The TLS settings upstream's makeTransport builds, for https:// URLs.
 
     As upstream: enableHTTPS without a CA turns verification off; an explicit
     insecure with a CA is refused; otherwise the given CA, or the system roots.
     """
-    ca_file, ca_data = tls.get("caFile") or "", tls.get("caData") or ""
+    ca_file, ca_data = tls.ca_file, tls.ca_data
     has_ca = bool(ca_file or ca_data)
-    if tls.get("insecure") and has_ca:
+    if tls.insecure and has_ca:
         raise ValueError("tlsConfig: a CA cannot be given together with insecure")
     if has_ca:
         cadata = base64.b64decode(ca_data).decode("ascii") if ca_data else None
         context = ssl.create_default_context(cafile=ca_file or None, cadata=cadata)
     else:
         context = ssl.create_default_context()
-    if tls.get("insecure") or (enable_https and not has_ca):
+    if tls.insecure or (enable_https and not has_ca):
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
-    cert_data, key_data = tls.get("certData") or "", tls.get("keyData") or ""
-    cert_file, key_file = tls.get("certFile") or "", tls.get("keyFile") or ""
+    cert_data, key_data = tls.cert_data, tls.key_data
+    cert_file, key_file = tls.cert_file, tls.key_file
     has_cert, has_key = bool(cert_data or cert_file), bool(key_data or key_file)
     if has_cert != has_key:
         raise ValueError("tlsConfig: a client certificate needs both a certificate and a key")
@@ -181,7 +167,7 @@ class HTTPExtender:
         managed_resources: Iterable[str] = (),
         ignorable: bool = False,
         enable_https: bool = False,
-        tls: Mapping[str, Any] | None = None,
+        tls: ExtenderTLSConfig | None = None,
     ) -> None:
         self.name = url_prefix
         self.filter_verb = filter_verb
@@ -205,24 +191,24 @@ class HTTPExtender:
         self._host = parts.hostname
         self._port = parts.port
         self._base_path = parts.path
-        tls = tls or {}
-        self._server_name = str(tls.get("serverName") or "")
+        tls = tls or ExtenderTLSConfig()
+        self._server_name = tls.server_name
         self._tls = _tls_context(tls, enable_https) if parts.scheme == "https" else None
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> HTTPExtender:
+    def from_config(cls, config: ExtenderConfig) -> HTTPExtender:
         """An extender from one entry of the loaded Configuration's `extenders`."""
         return cls(
-            str(config.get("urlPrefix") or ""),
-            filter_verb=str(config.get("filterVerb") or ""),
-            prioritize_verb=str(config.get("prioritizeVerb") or ""),
-            weight=int(config.get("weight") or 0),
-            timeout_s=_seconds(config.get("httpTimeout")),
-            node_cache_capable=bool(config.get("nodeCacheCapable", False)),
-            managed_resources=[r["name"] for r in config.get("managedResources") or ()],
-            ignorable=bool(config.get("ignorable", False)),
-            enable_https=bool(config.get("enableHTTPS", False)),
-            tls=config.get("tlsConfig"),
+            config.url_prefix,
+            filter_verb=config.filter_verb,
+            prioritize_verb=config.prioritize_verb,
+            weight=config.weight,
+            timeout_s=config.http_timeout.seconds,
+            node_cache_capable=config.node_cache_capable,
+            managed_resources=[r.name for r in config.managed_resources],
+            ignorable=config.ignorable,
+            enable_https=config.enable_https,
+            tls=config.tls_config,
         )
 
     @property

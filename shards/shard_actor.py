@@ -14,6 +14,7 @@ from cluster.messages import ShardBatch
 from cluster.profile_config import ProfileConfig
 from cluster.store import EpochChanged, Keys, open_store
 from shards.extender import HTTPExtender
+from shards.extender_config import ExtenderConfig
 from shards.plugins import build_profile
 from shards.scheduler import ShardCore
 
@@ -60,7 +61,7 @@ class ShardActor:
         shard_id, profiles, extenders, seed, candidates, partitions, shards = self._args
         store = open_store(self._redis[0], Keys(self._redis[1]))
         built = [build_profile(ProfileConfig.from_wire(p)) for p in profiles]
-        consulted = [HTTPExtender.from_config(e) for e in extenders]
+        consulted = [HTTPExtender.from_config(ExtenderConfig.from_wire(e)) for e in extenders]
         return ShardCore(shard_id, store, built, seed, consulted, candidates, partitions, shards)
 
     def info(self) -> ShardInfo:

@@ -197,9 +197,11 @@ def test_redis_password_never_reaches_the_report():
 
 def test_extender_keys_never_reach_the_report():
     from optimist.config import Settings
+    from shards.extender_config import ExtenderConfig
 
     tls = {"keyData": "c2VjcmV0LWtleQ==", "caData": "Y2E=", "insecure": False}
-    public = Settings(extenders=({"urlPrefix": "https://x", "tlsConfig": tls},)).public()
+    extender = ExtenderConfig.from_wire({"urlPrefix": "https://x", "tlsConfig": tls})
+    public = Settings(extenders=(extender,)).public()
     assert "c2VjcmV0LWtleQ==" not in json.dumps(public)
     assert public["extenders"][0]["tlsConfig"]["insecure"] is False
 

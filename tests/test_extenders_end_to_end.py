@@ -17,6 +17,8 @@ from optimist.invariants import check_invariants
 from optimist.loop import SchedulingLoop
 from optimist.runtime import Platform
 from optimist.simulator import SimulatedCluster
+from shards.extender_config import ExtenderConfig
+from tests.shards.test_extender import config
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 
@@ -80,15 +82,8 @@ def run(settings: Settings, pods: int) -> tuple[SimulatedCluster, dict[str, str]
         return cluster, unschedulable, loop.dispatcher.stats.extender_errors
 
 
-def extender(url: str, **fields: object) -> dict[str, object]:
-    return {
-        "urlPrefix": url,
-        "filterVerb": "filter",
-        "prioritizeVerb": "prioritize",
-        "weight": 5,
-        "httpTimeout": 2.0,
-        **fields,
-    }
+def extender(url: str, **fields: object) -> ExtenderConfig:
+    return config(url, weight=5, **fields)
 
 
 def test_extender_filters_and_scores(redis_url, key_prefix, extender_url):

@@ -1,6 +1,7 @@
 """Pages made each time the site builds, so they cannot drift: every command and option
-(the typer app), every metric (the registry), every plugin with its extension points
-against kube-scheduler v1.30's, and every result file under docs/results/."""
+(the typer app), every configuration field (the models), every metric (the registry),
+every plugin with its extension points against kube-scheduler v1.30's, and every
+result file under docs/results/."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 import typer
 from mkdocs.structure.files import File, Files
 from prometheus_client.metrics import MetricWrapperBase
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 from pydantic.fields import FieldInfo
 
-from cluster.plugin_args import PluginArgs
+from cluster.durations import GoDuration
 from optimist.cli import app
+from optimist.configuration import KubeSchedulerConfiguration, OptimistOptions
 from optimist.configuration.arg_readers import ARG_MODELS
+from optimist.configuration.model_reader import field_model
 from optimist.configuration.plugins import (
     DEFAULT_MULTI_POINT,
     HANDLED_OUTSIDE_SHARDS,
@@ -30,6 +33,7 @@ from shards.plugins.registry import REGISTRY, filter_plugins, score_plugins
 def on_files(files: Files, config: Any) -> Files:
     for name, text in (
         ("reference/cli.md", cli_page()),
+        ("reference/configuration.md", configuration_page()),
         ("reference/metrics.md", metrics_page()),
         ("reference/plugins.md", plugins_page()),
         ("results.md", results_page(Path(config["docs_dir"]) / "results")),
@@ -115,31 +119,74 @@ def plugins_page() -> str:
         out.append(f"| `{name}` | {points} | {in_default} | {_cell(status)} |")
     out += ["", "## Arguments", "", "Read from each plugin's typed model, beside the plugin."]
     for name, model in sorted(ARG_MODELS.items()):
-        out += ["", f"### {name}"]
-        for part in _models_within(model):
-            heading = [] if part is model else ["", f"`{part.__name__}`:"]
-            out += [*heading, "", "| field | type | default | meaning |", "|---|---|---|---|"]
-            for field_name, f in part.model_fields.items():
-                out.append(
-                    f"| `{f.alias or field_name}` | {_type_name(f.annotation)} | "
-                    f"{_default(f)} | {_cell(f.description or '')} |"
-                )
+        out += ["", f"### {name}", *_model_tables(model)]
     return "\n".join(out) + "\n"
+
+
+def configuration_page() -> str:
+    return "\n".join(
+        [
+            "# Configuration fields",
+            "",
+            "Every field of the two documents a configuration file holds, read from the",
+            "models the loader reads the file into (`optimist/configuration/`). Names are",
+            "as the file writes them; a field left out, or null, takes its default.",
+            "How the two documents fit together: [Configuration](../configuration.md).",
+            "",
+            "## KubeSchedulerConfiguration",
+            "",
+            "`apiVersion: kubescheduler.config.k8s.io/v1`, as kube-scheduler v1.30 reads it.",
+            *_model_tables(KubeSchedulerConfiguration),
+            "",
+            "### A profile",
+            "",
+            "`profiles[]` are merged into v1.30's default plugins as kube-scheduler does,",
+            "so they are read by the loader rather than a model:",
+            "",
+            "| field | type | default | meaning |",
+            "|---|---|---|---|",
+            "| `schedulerName` | string | `default-scheduler` when there is one profile "
+            "| the pods' `spec.schedulerName` this profile schedules |",
+            "| `percentageOfNodesToScore` | integer, 0 to 100 | the file's | "
+            "this profile's share of feasible nodes to score |",
+            "| `plugins.<point>.enabled[]` | `{name, weight}` | | plugins added at an "
+            "extension point (`multiPoint`, `queueSort`, `preFilter`, `filter`, `postFilter`, "
+            "`preScore`, `score`, `reserve`, `permit`, `preBind`, `bind`, `postBind`) |",
+            "| `plugins.<point>.disabled[]` | `{name}` | | plugins taken out there "
+            '(`"*"`: all of the defaults) |',
+            "| `pluginConfig[]` | `{name, args}` | | a plugin's arguments: "
+            "[each plugin's](plugins.md#arguments) |",
+            "",
+            "## OptimistConfiguration",
+            "",
+            "`apiVersion: optimist.io/v1alpha1`, optional, after the first document.",
+            *_model_tables(OptimistOptions),
+        ]
+    ) + "\n"
+
+
+def _model_tables(model: type[BaseModel]) -> list[str]:
+    """A table of the model's fields, then one for each model its fields hold."""
+    out: list[str] = []
+    for part in _models_within(model):
+        heading = [] if part is model else ["", f"`{part.__name__}`:"]
+        out += [*heading, "", "| field | type | default | meaning |", "|---|---|---|---|"]
+        for field_name, f in part.model_fields.items():
+            out.append(
+                f"| `{f.alias or field_name}` | {_type_name(f.annotation)} | "
+                f"{_default(f)} | {_cell(f.description or '')} |"
+            )
+    return out
 
 
 def _models_within(model: type[BaseModel]) -> list[type[BaseModel]]:
     """The model, then every model its fields hold (in lists and optionals too)."""
     found = [model]
     for part in found:
-        for f in part.model_fields.values():
-            kinds = [f.annotation]
-            while kinds:
-                kind = kinds.pop()
-                if isinstance(kind, type) and issubclass(kind, BaseModel):
-                    if kind not in found:
-                        found.append(kind)
-                else:
-                    kinds.extend(get_args(kind))
+        for name in part.model_fields:
+            kind = field_model(part, name)
+            if kind is not None and kind not in found:
+                found.append(kind)
     return found
 
 
@@ -148,25 +195,32 @@ def _type_name(annotation: Any) -> str:
         return " or ".join(f"`{a}`" for a in get_args(annotation))
     if annotation is type(None):
         return "(none accepted)"
-    inner = [a for a in get_args(annotation) if a is not type(None)]
-    if get_origin(annotation) is list:
+    if annotation is GoDuration:
+        return "duration"
+    if annotation is Any:
+        return "any value"
+    inner = [a for a in get_args(annotation) if a is not type(None) and a is not Ellipsis]
+    if get_origin(annotation) in (list, tuple):
         return f"list of {_type_name(inner[0])}"
-    if inner and get_origin(annotation) is not Annotated:  # an optional
+    if get_origin(annotation) is dict:
+        return f"map of {_type_name(inner[0])} to {_type_name(inner[1])}"
+    if inner:  # Annotated, or an optional
         return _type_name(inner[0])
-    if get_origin(annotation) is Annotated:
-        return _type_name(inner[0])
-    return _cell(getattr(annotation, "__name__", annotation))
+    names = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
+    name = getattr(annotation, "__name__", str(annotation))
+    return _cell(names.get(name, name))
 
 
 def _default(f: FieldInfo) -> str:
     if f.is_required():
         return "(required)"
     value = f.get_default(call_default_factory=True)
-    if isinstance(value, list):
-        value = [v.to_wire() if isinstance(v, PluginArgs) else v for v in value]
-    elif isinstance(value, PluginArgs):
-        value = value.to_wire()
-    return "" if value is None else f"`{json.dumps(value)}`"
+    if value is None:
+        return ""
+    shown = TypeAdapter(f.annotation).dump_python(
+        value, mode="json", by_alias=True, exclude_none=True
+    )
+    return f"`{json.dumps(shown)}`"
 
 
 def results_page(folder: Path) -> str:

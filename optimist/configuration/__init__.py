@@ -14,27 +14,28 @@ plugins in optimist's registry; the queue sort belongs to the dispatcher and
 the bind to the binder. Every other enabled plugin is reported as inactive,
 with the reason, rather than dropped in silence.
 
-One concept per module, as kube-scheduler's pkg/scheduler/apis/config:
-types (the documents' identity and the results), fields (typed readers and
-ConfigError), plugins (plugin sets, active or not), args (each plugin's
-args), profiles, component (the carried standard fields and extenders),
-options (the OptimistConfiguration document) and loader (which ties them).
+One concept per module, as kube-scheduler's pkg/scheduler/apis/config: kinds
+(the documents' identity), model (the loader's result), scheduler_configuration,
+component and options (the documents' typed sections), model_reader (a section
+read into its model, errors at their YAML path), fields (ConfigError and the
+readers of what is not a model: the profiles' plugin sets), plugins (plugin sets,
+active or not), arg_readers (each plugin's args model), profiles, and loader
+(which ties them).
 """
 
-from optimist.configuration.arg_readers import ARGS
+from optimist.configuration.arg_readers import ARG_MODELS
+from optimist.configuration.component import ClientConnection, LeaderElection
 from optimist.configuration.fields import MISSING, ConfigError
-from optimist.configuration.loader import default_configuration, load_file, parse_configuration
-from optimist.configuration.model import (
+from optimist.configuration.kinds import (
     API_VERSION,
     DEFAULT_SCHEDULER_NAME,
     KIND,
     OPTIMIST_API_VERSION,
     OPTIMIST_KIND,
-    Configuration,
-    ExpandedProfile,
-    InactivePlugin,
-    OptimistOptions,
 )
+from optimist.configuration.loader import default_configuration, load_file, parse_configuration
+from optimist.configuration.model import Configuration, ExpandedProfile, InactivePlugin
+from optimist.configuration.options import OptimistOptions
 from optimist.configuration.plugins import (
     DEFAULT_MULTI_POINT,
     HANDLED_OUTSIDE_SHARDS,
@@ -43,10 +44,11 @@ from optimist.configuration.plugins import (
     REASON_VOLUME,
     UPSTREAM_PLUGINS,
 )
+from optimist.configuration.scheduler_configuration import KubeSchedulerConfiguration
 
 __all__ = [
     "API_VERSION",
-    "ARGS",
+    "ARG_MODELS",
     "DEFAULT_MULTI_POINT",
     "DEFAULT_SCHEDULER_NAME",
     "HANDLED_OUTSIDE_SHARDS",
@@ -58,10 +60,13 @@ __all__ = [
     "REASON_MISSING",
     "REASON_VOLUME",
     "UPSTREAM_PLUGINS",
+    "ClientConnection",
     "ConfigError",
     "Configuration",
     "ExpandedProfile",
     "InactivePlugin",
+    "KubeSchedulerConfiguration",
+    "LeaderElection",
     "OptimistOptions",
     "default_configuration",
     "load_file",

@@ -1,4 +1,4 @@
-"""Reading typed values from the parsed YAML; every error names its path in the file.
+"""ConfigError, and reading what is not a typed model (the profiles' plugin sets).
 
 Each reader takes the value and its path, and returns the value checked, or
 raises ConfigError naming the path and the value found there, so a bad file
@@ -11,11 +11,7 @@ import json
 from collections.abc import Collection
 from typing import Any
 
-from cluster.durations import parse_duration
-from cluster.plugin_args import qualified_name_problem
-
-_INT32 = (-(2**31), 2**31 - 1)
-_INT64 = (-(2**63), 2**63 - 1)
+INT32 = (-(2**31), 2**31 - 1)  # Go's int32, the type of every integer read here
 
 
 class _Missing:
@@ -35,10 +31,10 @@ class ConfigError(ValueError):
         self.path = path
         self.value = value
         self.problem = problem
-        super().__init__(f"{path or '(document)'}: {_show(value)}: {problem}")
+        super().__init__(f"{path or '(document)'}: {show(value)}: {problem}")
 
 
-def _show(value: Any, limit: int = 120) -> str:
+def show(value: Any, limit: int = 120) -> str:
     """The value as the file would spell it (JSON), cut short if long."""
     if value is MISSING:
         return "(not set)"
@@ -49,11 +45,11 @@ def _show(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _child(path: str, key: str) -> str:
+def child(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def _mapping(value: Any, path: str, allowed: Collection[str]) -> dict[str, Any]:
+def read_mapping(value: Any, path: str, allowed: Collection[str]) -> dict[str, Any]:
     """A mapping whose fields are all in `allowed`; null reads as empty, as in Go."""
     if value is None:
         return {}
@@ -64,11 +60,11 @@ def _mapping(value: Any, path: str, allowed: Collection[str]) -> dict[str, Any]:
             raise ConfigError(path, key, "field names must be strings")
         if key not in allowed:
             known = ", ".join(sorted(allowed))
-            raise ConfigError(_child(path, key), item, f"unknown field (known here: {known})")
+            raise ConfigError(child(path, key), item, f"unknown field (known here: {known})")
     return value
 
 
-def _list(value: Any, path: str) -> list[Any]:
+def read_list(value: Any, path: str) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
@@ -76,18 +72,17 @@ def _list(value: Any, path: str) -> list[Any]:
     return value
 
 
-def _int(
+def read_int(
     value: Any,
     path: str,
     *,
-    bits: tuple[int, int] = _INT32,
     lo: int | None = None,
     hi: int | None = None,
 ) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(path, value, "must be an integer")
-    if not bits[0] <= value <= bits[1]:
-        raise ConfigError(path, value, f"does not fit in {64 if bits is _INT64 else 32} bits")
+    if not INT32[0] <= value <= INT32[1]:
+        raise ConfigError(path, value, "does not fit in 32 bits")
     if lo is not None and hi is not None and not lo <= value <= hi:
         raise ConfigError(path, value, f"not in valid range [{lo}, {hi}]")
     if lo is not None and value < lo:
@@ -97,13 +92,7 @@ def _int(
     return value
 
 
-def _number(value: Any, path: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(path, value, "must be a number")
-    return float(value)
-
-
-def _str(value: Any, path: str, *, empty: bool = True) -> str:
+def read_str(value: Any, path: str, *, empty: bool = True) -> str:
     if not isinstance(value, str):
         raise ConfigError(path, value, "must be a string")
     if not empty and not value:
@@ -111,43 +100,19 @@ def _str(value: Any, path: str, *, empty: bool = True) -> str:
     return value
 
 
-def _bool(value: Any, path: str) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(path, value, "must be true or false")
-    return value
-
-
-def _duration(value: Any, path: str) -> float:
-    """A Go duration ("15s", "1m30s", "250ms"), in seconds."""
-    try:
-        return parse_duration(_str(value, path))
-    except ValueError:
-        raise ConfigError(
-            path, value, 'must be a duration such as "15s", "1m30s" or "250ms"'
-        ) from None
-
-
-def _qualified_name(value: Any, path: str) -> str:
-    text = _str(value, path)
-    problem = qualified_name_problem(text)
-    if problem:
-        raise ConfigError(path, value, problem)
-    return text
-
-
-def _plain(value: Any, path: str, depth: int = 0) -> Any:
+def read_plain(value: Any, path: str, depth: int = 0) -> Any:
     """A copy of data the loader cannot check further, which must still travel as JSON would."""
     if depth > 32:
         raise ConfigError(path, MISSING, "nested too deeply")
     if value is None or isinstance(value, bool | int | float | str):
         return value
     if isinstance(value, list):
-        return [_plain(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)]
+        return [read_plain(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)]
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
             if not isinstance(k, str):
                 raise ConfigError(path, k, "field names must be strings")
-            out[k] = _plain(v, _child(path, k), depth + 1)
+            out[k] = read_plain(v, child(path, k), depth + 1)
         return out
     raise ConfigError(path, repr(value), "must be plain data (strings, numbers, lists, mappings)")

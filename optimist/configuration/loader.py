@@ -9,20 +9,15 @@ from typing import Any
 import yaml
 
 from cluster.profile_config import ProfileConfig
-from optimist.configuration.component import _component, _extenders
-from optimist.configuration.fields import _INT32, _INT64, MISSING, ConfigError, _int, _mapping
-from optimist.configuration.model import (
-    _TYPE_META,
-    API_VERSION,
-    KIND,
-    OPTIMIST_API_VERSION,
-    OPTIMIST_KIND,
-    Configuration,
-    OptimistOptions,
-)
-from optimist.configuration.options import _optimist_options
-from optimist.configuration.plugins import _active, _inactive, _Known
-from optimist.configuration.profiles import _percentage, _profiles
+from optimist.configuration.fields import MISSING, ConfigError
+from optimist.configuration.kinds import API_VERSION, KIND, OPTIMIST_API_VERSION, OPTIMIST_KIND
+from optimist.configuration.model import Configuration
+from optimist.configuration.model_reader import read_model
+from optimist.configuration.options import OptimistOptions
+from optimist.configuration.plugins import KnownPlugins, active_profile, inactive_plugins
+from optimist.configuration.profiles import read_profiles
+from optimist.configuration.scheduler_configuration import KubeSchedulerConfiguration
+from shards.extender_config import ExtenderConfig
 from shards.plugins import registry as shard_registry
 
 
@@ -65,7 +60,7 @@ def parse_configuration(text: str) -> Configuration:
         if kind == KIND:
             kube = doc
         else:
-            options = _optimist_options(doc)
+            options = read_model(OptimistOptions, doc, "")
     return _kube_scheduler(kube, options)
 
 
@@ -108,19 +103,6 @@ def _documents(text: str) -> list[Any]:
     return [d for d in docs if d is not None]
 
 
-_TOP_FIELDS = _TYPE_META | {
-    "parallelism",
-    "leaderElection",
-    "clientConnection",
-    "enableProfiling",
-    "enableContentionProfiling",
-    "percentageOfNodesToScore",
-    "podInitialBackoffSeconds",
-    "podMaxBackoffSeconds",
-    "profiles",
-    "extenders",
-    "delayCacheUntilActive",
-}
 _REMOVED_IN_V1 = ("healthzBindAddress", "metricsBindAddress")
 
 
@@ -133,65 +115,41 @@ def _kube_scheduler(doc: dict[str, Any], options: OptimistOptions) -> Configurat
                 f"not a field of {API_VERSION} (older API versions had it; "
                 "kube-scheduler v1.30 refuses it), remove it",
             )
-    m = _mapping(doc, "", _TOP_FIELDS)
-    parallelism = _optional_int(m, "parallelism", 16)
-    if parallelism <= 0:
-        raise ConfigError(
-            "parallelism", parallelism, "should be an integer value greater than zero"
-        )
-    percentage = _percentage(m.get("percentageOfNodesToScore"), "percentageOfNodesToScore")
-    initial = _optional_int(m, "podInitialBackoffSeconds", 1, bits=_INT64)
-    if initial <= 0:
-        raise ConfigError("podInitialBackoffSeconds", initial, "must be greater than 0")
-    maximum = _optional_int(m, "podMaxBackoffSeconds", 10, bits=_INT64)
-    if maximum < initial:
-        raise ConfigError(
-            "podMaxBackoffSeconds",
-            maximum,
-            "must be greater than or equal to podInitialBackoffSeconds",
-        )
-    component = _component(m)
-    known = _Known(shard_registry.filter_plugins(), shard_registry.score_plugins())
-    expanded, percentages = _profiles(m.get("profiles"), known)
-    extenders = _extenders(m.get("extenders"))
+    top = read_model(KubeSchedulerConfiguration, doc, "")
+    known = KnownPlugins(shard_registry.filter_plugins(), shard_registry.score_plugins())
+    expanded, percentages = read_profiles(doc.get("profiles"), known)
+    percentage = top.percentage_of_nodes_to_score
     return Configuration(
         profiles=tuple(
             _leave_to_extenders(
-                _active(p, known, pct if pct is not None else percentage), extenders
+                active_profile(p, known, pct if pct is not None else percentage), top.extenders
             )
             for p, pct in zip(expanded, percentages, strict=True)
         ),
         expanded=tuple(expanded),
-        inactive=tuple(x for p in expanded for x in _inactive(p, known)),
-        parallelism=parallelism,
-        percentage_of_nodes_to_score=0 if percentage is None else percentage,
-        pod_initial_backoff_seconds=initial,
-        pod_max_backoff_seconds=maximum,
-        extenders=extenders,
-        component=component,
+        inactive=tuple(x for p in expanded for x in inactive_plugins(p, known)),
+        parallelism=top.parallelism,
+        percentage_of_nodes_to_score=percentage or 0,
+        pod_initial_backoff_seconds=top.pod_initial_backoff_seconds,
+        pod_max_backoff_seconds=top.pod_max_backoff_seconds,
+        extenders=top.extenders,
+        leader_election=top.leader_election,
+        client_connection=top.client_connection,
+        enable_profiling=top.enable_profiling,
+        enable_contention_profiling=top.contention_profiling,
+        delay_cache_until_active=top.delay_cache_until_active,
         optimist=options,
     )
 
 
-def _optional_int(
-    m: dict[str, Any], key: str, default: int, *, bits: tuple[int, int] = _INT32
-) -> int:
-    return default if m.get(key) is None else _int(m[key], key, bits=bits)
-
-
 def _leave_to_extenders(
-    profile: ProfileConfig, extenders: tuple[dict[str, Any], ...]
+    profile: ProfileConfig, extenders: tuple[ExtenderConfig, ...]
 ) -> ProfileConfig:
     """Resources an extender manages with ignoredByScheduler are not NodeResourcesFit's to check.
 
     As upstream, they replace NodeResourcesFit's ignoredResources in every profile.
     """
-    ignored = [
-        r["name"]
-        for e in extenders
-        for r in e.get("managedResources") or ()
-        if r.get("ignoredByScheduler")
-    ]
+    ignored = [r.name for e in extenders for r in e.managed_resources if r.ignored_by_scheduler]
     if not ignored or "NodeResourcesFit" not in profile.args:
         return profile
     fit = {**profile.args["NodeResourcesFit"], "ignoredResources": ignored}

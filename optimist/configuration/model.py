@@ -1,4 +1,4 @@
-"""The configuration as optimist holds it once read: the documents' identity and the results.
+"""The configuration as optimist holds it once read.
 
 Kept apart from the readers so that every stage (plugins, profiles, the
 loader) can build and pass these without importing one another.
@@ -10,14 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cluster.profile_config import ProfileConfig
-from cluster.quota import Quota
-
-API_VERSION = "kubescheduler.config.k8s.io/v1"
-KIND = "KubeSchedulerConfiguration"
-OPTIMIST_API_VERSION = "optimist.io/v1alpha1"
-OPTIMIST_KIND = "OptimistConfiguration"
-DEFAULT_SCHEDULER_NAME = "default-scheduler"
-_TYPE_META = frozenset({"apiVersion", "kind"})
+from optimist.configuration.component import ClientConnection, LeaderElection
+from optimist.configuration.options import OptimistOptions
+from shards.extender_config import ExtenderConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,28 +40,6 @@ class ExpandedProfile:
 
 
 @dataclass(frozen=True, slots=True)
-class OptimistOptions:
-    """The OptimistConfiguration document; None where the file does not set a field."""
-
-    shards: int | None = None
-    redis_url: str | None = None
-    redis_urls: tuple[str, ...] | None = None
-    redis_partitions: int | None = None
-    ray_address: str | None = None
-    batch_pods: int | None = None
-    inflight_per_shard: int | None = None
-    seed: int | None = None
-    key_prefix: str | None = None
-    metrics_address: str | None = None
-    node_partitions: bool | None = None
-    binders: int | None = None
-    quotas: tuple[Quota, ...] | None = None
-    shard_timeout_s: float | None = None
-    shard_resources: dict[str, float] | None = None
-    binder_resources: dict[str, float] | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class Configuration:
     """A configuration file, defaulted and validated, in the shape optimist uses."""
 
@@ -77,8 +50,11 @@ class Configuration:
     percentage_of_nodes_to_score: int = 0  # the global value; 0 is upstream's adaptive rule
     pod_initial_backoff_seconds: int = 1
     pod_max_backoff_seconds: int = 10
-    extenders: tuple[dict[str, Any], ...] = ()
-    # leaderElection, clientConnection, the profiling switches, delayCacheUntilActive:
-    # carried, defaulted, unused by optimist so far.
-    component: dict[str, Any] = field(default_factory=dict)
+    extenders: tuple[ExtenderConfig, ...] = ()
+    leader_election: LeaderElection = field(default_factory=LeaderElection)
+    client_connection: ClientConnection = field(default_factory=ClientConnection)
+    # carried, defaulted, unused by optimist so far
+    enable_profiling: bool = True
+    enable_contention_profiling: bool = True
+    delay_cache_until_active: bool = False
     optimist: OptimistOptions = field(default_factory=OptimistOptions)

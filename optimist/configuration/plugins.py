@@ -13,7 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from cluster.profile_config import ProfileConfig
-from optimist.configuration.fields import MISSING, ConfigError, _int, _list, _mapping, _str
+from optimist.configuration.fields import (
+    MISSING,
+    ConfigError,
+    read_int,
+    read_list,
+    read_mapping,
+    read_str,
+)
 from optimist.configuration.model import ExpandedProfile, InactivePlugin
 
 # The extension points as the file names them, in the order v1's Plugins lists them.
@@ -115,7 +122,7 @@ REASON_VOLUME = "needs volume/DRA objects optimist does not model"
 REASON_MISSING = "not implemented in optimist yet"
 
 
-class _Known:
+class KnownPlugins:
     """The plugin names this loader accepts and the extension points each implements."""
 
     def __init__(self, filters: frozenset[str], scores: frozenset[str]) -> None:
@@ -130,7 +137,7 @@ class _Known:
             )
 
     def check(self, name: Any, path: str) -> str:
-        name = _str(name, path)
+        name = read_str(name, path)
         if name not in self.points:
             raise ConfigError(
                 path,
@@ -142,7 +149,7 @@ class _Known:
 
 
 @dataclass(slots=True)
-class _Entry:
+class PluginEntry:
     """One enabled plugin, with where the file names it ("" for a default)."""
 
     name: str
@@ -151,35 +158,37 @@ class _Entry:
 
 
 @dataclass(slots=True)
-class _Set:
+class PluginSet:
     """A point's enabled and disabled plugins."""
 
-    enabled: list[_Entry]
+    enabled: list[PluginEntry]
     disabled: list[str]
 
 
-def _plugin_set(value: Any, path: str, known: _Known) -> _Set:
-    s = _mapping(value, path, {"enabled", "disabled"})
+def read_plugin_set(value: Any, path: str, known: KnownPlugins) -> PluginSet:
+    s = read_mapping(value, path, {"enabled", "disabled"})
     enabled = []
-    for i, raw in enumerate(_list(s.get("enabled"), f"{path}.enabled")):
+    for i, raw in enumerate(read_list(s.get("enabled"), f"{path}.enabled")):
         epath = f"{path}.enabled[{i}]"
-        plugin = _mapping(raw, epath, {"name", "weight"})
+        plugin = read_mapping(raw, epath, {"name", "weight"})
         name = known.check(plugin.get("name", MISSING), f"{epath}.name")
-        weight = None if plugin.get("weight") is None else _int(plugin["weight"], f"{epath}.weight")
-        enabled.append(_Entry(name, weight, epath))
+        weight = (
+            None if plugin.get("weight") is None else read_int(plugin["weight"], f"{epath}.weight")
+        )
+        enabled.append(PluginEntry(name, weight, epath))
     disabled = []
-    for i, raw in enumerate(_list(s.get("disabled"), f"{path}.disabled")):
+    for i, raw in enumerate(read_list(s.get("disabled"), f"{path}.disabled")):
         dpath = f"{path}.disabled[{i}]"
-        plugin = _mapping(raw, dpath, {"name", "weight"})
+        plugin = read_mapping(raw, dpath, {"name", "weight"})
         if plugin.get("weight") is not None:
-            _int(plugin["weight"], f"{dpath}.weight")
+            read_int(plugin["weight"], f"{dpath}.weight")
         # As upstream, a name that matches nothing disables nothing (old files disable
         # plugins removed since, such as SelectorSpread).
-        disabled.append(_str(plugin.get("name", MISSING), f"{dpath}.name"))
-    return _Set(enabled, disabled)
+        disabled.append(read_str(plugin.get("name", MISSING), f"{dpath}.name"))
+    return PluginSet(enabled, disabled)
 
 
-def _merge(default: _Set, custom: _Set) -> _Set:
+def merge_sets(default: PluginSet, custom: PluginSet) -> PluginSet:
     """Upstream's merge of a profile's set into the default one.
 
     The custom disabled names drop default plugins ("*" drops them all); a
@@ -190,7 +199,7 @@ def _merge(default: _Set, custom: _Set) -> _Set:
     off = set(disabled)
     replacing = {e.name: (i, e) for i, e in enumerate(custom.enabled)}  # the last one wins
     used: set[int] = set()
-    enabled: list[_Entry] = []
+    enabled: list[PluginEntry] = []
     if "*" not in off:
         for entry in default.enabled:
             if entry.name in off:
@@ -200,10 +209,12 @@ def _merge(default: _Set, custom: _Set) -> _Set:
                 used.add(index)
             enabled.append(entry)
     enabled += [e for i, e in enumerate(custom.enabled) if i not in used]
-    return _Set(enabled, disabled)
+    return PluginSet(enabled, disabled)
 
 
-def _expand(point: str, specific: _Set, multi: _Set, known: _Known, path: str) -> list[_Entry]:
+def expand_point(
+    point: str, specific: PluginSet, multi: PluginSet, known: KnownPlugins, path: str
+) -> list[PluginEntry]:
     """The plugins at one point: those named there, and multiPoint's that implement it.
 
     A plugin named at the point overrides its multiPoint entry and moves to the
@@ -211,7 +222,7 @@ def _expand(point: str, specific: _Set, multi: _Set, known: _Known, path: str) -
     A name disabled at the point keeps multiPoint from adding it there; "*"
     keeps out all of multiPoint's.
     """
-    named: dict[str, _Entry] = {}
+    named: dict[str, PluginEntry] = {}
     for entry in specific.enabled:
         if point not in known.points[entry.name]:
             raise ConfigError(
@@ -226,7 +237,7 @@ def _expand(point: str, specific: _Set, multi: _Set, known: _Known, path: str) -
         return list(specific.enabled)
     off = set(specific.disabled)
     overridden: set[str] = set()
-    from_multi: dict[str, _Entry] = {}
+    from_multi: dict[str, PluginEntry] = {}
     for entry in multi.enabled:
         if point not in known.points[entry.name] or entry.name in off:
             continue
@@ -250,7 +261,9 @@ def _title(point: str) -> str:
 # -- what optimist runs of a profile, and what it does not -----------------------------------
 
 
-def _active(profile: ExpandedProfile, known: _Known, percentage: int | None) -> ProfileConfig:
+def active_profile(
+    profile: ExpandedProfile, known: KnownPlugins, percentage: int | None
+) -> ProfileConfig:
     """The profile as optimist runs it: the registry's Filter and Score plugins in the
     shards, and the args of those and of DefaultPreemption (the driver's, when enabled)."""
     filters = tuple(n for n in profile.points["filter"] if n in known.filters)
@@ -267,7 +280,7 @@ def _active(profile: ExpandedProfile, known: _Known, percentage: int | None) -> 
     )
 
 
-def _inactive(profile: ExpandedProfile, known: _Known) -> list[InactivePlugin]:
+def inactive_plugins(profile: ExpandedProfile, known: KnownPlugins) -> list[InactivePlugin]:
     """Each plugin the profile enables that optimist does not run, once, with its points."""
     runs_at: dict[str, set[str]] = {}
     for point, names in profile.points.items():

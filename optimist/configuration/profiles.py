@@ -7,41 +7,44 @@ from __future__ import annotations
 
 from typing import Any
 
-from optimist.configuration.arg_readers import ARGS
+from optimist.configuration.arg_readers import ARG_MODELS, read_args
 from optimist.configuration.fields import (
     MISSING,
     ConfigError,
-    _int,
-    _list,
-    _mapping,
-    _plain,
-    _show,
-    _str,
+    read_int,
+    read_list,
+    read_mapping,
+    read_plain,
+    read_str,
+    show,
 )
-from optimist.configuration.model import API_VERSION, DEFAULT_SCHEDULER_NAME, ExpandedProfile
+from optimist.configuration.kinds import API_VERSION, DEFAULT_SCHEDULER_NAME
+from optimist.configuration.model import ExpandedProfile
 from optimist.configuration.plugins import (
     DEFAULT_MULTI_POINT,
     POINTS,
     UPSTREAM_PLUGINS,
-    _Entry,
-    _expand,
-    _Known,
-    _merge,
-    _plugin_set,
-    _Set,
+    KnownPlugins,
+    PluginEntry,
+    PluginSet,
+    expand_point,
+    merge_sets,
+    read_plugin_set,
 )
 
 
-def _profiles(value: Any, known: _Known) -> tuple[list[ExpandedProfile], list[int | None]]:
+def read_profiles(
+    value: Any, known: KnownPlugins
+) -> tuple[list[ExpandedProfile], list[int | None]]:
     """Every profile expanded, with its own percentageOfNodesToScore (None: not set)."""
-    raw_profiles = _list(value, "profiles") or [{}]  # upstream: no profiles means one
+    raw_profiles = read_list(value, "profiles") or [{}]  # upstream: no profiles means one
     expanded: list[ExpandedProfile] = []
     percentages: list[int | None] = []
     queue_sorts: list[dict[str, Any]] = []
     first_at: dict[str, int] = {}
     for i, raw in enumerate(raw_profiles):
         path = f"profiles[{i}]"
-        prof = _mapping(
+        prof = read_mapping(
             raw, path, {"schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig"}
         )
         name = prof.get("schedulerName")
@@ -51,7 +54,7 @@ def _profiles(value: Any, known: _Known) -> tuple[list[ExpandedProfile], list[in
             raise ConfigError(
                 f"{path}.schedulerName", MISSING, "required when there are several profiles"
             )
-        name = _str(name, f"{path}.schedulerName")
+        name = read_str(name, f"{path}.schedulerName")
         if not name:
             raise ConfigError(f"{path}.schedulerName", name, "required, must not be empty")
         if name in first_at:
@@ -73,17 +76,17 @@ def _profiles(value: Any, known: _Known) -> tuple[list[ExpandedProfile], list[in
                 f"profiles[{i}].plugins.queueSort",
                 queue_sort,
                 "must be the same for all profiles (the queue is shared), "
-                f"profiles[0] has {_show(queue_sorts[0])}",
+                f"profiles[0] has {show(queue_sorts[0])}",
             )
     return expanded, percentages
 
 
 def _percentage(value: Any, path: str) -> int | None:
-    return None if value is None else _int(value, path, lo=0, hi=100)
+    return None if value is None else read_int(value, path, lo=0, hi=100)
 
 
 def _profile(
-    name: str, prof: dict[str, Any], path: str, known: _Known
+    name: str, prof: dict[str, Any], path: str, known: KnownPlugins
 ) -> tuple[ExpandedProfile, dict[str, Any]]:
     """A profile's plugins merged, expanded and checked, its args defaulted; and its queueSort.
 
@@ -91,13 +94,13 @@ def _profile(
     it to be the same in every profile, since all profiles share one queue.
     """
     ppath = f"{path}.plugins"
-    plugins = _mapping(prof.get("plugins"), ppath, {*POINTS, "multiPoint"})
+    plugins = read_mapping(prof.get("plugins"), ppath, {*POINTS, "multiPoint"})
     custom = {
-        p: _plugin_set(plugins.get(p), f"{ppath}.{p}", known) for p in (*POINTS, "multiPoint")
+        p: read_plugin_set(plugins.get(p), f"{ppath}.{p}", known) for p in (*POINTS, "multiPoint")
     }
-    default_multi = _Set([_Entry(n, w, "") for n, w in DEFAULT_MULTI_POINT], [])
-    multi = _merge(default_multi, custom["multiPoint"])
-    points = {p: _expand(p, custom[p], multi, known, ppath) for p in POINTS}
+    default_multi = PluginSet([PluginEntry(n, w, "") for n, w in DEFAULT_MULTI_POINT], [])
+    multi = merge_sets(default_multi, custom["multiPoint"])
+    points = {p: expand_point(p, custom[p], multi, known, ppath) for p in POINTS}
 
     weights: dict[str, int] = {}
     scoring = {e.name for e in points["score"]}
@@ -124,8 +127,8 @@ def _profile(
     running = {e.name for entries in points.values() for e in entries}
     args = _plugin_config(prof.get("pluginConfig"), f"{path}.pluginConfig", known, running)
     for plugin in sorted(running - args.keys()):
-        if plugin in ARGS:
-            args[plugin] = ARGS[plugin]({}, "")
+        if plugin in ARG_MODELS:
+            args[plugin] = read_args(plugin, {}, "")
     expanded = ExpandedProfile(
         scheduler_name=name,
         points={p: tuple(e.name for e in entries) for p, entries in points.items()},
@@ -141,14 +144,14 @@ def _profile(
 
 
 def _plugin_config(
-    value: Any, path: str, known: _Known, running: set[str]
+    value: Any, path: str, known: KnownPlugins, running: set[str]
 ) -> dict[str, dict[str, Any]]:
     """The pluginConfig entries: one per plugin, each for a plugin the profile runs."""
     args: dict[str, dict[str, Any]] = {}
     first_at: dict[str, int] = {}
-    for i, raw in enumerate(_list(value, path)):
+    for i, raw in enumerate(read_list(value, path)):
         cpath = f"{path}[{i}]"
-        entry = _mapping(raw, cpath, {"name", "args"})
+        entry = read_mapping(raw, cpath, {"name", "args"})
         name = known.check(entry.get("name", MISSING), f"{cpath}.name")
         if name in first_at:
             raise ConfigError(
@@ -164,13 +167,13 @@ def _plugin_config(
         if raw_args is not None and not isinstance(raw_args, dict):
             raise ConfigError(apath, raw_args, "must be a mapping")
         raw_args = _type_meta(dict(raw_args or {}), name, apath)
-        if name in ARGS:
-            args[name] = ARGS[name](raw_args, apath)
+        if name in ARG_MODELS:
+            args[name] = read_args(name, raw_args, apath)
         elif name in UPSTREAM_PLUGINS:
             if raw_args:
                 raise ConfigError(apath, raw_args, f"{name} takes no args")
         else:
-            args[name] = _plain(raw_args, apath)
+            args[name] = read_plain(raw_args, apath)
     return args
 
 

@@ -99,9 +99,9 @@ def test_the_configuration_inside_is_one_optimist_runs_as_a_second_scheduler(ren
     configuration = parse_configuration(text)
     names = [p.scheduler_name for p in configuration.profiles]
     assert "default-scheduler" not in names  # never kube-scheduler's pods, unless widened
-    election = configuration.component["leaderElection"]
-    assert election["resourceName"] != "kube-scheduler"
-    assert election["resourceNamespace"] == NAMESPACE  # where the Role grants the lease
+    election = configuration.leader_election
+    assert election.resource_name != "kube-scheduler"
+    assert election.resource_namespace == NAMESPACE  # where the Role grants the lease
     shards = configuration.optimist.shards
     ray_cluster = find(objects, "RayCluster", "optimist-ray")["spec"]
     workers = ray_cluster["workerGroupSpecs"][0]

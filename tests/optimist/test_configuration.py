@@ -117,15 +117,16 @@ def test_an_empty_file_or_no_profiles_gives_upstreams_default_profile(text):
     assert (c.parallelism, c.percentage_of_nodes_to_score) == (16, 0)
     assert (c.pod_initial_backoff_seconds, c.pod_max_backoff_seconds) == (1, 10)
     assert c.extenders == ()
-    assert c.component["leaderElection"]["resourceLock"] == "leases"
-    assert c.component["clientConnection"] == {
+    assert c.leader_election.resource_lock == "leases"
+    assert c.leader_election.lease_duration.seconds == 15.0
+    assert c.client_connection.to_wire() == {
         "kubeconfig": "",
         "acceptContentTypes": "",
         "contentType": "application/vnd.kubernetes.protobuf",
         "qps": 50.0,
         "burst": 100,
     }
-    assert c.component["enableProfiling"] and c.component["enableContentionProfiling"]
+    assert c.enable_profiling and c.enable_contention_profiling
     [profile] = c.profiles
     assert profile.filters == (
         "NodeUnschedulable",
@@ -208,23 +209,26 @@ def test_full_example_file():
 
     assert (c.parallelism, c.percentage_of_nodes_to_score) == (32, 40)
     assert (c.pod_initial_backoff_seconds, c.pod_max_backoff_seconds) == (2, 20)
-    assert c.extenders == (
-        {
-            "urlPrefix": "http://127.0.0.1:8888/",
-            "filterVerb": "filter",
-            "prioritizeVerb": "prioritize",
-            "weight": 2,
-            "httpTimeout": "5s",
-            "nodeCacheCapable": True,
-            "managedResources": [{"name": "example.com/foo", "ignoredByScheduler": True}],
-            "ignorable": True,
-        },
-    )
-    assert c.component["leaderElection"]["resourceName"] == "optimist"
-    assert c.component["leaderElection"]["leaseDuration"] == "15s"
-    assert c.component["clientConnection"]["burst"] == 200
-    assert c.component["enableProfiling"] is False
-    assert c.component["enableContentionProfiling"] is False
+    [extender] = c.extenders
+    assert extender.to_wire() == {
+        "urlPrefix": "http://127.0.0.1:8888/",
+        "filterVerb": "filter",
+        "preemptVerb": "",
+        "prioritizeVerb": "prioritize",
+        "weight": 2,
+        "bindVerb": "",
+        "enableHTTPS": False,
+        "httpTimeout": "5s",
+        "nodeCacheCapable": True,
+        "managedResources": [{"name": "example.com/foo", "ignoredByScheduler": True}],
+        "ignorable": True,
+    }
+    assert extender.http_timeout.seconds == 5.0
+    assert c.leader_election.resource_name == "optimist"
+    assert c.leader_election.lease_duration.text == "15s"
+    assert c.client_connection.burst == 200
+    assert c.enable_profiling is False
+    assert c.enable_contention_profiling is False
     o = c.optimist
     assert (o.shards, o.batch_pods, o.inflight_per_shard, o.seed) == (4, 128, 3, 7)
     assert (o.key_prefix, o.metrics_address, o.node_partitions) == ("prod:", "0.0.0.0:10260", True)

@@ -24,6 +24,7 @@ from shards.extender import (
     HTTPExtender,
     _tls_context,
 )
+from shards.extender_config import ExtenderConfig, ExtenderTLSConfig
 from shards.testing import node, pod_spec
 
 # (path, parsed request body) -> (status, response bytes)
@@ -105,15 +106,23 @@ def good_route(path: str, body: Any) -> tuple[int, bytes]:
     return answer({}, 404)
 
 
-def config(url: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "urlPrefix": url,
-        "filterVerb": "filter",
-        "prioritizeVerb": "prioritize",
-        "weight": 2,
-        "httpTimeout": "2s",
-        **extra,
-    }
+def extender_from(wire: dict[str, Any]) -> HTTPExtender:
+    """An extender built from settings in the file's spelling."""
+    return HTTPExtender.from_config(ExtenderConfig.from_wire(wire))
+
+
+def config(url: str, **extra: Any) -> ExtenderConfig:
+    """An extender's settings as the loader reads them from the file."""
+    return ExtenderConfig.from_wire(
+        {
+            "urlPrefix": url,
+            "filterVerb": "filter",
+            "prioritizeVerb": "prioritize",
+            "weight": 2,
+            "httpTimeout": "2s",
+            **extra,
+        }
+    )
 
 
 NODES: list[Node] = [
@@ -277,7 +286,7 @@ def test_field_names_are_matched_case_insensitively_as_go_does() -> None:
 
 
 def test_without_verbs_nothing_is_sent() -> None:
-    ext = HTTPExtender.from_config({"urlPrefix": "http://127.0.0.1:9"})
+    ext = extender_from({"urlPrefix": "http://127.0.0.1:9"})
     assert not ext.has_filter and not ext.has_prioritize
     assert ext.filter(POD, NODES) == FilterAnswer(("a", "b", "c"), {}, {})
     assert ext.prioritize(POD, NODES) == {"a": 0, "b": 0, "c": 0}
@@ -285,8 +294,8 @@ def test_without_verbs_nothing_is_sent() -> None:
 
 
 def test_interest_in_managed_resources() -> None:
-    everyone = HTTPExtender.from_config({"urlPrefix": "http://127.0.0.1:9"})
-    gpu = HTTPExtender.from_config(
+    everyone = extender_from({"urlPrefix": "http://127.0.0.1:9"})
+    gpu = extender_from(
         {
             "urlPrefix": "http://127.0.0.1:9",
             "managedResources": [{"name": "example.com/gpu", "ignoredByScheduler": True}],
@@ -313,7 +322,7 @@ def test_interest_in_managed_resources() -> None:
 
 
 def test_weighted_scores_as_upstream() -> None:
-    ext = HTTPExtender.from_config({"urlPrefix": "http://127.0.0.1:9", "weight": 3})
+    ext = extender_from({"urlPrefix": "http://127.0.0.1:9", "weight": 3})
     # score * weight * (MaxNodeScore / MaxExtenderPriority) = score * 3 * 10
     assert ext.weighted_scores({"a": 0, "b": 7, "c": 10}) == {"a": 0, "b": 210, "c": 300}
 
@@ -325,28 +334,30 @@ def test_weighted_scores_as_upstream() -> None:
         ("250ms", 0.25),
         ("0", DEFAULT_TIMEOUT_S),
         (None, DEFAULT_TIMEOUT_S),
-        (2, 2.0),
     ],
 )
-def test_http_timeout(value: Any, seconds: float) -> None:
-    ext = HTTPExtender.from_config({"urlPrefix": "http://127.0.0.1:9", "httpTimeout": value})
+def test_http_timeout(value: str | None, seconds: float) -> None:
+    wire = {"urlPrefix": "http://127.0.0.1:9"}
+    if value is not None:
+        wire["httpTimeout"] = value
+    ext = extender_from(wire)
     assert ext.timeout_s == pytest.approx(seconds)
 
 
 def test_tls_settings_follow_upstream() -> None:
     # enableHTTPS without a CA: upstream turns verification off.
-    off = _tls_context({}, enable_https=True)
+    off = _tls_context(ExtenderTLSConfig(), enable_https=True)
     assert off.verify_mode == ssl.CERT_NONE and not off.check_hostname
     # An https URL without enableHTTPS or a CA: the system roots, verified.
-    on = _tls_context({}, enable_https=False)
+    on = _tls_context(ExtenderTLSConfig(), enable_https=False)
     assert on.verify_mode == ssl.CERT_REQUIRED and on.check_hostname
     with pytest.raises(ValueError, match="insecure"):
-        _tls_context({"insecure": True, "caData": base64.b64encode(b"x").decode()}, True)
+        _tls_context(ExtenderTLSConfig(insecure=True, caData=base64.b64encode(b"x").decode()), True)
     with pytest.raises(ValueError, match="both"):
-        _tls_context({"certFile": "/nonexistent.pem"}, True)
-    ext = HTTPExtender.from_config({"urlPrefix": "127.0.0.1:8443", "enableHTTPS": True})
+        _tls_context(ExtenderTLSConfig(certFile="/nonexistent.pem"), True)
+    ext = extender_from({"urlPrefix": "127.0.0.1:8443", "enableHTTPS": True})
     assert ext._scheme == "https" and ext._tls is not None
-    assert HTTPExtender.from_config({"urlPrefix": "http://127.0.0.1:9"})._tls is None
+    assert extender_from({"urlPrefix": "http://127.0.0.1:9"})._tls is None
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import field_validator
 
-from cluster.plugin_args import Int32, Int64, PluginArgs, in_range
+from cluster.config_types import Int32, Int64, PluginArgs, in_range
 from shards.plugins.gpu_placement.workload import DEFAULT_WINDOW
 
 DEFAULT_POLICY = "fgd-capacity"  # the best on the Alibaba traces (docs/gpus.md)

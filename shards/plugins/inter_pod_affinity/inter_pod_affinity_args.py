@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from cluster.config_types import Int32, PluginArgs, in_range
 from cluster.crosspod.affinity import DEFAULT_HARD_POD_AFFINITY_WEIGHT
-from cluster.plugin_args import Int32, PluginArgs, in_range
 
 
 class InterPodAffinityArgs(PluginArgs):

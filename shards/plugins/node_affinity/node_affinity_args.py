@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from cluster.plugin_args import Finding, Int32, PluginArgs, QualifiedName, in_range
+from cluster.config_types import Finding, Int32, PluginArgs, QualifiedName, in_range
 
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 Operator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
-from cluster.plugin_args import (
+from cluster.config_types import (
     Finding,
     Int32,
     Int64,

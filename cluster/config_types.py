@@ -1,21 +1,21 @@
-"""Plugin arguments as typed models, each beside its plugin, as upstream keeps them in
-types_pluginargs.go.
+"""The configuration's typed models: plugin arguments (each beside its plugin, as
+upstream keeps them in types_pluginargs.go), the extenders, the file's sections.
 
-A model is the one definition of a plugin's arguments: the names the file writes
-(camelCase), their types, defaults and checks. The configuration reads a file's
-args into one, strictly (no coercion, no unknown field; the loader names the YAML
-path of whatever is wrong); its wire form (`to_wire`, plain data with every default
+A model is the one definition of what it holds: the names the file writes
+(camelCase), their types, defaults and checks. The configuration reads a file
+into them strictly (no coercion, no unknown field; the loader names the YAML
+path of whatever is wrong); a wire form (`to_wire`, plain data with every default
 filled in) is what travels to the shards, which read it back (`from_wire`). A
-field's docstring is what the site's plugin reference says of it.
+field's docstring is what the site's reference says of it.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Self, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
 from pydantic.alias_generators import to_camel
 
 _INT32 = (-(2**31), 2**31 - 1)
@@ -30,6 +30,16 @@ def _bits(low: int, high: int, bits: int) -> AfterValidator:
 
     return AfterValidator(check)
 
+
+T = TypeVar("T")
+
+
+def _list_as_tuple(value: object) -> object:
+    return tuple(value) if isinstance(value, list) else value
+
+
+# A YAML list, held as a tuple (the models are frozen); strict about its items.
+Items = Annotated[tuple[T, ...], BeforeValidator(_list_as_tuple)]
 
 Int32 = Annotated[int, _bits(*_INT32, 32)]  # Go's int32, as the v1 types declare it
 Int64 = Annotated[int, _bits(*_INT64, 64)]
@@ -76,14 +86,17 @@ QualifiedName = Annotated[str, AfterValidator(_qualified)]  # a label key, a res
 
 class Finding(ValueError):
     """A check's finding below the field it ran on (an item of a list): `at` is the
-    path from that field, `value` what the file has there."""
+    path from that field (as parts, or as the text to append), `value` what the file
+    has there."""
 
-    def __init__(self, problem: str, at: tuple[int | str, ...], value: object) -> None:
+    def __init__(self, problem: str, at: tuple[int | str, ...] | str, value: object) -> None:
         super().__init__(problem)
         self.at, self.value = at, value
 
 
-class PluginArgs(BaseModel):
+class WireModel(BaseModel):
+    """Strict, camelCase on the wire, frozen: what every configuration model is."""
+
     model_config = ConfigDict(
         strict=True,
         extra="forbid",
@@ -98,3 +111,8 @@ class PluginArgs(BaseModel):
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> Self:
         return cls.model_validate(data)
+
+
+class PluginArgs(WireModel):
+    """A plugin's arguments (`pluginConfig[].args`); the registry of them is the loader's
+    ARG_MODELS."""
