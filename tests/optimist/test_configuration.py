@@ -143,6 +143,17 @@ def test_an_empty_file_or_no_profiles_gives_upstreams_default_profile(text):
     assert profile.percentage_of_nodes_to_score is None
 
 
+def test_zero_or_empty_component_fields_take_upstreams_defaults():
+    c = parse_configuration(
+        HEAD + "leaderElection: {leaseDuration: 0s, resourceName: ''}\n"
+        "clientConnection: {qps: 0, burst: 0, contentType: ''}\n"
+    )
+    assert c.leader_election.lease_duration.seconds == 15.0
+    assert c.leader_election.resource_name == "kube-scheduler"
+    assert (c.client_connection.qps, c.client_connection.burst) == (50.0, 100)
+    assert c.client_connection.content_type == "application/vnd.kubernetes.protobuf"
+
+
 def test_a_single_unnamed_profile_is_the_default_scheduler():
     c = parse_configuration(HEAD + "profiles:\n  - percentageOfNodesToScore: 30\n")
     assert c.profiles[0].scheduler_name == "default-scheduler"
@@ -717,6 +728,26 @@ BAD = {
         "leaderElection: {leaderElect: true, resourceLock: endpoints}\n",
         "leaderElection.resourceLock",
         '"endpoints"',
+    ),
+    "leader election with a negative lease": (
+        "leaderElection: {leaseDuration: -5s}\n",
+        "leaderElection.leaseDuration",
+        '"-5s"',
+    ),
+    "leader election lease as a number, which Go's decoder refuses": (
+        "leaderElection: {leaseDuration: 15}\n",
+        "leaderElection.leaseDuration",
+        "15",
+    ),
+    "lease shorter than the renew deadline": (
+        "leaderElection: {leaseDuration: 5s}\n",
+        "leaderElection.leaseDuration",
+        '"5s"',
+    ),
+    "client connection with a negative burst": (
+        "clientConnection: {burst: -1}\n",
+        "clientConnection.burst",
+        "-1",
     ),
     "profiles not a list": ("profiles: {schedulerName: a}\n", "profiles", '{"schedulerName": "a"}'),
 }
