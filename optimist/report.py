@@ -376,3 +376,13 @@ def comparison_rows(entry: Mapping[str, Any], ceiling: float) -> list[tuple[str,
         ("created -> scheduled p99, ms", each(lambda f: f"{f['latency_p99_s'] * 1e3:,.0f}"))
     )
     return rows
+
+
+def report_cases(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """Every workload run a simulated bench's result file holds, in the order run: a
+    sweep's runs, a report's cases, or the one run a single-case report is."""
+    if "sweep" in report:
+        return [c for run in report["sweep"]["runs"] for c in report_cases(run["report"])]
+    if report.get("cases"):
+        return list(report["cases"])
+    return [report]

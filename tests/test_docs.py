@@ -1,7 +1,9 @@
 """What the README and the documentation show a user works as shown: every
-configuration they print is one optimist accepts, and the quick start's commands
-run (`optimist run` itself needs a cluster: tests/test_kubernetes_end_to_end.py
-runs it). `make docs` builds the site strictly, so a broken link fails `make test`."""
+configuration they print is one optimist accepts, and every `optimist` command
+they show runs, at a test's scale, on the files a reader has (a line that needs
+a cluster says so, `# needs a cluster`: tests/test_kubernetes_end_to_end.py runs
+`optimist run`). `make docs` builds the site strictly, so a broken link fails
+`make test`."""
 
 from __future__ import annotations
 
@@ -61,16 +63,29 @@ def test_the_install_steps_name_a_command_that_exists():
     assert shown.returncode == 0 and "run" in shown.stdout, shown.stderr
 
 
-def shown_commands() -> list[tuple[str, list[str]]]:
+NEEDS_CLUSTER = "# needs a cluster"
+_ASSIGNMENT = re.compile(r"^(\w+)=(\S+)$")
+
+
+def shown_commands(*, runnable: bool = False) -> list[tuple[str, list[str]]]:
     """Every `optimist ...` command line in a shell block, continuation lines joined,
-    with where it is."""
+    with where it is and the block's shell variables filled in; `runnable`: only
+    those that need no cluster."""
     found = []
     for page in PAGES:
         for block in re.findall(r"```sh\n(.*?)```", page.read_text(), re.S):
+            variables: dict[str, str] = {}
             for line in block.replace("\\\n", " ").splitlines():
+                if m := _ASSIGNMENT.match(line.strip()):
+                    variables[m.group(1)] = m.group(2)
                 words = shlex.split(line, comments=True)
-                if words and words[0].endswith("optimist") and "<<" not in line:
-                    found.append((f"{page.relative_to(ROOT)}: {line.strip()[:60]}", words[1:]))
+                if not words or not words[0].endswith("optimist") or "<<" in line:
+                    continue
+                if runnable and NEEDS_CLUSTER in line:
+                    continue
+                for name, value in variables.items():
+                    words = [w.replace(f"${name}", value) for w in words]
+                found.append((f"{page.relative_to(ROOT)}: {line.strip()[:60]}", words[1:]))
     return found
 
 
@@ -88,3 +103,92 @@ def test_every_command_shown_names_a_command_and_options_that_exist(where, words
     known |= {o for p in command.params for o in getattr(p, "secondary_opts", [])}
     flags = [w.split("=", 1)[0] for w in words[1:] if w.startswith("-")]
     assert [f for f in flags if f not in known] == [], f"{where}: unknown options"
+
+
+def test_a_command_that_needs_a_cluster_says_so():
+    """`optimist run` schedules a live cluster's pods: every line showing it says so."""
+    for page in PAGES:
+        for block in re.findall(r"```sh\n(.*?)```", page.read_text(), re.S):
+            for line in block.replace("\\\n", " ").splitlines():
+                words = shlex.split(line, comments=True)
+                if words[1:2] == ["run"] and words[0].endswith("optimist"):
+                    assert NEEDS_CLUSTER in line, f"{page.name}: {line}"
+
+
+@pytest.fixture
+def reader_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder with what a reader of the pages has: the checkout's files where the
+    commands name them (`../shared` beside it, where the team's traces are), and the
+    files the pages tell them to write."""
+    if (ROOT.parent / "shared").is_dir():
+        (tmp_path / "shared").symlink_to(ROOT.parent / "shared")
+    tmp_path = tmp_path / "checkout"
+    tmp_path.mkdir()
+    for name in ("optimist", "benchmarks"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    readme = (ROOT / "README.md").read_text()
+    [(name, text)] = _HEREDOC.findall(readme.split("## Quick start", 1)[1])
+    (tmp_path / name).write_text(text + "\n")
+    page = (ROOT / "docs" / "configuration.md").read_text()
+    (tmp_path / "scheduler.yaml").write_text(page.split("```yaml\n", 1)[1].split("```", 1)[0])
+    cases = ROOT / "optimist" / "bench" / "cases"
+    (tmp_path / "my-cases.yaml").write_text((cases / "performance-config.yaml").read_text())
+    for beside in cases.iterdir():  # the templates and configurations the cases name
+        if not beside.name.endswith("-config.yaml"):
+            (tmp_path / beside.name).symlink_to(beside)
+    (tmp_path / "snapshot.yaml").write_text((ROOT / "tests/replay/snapshot.yaml").read_text())
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def at_test_scale(words: list[str]) -> list[str]:
+    """The command as a test runs it: a bench at its case's `tiny` workload (the
+    scale flags left out, a sweep's values once each), a GPU trace replay with one
+    seed."""
+    out: list[str] = []
+    dropped = {"--nodes", "--pods"} if words[0] == "bench" else set()
+    it = iter(words)
+    for word in it:
+        if word in dropped:
+            next(it)
+        elif word == "--workload":
+            name = next(it)
+            out += [word, f"{name.split('/')[0]}/tiny" if "/" in name else "tiny"]
+        elif word == "--seeds":
+            out += [word, next(it).split("-")[0]]
+        elif word == "--sweep":
+            setting, _, values = next(it).partition("=")
+            out += [word, f"{setting}={','.join(dict.fromkeys(values.split(',')))}"]
+        else:
+            out.append(word)
+    if words[0] == "bench":
+        out += [] if "--workload" in words else ["--workload", "SchedulingBasic/tiny"]
+        out += ["--no-progress"]
+    return out
+
+
+@pytest.mark.usefixtures("ray_session", "reader_files")
+@pytest.mark.parametrize(
+    ("where", "words"), shown_commands(runnable=True), ids=lambda v: str(v)[:50]
+)
+def test_every_command_shown_runs(where, words):
+    """What a reader copies runs, at a test's scale; the files it says it writes are
+    written."""
+    command = at_test_scale(words)
+    trace = command[command.index("--nodes") + 1] if command[0] == "replay-gpu-trace" else ""
+    if trace and not Path(trace).exists():
+        pytest.skip(f"{where}: the Alibaba trace is not beside the checkout (../shared/traces)")
+    result = CliRunner().invoke(app, command)
+    assert result.exit_code == 0, f"{where}: {' '.join(command)}\n{result.output}"
+    for flag in ("--report", "--placements", "--html", "--plot"):
+        if flag in command:
+            assert Path(command[command.index(flag) + 1]).stat().st_size > 0, flag
+
+
+def test_the_performance_page_types_no_figure_by_hand():
+    """Its figures are the result files' (docs/hooks/figures.py fills them in as the
+    site builds); a rate typed into the page would drift from them."""
+    text = (ROOT / "docs" / "performance.md").read_text()
+    assert not re.findall(r"\d[\d,.]* pods/s", text)
+    shown = re.findall(r"<!-- figures: (\S+) -->", text)
+    assert shown and all((ROOT / "docs" / "results" / name).is_file() for name in shown)

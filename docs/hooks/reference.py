@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args, get_origin
+from typing import Any, Literal, get_args, get_origin
 
 import typer
 from mkdocs.structure.files import File, Files
@@ -27,6 +27,7 @@ from optimist.configuration.plugins import (
     inactive_reason,
 )
 from optimist.metrics import ApiSample, SchedulerMetrics
+from optimist.report import report_cases
 from shards.plugins.registry import REGISTRY, filter_plugins, score_plugins
 
 
@@ -124,45 +125,48 @@ def plugins_page() -> str:
 
 
 def configuration_page() -> str:
-    return "\n".join(
-        [
-            "# Configuration fields",
-            "",
-            "Every field of the two documents a configuration file holds, read from the",
-            "models the loader reads the file into (`optimist/configuration/`). Names are",
-            "as the file writes them; a field left out, or null, takes its default.",
-            "How the two documents fit together: [Configuration](../configuration.md).",
-            "",
-            "## KubeSchedulerConfiguration",
-            "",
-            "`apiVersion: kubescheduler.config.k8s.io/v1`, as kube-scheduler v1.30 reads it.",
-            *_model_tables(KubeSchedulerConfiguration),
-            "",
-            "### A profile",
-            "",
-            "`profiles[]` are merged into v1.30's default plugins as kube-scheduler does,",
-            "so they are read by the loader rather than a model:",
-            "",
-            "| field | type | default | meaning |",
-            "|---|---|---|---|",
-            "| `schedulerName` | string | `default-scheduler` when there is one profile "
-            "| the pods' `spec.schedulerName` this profile schedules |",
-            "| `percentageOfNodesToScore` | integer, 0 to 100 | the file's | "
-            "this profile's share of feasible nodes to score |",
-            "| `plugins.<point>.enabled[]` | `{name, weight}` | | plugins added at an "
-            "extension point (`multiPoint`, `queueSort`, `preFilter`, `filter`, `postFilter`, "
-            "`preScore`, `score`, `reserve`, `permit`, `preBind`, `bind`, `postBind`) |",
-            "| `plugins.<point>.disabled[]` | `{name}` | | plugins taken out there "
-            '(`"*"`: all of the defaults) |',
-            "| `pluginConfig[]` | `{name, args}` | | a plugin's arguments: "
-            "[each plugin's](plugins.md#arguments) |",
-            "",
-            "## OptimistConfiguration",
-            "",
-            "`apiVersion: optimist.io/v1alpha1`, optional, after the first document.",
-            *_model_tables(OptimistOptions),
-        ]
-    ) + "\n"
+    return (
+        "\n".join(
+            [
+                "# Configuration fields",
+                "",
+                "Every field of the two documents a configuration file holds, read from the",
+                "models the loader reads the file into (`optimist/configuration/`). Names are",
+                "as the file writes them; a field left out, or null, takes its default.",
+                "How the two documents fit together: [Configuration](../configuration.md).",
+                "",
+                "## KubeSchedulerConfiguration",
+                "",
+                "`apiVersion: kubescheduler.config.k8s.io/v1`, as kube-scheduler v1.30 reads it.",
+                *_model_tables(KubeSchedulerConfiguration),
+                "",
+                "### A profile",
+                "",
+                "`profiles[]` are merged into v1.30's default plugins as kube-scheduler does,",
+                "so they are read by the loader rather than a model:",
+                "",
+                "| field | type | default | meaning |",
+                "|---|---|---|---|",
+                "| `schedulerName` | string | `default-scheduler` when there is one profile "
+                "| the pods' `spec.schedulerName` this profile schedules |",
+                "| `percentageOfNodesToScore` | integer, 0 to 100 | the file's | "
+                "this profile's share of feasible nodes to score |",
+                "| `plugins.<point>.enabled[]` | `{name, weight}` | | plugins added at an "
+                "extension point (`multiPoint`, `queueSort`, `preFilter`, `filter`, `postFilter`, "
+                "`preScore`, `score`, `reserve`, `permit`, `preBind`, `bind`, `postBind`) |",
+                "| `plugins.<point>.disabled[]` | `{name}` | | plugins taken out there "
+                '(`"*"`: all of the defaults) |',
+                "| `pluginConfig[]` | `{name, args}` | | a plugin's arguments: "
+                "[each plugin's](plugins.md#arguments) |",
+                "",
+                "## OptimistConfiguration",
+                "",
+                "`apiVersion: optimist.io/v1alpha1`, optional, after the first document.",
+                *_model_tables(OptimistOptions),
+            ]
+        )
+        + "\n"
+    )
 
 
 def _model_tables(model: type[BaseModel]) -> list[str]:
@@ -248,7 +252,8 @@ def results_page(folder: Path) -> str:
             if report.get("command")
             else f"see [{day}](results/{day}/README.md)"
         )
-        commit = str(report.get("commit", ""))[:7]
+        sha, plus, rest = str(report.get("commit", "")).partition("+")
+        commit = sha[:7] + plus + rest
         machine = report.get("machine") or {}
         cores = f"{machine['cores']} cores" if "cores" in machine else ""
         out.append(f"| {link} | {command} | {commit} | {cores} | {_cell(_figures(report))} |")
@@ -260,7 +265,8 @@ def _figures(report: dict[str, Any]) -> str:
     if "workloads" in report:  # upstream's own harness
         return "; ".join(f"{n}: {w['Average']:,.0f} pods/s" for n, w in report["workloads"].items())
     shown = []
-    for case in report.get("cases") or []:
+    cases = report["cases"] if "cluster" in report else report_cases(report)
+    for case in cases:
         if "schedulers" in case:
             each = ", ".join(f"{s} {f['pods_per_s']:,.0f}" for s, f in case["schedulers"].items())
             ratio = f" ({case['ratio']:.2f}x)" if "ratio" in case else ""

@@ -1,0 +1,97 @@
+"""Figures on a page, read from the result files when the site builds: a line
+`<!-- figures: DAY/FILE.json -->` becomes that file's table, with the command,
+commit and machine that made it, so no figure on the site is typed by hand."""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from optimist.report import report_cases
+
+MARKER = re.compile(r"^<!-- figures: (\S+) -->$", re.MULTILINE)
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    folder = Path(config["docs_dir"]) / "results"
+    depth = page.file.src_uri.count("/")  # the page's folder, to link the file from it
+    prefix = "../" * depth + "results/"
+    return MARKER.sub(lambda m: figures(folder / m.group(1), prefix + m.group(1)), markdown)
+
+
+def figures(path: Path, link: str) -> str:
+    """The table of one result file (the simulated bench's, or beside kube-scheduler)."""
+    report = json.loads(path.read_text())
+    rows = _beside(report) if "cluster" in report else _simulated(report)
+    return "\n".join([*rows, "", _made_by(report, path.name, link)])
+
+
+def _simulated(report: dict[str, Any]) -> list[str]:
+    """One row per workload and number of shards: each run, the median, the ratio to one
+    shard run by run, the CPU per pod of each role, the time to the first decision."""
+    groups: dict[tuple[str, int, int], list[Mapping[str, Any]]] = {}
+    for case in report_cases(report):
+        key = (f"{case['case']}/{case['workload']}", case["nodes"], len(case["shards"]))
+        groups.setdefault(key, []).append(case)
+    out = [
+        "| workload | nodes | shards | pods/s, each run | median | vs 1 shard, "
+        "median of run-by-run ratios | CPU µs per pod: driver / shards / Redis |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for (name, nodes, shards), cases in groups.items():
+        rates = [c["throughput_pods_per_s"]["average"] for c in cases]
+        one = groups.get((name, nodes, 1), [])
+        ratio = ""
+        if shards > 1 and one:
+            pairs = zip(rates, (c["throughput_pods_per_s"]["average"] for c in one), strict=False)
+            ratio = f"{statistics.median(a / b for a, b in pairs):.2f}"
+        cpu = " / ".join(
+            f"{statistics.median(c['cpu_us_per_pod'][role] for c in cases):.0f}"
+            for role in ("driver", "shards", "redis")
+        )
+        out.append(
+            f"| {name} | {nodes:,} | {shards} | {_each(rates)} | "
+            f"**{statistics.median(rates):,.0f}** | {ratio} | {cpu} |"
+        )
+    first = report_cases(report)[0]["first_decision_s"]  # later runs count from the same start
+    return [*out, "", f"The first decision came {first:.1f} s after the command started."]
+
+
+def _beside(report: dict[str, Any]) -> list[str]:
+    """One row per workload and scheduler, through a real API server, side by side."""
+    out = [
+        "| workload | scheduler | pods/s, each round | median | vs the other | "
+        "scheduler CPU s per 1,000 pods | scheduler peak RSS | created to scheduled, p99 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for case in report["cases"]:
+        for name, s in case["schedulers"].items():
+            if not s["pods_per_s"]:  # a case the API server cannot run (PodGroups, quotas)
+                continue
+            ratio = f"{case['ratio']:.2f}" if "ratio" in case and name == "optimist" else ""
+            out.append(
+                f"| {case['name']} | {name} | {_each(s['pods_per_s_runs'])} | "
+                f"**{s['pods_per_s']:,.0f}** | {ratio} | "
+                f"{s['cpu_s_per_1000_pods']['scheduler']:.2f} | "
+                f"{s['memory_peak_bytes']['scheduler'] / 2**20:,.0f} MiB | "
+                f"{s['latency_p99_s']:.2f} s |"
+            )
+    return out
+
+
+def _each(rates: Iterable[float]) -> str:
+    return " / ".join(f"{r:,.0f}" for r in rates)
+
+
+def _made_by(report: dict[str, Any], name: str, link: str) -> str:
+    machine = report.get("machine") or {}
+    cores = f", {machine['cores']} cores" if "cores" in machine else ""
+    if not report.get("command"):
+        return f"From [{name}]({link}){cores}; its day's README says how it was made."
+    sha, plus, rest = str(report.get("commit", "")).partition("+")
+    commit = sha[:7] + plus + rest  # "+dirty": the tree had changes (the day's README says which)
+    return f"From [{name}]({link}): `{report['command']}`, at {commit}, {report['made']}{cores}."
