@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from cluster.events import ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, EVENTS, UNSCHEDULABLE_TIMEOUT_S
@@ -23,6 +23,8 @@ from cluster.quota import Quota, QuotaTree
 from cluster.reservations import is_reservation
 from dispatcher.gangs import Gangs
 from dispatcher.queue import ANY_SHARD, Backoff, QueuedUnit, SchedulingQueue
+from dispatcher.quota_gate import QuotaGate
+from dispatcher.stats import DispatchStats
 
 
 @dataclass(slots=True)
@@ -51,37 +53,6 @@ class PreemptionAsk:
     pods: list[tuple[Pod, list[str]]]
 
 
-@dataclass(slots=True)
-class DispatchStats:
-    attempts: int = 0  # unit attempts sent to shards
-    pod_attempts: int = 0
-    conflicts: int = 0
-    conflict_backoffs: int = 0  # units sent to backoff after max_conflicts conflicts in a row
-    bind_failures: int = 0
-    bound_pods: int = 0
-    extender_errors: int = 0  # ignorable extenders' failed calls, skipped by the shards
-    units_by_shard: dict[int, int] = field(default_factory=lambda: defaultdict(int))
-    pods_by_shard: dict[int, int] = field(default_factory=lambda: defaultdict(int))
-    # seconds each shard spent syncing and deciding, as its results say
-    busy_s_by_shard: dict[int, float] = field(default_factory=lambda: defaultdict(float))
-    # pods each shard decided on (placed, or found no node for), as its results say
-    decided_by_shard: dict[int, int] = field(default_factory=lambda: defaultdict(int))
-    # units placed in part, then undone: by a shard in its own table (fewer than
-    # minMember fit), or by the store, which refused a multi-pod unit as a conflict
-    shard_rollbacks: int = 0
-    commit_rollbacks: int = 0
-    shard_round_trips: int = 0  # the shards' calls to Redis, as their results say
-    events: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # seen, by kind
-    moved_by_events: int = 0  # unschedulable units an event sent back to be tried again
-    moved_by_timeout: int = 0  # unschedulable units tried again after waiting too long
-    quota_waits: int = 0  # times a unit was held back, unattempted, by its quota
-    preemption_attempts: int = 0  # units that fit nowhere and looked for victims
-    preemptions: int = 0  # units that found victims and had room reserved
-    victims: int = 0  # pods evicted for them
-    # pods put in a queue, by (queue, event): kube-scheduler's queue_incoming_pods_total
-    incoming: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
-
-
 class Dispatcher:
     def __init__(
         self,
@@ -106,12 +77,12 @@ class Dispatcher:
         self._awaited_victims: dict[str, str] = {}  # victim pod key -> the unit that waits
         self._plugin_sets: dict[tuple[str, ...], tuple[str, ...]] = {}  # shared by units
         self.unschedulable_timeout_s = unschedulable_timeout_s
-        self.quotas = quotas  # elastic quota: a unit is admitted only where it fits
         self.partitions = partitions  # node partitions, one per shard; 0: none
         self.max_conflicts = max_conflicts  # conflicts in a row before a unit backs off
         self.send_manifests = send_manifests  # scheduler extenders need whole pods
         self.gangs = Gangs()
         self.queue = SchedulingQueue(backoff or Backoff())
+        self.quota = QuotaGate(quotas, self.queue.activate_quota_waiting)
         self.clock = clock
         self.units: dict[str, QueuedUnit] = {}
         self._unit_of: dict[str, str] = {}  # pod key -> key of the unit that holds it
@@ -181,8 +152,7 @@ class Dispatcher:
         self.stats.incoming["active", "PodAdd"] += len(pods)
         for pod in pods:
             self._unit_of[pod.key] = unit.key
-        if self.quotas is not None:
-            self.quotas.wait(pods)
+        self.quota.queued(pods)
         self.queue.push_active(unit)
 
     def _home_shard(self, pods: list[Pod]) -> int:
@@ -204,9 +174,7 @@ class Dispatcher:
         A unit out with a shard or the binder keeps its place there; the
         binding of a deleted pod fails, and nothing is retried for it.
         """
-        if self.quotas is not None:
-            self.quotas.forget(pod_keys)
-            self._quota_room()
+        self.quota.forget(pod_keys)
         for key in pod_keys:
             self._victim_gone(key)
             self.rejected.pop(key, None)
@@ -343,22 +311,20 @@ class Dispatcher:
         # who may look for victims: a unit above the lowest bound priority, or one whose
         # quota may reclaim room another quota must give back
         floor = self.lowest_bound_priority()
-        reclaimable = self.quotas.over_runtime() if self.quotas is not None else set()
+        reclaimable = self.quota.reclaimable()
         units: list[UnitRequest] = []
         pods = 0
         while pods < max_pods:
             unit = self.queue.pop_active(shard)
             if unit is None:
                 break
-            if self.quotas is not None:
-                over = self.quotas.blocked(unit.pods)
-                if over is not None:  # no attempt: it waits until quota is freed
-                    unit.reason = f"Quota: {over}"
-                    unit.move(PodState.QUOTA_WAIT)
-                    self.queue.quota_waiting[unit.key] = unit
-                    self.stats.quota_waits += 1
-                    continue
-                self.quotas.admit(unit.pods)
+            over = self.quota.blocked(unit.pods)
+            if over is not None:  # no attempt: it waits until quota is freed
+                unit.reason = f"Quota: {over}"
+                unit.move(PodState.QUOTA_WAIT)
+                self.queue.quota_waiting[unit.key] = unit
+                self.stats.quota_waits += 1
+                continue
             unit.move(PodState.IN_FLIGHT)
             unit.sent_mark = self._events
             members = []
@@ -373,7 +339,7 @@ class Dispatcher:
             if floor is not None or reclaimable:
                 preempt = (
                     (floor is not None and unit.priority > floor)
-                    or self._may_reclaim(unit, reclaimable)
+                    or self.quota.may_reclaim(unit.pods, reclaimable)
                 ) and self._may_preempt(unit)
             nominated = [unit.nominated.get(p.key, "") for p in unit.pods] if unit.nominated else []
             units.append(
@@ -424,7 +390,7 @@ class Dispatcher:
         for key in batch.units:
             unit = self.units.get(key)
             if key not in answered and unit is not None and unit.state is PodState.IN_FLIGHT:
-                self._return_quota(unit.pods)
+                self.quota.given_back(unit.pods)
                 unit.move(PodState.ACTIVE)  # the shard dropped it: try again
                 self.queue.push_active(unit)
         if not assumed:
@@ -439,12 +405,6 @@ class Dispatcher:
         return all(
             p.preempts and (profiles is None or p.spec.profile in profiles) for p in unit.pods
         )
-
-    def _may_reclaim(self, unit: QueuedUnit, reclaimable: set[str]) -> bool:
-        """Some other quota uses room it must give back: this unit may take it."""
-        if not reclaimable or self.quotas is None:
-            return False
-        return bool(reclaimable - {self.quotas.leaf_of(unit.pods[0])})
 
     def _ask_to_preempt(
         self, unit: QueuedUnit, decision: Decision, classes: list[SchedulingSpec]
@@ -500,7 +460,7 @@ class Dispatcher:
                         self.stats.conflict_backoffs += 1
                         self._back_off(unit, f"conflict: {outcome.detail}")
                         continue
-                self._return_quota(unit.pods)
+                self.quota.given_back(unit.pods)
                 unit.move(PodState.ACTIVE)
                 self.queue.push_active(unit)
             else:  # duplicate or invalid: the store refused the request; no event helps
@@ -524,7 +484,7 @@ class Dispatcher:
             self.stats.bound_pods += len(placed)
         bound = set(placed)
         rest = [p for p in unit.pods if p.key not in bound]
-        self._return_quota(rest)
+        self.quota.given_back(rest)
         if not unit.group:
             self._enqueue(rest)
             return
@@ -565,7 +525,7 @@ class Dispatcher:
     def _failed(self, unit: QueuedUnit, reason: str) -> None:
         """An attempt that ended without a commit: counted, its backoff set, its reason kept,
         its quota given back."""
-        self._return_quota(unit.pods)
+        self.quota.given_back(unit.pods)
         unit.attempts += 1
         now = self.clock()
         unit.backoff_until = now + self.queue.backoff.duration(unit.attempts)
@@ -576,35 +536,17 @@ class Dispatcher:
             )
         unit.reason = reason
 
-    def _return_quota(self, pods: list[Pod]) -> None:
-        if self.quotas is not None:
-            self.quotas.return_to_queue(pods)
-            self._quota_room()
+    @property
+    def quotas(self) -> QuotaTree | None:
+        """The elastic quota tree, if quotas are configured (for the metrics and eviction)."""
+        return self.quota.tree
 
     def add_quota(self, quota: Quota, capacity: dict[str, int], bound: Iterable[BoundPod]) -> None:
-        """A quota made while optimist runs (an ElasticQuota object): the tree is built
-        again with it, and every pod it now covers is counted, queued or bound. Raises
-        `InvalidObject` (the tree unchanged) if it does not fit the tree."""
-        tree = QuotaTree([*(self.quotas.quotas if self.quotas else ()), quota], capacity)
+        """A quota made while optimist runs (an ElasticQuota object), counting every unit
+        queued and every pod bound. Raises `InvalidObject` if it does not fit the tree."""
         admitted = (PodState.IN_FLIGHT, PodState.AWAITING_COMMIT)
-        for unit in self.units.values():
-            tree.wait(unit.pods)
-            if unit.state in admitted:
-                tree.admit(unit.pods)
-        tree.count_running(bound)
-        self.quotas = tree
-        self.queue.activate_quota_waiting()  # judged by the old tree: judged again
-
-    def set_capacity(self, capacity: dict[str, int]) -> None:
-        """The cluster's allocatable, which the quotas at the top of the tree share."""
-        if self.quotas is not None:
-            self.quotas.set_capacity(capacity)
-            self._quota_room()
-
-    def _quota_room(self) -> None:
-        """Quota may have room again: the units waiting for it are tried again."""
-        if self.quotas is not None and self.quotas.take_room_grew():
-            self.queue.activate_quota_waiting()
+        queued = [(u.pods, u.state in admitted) for u in self.units.values()]
+        self.quota.add(quota, capacity, queued, bound)
 
     def _settle(self, batch_id: int) -> None:
         batch = self.batches.pop(batch_id)
