@@ -1,7 +1,8 @@
 """Per-pod cost of each GPU policy inside one shard, on a GPU trace, with no I/O counted.
 
     .venv/bin/python -m benchmarks.gpu_policy_cost --nodes NODES.csv --pods PODS.csv \\
-        [--policy fgd best-fit ...] [--seed 42 43 ...] [--batch 256] [--limit N]
+        [--policy fgd best-fit ...] [--seed 42 43 ...] [--batch 256] [--limit N] \\
+        [--resample share=60,spec=30 [--resample-seed 0]]
 
 The shard (`ShardCore`, no Ray) places the trace's tasks in the replay's
 order, batch by batch, with a profile of GPUPlacement alone scoring every
@@ -28,7 +29,9 @@ from cluster.objects import SchedulingSpec
 from cluster.profile_config import ProfileConfig
 from cluster.redis_server import EmbeddedRedis, connect
 from cluster.store import Keys, NodeStore
-from optimist.gpu_trace import arrivals, read_nodes, read_tasks, tasks_at_100, trace_profile
+from optimist.gpu_mix import parse_mix, resample
+from optimist.gpu_trace import arrivals, tasks_at_100, trace_profile
+from optimist.gpu_trace_files import read_nodes, read_tasks
 from shards.framework import PodClass, Profile
 from shards.node_table import NodeTable
 from shards.plugins import build_profile
@@ -38,9 +41,18 @@ from shards.stopwatch import SCORE
 
 
 def measure(
-    nodes_path: Path, pods_path: Path, policy: str, seed: int, batch: int, limit: int | None
+    nodes_path: Path,
+    pods_path: Path,
+    policy: str,
+    seed: int,
+    batch: int,
+    limit: int | None,
+    mix: dict[str, float] | None = None,
+    mix_seed: int = 0,
 ) -> dict[str, float]:
     nodes, tasks = read_nodes(nodes_path), read_tasks(pods_path)
+    if mix:  # as replay-gpu-trace --resample does
+        tasks = resample(tasks, mix, mix_seed, [n.model for n in nodes for _ in range(n.gpus)])
     gpu_total = sum(n.gpus for n in nodes) * 1000
     order = arrivals(tasks, gpu_total, seed)[:limit]
     hundred, allocated = tasks_at_100(order, gpu_total), 0  # GPU milli placed by then
@@ -101,7 +113,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, nargs="+", default=[42])
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--limit", type=int, default=None, help="only the first N tasks")
+    parser.add_argument("--resample", default=None, help="a mix of the trace (optimist/gpu_mix.py)")
+    parser.add_argument("--resample-seed", type=int, default=0)
     args = parser.parse_args()
+    mix = parse_mix(args.resample) if args.resample else None
     print(
         f"{'policy':16} {'seed':>5} {'pods':>7} {'placed':>7} {'us/pod':>8} {'median batch':>13}"
         f" {'of it Score':>12} {'GPU choice':>11} {'unallocated at 100%':>20}"
@@ -109,7 +124,9 @@ def main() -> None:
     for policy in args.policy:
         left = []
         for seed in args.seed:
-            r = measure(args.nodes, args.pods, policy, seed, args.batch, args.limit)
+            r = measure(
+                args.nodes, args.pods, policy, seed, args.batch, args.limit, mix, args.resample_seed
+            )
             left.append(r["unallocated_pct_at_100"])
             print(
                 f"{policy:16} {seed:>5} {r['pods']:>7} {r['placed']:>7} {r['us_per_pod']:>8.0f}"

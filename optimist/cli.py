@@ -46,15 +46,16 @@ from optimist.configuration import (
     load_file,
 )
 from optimist.controlplane import ControlPlaneMissing, binaries
+from optimist.gpu_mix import parse_mix
 from optimist.gpu_trace import (
     DEFAULT_TRACE_POLICY,
     SEVERAL_SHARDS_BATCH,
     SEVERAL_SHARDS_INFLIGHT,
-    TraceError,
     replay_settings,
     replay_trace,
     write_trace_plot,
 )
+from optimist.gpu_trace_files import TraceError
 from optimist.kube.client import KubeClient
 from optimist.kube.lease import LeaseConfig
 from optimist.metrics import LoopMetrics, MetricsServer, SchedulerMetrics
@@ -970,6 +971,17 @@ def replay_gpu_trace(
         bool | None,
         typer.Option(help="each shard keeps to its own nodes first [default: with several]"),
     ] = None,
+    resample: Annotated[
+        str | None,
+        typer.Option(
+            help="reweight the trace's tasks by kind first, e.g. share=60,spec=30: cpu (% of "
+            "tasks CPU-only), share / multi (% of the GPU request from GPU-sharing / "
+            "multi-GPU tasks), spec (% of GPU tasks bound to a GPU model)"
+        ),
+    ] = None,
+    resample_seed: Annotated[
+        int, typer.Option(min=0, help="with --resample: the seed of the reweighting")
+    ] = 0,
     report: Annotated[Path | None, typer.Option(help="write the JSON report here")] = None,
     plot: Annotated[
         Path | None, typer.Option(help="write a PNG of unallocated GPUs against arrivals here")
@@ -993,6 +1005,8 @@ def replay_gpu_trace(
         node_partitions=node_partitions,
         redis_url=redis_url,
     )
+    with _usage_error(TraceError):
+        mix = parse_mix(resample) if resample else None
     own = init_ray(None)
     runs = []
     try:
@@ -1006,12 +1020,15 @@ def replay_gpu_trace(
                         _seeds(seeds),
                         settings,
                         progress=lambda p, s: console.print(f"{p}: seed {s} done"),
+                        mix=mix,
+                        mix_seed=resample_seed,
                     )
                 )
     finally:
         if own:
             ray.shutdown()
-    table = Table(title=f"optimist replay-gpu-trace: {pods.name}, {shards} shard(s)")
+    mixed = f", resampled {resample} (seed {resample_seed})" if resample else ""
+    table = Table(title=f"optimist replay-gpu-trace: {pods.name}{mixed}, {shards} shard(s)")
     for column in ("policy", "unallocated % at 100%", "at the end", "fragmentation %", "failed"):
         table.add_column(column, justify="left" if column == "policy" else "right")
     for r in runs:

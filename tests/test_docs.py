@@ -143,8 +143,9 @@ def reader_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def at_test_scale(words: list[str]) -> list[str]:
     """The command as a test runs it: a bench at its case's `tiny` workload (the
-    scale flags left out, a sweep's values once each), a GPU trace replay with one
-    seed."""
+    scale flags left out; of a whole file, SchedulingBasic's, since
+    tests/workloads runs every case's; a sweep's first two values), a GPU trace
+    replay with one seed and its first policy."""
     out: list[str] = []
     dropped = {"--nodes", "--pods"} if words[0] == "bench" else set()
     it = iter(words)
@@ -153,12 +154,18 @@ def at_test_scale(words: list[str]) -> list[str]:
             next(it)
         elif word == "--workload":
             name = next(it)
-            out += [word, f"{name.split('/')[0]}/tiny" if "/" in name else "tiny"]
+            if "/" in name:
+                name = f"{name.split('/')[0]}/tiny"
+            else:  # of the case --case names, or of the whole file
+                name = "tiny" if "--case" in words else "SchedulingBasic/tiny"
+            out += [word, name]
         elif word == "--seeds":
             out += [word, next(it).split("-")[0]]
+        elif word == "--policy":
+            out += [word, next(it).split(",")[0]]
         elif word == "--sweep":
             setting, _, values = next(it).partition("=")
-            out += [word, f"{setting}={','.join(dict.fromkeys(values.split(',')))}"]
+            out += [word, f"{setting}={','.join(list(dict.fromkeys(values.split(',')))[:2])}"]
         else:
             out.append(word)
     if words[0] == "bench":

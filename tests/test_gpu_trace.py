@@ -9,14 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from optimist.cli import app
-from optimist.gpu_trace import (
-    TraceError,
-    arrivals,
-    read_nodes,
-    read_tasks,
-    replay_settings,
-    replay_trace,
-)
+from optimist.gpu_trace import arrivals, replay_settings, replay_trace
+from optimist.gpu_trace_files import TraceError, read_nodes, read_tasks
 from shards.plugins.gpu_placement import POLICIES
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces" / "alibaba-gpu-v2023"
@@ -134,3 +128,18 @@ def test_the_command_compares_policies_in_a_report_and_a_png(small_trace, tmp_pa
     assert "best-fit" in result.output and "fgd" in result.output
     bad = CliRunner().invoke(app, [*args[:-4], "--policy", "tightest"])
     assert bad.exit_code == 2 and all(p in bad.output for p in POLICIES)
+
+
+def test_the_command_replays_a_resampled_mix_and_reports_it(small_trace, tmp_path, redis_url):
+    nodes, pods = small_trace
+    out = tmp_path / "r.json"
+    args = ["replay-gpu-trace", "--nodes", str(nodes), "--pods", str(pods), "--seeds", "42"]
+    args += ["--policy", "fgd", "--redis-url", redis_url, "--report", str(out)]
+    result = CliRunner().invoke(app, [*args, "--resample", "share=60", "--resample-seed", "3"])
+    assert result.exit_code == 0, result.output
+    mix = json.loads(out.read_text())["mix"]
+    assert (mix["targets"], mix["seed"]) == ({"share": 60.0}, 3)
+    assert mix["composition_pct"]["share"] == pytest.approx(60, abs=5)
+    assert "resampled share=60 (seed 3)" in result.output
+    bad = CliRunner().invoke(app, [*args, "--resample", "share=lots"])
+    assert bad.exit_code == 2 and "'lots' is not a percent" in bad.output

@@ -78,6 +78,13 @@ def test_gpu_policy_cost_times_every_policy_on_a_trace(monkeypatch, capsys, tmp_
         rows = [line.split() for line in out.splitlines() if line.startswith(f"{policy} ")]
         assert [row[1] for row in rows] == ["1", "2", "mean"]
         assert all(row[-1].endswith("%") for row in rows[:2])
+    mixed = [*argv, "--policy", "fgd", "--seed", "1", "--resample", "share=50,spec=20"]
+    monkeypatch.setattr(sys, "argv", mixed)
+    gpu_policy_cost.main()  # a mix of the trace, as replay-gpu-trace --resample makes it
+    rows = [
+        line.split() for line in capsys.readouterr().out.splitlines() if line.startswith("fgd ")
+    ]
+    assert [row[1] for row in rows] == ["1"] and rows[0][-1].endswith("%")
 
 
 @pytest.mark.usefixtures("ray_session")
