@@ -29,7 +29,7 @@ from cluster.objects import SchedulingSpec
 from cluster.profile_config import ProfileConfig
 from cluster.redis_server import EmbeddedRedis, connect
 from cluster.store import Keys, NodeStore
-from optimist.gpu_mix import parse_mix, resample
+from optimist.gpu_mix import gpu_models, parse_mix, resample
 from optimist.gpu_trace import arrivals, tasks_at_100, trace_profile
 from optimist.gpu_trace_files import read_nodes, read_tasks
 from shards.framework import PodClass, Profile
@@ -52,7 +52,7 @@ def measure(
 ) -> dict[str, float]:
     nodes, tasks = read_nodes(nodes_path), read_tasks(pods_path)
     if mix:  # as replay-gpu-trace --resample does
-        tasks = resample(tasks, mix, mix_seed, [n.model for n in nodes for _ in range(n.gpus)])
+        tasks = resample(tasks, mix, mix_seed, gpu_models(nodes))
     gpu_total = sum(n.gpus for n in nodes) * 1000
     order = arrivals(tasks, gpu_total, seed)[:limit]
     hundred, allocated = tasks_at_100(order, gpu_total), 0  # GPU milli placed by then

@@ -27,7 +27,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from optimist.gpu_trace_files import TraceError, TraceTask
+from optimist.gpu_trace_files import TraceError, TraceNode, TraceTask
 
 KINDS = ("cpu", "share", "multi", "spec")
 
@@ -49,6 +49,12 @@ def parse_mix(text: str) -> dict[str, float]:
     if targets.get("share", 0) + targets.get("multi", 0) >= 1:
         raise TraceError(f"--resample {text!r}: share and multi leave no room for other tasks")
     return targets
+
+
+def gpu_models(nodes: Sequence[TraceNode]) -> list[str]:
+    """The cluster's GPUs, one entry per GPU, its model: what `spec` draws models by
+    where the trace binds no task."""
+    return [n.model for n in nodes for _ in range(n.gpus)]
 
 
 def kind_of(task: TraceTask) -> str:

@@ -255,8 +255,7 @@ def replay_trace(
     (`gpu_mix.parse_mix`), the trace's tasks reweighted first, once, with `mix_seed`."""
     nodes, tasks = read_nodes(nodes_path), read_tasks(pods_path)
     if mix:
-        cluster_models = [n.model for n in nodes for _ in range(n.gpus)]
-        tasks = gpu_mix.resample(tasks, mix, mix_seed, cluster_models)
+        tasks = gpu_mix.resample(tasks, mix, mix_seed, gpu_mix.gpu_models(nodes))
     runs = []
     for seed in seeds:
         runs.append(replay_seed(nodes, tasks, policy, seed, settings))

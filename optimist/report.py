@@ -304,6 +304,13 @@ def provenance(command: list[str]) -> dict[str, str]:
     return {"command": shlex.join(map(_redacted, command)), "commit": commit, "made": made}
 
 
+def short_commit(commit: str) -> str:
+    """A result file's commit as a page shows it: seven digits, and "+dirty" if the tree
+    had changes."""
+    sha, plus, rest = commit.partition("+")
+    return sha[:7] + plus + rest
+
+
 def _redacted(arg: str) -> str:
     """An argument with a URL's password masked (--redis-url may carry one)."""
     flag, eq, value = arg.partition("=") if arg.startswith("--") else ("", "", arg)

@@ -11,6 +11,7 @@ import re
 import shlex
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -67,11 +68,9 @@ NEEDS_CLUSTER = "# needs a cluster"
 _ASSIGNMENT = re.compile(r"^(\w+)=(\S+)$")
 
 
-def shown_commands(*, runnable: bool = False) -> list[tuple[str, list[str]]]:
-    """Every `optimist ...` command line in a shell block, continuation lines joined,
-    with where it is and the block's shell variables filled in; `runnable`: only
-    those that need no cluster."""
-    found = []
+def optimist_lines() -> Iterator[tuple[Path, str, list[str]]]:
+    """Every `optimist ...` line of a shell block (continuation lines joined): its page,
+    the line, and its words with the block's shell variables filled in."""
     for page in PAGES:
         for block in re.findall(r"```sh\n(.*?)```", page.read_text(), re.S):
             variables: dict[str, str] = {}
@@ -81,12 +80,19 @@ def shown_commands(*, runnable: bool = False) -> list[tuple[str, list[str]]]:
                 words = shlex.split(line, comments=True)
                 if not words or not words[0].endswith("optimist") or "<<" in line:
                     continue
-                if runnable and NEEDS_CLUSTER in line:
-                    continue
                 for name, value in variables.items():
                     words = [w.replace(f"${name}", value) for w in words]
-                found.append((f"{page.relative_to(ROOT)}: {line.strip()[:60]}", words[1:]))
-    return found
+                yield page, line, words
+
+
+def shown_commands(*, runnable: bool = False) -> list[tuple[str, list[str]]]:
+    """Every `optimist ...` command shown, with where it is; `runnable`: only those
+    that need no cluster."""
+    return [
+        (f"{page.relative_to(ROOT)}: {line.strip()[:60]}", words[1:])
+        for page, line, words in optimist_lines()
+        if not (runnable and NEEDS_CLUSTER in line)
+    ]
 
 
 @pytest.mark.parametrize(("where", "words"), shown_commands(), ids=lambda v: str(v)[:50])
@@ -107,12 +113,9 @@ def test_every_command_shown_names_a_command_and_options_that_exist(where, words
 
 def test_a_command_that_needs_a_cluster_says_so():
     """`optimist run` schedules a live cluster's pods: every line showing it says so."""
-    for page in PAGES:
-        for block in re.findall(r"```sh\n(.*?)```", page.read_text(), re.S):
-            for line in block.replace("\\\n", " ").splitlines():
-                words = shlex.split(line, comments=True)
-                if words[1:2] == ["run"] and words[0].endswith("optimist"):
-                    assert NEEDS_CLUSTER in line, f"{page.name}: {line}"
+    for page, line, words in optimist_lines():
+        if words[1:2] == ["run"]:
+            assert NEEDS_CLUSTER in line, f"{page.name}: {line}"
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from optimist.gpu_mix import composition, kind_of, parse_mix, resample
+from optimist.gpu_mix import composition, gpu_models, kind_of, parse_mix, resample
 from optimist.gpu_trace_files import TraceError, TraceTask, read_nodes, read_tasks
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces" / "alibaba-gpu-v2023"
@@ -101,9 +101,7 @@ def test_from_the_default_trace_the_mix_of_each_shipped_variant(variant, targets
     stresses at the variant's own measure, the others as in the default trace."""
     default = read_tasks(TRACES / "openb_pod_list_default.csv")
     shipped = composition(read_tasks(TRACES / f"openb_pod_list_{variant}.csv"))
-    models = [
-        n.model for n in read_nodes(TRACES / "openb_node_list_gpu_node.csv") for _ in range(n.gpus)
-    ]
+    models = gpu_models(read_nodes(TRACES / "openb_node_list_gpu_node.csv"))
     made = composition(resample(default, targets, 42, models))
     kind = next(iter(targets))
     assert made[kind] == pytest.approx(shipped[kind], abs=0.01)

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from optimist.report import report_cases
+from optimist.report import report_cases, short_commit
 
 MARKER = re.compile(r"^<!-- figures: (\S+) -->$", re.MULTILINE)
 
@@ -92,6 +92,5 @@ def _made_by(report: dict[str, Any], name: str, link: str) -> str:
     cores = f", {machine['cores']} cores" if "cores" in machine else ""
     if not report.get("command"):
         return f"From [{name}]({link}){cores}; its day's README says how it was made."
-    sha, plus, rest = str(report.get("commit", "")).partition("+")
-    commit = sha[:7] + plus + rest  # "+dirty": the tree had changes (the day's README says which)
+    commit = short_commit(str(report.get("commit", "")))  # the day's README says what "+dirty" was
     return f"From [{name}]({link}): `{report['command']}`, at {commit}, {report['made']}{cores}."

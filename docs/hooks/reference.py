@@ -27,7 +27,7 @@ from optimist.configuration.plugins import (
     inactive_reason,
 )
 from optimist.metrics import ApiSample, SchedulerMetrics
-from optimist.report import report_cases
+from optimist.report import report_cases, short_commit
 from shards.plugins.registry import REGISTRY, filter_plugins, score_plugins
 
 
@@ -252,8 +252,7 @@ def results_page(folder: Path) -> str:
             if report.get("command")
             else f"see [{day}](results/{day}/README.md)"
         )
-        sha, plus, rest = str(report.get("commit", "")).partition("+")
-        commit = sha[:7] + plus + rest
+        commit = short_commit(str(report.get("commit", "")))
         machine = report.get("machine") or {}
         cores = f"{machine['cores']} cores" if "cores" in machine else ""
         out.append(f"| {link} | {command} | {commit} | {cores} | {_cell(_figures(report))} |")
