@@ -4,11 +4,11 @@
         [--policy fgd best-fit ...] [--seed 42 43 ...] [--batch 256] [--limit N] \\
         [--resample share=60,spec=30 [--resample-seed 0]]
 
-The shard (`ShardCore`, no Ray) places the trace's tasks in the replay's
-order, batch by batch, with a profile of GPUPlacement alone scoring every
-node (as `replay-gpu-trace` runs it). The figures are per pod: the shard's
-decision time (`ShardResult.decide_s`: filters, scores, choices, not the
-store sync) over the whole run and in the median batch, and the parts of it
+The shard places the trace's tasks in the replay's order, batch by batch
+(`benchmarks.gpu_shard_replay`: no Ray, the profile `replay-gpu-trace`
+runs). The figures are per pod: the shard's decision time
+(`ShardResult.decide_s`: filters, scores, choices, not the store sync) over
+the whole run and in the median batch, and the parts of it
 that are the policy's own: the Score extension point (the shard's stopwatch)
 and the choice of GPUs inside the chosen node. Beside them, the unallocated GPU
 share at 100% arrived that the run leaves, as `replay-gpu-trace` reads it: the
@@ -20,24 +20,13 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 from pathlib import Path
 
-from cluster.manifests import node_from_manifest, pod_from_manifest
-from cluster.messages import ShardBatch, UnitRequest
-from cluster.objects import SchedulingSpec
-from cluster.profile_config import ProfileConfig
-from cluster.redis_server import EmbeddedRedis, connect
-from cluster.store import Keys, NodeStore
+from benchmarks.gpu_shard_replay import replay_in_shard
 from optimist.gpu_mix import gpu_models, parse_mix, resample
-from optimist.gpu_trace import arrivals, tasks_at_100, trace_profile
+from optimist.gpu_trace import arrivals
 from optimist.gpu_trace_files import read_nodes, read_tasks
-from shards.framework import PodClass, Profile
-from shards.node_table import NodeTable
-from shards.plugins import build_profile
 from shards.plugins.gpu_placement import POLICIES
-from shards.scheduler import ShardCore
-from shards.stopwatch import SCORE
 
 
 def measure(
@@ -55,54 +44,17 @@ def measure(
         tasks = resample(tasks, mix, mix_seed, gpu_models(nodes))
     gpu_total = sum(n.gpus for n in nodes) * 1000
     order = arrivals(tasks, gpu_total, seed)[:limit]
-    hundred, allocated = tasks_at_100(order, gpu_total), 0  # GPU milli placed by then
-    config: ProfileConfig = trace_profile(policy, seed)
-    with EmbeddedRedis() as redis:
-        store = NodeStore(connect(redis.url), Keys("gpu-policy-cost:"))
-        store.put_nodes([node_from_manifest(n.manifest()) for n in nodes])
-        profile = build_profile(config)
-        choosing = _timed_choice(profile)
-        core = ShardCore(0, store, [profile], seed=seed)
-        per_batch, placed = [], 0
-        for start in range(0, len(order), batch):
-            specs: dict[SchedulingSpec, int] = {}
-            units = []
-            for i, task in enumerate(order[start : start + batch], start):
-                spec = pod_from_manifest(task.manifest(f"task-{i}")).spec
-                cls = specs.setdefault(spec, len(specs))
-                units.append(UnitRequest(f"u{i}", [(f"trace/task-{i}", cls)]))
-            result = core.handle(ShardBatch(start, list(specs), units))
-            per_batch.append(result.decide_s / len(units))
-            for d in result.decisions:
-                if d.placed:
-                    placed += 1
-                    i = int(d.unit[1:])
-                    allocated += order[i].gpu_request if i < hundred else 0
-    total = sum(p * min(batch, len(order) - i * batch) for i, p in enumerate(per_batch))
+    run = replay_in_shard(nodes, order, policy, seed, batch)
+    total = sum(p * min(batch, len(order) - i * batch) for i, p in enumerate(run.batch_s))
     return {
         "pods": len(order),
-        "placed": placed,
+        "placed": sum(p is not None for p in run.placements),
         "us_per_pod": 1e6 * total / len(order),
-        "us_per_pod_median_batch": 1e6 * statistics.median(per_batch),
-        "score_us_per_pod": 1e6 * core.stopwatch.seconds[SCORE] / len(order),
-        "choose_us_per_pod": 1e6 * choosing[0] / len(order),
-        "unallocated_pct_at_100": 100.0 * (1 - allocated / gpu_total),
+        "us_per_pod_median_batch": 1e6 * statistics.median(run.batch_s),
+        "score_us_per_pod": 1e6 * run.score_s / len(order),
+        "choose_us_per_pod": 1e6 * run.choose_s / len(order),
+        "unallocated_pct_at_100": run.unallocated_pct_at_100,
     }
-
-
-def _timed_choice(profile: Profile) -> list[float]:
-    """The profile's choice of GPUs, timed: the seconds it took so far, in a list."""
-    spent, choose = [0.0], profile.choose_gpus
-
-    def timed(table: NodeTable, row: int, pod: PodClass) -> tuple[int, ...]:
-        started = time.perf_counter()
-        try:
-            return choose(table, row, pod)
-        finally:
-            spent[0] += time.perf_counter() - started
-
-    profile.choose_gpus = timed
-    return spent
 
 
 def main() -> None:

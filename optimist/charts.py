@@ -29,6 +29,7 @@ class Series:
     label: str
     values: Sequence[float | None]  # one per x position; None leaves a gap
     x: Sequence[float] | None = None  # each value's x; 0, 1, ... when None
+    errors: Sequence[float | None] | None = None  # each value's error bar (half its height)
 
 
 def line_chart(
@@ -57,15 +58,28 @@ def line_chart(
     return _finished(figure, axes, series)
 
 
-def bar_chart(title: str, categories: Sequence[str], series: Sequence[Series]) -> Figure:
-    """Bars grouped by category, one bar per series."""
-    figure, axes = _axes(title, "", "")
+def bar_chart(
+    title: str, categories: Sequence[str], series: Sequence[Series], *, y_label: str = ""
+) -> Figure:
+    """Bars grouped by category, one bar per series, with error bars where it has them."""
+    figure, axes = _axes(title, "", y_label)
     width = 0.8 / max(len(series), 1)
     for k, s in enumerate(series):
-        bars = [(c, v) for c, v in enumerate(s.values) if v is not None]
+        errors = s.errors or [None] * len(s.values)
+        bars = [(c, v, e or 0.0) for c, (v, e) in enumerate(zip(s.values, errors, strict=True))]
+        bars = [b for b in bars if b[1] is not None]
         offset = (k - (len(series) - 1) / 2) * width
-        axes.bar([c + offset for c, _ in bars], [v for _, v in bars], width, label=s.label)
+        axes.bar(
+            [c + offset for c, _, _ in bars],
+            [v for _, v, _ in bars],
+            width,
+            yerr=[e for _, _, e in bars] if s.errors else None,
+            capsize=2 if s.errors else 0,
+            label=s.label,
+        )
     axes.set_xticks(range(len(categories)), list(categories))
+    if max((len(c) for c in categories), default=0) > 8:
+        axes.tick_params(axis="x", labelrotation=30, labelsize=8)
     return _finished(figure, axes, series)
 
 

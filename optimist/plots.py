@@ -13,6 +13,9 @@ versions) carry different keys:
   pods/s and attempts per pod against the variable;
 - `quality` (`optimist.quality`), one dict or {placement label: dict} to compare
   placements -> % of each resource stranded, and pods per zone;
+- `gpu_mix_sweep` (`benchmarks.gpu_mix_sweep`) -> each GPU policy's unallocated
+  share per workload mix, mean with the seeds' sd as error bars, and per mix the
+  table of figures and of the failed GPU requests by kind of task;
 - `ceiling_pods_per_s` with `cases` (`optimist bench --cluster apiserver`) ->
   pods/s of each scheduler per workload, and each workload's table of figures
   (the rows the terminal shows).
@@ -65,9 +68,13 @@ def write_html(report: Mapping[str, Any], path: Path) -> None:
 
 def render_html(report: Mapping[str, Any]) -> str:
     """The page: headline figures, then every chart whose key the report has."""
-    title = "optimist replay" if "pods_replayed" in report else "optimist bench"
+    title = "optimist bench"
+    if "pods_replayed" in report:
+        title = "optimist replay"
+    elif "gpu_mix_sweep" in report:
+        title = "GPU policies on workload mixes"
     parts = [f"<h1>{escape(title)}</h1>", _headlines(report)]
-    for chart in (_throughput, _latency, _sweep, _quality, _comparison):
+    for chart in (_throughput, _latency, _sweep, _quality, _comparison, _gpu_mixes):
         parts.extend(chart(report))
     body = "\n".join(p for p in parts if p)
     return (
@@ -211,6 +218,65 @@ def _quality(report: Mapping[str, Any]) -> list[str]:
         ]
         out.append(svg(bar_chart("pods per zone", zones, per_zone)))
     return out
+
+
+def _gpu_mixes(report: Mapping[str, Any]) -> list[str]:
+    sweep = report.get("gpu_mix_sweep")
+    if not isinstance(sweep, Mapping):
+        return []
+    mixes = [m for m in sweep.get("mixes") or [] if isinstance(m, Mapping)]
+    policies = [str(p) for p in sweep.get("policies") or []]
+    if not mixes or not policies:
+        return []
+
+    def each(policy: str, key: str) -> list[float | None]:
+        return [_number(_get(m, ("policies", policy, key))) for m in mixes]
+
+    series = [Series(p, each(p, "mean"), errors=each(p, "sd")) for p in policies]
+    seeds = sweep.get("seeds") or []
+    chart = bar_chart(
+        f"unallocated GPUs at 100% arrived, mean and sd over {len(seeds)} seeds",
+        [str(m.get("mix")) for m in mixes],
+        series,
+        y_label="% of GPU capacity",
+    )
+    head = "".join(f"<th>{escape(p)}</th>" for p in policies)
+    rows = []
+    for m in mixes:
+        cells = []
+        for p in policies:
+            mean, sd = _number(_get(m, ("policies", p, "mean"))), _get(m, ("policies", p, "sd"))
+            verdict = _get(m, ("policies", p, "vs_first", "verdict"))
+            note = f" ({verdict})" if p != policies[0] and verdict else ""
+            shown = f"{mean:.2f}% ± {_number(sd) or 0.0:.2f}" if mean is not None else ""
+            cells.append(shown + note)
+        rows.append(
+            f"<tr><th>{escape(str(m.get('mix')))}</th>"
+            + "".join(f'<td class="n">{escape(c)}</td>' for c in cells)
+            + "</tr>"
+        )
+    return [
+        "<h2>GPU policies on workload mixes</h2>",
+        svg(chart),
+        f"<p>Differences are paired by seed against {escape(policies[0])}.</p>",
+        f"<table><tr><th>mix</th>{head}</tr>{''.join(rows)}</table>",
+        *(_failed_table(m, policies) for m in mixes),
+    ]
+
+
+def _failed_table(mix: Mapping[str, Any], policies: Sequence[str]) -> str:
+    """Per kind of task, the GPU requests that failed before 100% arrived."""
+    failed = {p: _get(mix, ("policies", p, "failed_pct")) or {} for p in policies}
+    kinds = sorted({str(k) for f in failed.values() for k in f})
+    head = "".join(f"<th>{escape(p)}</th>" for p in policies)
+    body = "".join(
+        f"<tr><th>{escape(kind)}</th>"
+        + "".join(f'<td class="n">{_number(failed[p].get(kind)) or 0.0:.2f}</td>' for p in policies)
+        + "</tr>"
+        for kind in kinds
+    )
+    title = f"{mix.get('mix')}: GPU requests failed before 100% arrived, % of capacity"
+    return f"<h3>{escape(title)}</h3>\n<table><tr><th>kind</th>{head}</tr>{body}</table>"
 
 
 def _quality_table(placements: Mapping[str, Mapping[str, Any]]) -> str:

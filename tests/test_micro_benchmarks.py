@@ -170,3 +170,52 @@ def test_simulator_micro_binds_every_pod_it_creates(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "simulated cluster: 1,000 pods in chunks of 300:" in out and "1,000 bound" in out
     assert all(f"  {step}:" in out for step in ("create", "watch", "bind"))
+
+
+def test_gpu_mix_sweep_compares_policies_on_mixes_and_draws_them(capsys, tmp_path):
+    import json
+
+    from benchmarks import gpu_mix_sweep
+    from tests.test_plots import parse
+
+    nodes, pods = tmp_path / "nodes.csv", tmp_path / "pods.csv"
+    nodes.write_text(
+        "sn,cpu_milli,memory_mib,gpu,model\n"
+        + "".join(
+            f"n{i},32000,65536,{(2, 8)[i % 2]},{('T4', 'V100')[i % 3 > 0]}\n" for i in range(20)
+        )
+    )
+    pods.write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n"
+        + "".join(
+            f"p{i},{2000 + 1000 * (i % 4)},1024,{i % 3},{(0, 500, 1000)[i % 3]},{model}\n"
+            for i, model in enumerate(("T4" if i % 7 == 1 else "") for i in range(90))
+        )
+    )
+    report, page = tmp_path / "sweep.json", tmp_path / "sweep.html"
+    argv = ["--nodes", str(nodes), "--pods", str(pods), "--seeds", "1-2", "--jobs", "1"]
+    mixes = ["--mix", "default", "--mix", f"{pods}:spec=50", "--mix", "cpu=30,share=40"]
+    policies = ["--policy", "fgd-capacity", "fgd"]
+    gpu_mix_sweep.main([*argv, *mixes, *policies, "--report", str(report), "--html", str(page)])
+    out = capsys.readouterr().out
+    assert "paired by seed" in out and "failed GPU requests" in out
+    sweep = json.loads(report.read_text())["gpu_mix_sweep"]
+    assert [m["mix"] for m in sweep["mixes"]] == ["default", "pods spec=50", "cpu=30,share=40"]
+    assert len(sweep["runs"]) == 3 * 2 * 2
+    for mix in sweep["mixes"]:
+        for figures in mix["policies"].values():
+            assert sorted(figures["seeds"]) == ["1", "2"]
+            assert figures["mean"] == pytest.approx(sum(figures["seeds"].values()) / 2)
+            # what was not allocated at 100% is idle somewhere
+            assert sum(figures["idle_pct"].values()) == pytest.approx(figures["mean"], abs=1e-6)
+    assert sweep["mixes"][1]["composition"]["spec"] == pytest.approx(0.5, abs=0.05)
+    html = parse(page.read_text())
+    assert html.count["svg"] == 1 and "GPU policies on workload mixes" in "".join(html.text)
+
+
+def test_gpu_mix_sweep_names_a_wrong_mix(capsys, tmp_path):
+    from benchmarks import gpu_mix_sweep
+
+    with pytest.raises(SystemExit):
+        gpu_mix_sweep.main(["--nodes", "n.csv", "--pods", "p.csv", "--mix", "gpus=20"])
+    assert "--resample 'gpus=20'" in capsys.readouterr().err
