@@ -2,19 +2,19 @@
 and where each strands the GPUs it leaves.
 
     .venv/bin/python -m benchmarks.gpu_mix_sweep --nodes NODES.csv --pods PODS.csv \\
-        --mix default --mix spec=60 --mix share=60 [--policy fgd-capacity fgd ...] \\
-        [--seeds 42-51] [--resample-seed 0] [--jobs 2] [--report sweep.json] [--html sweep.html]
+        --mix default --mix spec=60 --mix share=60 \\
+        [--policy fgd-scarcity fgd-capacity fgd ...] [--seeds 42-51] [--resample-seed 0] \\
+        [--jobs 2] [--report sweep.json] [--html sweep.html] [--plot sweep.png]
 
 A mix is `default` (the `--pods` file as it is) or a reweighting of it by
 kind (`optimist/gpu_mix.py`, as `replay-gpu-trace --resample` makes it),
 either after `FILE.csv:` to start from another pods file (a shipped variant):
-`--mix gpuspec10.csv:spec=33`. Every
-policy is replayed on every mix with every seed inside one shard
-(`benchmarks.gpu_shard_replay`: the platform's placements for one shard), up
-to 100% of GPU capacity arrived. Per mix the table gives each policy's
-unallocated GPU share, mean ± sd over the seeds, and its difference from the
-first policy paired by seed, told as a win or a loss only beyond twice its
-standard error.
+`--mix gpuspec10.csv:spec=33`. Every policy is replayed on every mix with
+every seed inside one shard (`benchmarks.gpu_shard_replay`: the platform's
+placements for one shard), up to 100% of GPU capacity arrived. Per mix the
+table gives each policy's unallocated GPU share, mean ± sd over the seeds,
+and its difference from the first policy paired by seed, told as a win or a
+loss only beyond twice its standard error.
 
 Where the unallocated share lies is split two ways, each in % of GPU capacity
 at 100% arrived: the GPU requests of the tasks that failed, by kind (a share,
@@ -40,10 +40,11 @@ from typing import Any
 
 from benchmarks.gpu_shard_replay import ShardReplay, replay_in_shard
 from optimist import report
+from optimist.charts import save_png
 from optimist.gpu_mix import composition, gpu_models, kind_of, parse_mix, resample
 from optimist.gpu_trace import arrivals
 from optimist.gpu_trace_files import TraceError, TraceNode, TraceTask, read_nodes, read_tasks
-from optimist.plots import write_html
+from optimist.plots import gpu_mix_chart, write_html
 from shards.plugins.gpu_placement import POLICIES
 
 DEFAULT_MIX = "default"
@@ -229,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--policy",
         nargs="+",
-        default=["fgd-capacity", "fgd"],
+        default=["fgd-scarcity", "fgd-capacity", "fgd"],
         choices=list(POLICIES),
     )
     parser.add_argument("--seeds", type=seeds, default=seeds("42-51"))
@@ -237,7 +238,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--report", type=Path, help="write the figures as JSON")
-    parser.add_argument("--html", type=Path, help="write a page with the chart")
+    parser.add_argument("--html", type=Path, help="write a page with the chart and tables")
+    parser.add_argument("--plot", type=Path, help="write the chart as a PNG")
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     try:
@@ -275,6 +277,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         args.report.write_text(json.dumps(out, indent=1) + "\n")
     if args.html:
         write_html(out, args.html)
+    chart = gpu_mix_chart(out["gpu_mix_sweep"]) if args.plot else None
+    if chart is not None:
+        save_png(chart, args.plot)
 
 
 if __name__ == "__main__":

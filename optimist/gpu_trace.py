@@ -45,7 +45,7 @@ from optimist.simulator import SimulatedCluster
 from shards.plugins.gpu_placement.fragmentation import demands, fragmentation
 from shards.plugins.gpu_placement.workload import Workload
 
-DEFAULT_TRACE_POLICY = "fgd-capacity"  # the best optimist has (docs/gpus.md)
+DEFAULT_TRACE_POLICY = "fgd-scarcity"  # the best optimist has (docs/gpus.md)
 VOLUME = 1.3  # tasks arrive until their GPU requests reach this share of capacity
 CURVE_STEPS = 130  # points of the unallocated-against-arrived curve, one per percent
 # several shards: each keeps to its own nodes first, in small batches, one at a time, so

@@ -29,10 +29,13 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optimist.charts import Series, bar_chart, line_chart, svg
 from optimist.report import comparison_rows
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 STRANDED = (("cpu", "CPU"), ("memory", "memory"), ("nvidia.com/gpu", "GPU"))
 PERCENTILES = ("p50", "p90", "p99")
@@ -220,26 +223,31 @@ def _quality(report: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _gpu_mixes(report: Mapping[str, Any]) -> list[str]:
-    sweep = report.get("gpu_mix_sweep")
-    if not isinstance(sweep, Mapping):
-        return []
+def gpu_mix_chart(sweep: Mapping[str, Any]) -> Figure | None:
+    """Each policy's unallocated GPU share per mix, the seeds' sd as error bars."""
     mixes = [m for m in sweep.get("mixes") or [] if isinstance(m, Mapping)]
     policies = [str(p) for p in sweep.get("policies") or []]
     if not mixes or not policies:
-        return []
+        return None
 
     def each(policy: str, key: str) -> list[float | None]:
         return [_number(_get(m, ("policies", policy, key))) for m in mixes]
 
-    series = [Series(p, each(p, "mean"), errors=each(p, "sd")) for p in policies]
-    seeds = sweep.get("seeds") or []
-    chart = bar_chart(
-        f"unallocated GPUs at 100% arrived, mean and sd over {len(seeds)} seeds",
+    return bar_chart(
+        f"unallocated GPUs at 100% arrived, mean and sd over {len(sweep.get('seeds') or [])} seeds",
         [str(m.get("mix")) for m in mixes],
-        series,
+        [Series(p, each(p, "mean"), errors=each(p, "sd")) for p in policies],
         y_label="% of GPU capacity",
     )
+
+
+def _gpu_mixes(report: Mapping[str, Any]) -> list[str]:
+    sweep = report.get("gpu_mix_sweep")
+    chart = gpu_mix_chart(sweep) if isinstance(sweep, Mapping) else None
+    if sweep is None or chart is None:
+        return []
+    mixes = [m for m in sweep["mixes"] if isinstance(m, Mapping)]
+    policies = [str(p) for p in sweep["policies"]]
     head = "".join(f"<th>{escape(p)}</th>" for p in policies)
     rows = []
     for m in mixes:

@@ -192,11 +192,12 @@ def test_gpu_mix_sweep_compares_policies_on_mixes_and_draws_them(capsys, tmp_pat
             for i, model in enumerate(("T4" if i % 7 == 1 else "") for i in range(90))
         )
     )
-    report, page = tmp_path / "sweep.json", tmp_path / "sweep.html"
+    report, page, png = tmp_path / "sweep.json", tmp_path / "sweep.html", tmp_path / "sweep.png"
     argv = ["--nodes", str(nodes), "--pods", str(pods), "--seeds", "1-2", "--jobs", "1"]
     mixes = ["--mix", "default", "--mix", f"{pods}:spec=50", "--mix", "cpu=30,share=40"]
-    policies = ["--policy", "fgd-capacity", "fgd"]
-    gpu_mix_sweep.main([*argv, *mixes, *policies, "--report", str(report), "--html", str(page)])
+    policies = ["--policy", "fgd-scarcity", "fgd"]
+    written = ["--report", str(report), "--html", str(page), "--plot", str(png)]
+    gpu_mix_sweep.main([*argv, *mixes, *policies, *written])
     out = capsys.readouterr().out
     assert "paired by seed" in out and "failed GPU requests" in out
     sweep = json.loads(report.read_text())["gpu_mix_sweep"]
@@ -211,6 +212,7 @@ def test_gpu_mix_sweep_compares_policies_on_mixes_and_draws_them(capsys, tmp_pat
     assert sweep["mixes"][1]["composition"]["spec"] == pytest.approx(0.5, abs=0.05)
     html = parse(page.read_text())
     assert html.count["svg"] == 1 and "GPU policies on workload mixes" in "".join(html.text)
+    assert png.read_bytes().startswith(b"\x89PNG")
 
 
 def test_gpu_mix_sweep_names_a_wrong_mix(capsys, tmp_path):

@@ -260,7 +260,13 @@ def results_page(folder: Path) -> str:
 
 
 def _figures(report: dict[str, Any]) -> str:
-    """A report's headline: pods/s per workload (per scheduler, beside kube-scheduler)."""
+    """A report's headline: pods/s per workload (per scheduler, beside kube-scheduler),
+    or a GPU mix sweep's unallocated share per mix and policy."""
+    if "gpu_mix_sweep" in report:
+        return "; ".join(
+            f"{m['mix']}: " + ", ".join(f"{p} {f['mean']:.2f}%" for p, f in m["policies"].items())
+            for m in report["gpu_mix_sweep"]["mixes"]
+        )
     if "workloads" in report:  # upstream's own harness
         return "; ".join(f"{n}: {w['Average']:,.0f} pods/s" for n, w in report["workloads"].items())
     shown = []

@@ -19,30 +19,38 @@ from shards.gpu_fit import Locality, fitting
 from shards.plugins.gpu_placement.fragmentation import Demands, Parts, demands, prefix_sums
 from shards.plugins.gpu_placement.node_gpus import NodeGpus
 from shards.plugins.gpu_placement.policy import Policy
-from shards.plugins.gpu_placement.workload import TaskClass, Workload
+from shards.plugins.gpu_placement.workload import Classes, TaskClass, Workload
 
 
 class FragmentationGradientDescent(Policy):
     name = "fgd"
 
     def score(self, nodes: NodeGpus, task: TaskClass, workload: Workload) -> np.ndarray:
-        grown = growth(nodes, task, demands(workload.classes(), nodes.vocab))
-        return sigmoid_score(grown.min(axis=1))
+        return fgd_scores(nodes, task, workload.classes())
 
     def choose(
         self, node: NodeGpus, task: TaskClass, workload: Workload, local: Locality
     ) -> tuple[int, ...]:
-        """A share goes on the GPU with the best score, the lower index among equals, as the
-        paper's plugin picks; untouched GPUs are all alike. So are GPUs with as much
-        free: where all that fit have the same, the first is the choice."""
         if not task.gpu.share:
             return super().choose(node, task, workload, local)
-        free = node.free[0]
-        fit = np.flatnonzero(fitting(free, task.gpu))
-        if not len(fit) or (free[fit] == free[fit[0]]).all():
-            return tuple(fit[:1].tolist())
-        scores = sigmoid_score(growth(node, task, demands(workload.classes(), node.vocab))[0])
-        return (int(fit[scores[fit].argmax()]),)
+        return fgd_share_gpu(node, task, workload.classes())
+
+
+def fgd_scores(nodes: NodeGpus, task: TaskClass, classes: Classes) -> np.ndarray:
+    """int64 0..100 per row: FGD's score against these classes."""
+    return sigmoid_score(growth(nodes, task, demands(classes, nodes.vocab)).min(axis=1))
+
+
+def fgd_share_gpu(node: NodeGpus, task: TaskClass, classes: Classes) -> tuple[int, ...]:
+    """The GPU of the one-row `node` a share goes on: the best score, the lower index
+    among equals, as the paper's plugin picks. GPUs with as much free are alike: where
+    all that fit have the same, the first is the choice, unscored."""
+    free = node.free[0]
+    fit = np.flatnonzero(fitting(free, task.gpu))
+    if not len(fit) or (free[fit] == free[fit[0]]).all():
+        return tuple(fit[:1].tolist())
+    scores = sigmoid_score(growth(node, task, demands(classes, node.vocab))[0])
+    return (int(fit[scores[fit].argmax()]),)
 
 
 def growth(nodes: NodeGpus, task: TaskClass, d: Demands) -> np.ndarray:

@@ -79,12 +79,18 @@ class CapacityFgd(Policy):
     def score(self, nodes: NodeGpus, task: TaskClass, workload: Workload) -> np.ndarray:
         if task.gpu.share:
             return tightest_share_score(nodes.free, task.gpu.share)
-        c = capacities(workload.classes(), nodes.vocab)
-        parts = Parts.of(nodes.free, c.demands)
-        before = c.usable(parts, nodes.cpu_free, nodes.model)
-        # whole GPUs are taken untouched: which of them does not change F
-        after = c.usable(parts, nodes.cpu_free - task.cpu, nodes.model, task.gpu.whole)
-        return sigmoid_score(before - after - MILLI_PER_GPU * task.gpu.whole)
+        return capped_scores(nodes, task, workload.classes())
+
+
+def capped_scores(nodes: NodeGpus, task: TaskClass, classes: Classes) -> np.ndarray:
+    """int64 0..100 per row, for a pod of whole GPUs or none: FGD's score with each
+    class's reach capped by the pods of it the node's free CPU holds."""
+    c = capacities(classes, nodes.vocab)
+    parts = Parts.of(nodes.free, c.demands)
+    before = c.usable(parts, nodes.cpu_free, nodes.model)
+    # whole GPUs are taken untouched: which of them does not change F
+    after = c.usable(parts, nodes.cpu_free - task.cpu, nodes.model, task.gpu.whole)
+    return sigmoid_score(before - after - MILLI_PER_GPU * task.gpu.whole)
 
 
 def tightest_share_score(free: np.ndarray, share: int) -> np.ndarray:

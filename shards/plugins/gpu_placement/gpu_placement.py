@@ -20,6 +20,7 @@ from shards.plugins.gpu_placement.best_fit import BestFit
 from shards.plugins.gpu_placement.dot_product import DotProduct
 from shards.plugins.gpu_placement.fgd import FragmentationGradientDescent
 from shards.plugins.gpu_placement.fgd_capacity import CapacityFgd
+from shards.plugins.gpu_placement.fgd_scarcity import ScarcityFgd
 from shards.plugins.gpu_placement.gpu_clustering import GpuClustering
 from shards.plugins.gpu_placement.gpu_packing import GpuPacking
 from shards.plugins.gpu_placement.gpu_placement_args import GPUPlacementArgs
@@ -37,6 +38,7 @@ POLICIES: dict[str, Callable[[int], Policy]] = {
     GpuClustering.name: lambda seed: GpuClustering(),
     FragmentationGradientDescent.name: lambda seed: FragmentationGradientDescent(),
     CapacityFgd.name: lambda seed: CapacityFgd(),
+    ScarcityFgd.name: lambda seed: ScarcityFgd(),
 }
 _MEMO = 1024  # task classes whose scores of every node are kept
 

@@ -10,13 +10,13 @@ from pydantic import field_validator
 from cluster.config_types import Int32, Int64, PluginArgs, in_range
 from shards.plugins.gpu_placement.workload import DEFAULT_WINDOW
 
-DEFAULT_POLICY = "fgd-capacity"  # the best on the Alibaba traces (docs/gpus.md)
+DEFAULT_POLICY = "fgd-scarcity"  # the best on the Alibaba trace and its mixes (docs/gpus.md)
 
 
 class GPUPlacementArgs(PluginArgs):
     policy: str = DEFAULT_POLICY
-    """How GPU pods are placed: fgd-capacity, fgd, best-fit, dot-product, gpu-packing,
-    gpu-clustering or random (docs/gpus.md)."""
+    """How GPU pods are placed: fgd-scarcity, fgd-capacity, fgd, best-fit, dot-product,
+    gpu-packing, gpu-clustering or random (docs/gpus.md)."""
     window: Annotated[Int32, in_range(1)] = DEFAULT_WINDOW
     """How many recent pods make the workload a learning policy (fgd) places against."""
     tie_break: Literal["nodePriority", "random"] = "nodePriority"
