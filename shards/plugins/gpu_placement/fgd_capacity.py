@@ -18,13 +18,13 @@ worth something only together:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from cluster.gpus import MILLI_PER_GPU
 from shards.plugins.gpu_placement.fgd import sigmoid_score
-from shards.plugins.gpu_placement.fragmentation import Demands, Parts, demands
+from shards.plugins.gpu_placement.fragmentation import Demands, Parts
 from shards.plugins.gpu_placement.node_gpus import NodeGpus
 from shards.plugins.gpu_placement.policy import Policy
 from shards.plugins.gpu_placement.workload import Classes, TaskClass, Workload
@@ -34,25 +34,40 @@ from shards.plugins.gpu_placement.workload import Classes, TaskClass, Workload
 class Capacities:
     """The workload's GPU classes, for F with each class's reach capped by the CPU.
 
-    What is read of the GPUs is per demand (`Demands`, `Parts`); CPU, weight and
-    models stay per class."""
+    What is read of the GPUs is per demand (`Demands`, `Parts`), and what the cap reads
+    per class; both regardless of the GPU models, which only `weight` tells (per model,
+    the popularity of the classes that may run there): bound to models in many ways, a
+    workload has several times more classes and demands than shapes."""
 
     demands: Demands
-    demand: np.ndarray  # int64 [K]: each GPU class's demand
+    demand: np.ndarray  # int64 [K]: each row's demand
     cpu: np.ndarray  # int64 [K], at least 1
-    request: np.ndarray  # int64 [K]: the milli a pod of the class takes
-    weight: np.ndarray  # float64 [K, models + 1]: its popularity where it may run, else 0
+    request: np.ndarray  # int64 [K]: the milli a pod of the row takes
+    weight: np.ndarray  # float64 [K, models + 1]: its classes' popularity where they may run
 
     @classmethod
     def of(cls, classes: Classes, vocab: dict[str, int]) -> Capacities:
-        d, allowed = demands(classes, vocab), classes.allowed(vocab)
-        gpu = [k for k, task in enumerate(classes.tasks) if task.gpu]
+        anywhere = tuple(replace(task, models=None) for task in classes.tasks)
+        d = Demands.of(replace(classes, tasks=anywhere, derived={}), vocab)
+        allowed = classes.allowed(vocab)
+        rows: dict[tuple[int, int, int], int] = {}  # (milli per GPU, GPUs, CPU) -> row
+        demand: list[int] = []
+        weight: list[np.ndarray] = []
+        for k, task in enumerate(classes.tasks):
+            if not task.gpu:
+                continue
+            key = (task.gpu.per_device, task.gpu.devices, max(task.cpu, 1))
+            if key not in rows:
+                rows[key] = len(demand)
+                demand.append(int(d.of_class[k]))
+                weight.append(np.zeros(len(vocab) + 1))
+            weight[rows[key]] += classes.weight[k] * allowed[k]
         return cls(
             d,
-            d.of_class[gpu],
-            np.maximum(classes.cpu[gpu], 1),
-            classes.per_device[gpu] * classes.devices[gpu],
-            classes.weight[gpu, None] * allowed[gpu],
+            np.array(demand, dtype=np.int64),
+            np.array([cpu for _, _, cpu in rows], dtype=np.int64),
+            np.array([per * devices for per, devices, _ in rows], dtype=np.int64),
+            np.array(weight).reshape(len(demand), len(vocab) + 1),
         )
 
     def usable(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -83,7 +84,9 @@ class GPUPlacement(ScorePlugin):
     def _remembered(self, nodes: NodeGpus, task: TaskClass) -> np.ndarray:
         """Every row's score, worked out again only for the rows that changed since this
         task's last full scoring: a class's first search of each batch scores every node,
-        and most of them are as they were."""
+        and most of them are as they were. Tasks that differ in their GPU models alone
+        share it (`Policy.score` reads no models: the filters keep a pod off the others),
+        which bound to models in many ways are several times as many."""
         state = nodes.state()
         if self._state is None or self._state.shape != state.shape:
             self._state, self._changes = state, np.zeros(len(state), dtype=np.int64)
@@ -93,6 +96,7 @@ class GPUPlacement(ScorePlugin):
             self._changes[moved] += 1
             self._state = state
         classes = self.workload.classes()
+        task = replace(task, models=None)
         memo = self._memo.pop(task, None)
         if memo is None or memo[0] is not classes:
             scores = self.policy.score(nodes, task, self.workload)

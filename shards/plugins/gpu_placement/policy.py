@@ -31,7 +31,8 @@ class Policy(ABC):
 
     @abstractmethod
     def score(self, nodes: NodeGpus, task: TaskClass, workload: Workload) -> np.ndarray:
-        """int64 0..100 per row (rows where the pod does not fit score anything)."""
+        """int64 0..100 per row (rows where the pod does not fit score anything), whatever
+        GPU models the task may use (`task.models`: the filters keep it off the others)."""
 
     def choose(
         self, node: NodeGpus, task: TaskClass, workload: Workload, local: Locality

@@ -50,3 +50,30 @@ def test_in_a_shard_shares_go_tightest_and_cpu_pods_spare_gpus_cpu(store):
         workload = [spec(cpu="8", gpu=1)] * 20
         core.profiles["gpus"].observe([(core._compile(s), 1) for s in workload])
         assert place(core, spec(cpu="8"), spec(share=600)) == [("rich", []), ("rich", [1])]
+
+
+def test_classes_that_differ_in_their_models_alone_are_one_row_and_count_as_each():
+    rng = np.random.default_rng(4)
+    nodes = random_nodes(rng)
+    w = Workload()
+    for models in (None, frozenset({"A"}), frozenset({"B"}), frozenset({"A", "B"})):
+        w.observe([TaskClass(8000, GpuDemand(whole=1), models)] * int(rng.integers(1, 9)))
+        w.observe([TaskClass(2000, GpuDemand(share=500), models)] * int(rng.integers(1, 9)))
+    classes = w.classes()
+    c = capacities(classes, VOCAB)
+    assert len(c.cpu) == 2
+    parts = Parts.of(nodes.free, c.demands)
+    usable = c.usable(parts, nodes.cpu_free, nodes.model)
+    # class by class: its popularity where it may run, its reach capped by its pods
+    d, allowed = demands(classes, VOCAB), classes.allowed(VOCAB)
+    reach = Parts.of(nodes.free, d).reach(0, d)
+    pods = np.maximum(nodes.cpu_free, 0)
+    want = sum(
+        classes.weight[k]
+        * allowed[k][nodes.model]
+        * np.minimum(
+            reach[d.of_class[k]], pods // task.cpu * task.gpu.devices * task.gpu.per_device
+        )
+        for k, task in enumerate(classes.tasks)
+    )
+    np.testing.assert_allclose(usable, want)
