@@ -77,9 +77,18 @@ def bar_chart(
             capsize=2 if s.errors else 0,
             label=s.label,
         )
-    axes.set_xticks(range(len(categories)), list(categories))
-    if max((len(c) for c in categories), default=0) > 8:
-        axes.tick_params(axis="x", labelrotation=30, labelsize=8)
+    if sum(len(c) + 2 for c in categories) > 80:  # too long to stand side by side
+        figure.set_size_inches(max(SIZE_IN[0], 0.45 * len(categories)), SIZE_IN[1])
+        axes.set_xticks(
+            range(len(categories)),
+            list(categories),
+            rotation=35,
+            ha="right",
+            rotation_mode="anchor",
+            fontsize=8,
+        )
+    else:
+        axes.set_xticks(range(len(categories)), list(categories))
     return _finished(figure, axes, series)
 
 

@@ -261,11 +261,19 @@ def results_page(folder: Path) -> str:
 
 def _figures(report: dict[str, Any]) -> str:
     """A report's headline: pods/s per workload (per scheduler, beside kube-scheduler),
-    or a GPU mix sweep's unallocated share per mix and policy."""
+    or GPU placement's unallocated share: per policy of a GPU trace replay, per mix and
+    policy of a sweep."""
     if "gpu_mix_sweep" in report:
         return "; ".join(
             f"{m['mix']}: " + ", ".join(f"{p} {f['mean']:.2f}%" for p, f in m["policies"].items())
             for m in report["gpu_mix_sweep"]["mixes"]
+        )
+    replays = report.get("runs") if "runs" in report else [report]
+    if all("unallocated_gpu_pct_at_100" in r for r in replays):
+        return "; ".join(
+            f"{r['policy']}, {r['shards']} shard(s): {r['unallocated_gpu_pct_at_100']['mean']:.2f}%"
+            f" ± {r['unallocated_gpu_pct_at_100']['std']:.2f} unallocated at 100%"
+            for r in replays
         )
     if "workloads" in report:  # upstream's own harness
         return "; ".join(f"{n}: {w['Average']:,.0f} pods/s" for n, w in report["workloads"].items())

@@ -4,13 +4,16 @@ while the CPU, not the GPUs, is what runs out.
 Two changes to `fgd-capacity`, each found on workload mixes of the Alibaba trace
 (`benchmarks.gpu_mix_sweep`, docs/gpus.md):
 
-- A class bound to a few GPU models weighs in the fragmentation by its
-  demand over its supply: its popularity times the cluster's GPUs over the
-  GPUs of the models it may use. FGD weighs classes by popularity alone, so
-  a model that bound tasks need, and unbound ones may also use, reads as no
-  more precious than any other, and with the capped measure even as the best
-  place for unbound pods (a 2-GPU node's CPU never caps them). Where every
-  class may use every model, the weights are FGD's.
+- A class bound to some GPU models weighs in the fragmentation by how scarce
+  those models are: its popularity times the cluster's GPUs over theirs
+  (their scarcity), times the share of their GPUs that the classes bound to
+  them would take (their load, at most 1). FGD weighs classes by popularity
+  alone, so a model that bound tasks need, and unbound ones may also use,
+  reads as no more precious than another, with the capped measure even as
+  the best place for unbound pods (a 2-GPU node's CPU never caps them), and
+  the bound tasks that come later find it full. The load keeps a model that
+  its bound tasks leave mostly idle open to the others. Where every class
+  may use every model, the weights are FGD's.
 - Where the workload, at its ratio of CPU to GPU, would need more CPU than
   the GPU nodes have to fill their GPUs, the CPU is what runs out first, and
   capping by CPU and packing shares tightly both lose to FGD's own rules:
@@ -48,7 +51,7 @@ CPU_BOUND = 1.1
 class Outlook:
     """What the policy places against until the classes are learnt anew."""
 
-    classes: Classes  # the workload's, each weighted by its demand over its supply
+    classes: Classes  # the workload's, bound ones weighted by their models' scarcity
     cpu_bound: bool  # the workload would need more CPU than the GPU nodes have
 
     @classmethod
@@ -63,17 +66,28 @@ class Outlook:
         """From every node of the cluster: its GPU model's code (`NodeGpus.model`), its
         GPUs and its allocatable CPU."""
         per_model = np.bincount(model, weights=gpus, minlength=len(vocab) + 1)
-        supply = classes.allowed(vocab).astype(np.float64) @ per_model
-        # a class no GPU of the cluster may take is placed nowhere: its weight is moot
-        scarcity = np.divide(per_model.sum(), supply, out=np.ones_like(supply), where=supply > 0)
+        allowed = classes.allowed(vocab)
+        supply = allowed.astype(np.float64) @ per_model
+        # per class: the milli of GPU its pods ask for, in proportion
+        asked = classes.weight * classes.devices * classes.per_device
+        gpu_asked = float(asked.sum())
+        # per set of models some class may use: the share of the GPU asked for that only
+        # they can take, times the cluster's GPUs over theirs, is the share of their GPUs
+        # the classes bound to them take once the GPUs asked for come to all there are
+        sets = np.unique(allowed, axis=0, return_inverse=True)[1].reshape(-1)
+        demand = np.bincount(sets, weights=asked)[sets] / max(gpu_asked, 1.0)
+        total = per_model.sum()
+        bound = (supply > 0) & (supply < total)  # unbound: every GPU, or none at all
+        scarcity = np.divide(total, supply, out=np.ones_like(supply), where=bound)
+        load = np.minimum(demand * scarcity, 1.0)
+        weight = classes.weight * np.where(bound, scarcity * load, 1.0)
         # the workload's CPU per milli of GPU it asks for, against the GPU nodes' (their
         # totals, not what is free: what is free moves with the placements themselves)
-        gpu_asked = float(classes.weight @ (classes.devices * classes.per_device))
         cpu_per_milli = float(classes.weight @ classes.cpu) / gpu_asked if gpu_asked else 0.0
         gpu_nodes = gpus > 0
         need = cpu_per_milli * MILLI_PER_GPU * float(gpus.sum())
         return cls(
-            replace(classes, weight=classes.weight * scarcity, derived={}),
+            replace(classes, weight=weight, derived={}),
             need > CPU_BOUND * float(cpu[gpu_nodes].sum()),
         )
 

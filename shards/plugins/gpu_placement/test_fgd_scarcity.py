@@ -28,17 +28,32 @@ def bound_spec(model, cpu="4", gpu=1):
     return pod_from_manifest(pod_spec(requests, schedulerName="gpus", affinity=affinity)).spec
 
 
-def test_a_class_weighs_by_its_demand_over_the_gpus_it_may_use():
-    # 2 T4 GPUs of 10: a T4-only class weighs 5 times its popularity, an open one its own
-    w = Workload()
-    w.observe([TaskClass(1000, GpuDemand(whole=1), T4_ONLY)] * 1)
-    w.observe([TaskClass(1000, GpuDemand(whole=1), None)] * 3)
+@pytest.mark.parametrize(
+    ("bound", "weight"),
+    [
+        # beside 57 unbound GPU pods, 19 bound to T4 (1 in 4), whose GPUs are 2 of 10: T4
+        # is 5 times scarcer than the cluster, and they would take 5/4 of it (load 1)
+        (19, 0.25 * 5 * 1.0),
+        # 3 (1 in 20): they would take a quarter of T4, which weighs a quarter as much
+        (3, 0.05 * 5 * 0.25),
+    ],
+    ids=["taking-all-of-its-model", "taking-a-quarter"],
+)
+def test_a_bound_class_weighs_by_its_models_scarcity_and_its_load_on_them(bound, weight):
+    w = Workload(window=100_000)
+    w.observe([TaskClass(1000, GpuDemand(whole=1), T4_ONLY)] * bound)
+    w.observe([TaskClass(1000, GpuDemand(whole=1), None)] * 57)
+    w.observe([TaskClass(1000, GpuDemand(), None)] * 19)  # asks no GPU: weighs as FGD's
     classes = w.classes()
     vocab, model = {"T4": 0, "G2": 1}, np.array([0, 1])
     view = Outlook.of(classes, vocab, model, np.array([2, 8]), np.array([64_000, 64_000]))
     weights = dict(zip(classes.tasks, view.classes.weight, strict=True))
-    assert weights[TaskClass(1000, GpuDemand(whole=1), T4_ONLY)] == pytest.approx(0.25 * 5)
-    assert weights[TaskClass(1000, GpuDemand(whole=1), None)] == pytest.approx(0.75)
+    share = dict(zip(classes.tasks, classes.weight, strict=True))
+    gpu = sum(share[t] for t in classes.tasks if t.gpu)  # the weights are of every pod
+    assert weights[TaskClass(1000, GpuDemand(whole=1), T4_ONLY)] == pytest.approx(weight * gpu)
+    for task in classes.tasks:
+        if task.models is None:
+            assert weights[task] == share[task]
     assert not view.cpu_bound
 
 
