@@ -248,6 +248,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         compositions = {m.label: composition(m.tasks(nodes, args.resample_seed)) for m in mixes}
     except (TraceError, OSError) as e:
         parser.error(str(e))
+    # the code that runs is the code as it is now: an edit during a long sweep is not in it
+    made = report.provenance(["python", "-m", "benchmarks.gpu_mix_sweep", *argv])
     jobs = [
         Job(args.nodes, mix, args.resample_seed, policy, seed, args.batch)
         for mix in mixes
@@ -271,7 +273,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "runs": [asdict(r) for r in results],
         },
         "machine": report.machine(),
-        **report.provenance(["python", "-m", "benchmarks.gpu_mix_sweep", *argv]),
+        **made,
     }
     if args.report:
         args.report.write_text(json.dumps(out, indent=1) + "\n")
