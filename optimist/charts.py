@@ -66,8 +66,11 @@ def bar_chart(
     width = 0.8 / max(len(series), 1)
     for k, s in enumerate(series):
         errors = s.errors or [None] * len(s.values)
-        bars = [(c, v, e or 0.0) for c, (v, e) in enumerate(zip(s.values, errors, strict=True))]
-        bars = [b for b in bars if b[1] is not None]
+        bars = [
+            (c, v, e or 0.0)
+            for c, (v, e) in enumerate(zip(s.values, errors, strict=True))
+            if v is not None
+        ]
         offset = (k - (len(series) - 1) / 2) * width
         axes.bar(
             [c + offset for c, _, _ in bars],
