@@ -43,7 +43,7 @@ from shards.plugins.gpu_placement.workload import Classes, TaskClass, Workload
 
 # the CPU runs out when the workload, at its ratio of CPU to GPU, would need this many
 # times the GPU nodes' CPU to fill their GPUs: on the trace's CPU-heavy mixes FGD's rules
-# lose 1.8 points at 1.03 (cpu=25) and win 0.25 at 1.15 (cpu=30), 2.1 at 1.43 (cpu=40)
+# lose 1.9 points at 1.03 (cpu=25) and win 0.1 at 1.15 (cpu=30), 2.3 at 1.43 (cpu=40)
 CPU_BOUND = 1.1
 
 
