@@ -42,7 +42,7 @@ from benchmarks.gpu_shard_replay import ShardReplay, replay_in_shard
 from optimist import report
 from optimist.charts import save_png
 from optimist.gpu_mix import composition, gpu_models, kind_of, parse_mix, resample
-from optimist.gpu_trace import arrivals
+from optimist.gpu_trace import arrivals, parse_seeds
 from optimist.gpu_trace_files import TraceError, TraceNode, TraceTask, read_nodes, read_tasks
 from optimist.plots import gpu_mix_chart, write_html
 from shards.plugins.gpu_placement import POLICIES
@@ -117,7 +117,7 @@ def run(job: Job) -> SeedResult:
 def _failed(replay: ShardReplay) -> dict[str, float]:
     """% of GPU capacity asked by the tasks that failed before 100% arrived, by kind."""
     out: Counter[str] = Counter()
-    for task, where in zip(replay.order[: replay.hundred], replay.placements, strict=False):
+    for task, where in replay.arrived:
         if where is None and task.gpu_request:
             kind = {"share": "share", "whole": "1 GPU", "multi": "several GPUs"}[kind_of(task)]
             out[f"{kind}, bound" if task.models else kind] += task.gpu_request
@@ -129,7 +129,7 @@ def _idle(nodes: Sequence[TraceNode], replay: ShardReplay) -> dict[str, float]:
     index = {n.name: i for i, n in enumerate(nodes)}
     free = [[1000] * n.gpus for n in nodes]
     cpu = [n.cpu_milli for n in nodes]
-    for task, where in zip(replay.order[: replay.hundred], replay.placements, strict=False):
+    for task, where in replay.arrived:
         if where is None:
             continue
         row = index[where.nodes[0]]
@@ -148,12 +148,11 @@ def _idle(nodes: Sequence[TraceNode], replay: ShardReplay) -> dict[str, float]:
 
 
 def seeds(text: str) -> list[int]:
-    """`42-51` or `42,45,47`."""
-    out: list[int] = []
-    for part in text.split(","):
-        low, dash, high = part.partition("-")
-        out.extend(range(int(low), int(high) + 1) if dash else [int(low)])
-    return out
+    """`42-51`, `42,45` or both, as `replay-gpu-trace --seeds` reads them."""
+    try:
+        return parse_seeds(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def summary(

@@ -41,14 +41,15 @@ class ShardReplay:
     choose_s: float  # and the choice of GPUs inside the chosen node
 
     @property
+    def arrived(self) -> list[tuple[TraceTask, PodPlacement | None]]:
+        """The tasks that had arrived at 100% of capacity, each with where it went."""
+        return list(zip(self.order[: self.hundred], self.placements, strict=False))
+
+    @property
     def unallocated_pct_at_100(self) -> float:
         """As `replay-gpu-trace` reads it: 100% less the GPU milli placed of the tasks that
         had arrived at 100% of capacity."""
-        placed = sum(
-            task.gpu_request
-            for task, where in zip(self.order[: self.hundred], self.placements, strict=False)
-            if where is not None
-        )
+        placed = sum(task.gpu_request for task, where in self.arrived if where is not None)
         return 100.0 * (1 - placed / self.gpu_total)
 
 

@@ -51,6 +51,7 @@ from optimist.gpu_trace import (
     DEFAULT_TRACE_POLICY,
     SEVERAL_SHARDS_BATCH,
     SEVERAL_SHARDS_INFLIGHT,
+    parse_seeds,
     replay_settings,
     replay_trace,
     write_trace_plot,
@@ -929,17 +930,10 @@ def replay(
 
 
 def _seeds(text: str) -> list[int]:
-    """`42-51`, `42,45` or both (`42-44,50`)."""
-    seeds: list[int] = []
     try:
-        for part in text.split(","):
-            low, _, high = part.partition("-")
-            seeds.extend(range(int(low), int(high or low) + 1))
-    except ValueError:
-        raise typer.BadParameter(f"{text!r}: expected seeds such as 42-51 or 42,43") from None
-    if not seeds:
-        raise typer.BadParameter(f"{text!r}: no seeds")
-    return seeds
+        return parse_seeds(text)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from None
 
 
 @app.command("replay-gpu-trace")

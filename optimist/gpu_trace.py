@@ -145,6 +145,20 @@ def replay_seed(
     return _measure(nodes, order, names, cluster, seed, attempts, duration, violations)
 
 
+def parse_seeds(text: str) -> list[int]:
+    """`42-51`, `42,45` or both (`42-44,50`); ValueError saying what is wrong."""
+    seeds: list[int] = []
+    try:
+        for part in text.split(","):
+            low, _, high = part.partition("-")
+            seeds.extend(range(int(low), int(high or low) + 1))
+    except ValueError:
+        raise ValueError(f"{text!r}: expected seeds such as 42-51 or 42,43") from None
+    if not seeds:
+        raise ValueError(f"{text!r}: no seeds")
+    return seeds
+
+
 def tasks_at_100(order: Sequence[TraceTask], gpu_total: int) -> int:
     """How many tasks have arrived at 100% of GPU capacity, as the paper reads it: those
     before the task that takes the GPUs asked for past it (all, if none does)."""
