@@ -455,11 +455,7 @@ class ClassState:
             return []
         if home is None and len(self._tied) >= count:
             return self._tied[:count]  # as good as `row`: nothing ranks above them
-        scored, scores = self._window, self._window_scores
-        if scored is None:
-            scored, scores = np.arange(len(self._scores)), self._scores
-        elif scores is None:
-            scores = self._scores[scored]
+        scored, scores = self.searched()
         keep = (scores >= 0) & (scored != row)
         others, rank = scored[keep], scores[keep]
         if home is not None and rank.size:
@@ -468,6 +464,14 @@ class ClassState:
             top = np.argpartition(-rank, count - 1)[:count]
             others, rank = others[top], rank[top]
         return others[np.argsort(-rank, kind="stable")].tolist()
+
+    def searched(self) -> tuple[np.ndarray, np.ndarray]:
+        """The rows the last search scored and the scores it compared them by (-1 where
+        infeasible): every row, unless upstream's window held fewer."""
+        scored, scores = self._window, self._window_scores
+        if scored is None:
+            return np.arange(len(self.scores)), self.scores
+        return scored, self.scores[scored] if scores is None else scores
 
     def feasible_rows(self) -> np.ndarray:
         """Every node the plugins let this pod onto, now."""

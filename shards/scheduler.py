@@ -7,6 +7,7 @@ placed whole in the shard's own table or not at all.
 
 from __future__ import annotations
 
+import copy
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
@@ -16,10 +17,12 @@ from typing import Any
 import numpy as np
 
 from cluster.events import EVENTS
+from cluster.explanation import ExplainRequest, PodExplanation, UnitExplanation
 from cluster.messages import Decision, PodPlacement, ShardBatch, ShardResult, UnitRequest
 from cluster.objects import SchedulingSpec
-from cluster.store import Store
+from cluster.store import Delta, Store
 from shards.class_state import ClassState, pick
+from shards.explanation import explain_pod
 from shards.extender import ExtenderError, HTTPExtender
 from shards.framework import PodClass, Profile, Rejection
 from shards.home_nodes import HomeNodes
@@ -77,9 +80,7 @@ class ShardCore:
             for unit in self._batch_units.pop(batch_id, []):
                 self._stop_assuming(unit)
         before = self.table.store_version
-        delta = self.table.sync(self.store, list(self._assumed))
-        for unit in delta.committed:
-            self._stop_assuming(unit)
+        delta = self._sync()
         synced = time.perf_counter()
         decisions = self._decide(batch)
         errors, self._extender_errors = self._extender_errors, 0
@@ -98,6 +99,60 @@ class ShardCore:
             synced_from_log=delta.from_log,
             observed=self.stopwatch.take(),
             epoch=self.store.working_epoch(),
+        )
+
+    def _sync(self) -> Delta:
+        """Catch the table up with the store; units seen committed are no longer assumed."""
+        delta = self.table.sync(self.store, list(self._assumed))
+        for unit in delta.committed:
+            self._stop_assuming(unit)
+        return delta
+
+    def explain(self, request: ExplainRequest) -> UnitExplanation:
+        """The unit judged now, plugin by plugin, as `_place` would place it (extenders
+        aside), leaving the table, the tie-breaks and the search's start as they were."""
+        started = time.perf_counter()
+        self._sync()
+        table = self.table
+        rng = copy.deepcopy(self.rng)  # the draws the next batch will make, left to it
+        start = self._next_start
+        home = self.home.rows(table) if self.home else None
+        credited: list[tuple[int, PodClass]] = []
+        taken: list[Taken] = []
+        pods: list[PodExplanation] = []
+        error = ""
+        try:
+            for i, (key, cls) in enumerate(request.pods):
+                pod = PodClass.compile(request.classes[cls], table)
+                profile = self.profiles.get(pod.spec.profile)
+                if profile is None:
+                    error = f"pod {key}: profile {pod.spec.profile!r} is not configured"
+                    break
+                node = request.bound[i] if request.bound else ""
+                if node in table.index:  # judged as before it came: its room is free
+                    credited.append((table.index[node], pod))
+                    table.forget(table.index[node], pod.request, pod.ports, pod.peer)
+                state = ClassState(pod, profile, table)
+                row, searched = state.best(rng, start, home)
+                start = (start + searched) % max(table.size, 1)
+                pods.append(explain_pod(key, state, row, request.top))
+                if row >= 0:
+                    taken.append(self._take(row, pod, profile))
+        finally:
+            for row, pod, gpus in taken:
+                table.forget(row, pod.request, pod.ports, pod.peer, gpus, pod.gpu.per_device)
+            for row, pod in credited:
+                table.assume(row, pod.request, pod.ports, pod.peer)
+        placed = sum(bool(p.chosen) for p in pods)
+        return UnitExplanation(
+            request.unit,
+            self.shard_id,
+            table.store_version,
+            request.min_member,
+            not error and placed >= min(request.min_member, len(request.pods)),
+            pods,
+            error,
+            time.perf_counter() - started,
         )
 
     def _stop_assuming(self, unit: str) -> None:

@@ -10,6 +10,7 @@ from typing import Any, NotRequired, TypedDict
 
 import ray
 
+from cluster.explanation import ExplainRequest
 from cluster.messages import ShardBatch
 from cluster.profile_config import ProfileConfig
 from cluster.store import EpochChanged, Keys, open_store
@@ -86,6 +87,10 @@ class ShardActor:
         profile.disable()
         profile.create_stats()
         return marshal.dumps(profile.stats)
+
+    def explain(self, frame: bytes) -> bytes:
+        """One unit judged now, placing nothing (`ShardCore.explain`), between two batches."""
+        return self.core.explain(ExplainRequest.decode(frame)).encode()
 
     def schedule(self, frame: bytes) -> bytes:
         """One batch in (msgpack), its decisions out (msgpack)."""

@@ -1,0 +1,189 @@
+"""What `optimist explain` says about a pod, as messages: the request to a shard, the
+shard's verdict plugin by plugin, and the dispatcher's standing for the pod.
+
+The shard's answer crosses to the control process as msgpack, then to the user as
+JSON; both carry the same maps (`to_wire`), which docs/explain.md documents field by
+field. A tool reading `optimist explain --output json` reads exactly these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import msgpack
+
+from cluster.objects import SchedulingSpec
+
+
+@dataclass(slots=True)
+class ExplainRequest:
+    """Control process → shard: one unit to judge now, placing nothing."""
+
+    unit: str
+    classes: list[SchedulingSpec]
+    pods: list[tuple[str, int]]  # (pod key, index into classes), in the unit's order
+    min_member: int = 1
+    # per pod, the node it is bound to ("": none): its own requests there are credited
+    # back, so that the node is judged as it was before the pod came
+    bound: list[str] = field(default_factory=list)
+    top: int = 0  # the best nodes to describe per pod; 0: every node
+
+    def encode(self) -> bytes:
+        wire = [
+            self.unit,
+            [c.to_wire() for c in self.classes],
+            [list(p) for p in self.pods],
+            self.min_member,
+            self.bound,
+            self.top,
+        ]
+        return msgpack.packb(wire, use_bin_type=True)
+
+    @classmethod
+    def decode(cls, data: bytes) -> ExplainRequest:
+        unit, classes, pods, min_member, bound, top = msgpack.unpackb(data, raw=False)
+        return cls(
+            str(unit),
+            [SchedulingSpec.from_wire(c) for c in classes],
+            [(str(p), int(c)) for p, c in pods],
+            int(min_member),
+            [str(b) for b in bound],
+            int(top),
+        )
+
+
+@dataclass(slots=True)
+class FilterVerdict:
+    """One Filter plugin over every node, each node judged by it alone."""
+
+    plugin: str
+    rejected: int  # nodes it rejects
+    # nodes it is the first filter of the profile to reject: what upstream's summary counts
+    first: int
+    reasons: dict[str, int]  # its reasons, in upstream's words, for the nodes it rejects
+
+
+@dataclass(slots=True)
+class ScorerColumn:
+    plugin: str
+    weight: int
+    normalizes: bool  # its raw scores are mapped to 0..100 over the feasible nodes
+
+
+@dataclass(slots=True)
+class NodeVerdict:
+    """One node as the pod's profile sees it."""
+
+    node: str
+    rejected_by: list[str]  # the filters that reject it; empty: feasible
+    raw: list[int]  # per scorer, in `PodExplanation.scorers` order; empty when rejected
+    normalized: list[int]  # the same, normalized (0..100 where the scorer normalizes)
+    total: int  # the sum of normalized times weight; -1 when rejected
+    # among the nodes the shard scores for this pod (percentageOfNodesToScore: it stops
+    # searching once it has found enough feasible nodes, from where the last pod stopped)
+    scored: bool
+
+
+@dataclass(slots=True)
+class PodExplanation:
+    pod: str
+    profile: str
+    nodes: int  # the nodes judged: every node the shard knows, cordoned ones included
+    feasible: int
+    filters: list[FilterVerdict]  # in the profile's order
+    summary: str  # upstream's FailedScheduling message when no node is feasible, else ""
+    scorers: list[ScorerColumn]
+    scored: int  # how many nodes the shard's search scores for the pod
+    chosen: str  # the node the shard chooses now ("": none)
+    runner_up: str  # the next best of the nodes it scores ("": none)
+    margin: int  # chosen's total minus the runner-up's, as the shard compared them
+    # the best nodes first (feasible ones by total, then the rejected), `top` of them or all
+    verdicts: list[NodeVerdict]
+
+
+@dataclass(slots=True)
+class UnitExplanation:
+    """Shard → control process: every pod of the unit, judged in order as the shard would
+    place them, each on the view the earlier ones left (their placements assumed)."""
+
+    unit: str
+    shard: int
+    store_version: int  # the node store's version the shard's view is at
+    min_member: int
+    fits: bool  # at least min_member of the pods find a node now
+    pods: list[PodExplanation]
+    error: str = ""  # why the unit could not be judged (its profile is not configured)
+    seconds: float = 0.0  # what judging it took in the shard
+
+    def to_wire(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_wire(cls, wire: dict[str, Any]) -> UnitExplanation:
+        pods = [
+            PodExplanation(
+                **{
+                    **pod,
+                    "filters": [FilterVerdict(**f) for f in pod["filters"]],
+                    "scorers": [ScorerColumn(**s) for s in pod["scorers"]],
+                    "verdicts": [NodeVerdict(**v) for v in pod["verdicts"]],
+                }
+            )
+            for pod in wire["pods"]
+        ]
+        return cls(**{**wire, "pods": pods})
+
+    def encode(self) -> bytes:
+        return msgpack.packb(self.to_wire(), use_bin_type=True)
+
+    @classmethod
+    def decode(cls, data: bytes) -> UnitExplanation:
+        return cls.from_wire(msgpack.unpackb(data, raw=False, strict_map_key=False))
+
+
+@dataclass(slots=True)
+class Standing:
+    """Where the dispatcher holds a pod that is not bound, and what it waits for."""
+
+    state: str  # the queue it is in (as kube-scheduler names them) or what it waits on
+    attempts: int  # scheduling attempts that ended without a commit
+    reason: str  # the last attempt's message ("": none yet)
+    plugins: list[str]  # the filters that rejected nodes in that attempt
+    # the cluster events that send it back to the active queue (its queueing hint); empty
+    # when it waits for no event
+    waits_for: list[str]
+    backoff_left_s: float  # until its backoff after the last failure ends (0: over)
+    waiting_s: float  # since it was last queued or found unschedulable
+    quota: str  # its quota's standing ("": no quota applies)
+    preemption: str  # whether preemption was tried for it, and what came of it
+    group: str = ""  # its PodGroup, for a gang
+    min_member: int = 1
+
+    def to_wire(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class Explanation:
+    """What `optimist explain` prints: the pod, where it stands, and its unit judged now."""
+
+    pod: str
+    source: str  # what was asked: "running" (optimist run or a bench), "what-if", a snapshot
+    bound_to: str  # the node it is bound to ("": not bound)
+    standing: Standing | None  # where the dispatcher holds it (None: bound, or a what-if)
+    unit: UnitExplanation
+
+    def to_wire(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_wire(cls, wire: dict[str, Any]) -> Explanation:
+        standing = wire.get("standing")
+        return cls(
+            str(wire["pod"]),
+            str(wire["source"]),
+            str(wire["bound_to"]),
+            Standing(**standing) if standing else None,
+            UnitExplanation.from_wire(wire["unit"]),
+        )
