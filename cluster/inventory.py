@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
-from cluster.objects import Pod
+from cluster.objects import Pod, SchedulingSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +25,9 @@ class BoundPod:
     started: int  # the order it was bound in: a later pod has a larger number
     namespace: str
     labels: tuple[tuple[str, str], ...]
+    # what it was scheduled as, for `optimist explain`: shared with the other pods of
+    # its class, and most of it (requests, labels) is held above anyway
+    spec: SchedulingSpec | None = None
 
     @property
     def amounts(self) -> dict[str, int]:
@@ -34,7 +37,9 @@ class BoundPod:
     @classmethod
     def of(cls, pod: Pod, node: str, started: int) -> BoundPod:
         spec = pod.spec
-        return cls(pod.key, node, pod.priority, spec.requests, started, pod.namespace, spec.labels)
+        return cls(
+            pod.key, node, pod.priority, spec.requests, started, pod.namespace, spec.labels, spec
+        )
 
 
 class BoundPods:
@@ -72,6 +77,10 @@ class BoundPods:
             self._priorities[gone.priority] -= 1
             if not self._priorities[gone.priority]:
                 del self._priorities[gone.priority]
+
+    def get(self, key: str) -> BoundPod | None:
+        node = self._node_of.get(key)
+        return None if node is None else self._by_node[node][key]
 
     def __iter__(self) -> Iterator[BoundPod]:
         for pods in self._by_node.values():

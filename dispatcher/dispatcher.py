@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from cluster.events import ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, EVENTS, UNSCHEDULABLE_TIMEOUT_S
+from cluster.explanation import Standing
 from cluster.inventory import BoundPod
 from cluster.lifecycle import PodState
 from cluster.messages import Decision, ShardBatch, ShardResult, Status, UnitOutcome, UnitRequest
@@ -210,6 +211,8 @@ class Dispatcher:
             return
         self.stats.preemptions += 1
         self.stats.victims += len(victims)
+        held = ", ".join(sorted(set(nominated.values())))
+        unit.preemption = f"{len(victims)} victims evicted; room held on {held}"
         unit.nominated = dict(nominated)
         unit.victims = set(victims)
         unit.unschedulable_since = self.clock()
@@ -235,6 +238,12 @@ class Dispatcher:
         entry = self._asks.pop(unit_key, None)
         unit = self.units.get(unit_key)
         if entry is not None and unit is not None and unit.state is PodState.PREEMPTING:
+            nodes = len({node for _, names in entry[0].pods for node in names})
+            unit.preemption = (
+                f"tried on the {nodes} nodes where evicting pods might make room: no victims "
+                "(none of lower priority, or evicting them would break a "
+                "PodDisruptionBudget or still leave too little room)"
+            )
             self._unschedulable(unit, entry[1])
 
     def retry_preemption(self, unit_key: str) -> None:
@@ -412,6 +421,8 @@ class Dispatcher:
         index = {spec: i for i, spec in enumerate(classes)}
         pods = [(p, decision.preemptible.get(index[p.spec], [])) for p in unit.pods]
         self.stats.preemption_attempts += 1
+        nodes = len({node for names in decision.preemptible.values() for node in names})
+        unit.preemption = f"looking for victims on the {nodes} nodes where evicting pods may help"
         self._failed(unit, decision.summary())
         unit.move(PodState.PREEMPTING)
         self._asks[unit.key] = (PreemptionAsk(unit.key, pods), decision)
@@ -551,6 +562,48 @@ class Dispatcher:
     def _settle(self, batch_id: int) -> None:
         batch = self.batches.pop(batch_id)
         self._resolved[batch.shard].append(batch_id)
+
+    # --- explain ----------------------------------------------------------------
+
+    def standing(self, pod_key: str) -> tuple[QueuedUnit, Standing] | None:
+        """The unit holding a pod not yet bound, and where it stands; None if no unit
+        holds it (bound, gated, rejected or unknown)."""
+        unit = self.units.get(self._unit_of.get(pod_key, ""))
+        if unit is None:
+            return None
+        now = self.clock()
+        waiting = unit.state in (PodState.UNSCHEDULABLE, PodState.PREEMPTING)
+        quota = self.quota.standing(unit.pods[0]) if unit.pods else ""
+        if unit.state is PodState.QUOTA_WAIT:
+            quota = unit.reason
+        return unit, Standing(
+            state=unit.state.value,
+            attempts=unit.attempts,
+            reason=unit.reason,
+            plugins=list(unit.plugins),
+            waits_for=sorted(unit.requeue_on) if unit.state is PodState.UNSCHEDULABLE else [],
+            backoff_left_s=max(unit.backoff_until - now, 0.0),
+            waiting_s=now - (unit.unschedulable_since if waiting else unit.since),
+            quota=quota,
+            preemption=self._preemption(unit),
+            group=unit.group,
+            min_member=unit.min_member,
+        )
+
+    def _preemption(self, unit: QueuedUnit) -> str:
+        """Whether the unit may look for victims when it fits nowhere, and what came of
+        its last look."""
+        if not self._may_preempt(unit):
+            return "not allowed: preemptionPolicy Never, or its profile does not preempt"
+        if unit.preemption:
+            return unit.preemption
+        floor = self.lowest_bound_priority()
+        reclaim = self.quota.may_reclaim(unit.pods, self.quota.reclaimable())
+        if (floor is None or unit.priority <= floor) and not reclaim:
+            return f"not tried: no bound pod has a priority below {unit.priority}"
+        if unit.attempts:
+            return "not tried: no node where evicting pods could make room (its filters say so)"
+        return "not tried: no attempt has failed yet"
 
     # --- progress ---------------------------------------------------------------
 

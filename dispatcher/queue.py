@@ -57,6 +57,7 @@ class QueuedUnit:
     # not empty containers, while it has none: a million queued units stay small)
     nominated: dict[str, str] | None = None
     victims: set[str] | None = None
+    preemption: str = ""  # what came of its last look for victims ("": none taken)
     since: float = 0.0  # when the unit became complete (a gang's timeout counts from here)
     shard: int = ANY_SHARD  # the shard that should try it, when its node is in a partition
 

@@ -43,6 +43,18 @@ class QuotaGate:
             self.tree.forget(pod_keys)
             self._if_room()
 
+    def standing(self, pod: Pod) -> str:
+        """The pod's quota with what it uses and may use now, per resource ("": none)."""
+        if self.tree is None:
+            return ""
+        leaf = self.tree.leaf_of(pod)
+        if leaf is None:
+            return ""
+        allowed = self.tree.runtime()[leaf]
+        used = self.tree.nodes[leaf].used
+        parts = [f"{r} {used[r]} of {amount} in use" for r, amount in sorted(allowed.items())]
+        return f"quota {leaf}: " + (", ".join(parts) or "no ceiling")
+
     def reclaimable(self) -> set[str]:
         """The quotas using room they must give back (preemption may take it)."""
         return self.tree.over_runtime() if self.tree is not None else set()

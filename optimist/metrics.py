@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import ipaddress
+import json
 import math
 import re
 import threading
@@ -29,6 +30,7 @@ from http import HTTPStatus
 from typing import Any, TypeVar
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
+import yaml
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -50,6 +52,7 @@ from cluster.lifecycle import PodState
 from cluster.messages import Conflict, ShardResult, Status, UnitOutcome
 from cluster.partitions import partition_of
 from dispatcher.dispatcher import Bound, Dispatcher
+from optimist.explain import Explainer, ExplainError
 from optimist.profiling import Profiler, ProfilingError
 
 ATTEMPT_BUCKETS = exponential(0.001, 2, 15)  # scheduling_attempt_duration_seconds
@@ -632,9 +635,11 @@ class MetricsServer:
         address: str,
         ready: Callable[[], bool] = lambda: True,
         profiler: Profiler | None = None,
+        explainer: Explainer | None = None,
     ) -> None:
         host, _, port = address.rpartition(":")
         self.metrics, self.ready, self.profiler = metrics, ready, profiler
+        self.explainer = explainer
         self._server = make_server(
             host.strip("[]") or "127.0.0.1", int(port), self._app, handler_class=_QuietHandler
         )
@@ -660,6 +665,8 @@ class MetricsServer:
         path = environ.get("PATH_INFO", "")
         if path == "/debug/profile" and self.profiler is not None:
             status, kind, body = self._profile(environ, self.profiler)
+        elif path == "/debug/explain" and self.explainer is not None:
+            status, kind, body = self._explain(environ, self.explainer)
         elif path == "/metrics":
             body, kind = generate_latest(self.metrics.registry), CONTENT_TYPE_LATEST
             status = "200 OK"
@@ -675,9 +682,28 @@ class MetricsServer:
         return [body]
 
     @staticmethod
+    def _explain(environ: dict[str, Any], explainer: Explainer) -> tuple[str, str, bytes]:
+        """`GET ?pod=NAMESPACE/NAME&top=N`: the pod explained (`optimist.explain`), as JSON;
+        `POST` a pod manifest (JSON or YAML) for a what-if."""
+        if not _loopback(environ):
+            return "403 Forbidden", "text/plain", b"explanations are for clients on loopback only"
+        query = urllib.parse.parse_qs(environ.get("QUERY_STRING", ""))
+        given = query.get("top", ["0"])[0]
+        if not given.isdigit():
+            return "400 Bad Request", "text/plain", f"top: {given!r} is not a count".encode()
+        try:
+            manifest = None
+            if environ.get("REQUEST_METHOD") == "POST":
+                manifest = _manifest(environ)
+            found = explainer.explain(query.get("pod", [""])[0], manifest, int(given))
+        except ExplainError as err:
+            return f"{err.status} {HTTPStatus(err.status).phrase}", "text/plain", str(err).encode()
+        return "200 OK", "application/json", json.dumps(found.to_wire()).encode()
+
+    @staticmethod
     def _profile(environ: dict[str, Any], profiler: Profiler) -> tuple[str, str, bytes]:
         """A pstats file of `?target=` (control, or shard-N) over `?seconds=` (10)."""
-        if not ipaddress.ip_address(environ.get("REMOTE_ADDR") or "0.0.0.0").is_loopback:
+        if not _loopback(environ):
             return "403 Forbidden", "text/plain", b"profiles are for clients on loopback only"
         query = urllib.parse.parse_qs(environ.get("QUERY_STRING", ""))
         target = query.get("target", ["control"])[0]
@@ -691,6 +717,29 @@ class MetricsServer:
         except ProfilingError as err:
             return f"{err.status} {HTTPStatus(err.status).phrase}", "text/plain", str(err).encode()
         return "200 OK", "application/octet-stream", stats
+
+
+def _loopback(environ: dict[str, Any]) -> bool:
+    return ipaddress.ip_address(environ.get("REMOTE_ADDR") or "0.0.0.0").is_loopback
+
+
+_MAX_MANIFEST = 1 << 20
+
+
+def _manifest(environ: dict[str, Any]) -> Any:
+    """A request's body, a pod manifest in JSON or YAML (a 400 if it is neither)."""
+    try:
+        size = int(environ.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        size = -1
+    if not 0 < size <= _MAX_MANIFEST:
+        raise ExplainError(
+            400, f"the body must hold a pod manifest of at most {_MAX_MANIFEST} bytes"
+        )
+    try:
+        return yaml.safe_load(environ["wsgi.input"].read(size))
+    except yaml.YAMLError as err:
+        raise ExplainError(400, f"the body is neither JSON nor YAML: {err}") from None
 
 
 class _QuietHandler(WSGIRequestHandler):

@@ -204,7 +204,7 @@ def run_replay(snapshot: Snapshot, settings: Settings) -> ReplayRun:
         store = platform.store
         store.clear()
         store.put_nodes(cluster.nodes.values())
-        background = _run_in_place(store, cluster, snapshot.background, errors)
+        background = run_in_place(store, cluster, snapshot.background, errors)
         for manifest in snapshot.group_manifests:
             cluster.create_pod_group(manifest)
         loop = SchedulingLoop(platform, cluster)
@@ -261,7 +261,7 @@ def run_replay(snapshot: Snapshot, settings: Settings) -> ReplayRun:
     )
 
 
-def _run_in_place(
+def run_in_place(
     store: Store, cluster: SimulatedCluster, pods: Sequence[Pod], errors: list[str]
 ) -> list[Pod]:
     """Commit background pods on their nodes, then record them bound; returns those that are.

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from cluster.store import Store
 from optimist.config import Settings
+from optimist.explain import Explainer
 from optimist.kube.adapter import KubernetesAdapter
 from optimist.kube.client import KubeClient
 from optimist.kube.lease import LeaderElector, LeaseConfig
@@ -66,6 +67,7 @@ class Service:
     lease: LeaseConfig | None = None  # None: no leader election (one replica only)
     metrics: SchedulerMetrics | None = None
     profiler: Profiler | None = None
+    explainer: Explainer | None = None
     ready: threading.Event = field(default_factory=threading.Event)  # scheduling now
     loop: SchedulingLoop | None = None
     reconciled: Reconciled | None = None
@@ -98,7 +100,11 @@ class Service:
                     else None
                 )
                 self.loop = SchedulingLoop(
-                    platform, adapter, metrics=metrics, profiler=self.profiler
+                    platform,
+                    adapter,
+                    metrics=metrics,
+                    profiler=self.profiler,
+                    explainer=self.explainer,
                 )
                 self.ready.set()
                 while not stop.is_set() and not lost.is_set():
@@ -111,6 +117,8 @@ class Service:
                 self.metrics.watch_api(None)
             if self.profiler is not None:
                 self.profiler.detach()
+            if self.explainer is not None:
+                self.explainer.detach()
             adapter.stop()
             if elector is not None:
                 elector.release()

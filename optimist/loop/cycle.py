@@ -28,6 +28,7 @@ from cluster.quota import QuotaTree
 from dispatcher.dispatcher import Dispatcher
 from dispatcher.queue import Backoff
 from optimist.config import Settings
+from optimist.explain import Explainer
 from optimist.loop.commits import Commits
 from optimist.loop.eviction import Eviction
 from optimist.loop.faults import Faults
@@ -61,6 +62,7 @@ class SchedulingLoop:
         on_stage: StageHook | None = None,
         metrics: LoopMetrics | None = None,
         profiler: Profiler | None = None,
+        explainer: Explainer | None = None,
     ) -> None:
         s = self.settings = platform.settings
         self.cluster = cluster
@@ -73,6 +75,9 @@ class SchedulingLoop:
         self.profiler = profiler
         if profiler:
             profiler.attach(platform.shards)
+        self.explainer = explainer
+        if explainer:
+            explainer.attach(platform.shards)
         self.faults = Faults()
         bound_pods = self.bound_pods = BoundPods()  # what preemption may evict
         budgets = DisruptionBudgets(bound_pods)
@@ -143,6 +148,8 @@ class SchedulingLoop:
                 self.metrics.maybe_sample(self.dispatcher)
             if self.profiler:
                 self.profiler.poll()
+            if self.explainer:
+                self.explainer.poll(self.dispatcher, self.bound_pods)
             if not self.busy():
                 return
             self.pipelines.restart_overdue()
