@@ -13,11 +13,13 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import ray
 import typer
+import yaml
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -46,6 +48,9 @@ from optimist.configuration import (
     load_file,
 )
 from optimist.controlplane import ControlPlaneMissing, binaries
+from optimist.explain import Explainer, ExplainError, ask_endpoint
+from optimist.explain_snapshot import explain_snapshot
+from optimist.explain_view import page, terminal
 from optimist.gpu_mix import parse_mix
 from optimist.gpu_trace import (
     DEFAULT_TRACE_POLICY,
@@ -636,7 +641,10 @@ def _bench_serving_metrics(
     metrics = SchedulerMetrics()
     running = threading.Event()
     running.set()
-    with MetricsServer(metrics, address, ready=running.is_set, profiler=profiler) as server:
+    explainer = Explainer(settings.scheduler_names)
+    with MetricsServer(
+        metrics, address, ready=running.is_set, profiler=profiler, explainer=explainer
+    ) as server:
         log.info("serving metrics on http://%s/metrics", server.address)
         run = run_bench(
             settings,
@@ -647,6 +655,7 @@ def _bench_serving_metrics(
             profile_dir=profile_dir,
             profiler=profiler,
             chaos=chaos,
+            explainer=explainer,
         )
         running.clear()
         show(run)
@@ -849,6 +858,7 @@ def run(
     address = metrics_address or configuration.optimist.metrics_address or "127.0.0.1:10259"
     metrics = SchedulerMetrics()
     profiler = Profiler() if profiling_endpoint else None
+    explainer = Explainer(settings.scheduler_names)
     service = Service(
         settings,
         client,
@@ -856,10 +866,13 @@ def run(
         lease=lease,
         metrics=metrics,
         profiler=profiler,
+        explainer=explainer,
     )
     # the port is taken before Ray starts: Ray's processes take ports of their own, and
     # a port in use fails here, at once, not after Ray is up
-    server = MetricsServer(metrics, address, ready=service.ready.is_set, profiler=profiler)
+    server = MetricsServer(
+        metrics, address, ready=service.ready.is_set, profiler=profiler, explainer=explainer
+    )
     own_ray = init_ray(settings.ray_address)  # first: Ray installs signal handlers of its own
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -871,6 +884,89 @@ def run(
         finally:
             if own_ray:
                 ray.shutdown()
+
+
+class Output(StrEnum):
+    table = "table"
+    json = "json"
+    html = "html"
+
+
+@app.command()
+def explain(
+    pod: Annotated[
+        str | None, typer.Argument(help="NAMESPACE/NAME of a pod optimist holds or has bound")
+    ] = None,
+    manifest: Annotated[
+        Path | None,
+        typer.Option(
+            exists=True,
+            dir_okay=False,
+            help="a pod manifest (YAML or JSON) to judge as if it were created now",
+        ),
+    ] = None,
+    endpoint: Annotated[
+        str,
+        typer.Option(help="the metrics address of the optimist to ask (run, or bench)"),
+    ] = "127.0.0.1:10259",
+    snapshot: Annotated[
+        Path | None,
+        typer.Option(
+            exists=True,
+            dir_okay=False,
+            help="judge against this snapshot (`kubectl get nodes,pods -A -o yaml`, or a "
+            "bench's --save-state) instead of a running optimist",
+        ),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(dir_okay=False, help="with --snapshot: the KubeSchedulerConfiguration file"),
+    ] = None,
+    output: Annotated[Output, typer.Option("--output", "-o")] = Output.table,
+    top: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            help="nodes to show per pod, best first [default: 10 in the "
+            "table, every node in json and html]",
+        ),
+    ] = None,
+) -> None:
+    """Why a pod went where it went, or why it is still pending, plugin by plugin.
+
+    Each Filter plugin's verdict over every node, each Score plugin's raw, normalized and
+    weighted score on every feasible node, and the node the shard's own search chooses
+    now, with its margin; for a pod not bound, where the queue holds it and what it
+    waits for. Exits 1 if the pod cannot be explained (not found, or no optimist answers).
+    """
+    if (pod is None) == (manifest is None):
+        typer.echo("error: name a pod (NAMESPACE/NAME) or give --manifest, one of them", err=True)
+        raise typer.Exit(2)
+    if config and not snapshot:
+        typer.echo("error: --config goes with --snapshot (optimist runs with its own)", err=True)
+        raise typer.Exit(2)
+    shown = top if top is not None else (10 if output is Output.table else 0)
+    body = None
+    if manifest is not None:
+        with _usage_error(yaml.YAMLError, OSError):
+            body = yaml.safe_load(manifest.read_text())
+    try:
+        if snapshot:
+            configuration = _load_or_exit(config) if config else default_configuration()
+            with _usage_error(SnapshotError, ValueError):
+                settings = Settings.from_configuration(configuration)
+                found = explain_snapshot(snapshot, settings, pod or "", body, shown)
+        else:
+            found = ask_endpoint(endpoint, pod or "", body, shown)
+    except ExplainError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(1) from None
+    if output is Output.json:
+        typer.echo(json.dumps(found.to_wire(), indent=2))
+    elif output is Output.html:
+        typer.echo(page(found))
+    else:
+        console.print(terminal(found, top if top is not None else 10))
 
 
 @app.command()

@@ -13,7 +13,11 @@ Against a snapshot, `optimist.explain_snapshot`.
 
 from __future__ import annotations
 
+import json
 import threading
+import urllib.error
+import urllib.parse
+import urllib.request
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -182,3 +186,25 @@ class Explainer:
 def single(key: str, spec: SchedulingSpec, bound_to: str = "", top: int = 0) -> ExplainRequest:
     """A request for one pod, bound to `bound_to` or not."""
     return ExplainRequest(key, [spec], [(key, 0)], 1, [bound_to] if bound_to else [], top)
+
+
+def ask_endpoint(
+    address: str, pod: str = "", manifest: Any = None, top: int = 0, timeout_s: float = 30.0
+) -> Explanation:
+    """Ask the optimist serving metrics at `address` (HOST:PORT) through /debug/explain."""
+    query = urllib.parse.urlencode({"pod": pod, "top": top})
+    url = f"http://{address}/debug/explain?{query}"
+    data = None if manifest is None else json.dumps(manifest).encode()
+    request = urllib.request.Request(url, data=data, method="GET" if data is None else "POST")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as answer:
+            return Explanation.from_wire(json.loads(answer.read()))
+    except urllib.error.HTTPError as err:
+        raise ExplainError(err.code, err.read().decode(errors="replace")) from None
+    except (urllib.error.URLError, OSError) as err:
+        reason = getattr(err, "reason", err)
+        raise ExplainError(
+            503,
+            f"nothing answers at {address} ({reason}): is `optimist run` (or a bench with "
+            "--metrics-address) serving there?",
+        ) from None

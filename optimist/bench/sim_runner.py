@@ -40,6 +40,7 @@ from optimist.bench.op_walker import (
     phase_takes,
 )
 from optimist.chaos import Chaos, ChaosPlan
+from optimist.explain import Explainer
 from optimist.loop import SchedulingLoop
 from optimist.metrics import LoopMetrics
 from optimist.profiling import Profiler
@@ -157,6 +158,7 @@ class CaseRunner(OpWalker[Window]):
         metrics: LoopMetrics | None = None,
         profiler: Profiler | None = None,
         chaos: ChaosPlan | None = None,
+        explainer: Explainer | None = None,
     ) -> None:
         self.started = time.perf_counter()
         self.run = run
@@ -171,6 +173,7 @@ class CaseRunner(OpWalker[Window]):
             on_stage=self._stage,
             metrics=metrics,
             profiler=profiler,
+            explainer=explainer,
         )
         here = ray.get_runtime_context().get_node_id()
         # the bench's readings, apart from the loop's, of every server of the store

@@ -47,6 +47,7 @@ from optimist.bench.sim_runner import CaseOutcome, CaseRunner
 from optimist.chaos import ChaosPlan
 from optimist.config import Settings
 from optimist.configuration import load_file
+from optimist.explain import Explainer
 from optimist.invariants import check_invariants
 from optimist.metrics import LoopMetrics
 from optimist.profiling import Profiler
@@ -140,6 +141,7 @@ def run_bench(
     profile_dir: Path | None = None,
     profiler: Profiler | None = None,
     chaos: ChaosPlan | None = None,
+    explainer: Explainer | None = None,
 ) -> BenchRun:
     """Run every workload of the plan; with `profile_dir`, write a CPU profile of the
     control process and of each shard per workload there (pstats files); with a
@@ -173,6 +175,7 @@ def run_bench(
                     metrics=metrics,
                     profiler=profiler,
                     chaos=chaos,
+                    explainer=explainer,
                 )
                 try:
                     with _profiled(platform, profile_dir, run.name):
@@ -180,6 +183,8 @@ def run_bench(
                 finally:
                     if profiler:
                         profiler.detach()
+                    if explainer:
+                        explainer.detach()
                 platform.locate_shards()  # a shard whose Ray node was lost runs elsewhere
                 cases.append(case_report(outcome, platform))
                 versions = versions or report.versions(platform.store.client.info("server"))
