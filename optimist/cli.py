@@ -36,6 +36,7 @@ from optimist.bench.simulated import (
     progress_bar,
     run_bench,
     write_placements,
+    write_state,
 )
 from optimist.bench.sweep import SweepError, parse_sweep, run_sweep
 from optimist.chaos import DURATION_S, FAULTS, FAULTS_PER_KIND, ChaosError, ChaosPlan
@@ -185,6 +186,21 @@ def bench(
     ] = DEFAULT_TIMEOUT_S,
     placements: Annotated[
         Path | None, typer.Option(help="write namespace,pod,node CSV here")
+    ] = None,
+    explain_every: Annotated[
+        float,
+        typer.Option(
+            min=0,
+            help="explain a pod of the workload every SECONDS while it runs (every node "
+            "described), and report what each took (explain in the JSON report)",
+        ),
+    ] = 0.0,
+    save_state: Annotated[
+        Path | None,
+        typer.Option(
+            help="write the cluster as the (last) workload left it, a snapshot for "
+            "`optimist explain --snapshot` and `optimist replay`"
+        ),
     ] = None,
     report: Annotated[Path | None, typer.Option(help="write the JSON report here")] = None,
     html: Annotated[Path | None, typer.Option(help="write an HTML page with charts here")] = None,
@@ -383,8 +399,13 @@ def bench(
             write_html(run.report, html)
         if placements:
             write_placements(run, placements)
+        if save_state:
+            write_state(run, save_state)
         if report:
             write_report(report, run.report)
+        for case in run.report.get("cases", []):
+            if "explain" in case:
+                console.print(_explained(case["name"], case["explain"]))
         for warning in run.report.get("warnings", []):
             console.print(f"[yellow]warning:[/yellow] {warning}")
         for violation in run.report["invariant_violations"]:
@@ -413,6 +434,7 @@ def bench(
                 profile,
                 Profiler() if profiling_endpoint else None,
                 faults,
+                explain_every,
                 show,
             )
         else:
@@ -423,6 +445,7 @@ def bench(
                 cpu_affinity=cpu_affinity,
                 profile_dir=profile,
                 chaos=faults,
+                explain_every_s=explain_every,
             )
     if not metrics_address or sweep:
         show(run)
@@ -633,6 +656,7 @@ def _bench_serving_metrics(
     profile_dir: Path | None,
     profiler: Profiler | None,
     chaos: ChaosPlan | None,
+    explain_every_s: float,
     show: Callable[[BenchRun], None],
 ) -> BenchRun:
     """`run_bench` with the platform's metrics served on `address` (ready while it runs),
@@ -656,11 +680,24 @@ def _bench_serving_metrics(
             profiler=profiler,
             chaos=chaos,
             explainer=explainer,
+            explain_every_s=explain_every_s,
         )
         running.clear()
         show(run)
         time.sleep(linger)
     return run
+
+
+def _explained(case: str, probe: dict[str, Any]) -> str:
+    """One line on what explaining pods mid-run took (`--explain-every`)."""
+    waited, judged = probe["waited_s"], probe["judged_s"]
+    if not waited["count"]:
+        return f"{case}: explain: no call answered ({'; '.join(probe['errors']) or 'no pod yet'})"
+    return (
+        f"{case}: explain: {waited['count']} calls at {probe['nodes']} nodes; waited p50 "
+        f"{waited['p50'] * 1000:.0f} ms, max {waited['max'] * 1000:.0f} ms; the shard judged "
+        f"in p50 {judged['p50'] * 1000:.0f} ms, max {judged['max'] * 1000:.0f} ms"
+    )
 
 
 def _seconds(value: float | None) -> str:

@@ -52,6 +52,8 @@ class Settings:
     # Ray cluster, only the nodes started with them (`ray start --resources`) take it
     shard_resources: dict[str, float] = field(default_factory=dict)
     binder_resources: dict[str, float] = field(default_factory=dict)
+    # the PodScheduled condition of a pod that cannot be scheduled says how to explain it
+    explain_hint: bool = False
 
     def __post_init__(self) -> None:
         positive = ("shards", "batch_pods", "inflight_per_shard", "max_conflicts", "candidates")

@@ -82,7 +82,9 @@ class Service:
         if elector is not None and not elector.acquire(stop):
             return
         lost = elector.lost if elector is not None else threading.Event()
-        adapter = KubernetesAdapter(self.client, self.settings.scheduler_names).start()
+        adapter = KubernetesAdapter(
+            self.client, self.settings.scheduler_names, explain_hint=self.settings.explain_hint
+        ).start()
         if self.metrics is not None:
             self.metrics.watch_api(lambda: api_sample(adapter, lost))
         try:

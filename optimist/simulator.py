@@ -225,6 +225,28 @@ class SimulatedCluster:
             )
         return ClusterState(list(self.nodes.values()), dict(self.namespaces), pods)
 
+    def objects(self) -> dict[str, Any]:
+        """The cluster as `kubectl get nodes,pods -A -o json` prints it (the nodes, and the
+        pods with their node or the last failure reported for them): a snapshot that
+        `optimist replay` and `optimist explain --snapshot` read."""
+        items: list[dict[str, Any]] = [
+            {"apiVersion": "v1", "kind": "Node", **manifest}
+            for manifest in self.node_manifests.values()
+        ]
+        for key, manifest in self.pod_manifests.items():
+            pod = {"apiVersion": "v1", "kind": "Pod", **manifest}
+            if key in self.bindings:
+                pod["spec"] = {**manifest["spec"], "nodeName": self.bindings[key]}
+            elif key in self.reports:
+                reason, message = self.reports[key]
+                condition = {"type": "PodScheduled", "status": "False", "reason": reason}
+                pod["status"] = {
+                    "phase": "Pending",
+                    "conditions": [{**condition, "message": message}],
+                }
+            items.append(pod)
+        return {"apiVersion": "v1", "kind": "List", "items": items}
+
     def take_namespace_events(self) -> tuple[dict[str, dict[str, str]], list[str]]:
         made, self._new_namespaces = self._new_namespaces, {}
         return made, []

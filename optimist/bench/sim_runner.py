@@ -185,6 +185,7 @@ class CaseRunner(OpWalker[Window]):
         self.deadline = time.perf_counter() + timeout_s
         self.timeout_s = timeout_s
         self.created_at: dict[str, float] = {}
+        self.pod_keys: list[str] = []  # in creation order: read from other threads as it grows
         self.bound_at: dict[str, float] = {}
         # stage -> pod -> when it last reached it ("sent" again on every attempt)
         self.stages: dict[str, dict[str, float]] = {
@@ -361,6 +362,7 @@ class CaseRunner(OpWalker[Window]):
         op_tally = self.by_op.setdefault(index, Tally())
         ns_tally = self.by_namespace.setdefault(namespace, Tally())
         ours = keys if self._is_ours(keys) else []
+        self.pod_keys.extend(ours)
         for key in ours:
             self.created_at[key] = now
             self.tags[key] = (index, namespace)

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import cProfile
 import csv
+import json
 import os
 import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ from optimist.bench.case_file import (
     StartCollectingMetrics,
     StopCollectingMetrics,
 )
+from optimist.bench.explain_probe import ExplainProbe
 from optimist.bench.sim_runner import CaseOutcome, CaseRunner
 from optimist.chaos import ChaosPlan
 from optimist.config import Settings
@@ -142,13 +144,17 @@ def run_bench(
     profiler: Profiler | None = None,
     chaos: ChaosPlan | None = None,
     explainer: Explainer | None = None,
+    explain_every_s: float = 0.0,
 ) -> BenchRun:
     """Run every workload of the plan; with `profile_dir`, write a CPU profile of the
     control process and of each shard per workload there (pstats files); with a
     `profiler`, take profiles whenever it is asked to, while workloads run; with
-    `chaos`, inject its faults while they run."""
+    `chaos`, inject its faults while they run; with `explain_every_s`, explain a pod of
+    the workload that often while it runs (`ExplainProbe`)."""
     if chaos:
         chaos.check(settings.binders, own_redis=settings.private_redis)
+    if explain_every_s and explainer is None:
+        explainer = Explainer(settings.scheduler_names)
     plan = Plan((workload.case(),)) if isinstance(workload, Workload) else workload
     cases: list[dict[str, Any]] = []
     clusters: dict[str, SimulatedCluster] = {}
@@ -177,8 +183,13 @@ def run_bench(
                     chaos=chaos,
                     explainer=explainer,
                 )
+                probe = (
+                    ExplainProbe(explainer, runner.pod_keys, explain_every_s, settings.seed)
+                    if explainer and explain_every_s
+                    else None
+                )
                 try:
-                    with _profiled(platform, profile_dir, run.name):
+                    with _profiled(platform, profile_dir, run.name), probe or nullcontext():
                         outcome = runner.execute()
                 finally:
                     if profiler:
@@ -187,6 +198,8 @@ def run_bench(
                         explainer.detach()
                 platform.locate_shards()  # a shard whose Ray node was lost runs elsewhere
                 cases.append(case_report(outcome, platform))
+                if probe:
+                    cases[-1]["explain"] = probe.summary()
                 versions = versions or report.versions(platform.store.client.info("server"))
             clusters[run.name] = outcome.cluster
     top = pooled(cases)
@@ -584,6 +597,11 @@ def write_placements(run: BenchRun, path: Path) -> None:
             for key, node in sorted(cluster.bindings.items()):
                 namespace, pod = key.split("/", 1)
                 out.writerow(([name] if several else []) + [namespace, pod, node])
+
+
+def write_state(run: BenchRun, path: Path) -> None:
+    """The last workload's cluster as it ended, a snapshot (`SimulatedCluster.objects`)."""
+    path.write_text(json.dumps(run.cluster.objects()))
 
 
 @contextmanager

@@ -129,3 +129,6 @@ class OptimistOptions(WireModel):
     """Ray resources each shard asks for, to place shards on chosen Ray nodes."""
     binder_resources: RayResources | None = None
     """Ray resources each binder actor asks for."""
+    explain_hint: bool | None = None
+    """End the PodScheduled condition's message of a pod that cannot be scheduled with the
+    `optimist explain` command that shows why, plugin by plugin [default: false]."""

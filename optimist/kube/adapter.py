@@ -113,8 +113,10 @@ class KubernetesAdapter:
         bind_workers: int = 16,
         report_queue: int = 10_000,
         watch_timeout_s: float = 300.0,
+        explain_hint: bool = False,
     ) -> None:
         self.client = client
+        self.explain_hint = explain_hint  # see `report_unschedulable`
         # reports draw on a rate limit of their own, as client-go's event broadcaster does:
         # a burst of FailedScheduling events never makes a binding wait
         self._report_client = client.sibling(client.bucket.qps, client.bucket.burst)
@@ -497,13 +499,18 @@ class KubernetesAdapter:
     def report_unschedulable(self, failures: list[tuple[str, str, str]]) -> None:
         """(pod, reason, message) for pods whose attempt failed: a FailedScheduling
         event and the PodScheduled condition, as kube-scheduler writes them. `reason`
-        is the condition's: Unschedulable, SchedulerError or SchedulingGated."""
+        is the condition's: Unschedulable, SchedulerError or SchedulingGated. With
+        `explain_hint`, the condition's message (not the event's, which stays upstream's)
+        ends with the command that explains the pod plugin by plugin."""
         for pod, reason, message in failures:
+            said = message
+            if self.explain_hint and reason == "Unschedulable":
+                said = f"{message} Each plugin's verdict on each node: optimist explain {pod}"
             condition = {
                 "type": "PodScheduled",
                 "status": "False",
                 "reason": reason,
-                "message": message,
+                "message": said,
                 "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             }
             event = "FailedScheduling" if reason != "SchedulingGated" else ""

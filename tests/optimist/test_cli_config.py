@@ -92,6 +92,7 @@ def benches(monkeypatch: pytest.MonkeyPatch) -> list[Settings]:
         cpu_affinity: bool,
         profile_dir: object = None,
         chaos: object = None,
+        explain_every_s: float = 0.0,
     ) -> _Run:
         seen.append(settings)
         return _Run()

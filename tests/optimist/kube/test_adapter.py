@@ -153,6 +153,25 @@ def test_failures_and_nominations_are_written_where_kubectl_shows_them(adapter):
     assert adapter.take_new_pods() == ([], [])
 
 
+def test_the_explain_hint_ends_the_condition_and_leaves_the_event_as_upstream_s(kube_api):
+    api = kube_api
+    adapter = KubernetesAdapter(api.client(), OURS, explain_hint=True).start()
+    try:
+        api.put("pods", pod_doc("a"))
+        take_pods(adapter, 1)
+        message = "0/2 nodes are available: 2 Insufficient cpu."
+        adapter.report_unschedulable([("default/a", "Unschedulable", message)])
+        assert adapter.flush_reports()
+        [condition] = api.get("pods", "default", "a")["status"]["conditions"]
+        assert condition["message"] == (
+            f"{message} Each plugin's verdict on each node: optimist explain default/a"
+        )
+        [event] = api.events_for("default/a")
+        assert event["message"] == message
+    finally:
+        adapter.stop()
+
+
 def test_priority_is_the_priority_class_s(kube_api):
     """The server's Priority admission writes spec.priority from the class (the global
     default where none is named), and refuses a pod that writes its own."""
