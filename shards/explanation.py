@@ -49,14 +49,14 @@ def explain_pod(key: str, state: ClassState, row: int, top: int) -> PodExplanati
     in_search[rows[compared >= 0]] = True
     chosen = runner = ""
     margin = 0
+    after = state.runners_up(row, 1) if row >= 0 else []
     if row >= 0:
         chosen = table.names[row]
-        after = state.runners_up(row, 1)
         if after:
             runner = table.names[after[0]]
             by_row = dict(zip(rows.tolist(), compared.tolist(), strict=True))
             margin = by_row[row] - by_row.get(after[0], 0)
-    order = _ranked(state.scores, alive, row)
+    order = _ranked(state.scores, alive, [row, *after] if row >= 0 else [])
     if top:
         order = order[:top]
     names = [plugin.name for plugin in profile.filters]
@@ -92,9 +92,10 @@ def explain_pod(key: str, state: ClassState, row: int, top: int) -> PodExplanati
     )
 
 
-def _ranked(scores: np.ndarray, alive: np.ndarray, chosen: int) -> np.ndarray:
-    """The live rows best first: the chosen one, the feasible by score, then the rest."""
+def _ranked(scores: np.ndarray, alive: np.ndarray, first: list[int]) -> np.ndarray:
+    """The live rows best first: the chosen one and its runner-up (`first`), the other
+    feasible ones by score, then the rest."""
     order = alive[np.argsort(-scores[alive], kind="stable")]
-    if chosen >= 0:
-        order = np.concatenate(([chosen], order[order != chosen]))
+    if first:
+        order = np.concatenate((first, order[~np.isin(order, first)]))
     return order
