@@ -72,17 +72,46 @@ class ScorerColumn:
 
 
 @dataclass(slots=True)
-class NodeVerdict:
-    """One node as the pod's profile sees it."""
+class NodeColumns:
+    """The nodes described, best first, as columns: item i of each list is node i's (a
+    table as pandas.DataFrame reads it). Columns, not a map per node: at 5,000 nodes
+    building and encoding those cost twice the judging."""
 
-    node: str
-    rejected_by: list[str]  # the filters that reject it; empty: feasible
-    raw: list[int]  # per scorer, in `PodExplanation.scorers` order; empty when rejected
-    normalized: list[int]  # the same, normalized (0..100 where the scorer normalizes)
-    total: int  # the sum of normalized times weight; -1 when rejected
+    node: list[str]
+    total: list[int]  # the sum of normalized times weight; -1 where a filter rejects it
     # among the nodes the shard scores for this pod (percentageOfNodesToScore: it stops
     # searching once it has found enough feasible nodes, from where the last pod stopped)
+    scored: list[bool]
+    rejects: list[list[bool]]  # per filter (`PodExplanation.filters` order), per node
+    raw: list[list[int]]  # per scorer (`PodExplanation.scorers` order), per node
+    # the same normalized (0..100 where the scorer normalizes); 0 where rejected
+    normalized: list[list[int]]
+
+    def rows(self, filters: list[str]) -> list[NodeVerdict]:
+        """Node by node, for a reader; `filters` are the filters' names, in order."""
+        return [
+            NodeVerdict(
+                name,
+                self.total[i],
+                self.scored[i],
+                [f for f, column in zip(filters, self.rejects, strict=True) if column[i]],
+                [column[i] for column in self.raw],
+                [column[i] for column in self.normalized],
+            )
+            for i, name in enumerate(self.node)
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeVerdict:
+    """One row of `NodeColumns`."""
+
+    node: str
+    total: int
     scored: bool
+    rejected_by: list[str]
+    raw: list[int]
+    normalized: list[int]
 
 
 @dataclass(slots=True)
@@ -98,15 +127,19 @@ class PodExplanation:
     chosen: str  # the node the shard chooses now ("": none)
     runner_up: str  # the next best of the nodes it scores ("": none)
     margin: int  # chosen's total minus the runner-up's, as the shard compared them
-    # the best nodes first (feasible ones by total, then the rejected), `top` of them or all
-    verdicts: list[NodeVerdict]
+    # the chosen node and its runner-up first, then the other feasible ones by total, then
+    # the rejected: `top` of them, or all
+    ranked: NodeColumns
+
+    def verdicts(self) -> list[NodeVerdict]:
+        return self.ranked.rows([f.plugin for f in self.filters])
 
     def to_wire(self) -> dict[str, Any]:
         return {
             **_flat(self),
             "filters": [_flat(f) for f in self.filters],
             "scorers": [_flat(s) for s in self.scorers],
-            "verdicts": [_flat(v) for v in self.verdicts],
+            "ranked": _flat(self.ranked),
         }
 
 
@@ -135,7 +168,7 @@ class UnitExplanation:
                     **pod,
                     "filters": [FilterVerdict(**f) for f in pod["filters"]],
                     "scorers": [ScorerColumn(**s) for s in pod["scorers"]],
-                    "verdicts": [NodeVerdict(**v) for v in pod["verdicts"]],
+                    "ranked": NodeColumns(**pod["ranked"]),
                 }
             )
             for pod in wire["pods"]

@@ -92,7 +92,7 @@ def _pod(pod: PodExplanation, top: int) -> list[RenderableType]:
     for s in pod.scorers:
         scores.add_column(f"{_SHORT.get(s.plugin, s.plugin)}\nw{s.weight}", justify="right")
     scores.add_column("total", justify="right")
-    for v in [v for v in pod.verdicts if v.total >= 0][:top]:
+    for v in [v for v in pod.verdicts() if v.total >= 0][:top]:
         cells = [
             f"{n}" if raw == n else f"{n} ({raw})"
             for raw, n in zip(v.raw, v.normalized, strict=True)
@@ -170,7 +170,7 @@ def _pod_html(pod: PodExplanation) -> str:
         for s in pod.scorers
     )
     lines = []
-    for v in pod.verdicts:
+    for v in pod.verdicts():
         if v.total >= 0:
             cells = "".join(
                 f"<td>{r}</td><td>{n}</td>" for r, n in zip(v.raw, v.normalized, strict=True)

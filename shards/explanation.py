@@ -12,7 +12,7 @@ from collections import Counter
 
 import numpy as np
 
-from cluster.explanation import FilterVerdict, NodeVerdict, PodExplanation, ScorerColumn
+from cluster.explanation import FilterVerdict, NodeColumns, PodExplanation, ScorerColumn
 from cluster.messages import Decision
 from shards.class_state import ClassState
 
@@ -54,28 +54,18 @@ def explain_pod(key: str, state: ClassState, row: int, top: int) -> PodExplanati
         chosen = table.names[row]
         if after:
             runner = table.names[after[0]]
-            by_row = dict(zip(rows.tolist(), compared.tolist(), strict=True))
-            margin = by_row[row] - by_row.get(after[0], 0)
+            margin = int(compared[rows == row][0] - compared[rows == after[0]][0])
     order = _ranked(state.scores, alive, [row, *after] if row >= 0 else [])
     if top:
         order = order[:top]
-    names = [plugin.name for plugin in profile.filters]
-    raws = [raw[order].tolist() for raw in state.raws]
-    norms = [part[order].tolist() for part in normalized]
-    totals = state.scores[order].tolist()
-    verdicts = []
-    for i, r in enumerate(order.tolist()):
-        ok = totals[i] >= 0
-        verdicts.append(
-            NodeVerdict(
-                table.names[r],
-                [] if ok else [names[f] for f in np.flatnonzero(rejects[:, r])],
-                [raw[i] for raw in raws] if ok else [],
-                [norm[i] for norm in norms] if ok else [],
-                totals[i],
-                bool(in_search[r]),
-            )
-        )
+    ranked = NodeColumns(
+        [table.names[r] for r in order.tolist()],
+        state.scores[order].tolist(),
+        in_search[order].tolist(),
+        rejects[:, order].tolist(),
+        [raw[order].tolist() for raw in state.raws],
+        [part[order].tolist() for part in normalized],
+    )
     return PodExplanation(
         key,
         pod.spec.profile,
@@ -88,7 +78,7 @@ def explain_pod(key: str, state: ClassState, row: int, top: int) -> PodExplanati
         chosen,
         runner,
         margin,
-        verdicts,
+        ranked,
     )
 
 

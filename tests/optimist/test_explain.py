@@ -82,7 +82,7 @@ def test_a_pending_pod_is_explained_with_where_it_waits(running):
     assert not pod.chosen and not found.unit.fits and pod.feasible == 0
     # the shard's verdict now is the one the last attempt reported
     assert pod.summary == standing.reason == "0/20 nodes are available: 20 Insufficient cpu."
-    assert {v.node for v in pod.verdicts} == {f"node-{i}" for i in range(20)}
+    assert {v.node for v in pod.verdicts()} == {f"node-{i}" for i in range(20)}
 
 
 def test_a_bound_pod_is_judged_with_its_room_given_back(running):
@@ -91,8 +91,8 @@ def test_a_bound_pod_is_judged_with_its_room_given_back(running):
     found = ask_endpoint(address, key, top=3)
     assert found.bound_to == node and found.standing is None
     [pod] = found.unit.pods
-    assert pod.feasible == 20 and len(pod.verdicts) == 3
-    assert pod.chosen == pod.verdicts[0].node and pod.margin >= 0
+    assert pod.feasible == 20 and len(pod.verdicts()) == 3
+    assert pod.chosen == pod.verdicts()[0].node and pod.margin >= 0
 
 
 def test_a_what_if_pod_is_judged_as_if_created_now(running):
@@ -144,7 +144,7 @@ def test_the_command_line_prints_a_table_json_and_a_sortable_page(running):
     )
     assert (
         doc["standing"]["state"] == "unschedulable"
-        and len(doc["unit"]["pods"][0]["verdicts"]) == 20
+        and len(doc["unit"]["pods"][0]["ranked"]["node"]) == 20
     )
     page = runner.invoke(app, ["explain", "default/big", "--endpoint", address, "-o", "html"])
     assert "table class=sortable" in page.output and page.output.count("<tr>") >= 20

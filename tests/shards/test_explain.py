@@ -91,16 +91,16 @@ def test_explain_names_the_node_the_shard_then_chooses(store, percentage, tie_se
             assert pod.summary == decision.summary()
             continue
         compared += 1
-        best = pod.verdicts[0]
+        best = pod.verdicts()[0]
         assert best.node == chosen and best.scored and not best.rejected_by
         # the scores add up: every feasible node's total is its parts, weighted
         weights = [s.weight for s in pod.scorers]
-        for verdict in pod.verdicts:
+        for verdict in pod.verdicts():
             if verdict.total >= 0:
                 assert verdict.total == sum(
                     n * w for n, w in zip(verdict.normalized, weights, strict=True)
                 )
-        assert len(pod.verdicts) == 3 and pod.scored <= pod.feasible
+        assert len(pod.verdicts()) == 3 and pod.scored <= pod.feasible
         assert pod.margin >= 0
     assert compared > 30 and unplaced  # both kinds of answer were checked
 
@@ -123,9 +123,9 @@ def test_filters_are_judged_each_on_every_node_and_summed_as_upstream(store):
     assert verdicts["NodeResourcesFit"].first == 1 and verdicts["TaintToleration"].first == 2
     assert verdicts["NodeUnschedulable"].first == 1
     assert pod.summary.startswith("0/4 nodes are available: ")
-    by_node = {v.node: v.rejected_by for v in pod.verdicts}
+    by_node = {v.node: v.rejected_by for v in pod.verdicts()}
     assert by_node["small-tainted"] == ["TaintToleration", "NodeResourcesFit"]
-    assert not pod.chosen and pod.feasible == 0 and len(pod.verdicts) == 4
+    assert not pod.chosen and pod.feasible == 0 and len(pod.verdicts()) == 4
 
 
 def test_a_gang_is_judged_pod_after_pod_and_nothing_stays_assumed(store):
