@@ -7,6 +7,7 @@ a cluster says so, `# needs a cluster`: tests/test_kubernetes_end_to_end.py runs
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 import subprocess
@@ -18,6 +19,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from cluster import explanation
 from optimist.cli import app
 from optimist.configuration import parse_configuration
 
@@ -202,3 +204,26 @@ def test_the_performance_page_types_no_figure_by_hand():
     assert not re.findall(r"\d[\d,.]* pods/s", text)
     shown = re.findall(r"<!-- figures: (\S+) -->", text)
     assert shown and all((ROOT / "docs" / "results" / name).is_file() for name in shown)
+
+
+def test_the_explain_page_documents_every_field_of_the_json():
+    """`optimist explain -o json` prints the messages of cluster/explanation.py as they
+    are: a field added there and not to docs/explain.md's tables fails here."""
+    page = (ROOT / "docs" / "explain.md").read_text()
+    documented = set(re.findall(r"`(\w+)`", page))
+    messages = [
+        explanation.Explanation,
+        explanation.Standing,
+        explanation.UnitExplanation,
+        explanation.PodExplanation,
+        explanation.FilterVerdict,
+        explanation.ScorerColumn,
+        explanation.NodeColumns,
+    ]
+    missing = {
+        f"{m.__name__}.{f.name}"
+        for m in messages
+        for f in dataclasses.fields(m)
+        if f.name not in documented
+    }
+    assert not missing

@@ -287,4 +287,11 @@ def _figures(report: dict[str, Any]) -> str:
         elif "throughput_pods_per_s" in case:
             name = "/".join(str(case[k]) for k in ("case", "workload") if case.get(k))
             shown.append(f"{name}: {case['throughput_pods_per_s']['average']:,.0f} pods/s")
+            probe = case.get("explain") or {}
+            if probe.get("calls"):  # `bench --explain-every`
+                judged, waited = probe["judged_s"]["p50"], probe["waited_s"]["p50"]
+                shown[-1] += (
+                    f" with {probe['calls']} explains at {probe['nodes']} nodes (judged p50 "
+                    f"{judged * 1000:.0f} ms, waited p50 {waited * 1000:.0f} ms)"
+                )
     return "; ".join(shown)
