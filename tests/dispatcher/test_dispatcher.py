@@ -361,3 +361,29 @@ def test_a_quota_made_later_counts_the_pods_already_queued(dispatcher):
     batch = dispatcher.next_batch(0, 10)
     assert len(batch.units) == 2
     assert dispatcher.unschedulable()["default/p3"].startswith("Quota: quota a")
+
+
+def test_the_standing_of_a_pod_says_where_it_waits_and_for_what(clock, dispatcher):
+    dispatcher.add(pod("p"))
+    unit, standing = dispatcher.standing("default/p")
+    assert unit.key == "default/p" and standing.state == "active" and standing.attempts == 0
+    fail(dispatcher, dispatcher.next_batch(0, 10))
+    clock.now += 0.25
+    _, standing = dispatcher.standing("default/p")
+    assert standing.state == "unschedulable" and standing.attempts == 1
+    assert standing.reason == "0/3 nodes are available: 3 Insufficient cpu."
+    assert standing.plugins == ["NodeResourcesFit"] and standing.waits_for == sorted(FIT_EVENTS)
+    assert standing.backoff_left_s == pytest.approx(0.75) and standing.waiting_s == 0.25
+    assert standing.quota == "" and dispatcher.standing("default/other") is None
+
+
+def test_the_standing_shows_the_quota_s_use_against_what_it_may_use(clock):
+    d = quota_dispatcher(clock, cpus=2)
+    for i in range(3):
+        d.add(pod(f"p{i}"))
+    d.next_batch(0, 10)
+    _, waiting = d.standing("default/p2")
+    assert waiting.state == "quota-wait"
+    assert waiting.quota.startswith("Quota: quota a: cpu 2000 in use + 1000 asked exceeds 2000")
+    _, sent = d.standing("default/p0")
+    assert sent.state == "in-flight" and sent.quota == "quota a: cpu 2000 of 2000 in use"

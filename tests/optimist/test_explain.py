@@ -10,6 +10,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from cluster.objects import POD_GROUP_LABEL
 from optimist.cli import app
 from optimist.config import Settings
 from optimist.explain import Explainer, ExplainError, ask_endpoint
@@ -23,10 +24,10 @@ from tests.test_binders_end_to_end import labelled_nodes, pod_doc
 runner = CliRunner()
 
 
-def big_pod() -> dict:
-    doc = pod_doc("big")
-    doc["metadata"] = {"name": "big"}
-    doc["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "64"
+def named_pod(name: str, cpu: str, group: str = "") -> dict:
+    doc = pod_doc(name)
+    doc["metadata"] = {"name": name, "labels": {POD_GROUP_LABEL: group} if group else {}}
+    doc["spec"]["containers"][0]["resources"]["requests"]["cpu"] = cpu
     return doc
 
 
@@ -54,7 +55,11 @@ def running(ray_session, redis_url):
         platform.store.clear()
         loop = SchedulingLoop(platform, cluster, explainer=explainer)
         cluster.create_pods(pod_doc("web"), 30)
-        cluster.create_pods(big_pod(), 1)
+        cluster.create_pods(named_pod("big", "64"), 1)
+        # a gang whose second pod fits nowhere: neither is placed
+        cluster.create_pod_group({"metadata": {"name": "ring"}, "spec": {"minMember": 2}})
+        cluster.create_pods(named_pod("ring-0", "1", "ring"), 1)
+        cluster.create_pods(named_pod("ring-1", "64", "ring"), 1)
         loop.run_until_settled()
         stepping = Stepping(loop)
         stepping.start()
@@ -83,6 +88,16 @@ def test_a_pending_pod_is_explained_with_where_it_waits(running):
     # the shard's verdict now is the one the last attempt reported
     assert pod.summary == standing.reason == "0/20 nodes are available: 20 Insufficient cpu."
     assert {v.node for v in pod.verdicts()} == {f"node-{i}" for i in range(20)}
+
+
+def test_a_gang_is_judged_whole_pod_after_pod(running):
+    address, _, _ = running
+    found = ask_endpoint(address, "default/ring-1", top=2)
+    assert found.standing is not None and found.standing.group == "default/ring"
+    assert found.standing.min_member == 2 and found.standing.state == "unschedulable"
+    unit = found.unit
+    assert [p.pod for p in unit.pods] == ["default/ring-0", "default/ring-1"]
+    assert unit.pods[0].chosen and not unit.pods[1].chosen and not unit.fits
 
 
 def test_a_bound_pod_is_judged_with_its_room_given_back(running):
