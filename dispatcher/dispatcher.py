@@ -46,6 +46,23 @@ class Bound(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
+class Held:
+    """A pod the dispatcher holds: the unit it is tried as (for a gang still short of
+    members, the pods there are), and where it stands."""
+
+    unit: str
+    pods: list[Pod]
+    min_member: int
+    shard: int  # the shard it is sent to, ANY_SHARD if any
+    standing: Standing
+
+
+def _waiting(state: str, reason: str, group: str = "", min_member: int = 1) -> Standing:
+    """The standing of a pod held back before any attempt (gated, or its gang short)."""
+    return Standing(state, 0, reason, [], [], 0.0, 0.0, "", "", group, min_member)
+
+
+@dataclass(frozen=True, slots=True)
 class PreemptionAsk:
     """A unit that fits nowhere and may preempt: each pod with the nodes where evicting
     pods might make room for it, as its shard named them."""
@@ -565,18 +582,30 @@ class Dispatcher:
 
     # --- explain ----------------------------------------------------------------
 
-    def standing(self, pod_key: str) -> tuple[QueuedUnit, Standing] | None:
-        """The unit holding a pod not yet bound, and where it stands; None if no unit
-        holds it (bound, gated, rejected or unknown)."""
+    def held(self, pod_key: str) -> Held | None:
+        """The pod, if the dispatcher holds it (not bound): the unit it is tried as and
+        where it stands; None for a pod bound, rejected or unknown."""
         unit = self.units.get(self._unit_of.get(pod_key, ""))
-        if unit is None:
-            return None
+        if unit is not None:
+            return Held(unit.key, unit.pods, unit.min_member, unit.shard, self._standing(unit))
+        gated = self.gated.get(pod_key)
+        if gated is not None:
+            why = f"blocked by scheduling gates {', '.join(gated.gates)}"
+            return Held(pod_key, [gated], 1, ANY_SHARD, _waiting("gated", why))
+        for group, pods in self.gangs.waiting.items():
+            if any(p.key == pod_key for p in pods):
+                why = self.gangs.waiting_reasons({}, only=[group])[pod_key]
+                standing = _waiting("gang-wait", why, group, self.gangs.needed(group))
+                return Held(group, list(pods), self.gangs.needed(group), ANY_SHARD, standing)
+        return None
+
+    def _standing(self, unit: QueuedUnit) -> Standing:
         now = self.clock()
         waiting = unit.state in (PodState.UNSCHEDULABLE, PodState.PREEMPTING)
         quota = self.quota.standing(unit.pods[0]) if unit.pods else ""
         if unit.state is PodState.QUOTA_WAIT:
             quota = unit.reason
-        return unit, Standing(
+        return Standing(
             state=unit.state.value,
             attempts=unit.attempts,
             reason=unit.reason,

@@ -14,6 +14,7 @@ Against a snapshot, `optimist.explain_snapshot`.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import urllib.error
 import urllib.parse
@@ -32,6 +33,8 @@ from cluster.manifests import pod_from_manifest
 from cluster.objects import Pod, SchedulingSpec
 from dispatcher.dispatcher import Dispatcher
 from dispatcher.queue import ANY_SHARD
+
+log = logging.getLogger(__name__)
 
 RUNNING, WHAT_IF = "running", "what-if"
 
@@ -142,6 +145,9 @@ class Explainer:
                 ask.answer = self.shards[shard].explain.remote(request.encode())
             except ExplainError as err:
                 ask.error = err
+            except Exception as err:  # an explanation never stops the loop
+                log.exception("explaining %s failed", ask.pod)
+                ask.error = ExplainError(500, f"explaining {ask.pod} failed: {err}")
             ask.taken.set()
 
     def _request(
@@ -151,25 +157,18 @@ class Explainer:
             raise ExplainError(503, "no shard runs now")
         if ask.what_if is not None:
             return single(ask.pod, ask.what_if.spec, top=ask.top), self._shard(ask.pod)
-        held = dispatcher.standing(ask.pod)
+        held = dispatcher.held(ask.pod)
         if held is not None:
-            unit, ask.standing = held
+            ask.standing = held.standing
             classes: dict[SchedulingSpec, int] = {}
-            pods = [(p.key, classes.setdefault(p.spec, len(classes))) for p in unit.pods]
-            request = ExplainRequest(unit.key, list(classes), pods, unit.min_member, top=ask.top)
-            shard = unit.shard if unit.shard != ANY_SHARD else self._shard(unit.key)
+            pods = [(p.key, classes.setdefault(p.spec, len(classes))) for p in held.pods]
+            request = ExplainRequest(held.unit, list(classes), pods, held.min_member, top=ask.top)
+            shard = held.shard if held.shard != ANY_SHARD else self._shard(held.unit)
             return request, shard % len(self.shards)
         running = bound.get(ask.pod)
         if running is not None and running.spec is not None:
             ask.bound_to = running.node
             return single(ask.pod, running.spec, running.node, ask.top), self._shard(ask.pod)
-        gated = dispatcher.gated.get(ask.pod)
-        if gated is not None:
-            gates = ", ".join(gated.gates)
-            ask.standing = Standing(
-                "gated", 0, f"blocked by scheduling gates {gates}", [], [], 0.0, 0.0, "", ""
-            )
-            return single(ask.pod, gated.spec, top=ask.top), self._shard(ask.pod)
         if ask.pod in dispatcher.rejected:
             raise ExplainError(
                 422,

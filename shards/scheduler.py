@@ -22,11 +22,11 @@ from cluster.messages import Decision, PodPlacement, ShardBatch, ShardResult, Un
 from cluster.objects import SchedulingSpec
 from cluster.store import Delta, Store
 from shards.class_state import ClassState, pick
-from shards.explanation import explain_pod
 from shards.extender import ExtenderError, HTTPExtender
 from shards.framework import PodClass, Profile, Rejection
 from shards.home_nodes import HomeNodes
 from shards.node_table import NodeTable
+from shards.plugin_verdicts import explain_pod
 from shards.stopwatch import Stopwatch
 
 _CLASS_CACHE = 4096

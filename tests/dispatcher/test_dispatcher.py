@@ -10,6 +10,7 @@ from cluster.events import (
 from cluster.lifecycle import IllegalTransition, PodState
 from cluster.manifests import pod_from_manifest
 from cluster.messages import Decision, PodPlacement, ShardResult, UnitOutcome
+from cluster.objects import POD_GROUP_LABEL
 from cluster.quota import Quota
 from dispatcher.dispatcher import Dispatcher
 from dispatcher.queue import Backoff
@@ -365,16 +366,17 @@ def test_a_quota_made_later_counts_the_pods_already_queued(dispatcher):
 
 def test_the_standing_of_a_pod_says_where_it_waits_and_for_what(clock, dispatcher):
     dispatcher.add(pod("p"))
-    unit, standing = dispatcher.standing("default/p")
-    assert unit.key == "default/p" and standing.state == "active" and standing.attempts == 0
+    held = dispatcher.held("default/p")
+    standing = held.standing
+    assert held.unit == "default/p" and standing.state == "active" and standing.attempts == 0
     fail(dispatcher, dispatcher.next_batch(0, 10))
     clock.now += 0.25
-    _, standing = dispatcher.standing("default/p")
+    standing = dispatcher.held("default/p").standing
     assert standing.state == "unschedulable" and standing.attempts == 1
     assert standing.reason == "0/3 nodes are available: 3 Insufficient cpu."
     assert standing.plugins == ["NodeResourcesFit"] and standing.waits_for == sorted(FIT_EVENTS)
     assert standing.backoff_left_s == pytest.approx(0.75) and standing.waiting_s == 0.25
-    assert standing.quota == "" and dispatcher.standing("default/other") is None
+    assert standing.quota == "" and dispatcher.held("default/other") is None
 
 
 def test_the_standing_shows_the_quota_s_use_against_what_it_may_use(clock):
@@ -382,8 +384,22 @@ def test_the_standing_shows_the_quota_s_use_against_what_it_may_use(clock):
     for i in range(3):
         d.add(pod(f"p{i}"))
     d.next_batch(0, 10)
-    _, waiting = d.standing("default/p2")
+    waiting = d.held("default/p2").standing
     assert waiting.state == "quota-wait"
     assert waiting.quota.startswith("Quota: quota a: cpu 2000 in use + 1000 asked exceeds 2000")
-    _, sent = d.standing("default/p0")
+    sent = d.held("default/p0").standing
     assert sent.state == "in-flight" and sent.quota == "quota a: cpu 2000 of 2000 in use"
+
+
+def test_pods_held_back_before_any_attempt_are_held_too(dispatcher):
+    gated = pod_spec({"cpu": "1"}, schedulingGates=[{"name": "wait"}])
+    gated["metadata"]["name"] = "gated"
+    dispatcher.add(pod_from_manifest(gated))
+    held = dispatcher.held("default/gated")
+    assert held.standing.state == "gated" and held.standing.reason.endswith("gates wait")
+    member = pod_spec({"cpu": "1"})
+    member["metadata"] = {"name": "m0", "labels": {POD_GROUP_LABEL: "ring"}}
+    dispatcher.add(pod_from_manifest(member))
+    held = dispatcher.held("default/m0")
+    assert held.unit == "default/ring" and [p.key for p in held.pods] == ["default/m0"]
+    assert held.standing.state == "gang-wait" and "PodGroup default/ring" in held.standing.reason

@@ -130,20 +130,20 @@ def test_the_standing_says_what_came_of_preemption():
     d = dispatcher(floor=5)
     for p in (pod("high", 9), pod("equal", 5), pod("never", 9, preemptionPolicy="Never")):
         d.add(p)
-    assert d.standing("default/high")[1].preemption == "not tried: no attempt has failed yet"
+    assert d.held("default/high").standing.preemption == "not tried: no attempt has failed yet"
     d.on_result(no_fit(d.next_batch(0, 10)))
-    high = d.standing("default/high")[1]
+    high = d.held("default/high").standing
     assert high.state == "preempting"
     assert high.preemption == "looking for victims on the 2 nodes where evicting pods may help"
     d.no_victims("default/high")
-    assert d.standing("default/high")[1].preemption.startswith(
+    assert d.held("default/high").standing.preemption.startswith(
         "tried on the 2 nodes where evicting pods might make room: no victims"
     )
-    equal = d.standing("default/equal")[1]
+    equal = d.held("default/equal").standing
     assert equal.preemption == "not tried: no bound pod has a priority below 5"
-    never = d.standing("default/never")[1]
+    never = d.held("default/never").standing
     assert never.preemption.startswith("not allowed: preemptionPolicy Never")
     d.add(pod("later", 9))
     d.on_result(no_fit(d.next_batch(0, 10)))
     d.nominate("default/later", {"default/later": "n2"}, ["default/v1"])
-    assert d.standing("default/later")[1].preemption == "1 victims evicted; room held on n2"
+    assert d.held("default/later").standing.preemption == "1 victims evicted; room held on n2"
