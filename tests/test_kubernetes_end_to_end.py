@@ -19,6 +19,7 @@ from cluster.redis_server import connect
 from cluster.store import Keys, NodeStore
 from optimist.config import Settings
 from optimist.configuration import parse_configuration
+from optimist.explain import Explainer
 from optimist.invariants import check_invariants
 from optimist.metrics import SchedulerMetrics
 from optimist.service import Service
@@ -107,7 +108,8 @@ def test_an_unschedulable_pod_is_told_why_and_placed_when_room_appears(
     api.put("nodes", node_doc("n0", cpu="2"))
     settings = settings_for(redis_url, key_prefix, shards=1)
     metrics = SchedulerMetrics()
-    service = Service(settings, api.client(), identity="test", metrics=metrics)
+    explainer = Explainer(settings.scheduler_names)
+    service = Service(settings, api.client(), identity="test", metrics=metrics, explainer=explainer)
     with Running(service):
         api.throttle(3, retry_after_s=0)  # the API is busy for a moment: retried, counted
         api.put("pods", pod_doc("big", scheduler="optimist-a", cpu="3"))
@@ -121,8 +123,13 @@ def test_an_unschedulable_pod_is_told_why_and_placed_when_room_appears(
         assert condition()["message"] == "0/1 nodes are available: 1 Insufficient cpu."
         wait_for(lambda: api.events_for("default/big"), what="the event (after the condition)")
         assert api.events_for("default/big")[0]["reason"] == "FailedScheduling"
+        # explained as it stands: the shard's verdict is the message, and it waits for a node
+        found = explainer.explain("default/big")
+        assert found.unit.pods[0].summary == condition()["message"]
+        assert found.standing is not None and "NodeAdd" in found.standing.waits_for
         api.put("nodes", node_doc("n1", cpu="4"))  # a node that fits: NodeAdd requeues it
         wait_for(lambda: api.pods_bound().get("default/big") == "n1")
+        assert explainer.explain("default/big").bound_to == "n1"
         served = generate_latest(metrics.registry).decode()
     assert "optimist_leader 1.0" in served
     retried = next(line for line in served.splitlines() if line.startswith("optimist_api_retries"))
