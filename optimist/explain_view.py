@@ -166,7 +166,7 @@ def _pod_html(pod: PodExplanation) -> str:
         against = f", {pod.margin} ahead of {esc(pod.runner_up)}" if pod.runner_up else ""
         out.append(f"<p class=good>chosen: {esc(pod.chosen)}{against}</p>")
     head = "".join(
-        f"<th>{esc(s.plugin)} raw</th><th>{esc(s.plugin)} (weight {s.weight})</th>"
+        f"<th>{esc(s.plugin)} raw</th><th>{esc(s.plugin)} normalized, weight {s.weight}</th>"
         for s in pod.scorers
     )
     lines = []
