@@ -22,6 +22,7 @@ from shards.plugins.gpu_placement.dot_product import DotProduct
 from shards.plugins.gpu_placement.fgd import FragmentationGradientDescent
 from shards.plugins.gpu_placement.fgd_capacity import CapacityFgd
 from shards.plugins.gpu_placement.fgd_scarcity import ScarcityFgd
+from shards.plugins.gpu_placement.fgd_sliver import SliverFgd
 from shards.plugins.gpu_placement.gpu_clustering import GpuClustering
 from shards.plugins.gpu_placement.gpu_packing import GpuPacking
 from shards.plugins.gpu_placement.gpu_placement_args import GPUPlacementArgs
@@ -40,6 +41,7 @@ POLICIES: dict[str, Callable[[int], Policy]] = {
     FragmentationGradientDescent.name: lambda seed: FragmentationGradientDescent(),
     CapacityFgd.name: lambda seed: CapacityFgd(),
     ScarcityFgd.name: lambda seed: ScarcityFgd(),
+    SliverFgd.name: lambda seed: SliverFgd(),
 }
 _MEMO = 1024  # task classes whose scores of every node are kept
 
