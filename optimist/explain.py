@@ -20,7 +20,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,8 +133,14 @@ class Explainer:
 
     # --- the control loop's thread --------------------------------------------------------
 
-    def poll(self, dispatcher: Dispatcher, bound: BoundPods) -> None:
-        """From the control loop, once per step: send the units asked about to a shard."""
+    def poll(
+        self,
+        dispatcher: Dispatcher,
+        bound: BoundPods,
+        in_flight: Callable[[int], int] = lambda shard: 0,
+    ) -> None:
+        """From the control loop, once per step: send the units asked about to a shard,
+        the one with the fewest batches out (`in_flight`) unless the unit has its own."""
         if not self._asks:
             return
         with self._lock:
@@ -142,6 +148,8 @@ class Explainer:
         for ask in asks:
             try:
                 request, shard = self._request(ask, dispatcher, bound)
+                if shard == ANY_SHARD:
+                    shard = self._least_busy(request.unit, in_flight)
                 ask.answer = self.shards[shard].explain.remote(request.encode())
             except ExplainError as err:
                 ask.error = err
@@ -153,22 +161,22 @@ class Explainer:
     def _request(
         self, ask: _Ask, dispatcher: Dispatcher, bound: BoundPods
     ) -> tuple[ExplainRequest, int]:
+        """The unit to judge, and the shard it must go to (ANY_SHARD: any)."""
         if not self.shards:
             raise ExplainError(503, "no shard runs now")
         if ask.what_if is not None:
-            return single(ask.pod, ask.what_if.spec, top=ask.top), self._shard(ask.pod)
+            return single(ask.pod, ask.what_if.spec, top=ask.top), ANY_SHARD
         held = dispatcher.held(ask.pod)
         if held is not None:
             ask.standing = held.standing
             classes: dict[SchedulingSpec, int] = {}
             pods = [(p.key, classes.setdefault(p.spec, len(classes))) for p in held.pods]
             request = ExplainRequest(held.unit, list(classes), pods, held.min_member, top=ask.top)
-            shard = held.shard if held.shard != ANY_SHARD else self._shard(held.unit)
-            return request, shard % len(self.shards)
+            return request, held.shard % len(self.shards) if held.shard != ANY_SHARD else ANY_SHARD
         running = bound.get(ask.pod)
         if running is not None and running.spec is not None:
             ask.bound_to = running.node
-            return single(ask.pod, running.spec, running.node, ask.top), self._shard(ask.pod)
+            return single(ask.pod, running.spec, running.node, ask.top), ANY_SHARD
         if ask.pod in dispatcher.rejected:
             raise ExplainError(
                 422,
@@ -178,8 +186,11 @@ class Explainer:
             404, f"pod {ask.pod}: not found among the pods optimist holds or has bound"
         )
 
-    def _shard(self, key: str) -> int:
-        return zlib.crc32(key.encode()) % len(self.shards)
+    def _least_busy(self, key: str, in_flight: Callable[[int], int]) -> int:
+        """The shard with the fewest batches out; among those, one picked by the key."""
+        count = len(self.shards)
+        first = zlib.crc32(key.encode()) % count
+        return min(((first + i) % count for i in range(count)), key=in_flight)
 
 
 def single(key: str, spec: SchedulingSpec, bound_to: str = "", top: int = 0) -> ExplainRequest:

@@ -149,7 +149,7 @@ class SchedulingLoop:
             if self.profiler:
                 self.profiler.poll()
             if self.explainer:
-                self.explainer.poll(self.dispatcher, self.bound_pods)
+                self.explainer.poll(self.dispatcher, self.bound_pods, self.pipelines.in_flight)
             if not self.busy():
                 return
             self.pipelines.restart_overdue()

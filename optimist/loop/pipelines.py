@@ -39,6 +39,10 @@ class ShardPipelines:
     def has_room(self, shard: int) -> bool:
         return shard not in self._restarting and self._per_shard[shard] < self.depth
 
+    def in_flight(self, shard: int) -> int:
+        """Batches out with the shard: what a call to it waits behind."""
+        return self._per_shard[shard]
+
     def send(self, shard: int, batch: ShardBatch) -> None:
         ref: ray.ObjectRef = self.shards[shard].schedule.remote(batch.encode())
         self.out[ref] = Sent(shard, batch.batch_id, time.monotonic())

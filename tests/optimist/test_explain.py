@@ -230,3 +230,13 @@ def test_a_snapshot_is_explained_in_process(tmp_path):
 def test_usage_errors_exit_2():
     assert runner.invoke(app, ["explain"]).exit_code == 2
     assert runner.invoke(app, ["explain", "a/b", "--config", "x.yaml"]).exit_code == 2
+
+
+def test_an_ask_goes_to_the_shard_with_the_fewest_batches_out():
+    explainer = Explainer(frozenset({"default-scheduler"}))
+    explainer.attach(["shard-0", "shard-1", "shard-2"])
+    out = {0: 2, 1: 0, 2: 1}
+    assert explainer._least_busy("default/p", out.__getitem__) == 1
+    # all alike: the key picks, the same one each time
+    picked = {explainer._least_busy("default/p", lambda shard: 1) for _ in range(3)}
+    assert len(picked) == 1
