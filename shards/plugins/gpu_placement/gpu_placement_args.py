@@ -15,8 +15,8 @@ DEFAULT_POLICY = "fgd-scarcity"  # the best on the Alibaba trace and its mixes (
 
 class GPUPlacementArgs(PluginArgs):
     policy: str = DEFAULT_POLICY
-    """How GPU pods are placed: fgd-scarcity, fgd-capacity, fgd, best-fit, dot-product,
-    gpu-packing, gpu-clustering or random (docs/gpus.md)."""
+    """How GPU pods are placed: fgd-scarcity, fgd-sliver, fgd-capacity, fgd, best-fit,
+    dot-product, gpu-packing, gpu-clustering or random (docs/gpus.md)."""
     window: Annotated[Int32, in_range(1)] = DEFAULT_WINDOW
     """How many recent pods make the workload a learning policy (fgd) places against."""
     tie_break: Literal["nodePriority", "random"] = "nodePriority"
