@@ -25,8 +25,8 @@ class BoundPod:
     started: int  # the order it was bound in: a later pod has a larger number
     namespace: str
     labels: tuple[tuple[str, str], ...]
-    # what it was scheduled as, for `optimist explain`: shared with the other pods of
-    # its class, and most of it (requests, labels) is held above anyway
+    # what it was scheduled as, for `optimist explain`: the fields above are its own,
+    # so keeping it holds only the rest (affinity, tolerations, ...) a little longer
     spec: SchedulingSpec | None = None
 
     @property
