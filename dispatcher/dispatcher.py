@@ -363,10 +363,8 @@ class Dispatcher:
             manifests = [dict(p.manifest or {}) for p in unit.pods] if self.send_manifests else []
             preempt = False
             if floor is not None or reclaimable:
-                preempt = (
-                    (floor is not None and unit.priority > floor)
-                    or self.quota.may_reclaim(unit.pods, reclaimable)
-                ) and self._may_preempt(unit)
+                victims = self._victims_may_exist(unit, floor, reclaimable)
+                preempt = victims and self._may_preempt(unit)
             nominated = [unit.nominated.get(p.key, "") for p in unit.pods] if unit.nominated else []
             units.append(
                 UnitRequest(unit.key, members, unit.min_member, manifests, preempt, nominated)
@@ -430,6 +428,15 @@ class Dispatcher:
         profiles = self.preemptive_profiles
         return all(
             p.preempts and (profiles is None or p.spec.profile in profiles) for p in unit.pods
+        )
+
+    def _victims_may_exist(
+        self, unit: QueuedUnit, floor: int | None, reclaimable: set[str]
+    ) -> bool:
+        """Some bound pod may be evicted for the unit: one below its priority (`floor`: the
+        lowest bound), or one of a quota that must give back room (`reclaimable`)."""
+        return (floor is not None and unit.priority > floor) or self.quota.may_reclaim(
+            unit.pods, reclaimable
         )
 
     def _ask_to_preempt(
@@ -595,8 +602,9 @@ class Dispatcher:
         for group, pods in self.gangs.waiting.items():
             if any(p.key == pod_key for p in pods):
                 why = self.gangs.waiting_reasons({}, only=[group])[pod_key]
-                standing = _waiting("gang-wait", why, group, self.gangs.needed(group))
-                return Held(group, list(pods), self.gangs.needed(group), ANY_SHARD, standing)
+                needed = self.gangs.needed(group)
+                standing = _waiting("gang-wait", why, group, needed)
+                return Held(group, list(pods), needed, ANY_SHARD, standing)
         return None
 
     def _standing(self, unit: QueuedUnit) -> Standing:
@@ -626,9 +634,9 @@ class Dispatcher:
             return "not allowed: preemptionPolicy Never, or its profile does not preempt"
         if unit.preemption:
             return unit.preemption
-        floor = self.lowest_bound_priority()
-        reclaim = self.quota.may_reclaim(unit.pods, self.quota.reclaimable())
-        if (floor is None or unit.priority <= floor) and not reclaim:
+        if not self._victims_may_exist(
+            unit, self.lowest_bound_priority(), self.quota.reclaimable()
+        ):
             return f"not tried: no bound pod has a priority below {unit.priority}"
         if unit.attempts:
             return "not tried: no node where evicting pods could make room (its filters say so)"

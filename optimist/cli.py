@@ -1003,7 +1003,7 @@ def explain(
     elif output is Output.html:
         typer.echo(page(found))
     else:
-        console.print(terminal(found, top if top is not None else 10))
+        console.print(terminal(found, shown))
 
 
 @app.command()

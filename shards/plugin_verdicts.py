@@ -24,7 +24,7 @@ def explain_pod(key: str, state: ClassState, row: int, top: int) -> PodExplanati
     alive = np.flatnonzero(table.alive[: table.size])
     # each filter alone, over every live node: which nodes it rejects
     rejects = np.zeros((len(profile.filters), table.size), dtype=bool)
-    filters, first_reasons = [], Counter[str]()
+    filters = []
     blamed = np.zeros(table.size, dtype=bool)  # rejected by an earlier filter
     for i, plugin in enumerate(profile.filters):
         ok = plugin.filter(pod, table, alive) if len(alive) else np.ones(0, dtype=bool)
@@ -33,14 +33,12 @@ def explain_pod(key: str, state: ClassState, row: int, top: int) -> PodExplanati
         first = rejected[~blamed[rejected]]
         blamed[first] = True
         reasons = plugin.reasons(pod, table, rejected) if len(rejected) else Counter()
-        if len(first):
-            first_reasons.update(plugin.reasons(pod, table, first))
         filters.append(FilterVerdict(plugin.name, len(rejected), len(first), dict(reasons)))
     feasible = state.feasible
     count = int(feasible[alive].sum())
     summary = ""
-    if not count:
-        summary = Decision("", [], dict(first_reasons), len(alive)).summary()
+    if not count:  # what the shard reports when no node fits (`ClassState.why`)
+        summary = Decision("", [], dict(state.why().reasons), len(alive)).summary()
     scorers = [ScorerColumn(p.name, w, p.normalizes) for p, w in profile.scorers]
     weights = [w for _, w in profile.scorers]
     normalized = [part // w if w else part for part, w in zip(state.parts, weights, strict=True)]

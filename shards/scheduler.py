@@ -123,7 +123,7 @@ class ShardCore:
         error = ""
         try:
             for i, (key, cls) in enumerate(request.pods):
-                pod = PodClass.compile(request.classes[cls], table)
+                pod = self._compile(request.classes[cls])
                 profile = self.profiles.get(pod.spec.profile)
                 if profile is None:
                     error = f"pod {key}: profile {pod.spec.profile!r} is not configured"
@@ -139,8 +139,7 @@ class ShardCore:
                 if row >= 0:
                     taken.append(self._take(row, pod, profile))
         finally:
-            for row, pod, gpus in taken:
-                table.forget(row, pod.request, pod.ports, pod.peer, gpus, pod.gpu.per_device)
+            self._forget(taken)
             for row, pod in credited:
                 table.assume(row, pod.request, pod.ports, pod.peer)
         placed = sum(bool(p.chosen) for p in pods)
@@ -156,7 +155,11 @@ class ShardCore:
         )
 
     def _stop_assuming(self, unit: str) -> None:
-        for row, pod, gpus in self._assumed.pop(unit, []):
+        self._forget(self._assumed.pop(unit, []))
+
+    def _forget(self, taken: list[Taken]) -> None:
+        """Take pods this shard assumed (`_take`) out of its table again."""
+        for row, pod, gpus in taken:
             self.table.forget(row, pod.request, pod.ports, pod.peer, gpus, pod.gpu.per_device)
 
     def _take(self, row: int, pod: PodClass, profile: Profile) -> Taken:
@@ -369,8 +372,7 @@ class ShardCore:
 
     def _undo(self, chosen: list[Taken]) -> None:
         """Take a unit's pods placed so far out of the table again: a rollback, if any were."""
-        for row, pod, gpus in chosen:
-            self.table.forget(row, pod.request, pod.ports, pod.peer, gpus, pod.gpu.per_device)
+        self._forget(chosen)
         self._rollbacks += bool(chosen)
 
     def _consult(
