@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import signal
 import socket
 import sys
 import threading
@@ -65,6 +64,7 @@ from optimist.gpu_trace import (
 from optimist.gpu_trace_files import TraceError
 from optimist.kube.client import KubeClient
 from optimist.kube.lease import LeaseConfig
+from optimist.lifetime import interrupts, start_reaper, unwind
 from optimist.metrics import LoopMetrics, MetricsServer, SchedulerMetrics
 from optimist.plots import write_html
 from optimist.profiling import Profiler
@@ -86,10 +86,13 @@ log = logging.getLogger("optimist")
 
 
 def entry() -> None:
-    """The `optimist` command: a Ray that cannot start is one line saying what to do,
-    not a traceback from inside Ray."""
+    """The `optimist` command: what it starts ends with it, however it ends
+    (`optimist.lifetime`); a Ray that cannot start is one line saying what to do, not
+    a traceback from inside Ray."""
+    start_reaper()
     try:
-        app()
+        with interrupts(unwind):
+            app()
     except RayStartError as e:
         typer.echo(f"error: {e}", err=True)
         raise SystemExit(1) from None
@@ -324,9 +327,6 @@ def bench(
     """Run scheduler_perf cases on a simulated cluster (or through a real API server) and
     report pods/s; exits 1 if any pod was lost or a case failed, 2 if the case file or the
     configuration is bad."""
-    # a bench stopped by SIGTERM (a timeout, a CI cancel) unwinds as on Ctrl-C: what it
-    # started (control planes, schedulers, Ray) is stopped by the code that started it
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     if cluster not in ("sim", "apiserver"):
         typer.echo(f"error: --cluster {cluster!r}: sim or apiserver", err=True)
         raise typer.Exit(2)
@@ -455,10 +455,6 @@ def bench(
 def write_report(path: Path, doc: dict[str, Any]) -> None:
     """A result file, with the command and the commit that made it."""
     path.write_text(json.dumps({**doc, **provenance(["optimist", *sys.argv[1:]])}, indent=2) + "\n")
-
-
-def _exit_on_sigterm(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
 
 
 def _bench_apiserver(
@@ -910,11 +906,9 @@ def run(
     server = MetricsServer(
         metrics, address, ready=service.ready.is_set, profiler=profiler, explainer=explainer
     )
-    own_ray = init_ray(settings.ray_address)  # first: Ray installs signal handlers of its own
+    own_ray = init_ray(settings.ray_address)
     stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
-    with server:
+    with server, interrupts(lambda _: stop.set()):
         log.info("serving metrics on http://%s/metrics", server.address)
         try:
             service.run(stop)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -28,6 +30,11 @@ from shards.shard_actor import RayNode, ShardActor, ShardInfo
 
 log = logging.getLogger(__name__)
 
+# Ray turns token authentication on for a new local cluster (unless RAY_AUTH_MODE says
+# otherwise) and says so, telling how to turn it off. It stays on for the private Ray:
+# loopback keeps other machines out, not this machine's other users. What it says is
+# nothing a user of optimist can act on, so its logger is quiet while Ray starts.
+_TOKEN_AUTH_LOGGER = "ray._private.authentication.authentication_token_setup"
 _OBJECT_STORE_BYTES = 256 * 1024 * 1024  # batches are small; Ray's default takes 30% of RAM
 
 
@@ -40,6 +47,12 @@ def init_ray(address: str | None) -> bool:
     if ray.is_initialized():
         return False
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    with _own_sigterm_handler():
+        _init_ray(address)
+    return True
+
+
+def _init_ray(address: str | None) -> None:
     try:
         if address:
             # a Ray this machine started on loopback is joined as it was started
@@ -58,7 +71,18 @@ def init_ray(address: str | None) -> bool:
         )
         reason = " ".join(str(e).split()) or type(e).__name__
         raise RayStartError(f"{what} ({reason}); {hint}") from e
-    return True
+
+
+@contextmanager
+def _own_sigterm_handler() -> Iterator[None]:
+    """`ray.init` puts a SIGTERM handler of its own (an exit) in the place of the one
+    the command installed (`optimist.lifetime.interrupts`): the command's is kept."""
+    before = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        if callable(before) and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, before)
 
 
 def _start_local() -> None:
@@ -74,13 +98,26 @@ def _start_local() -> None:
         logging_level=logging.WARNING,
     )
     try:
-        with lean_start():
+        with lean_start(), _quiet(_TOKEN_AUTH_LOGGER):
             ray.init(**options, _system_config=dict(SYSTEM_CONFIG))
         return
     except Exception as e:  # whatever broke it, a plain start may not have
         log.warning("a lean start of Ray failed (%s); starting it as it is", e)
         ray.shutdown()
-    ray.init(**options)
+    with _quiet(_TOKEN_AUTH_LOGGER):
+        ray.init(**options)
+
+
+@contextmanager
+def _quiet(logger: str) -> Iterator[None]:
+    """Only errors from `logger` while the context lasts."""
+    target = logging.getLogger(logger)
+    level = target.level
+    target.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        target.setLevel(level)
 
 
 def _loopback(address: str) -> bool:
