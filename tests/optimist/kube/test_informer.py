@@ -69,9 +69,10 @@ def test_the_watch_starts_at_the_list_s_version_not_an_item_s(kube_api):
     informer = Informer(kube_api.client(), "/api/v1/nodes", seen).start()
     assert informer.synced.wait(10)
     assert int(informer.version) >= kube_api.version - 1
-    time.sleep(0.5)
+    kube_api.put("nodes", node("c"))  # a watch tells in order: once c is told, all is
+    until(lambda: ("ADDED", "c") in seen.events)
     informer.stop()
-    assert seen.events == [("ADDED", "a")]
+    assert seen.events == [("ADDED", "a"), ("ADDED", "c")]
 
 
 def test_after_a_real_410_gone_a_fresh_list_tells_what_changed_deletions_included(kube_api):
