@@ -403,15 +403,16 @@ def bench(
             write_state(run, save_state)
         if report:
             write_report(report, run.report)
+        # a run's name may hold brackets (`CaseWorkload.name`): text, never markup
         for case in run.report.get("cases", []):
             if "explain" in case:
-                console.print(_explained(case["name"], case["explain"]))
+                console.print(escape(_explained(case["name"], case["explain"])))
         for warning in run.report.get("warnings", []):
-            console.print(f"[yellow]warning:[/yellow] {warning}")
+            console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
         for violation in run.report["invariant_violations"]:
-            console.print(f"[red]invariant violated:[/red] {violation}")
+            console.print(f"[red]invariant violated:[/red] {escape(violation)}")
         for error in run.report.get("errors", []):
-            console.print(f"[red]case failed:[/red] {error}")
+            console.print(f"[red]case failed:[/red] {escape(error)}")
         console.file.flush()
 
     with _usage_error(SweepError, ChaosError, PlacementError):
@@ -517,9 +518,9 @@ def _bench_apiserver(
             where = escape(f"{r['name']} [{r['scheduler']}]")
             console.print(f"[yellow]warning:[/yellow] {where}: {warning}")
     for violation in result["invariant_violations"]:
-        console.print(f"[red]invariant violated:[/red] {violation}")
+        console.print(f"[red]invariant violated:[/red] {escape(violation)}")
     for error in result["errors"]:
-        console.print(f"[red]case failed:[/red] {error}")
+        console.print(f"[red]case failed:[/red] {escape(error)}")
     ok = not result["errors"] and not result["invariant_violations"]
     raise typer.Exit(0 if ok else 1)
 
@@ -550,7 +551,7 @@ def apiserver_tables(result: dict[str, Any]) -> list[Table]:
     ceiling = result["ceiling_pods_per_s"]["median"]
     tables = []
     for entry in result["cases"]:
-        table = Table(title=entry["name"], title_justify="left")
+        table = Table(title=escape(entry["name"]), title_justify="left")
         table.add_column("through a real kube-apiserver")
         for name in entry["schedulers"]:
             table.add_column(name, justify="right")
@@ -721,12 +722,23 @@ def _preemptions(r: dict[str, Any]) -> str:
     return _pair(figures, "preemptions", "victims") if figures.get("attempts") else "-"
 
 
+def _named(case: dict[str, Any]) -> str:
+    """A workload's name as the tables show it; a failed one's says so, and names the
+    op that stopped it where one did (its figures are what it measured until then)."""
+    name = escape(case["name"])
+    if not case["error"]:
+        return name
+    failed = case.get("failed")
+    at = f" at op {failed['op']}, {failed['opcode']}" if failed else ""
+    return f"{name} [red](failed{at})[/red]"
+
+
 def summary_table(r: dict[str, Any]) -> Table:
     """One row per workload when several ran; else the figures of the one that did."""
     cases = r.get("cases", [])
     if len(cases) > 1:
         return _cases_table(cases, len(r["shards"]))
-    name = f"{cases[0]['name']}: " if cases else ""
+    name = f"{_named(cases[0])}: " if cases else ""
     t = r["throughput_pods_per_s"]
     table = Table(title=f"optimist bench: {name}{r['nodes']} nodes, {len(r['shards'])} shard(s)")
     table.add_column("figure")
@@ -800,7 +812,7 @@ def _cases_table(cases: list[dict[str, Any]], shards: int) -> Table:
         t = c["throughput_pods_per_s"]
         threshold = c["upstream_threshold"]
         table.add_row(
-            c["name"] + (" [red](failed)[/red]" if c["error"] else ""),
+            _named(c),
             str(c["nodes"]),
             str(c["pods_created"]),
             str(c["pods_scheduled"]),

@@ -18,7 +18,10 @@ versions) carry different keys:
   table of figures and of the failed GPU requests by kind of task;
 - `ceiling_pods_per_s` with `cases` (`optimist bench --cluster apiserver`) ->
   pods/s of each scheduler per workload, and each workload's table of figures
-  (the rows the terminal shows).
+  (the rows the terminal shows);
+- `cases` of a bench, or `runs` of the API bench -> a row per workload run: its
+  name, its headline figures and its error (a failed one's figures are what it
+  measured until it failed).
 
 Every text from the report is escaped.
 """
@@ -62,6 +65,13 @@ HEADLINES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("pods/s p90", ("throughput_pods_per_s", "p90"), "{:,.0f}"),
     ("pods/s p99", ("throughput_pods_per_s", "p99"), "{:,.0f}"),
 )
+# the headline figures a workload's row shows
+WORKLOAD_FIGURES = tuple(
+    h
+    for h in HEADLINES
+    if h[0]
+    in ("pods created", "pods scheduled", "pods unschedulable", "duration", "pods/s average")
+)
 
 
 def write_html(report: Mapping[str, Any], path: Path) -> None:
@@ -77,7 +87,7 @@ def render_html(report: Mapping[str, Any]) -> str:
     elif "gpu_mix_sweep" in report:
         title = "GPU policies on workload mixes"
     parts = [f"<h1>{escape(title)}</h1>", _headlines(report)]
-    for chart in (_throughput, _latency, _sweep, _quality, _comparison, _gpu_mixes):
+    for chart in (_workloads, _throughput, _latency, _sweep, _quality, _comparison, _gpu_mixes):
         parts.extend(chart(report))
     body = "\n".join(p for p in parts if p)
     return (
@@ -99,11 +109,9 @@ _STYLE = (
 
 
 def _headlines(report: Mapping[str, Any]) -> str:
-    rows = []
-    for label, path, fmt in HEADLINES:
-        value = _get(report, path)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            rows.append((label, fmt.format(value)))
+    rows = [
+        (label, shown) for label, path, fmt in HEADLINES if (shown := _figure(report, path, fmt))
+    ]
     for key in ("config", "machine", "versions"):
         if isinstance(report.get(key), Mapping):
             rows.append((key, _summary(report[key])))
@@ -111,6 +119,29 @@ def _headlines(report: Mapping[str, Any]) -> str:
         return ""
     cells = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows)
     return f"<h2>Headline figures</h2>\n<table>{cells}</table>"
+
+
+def _workloads(report: Mapping[str, Any]) -> list[str]:
+    """A row per workload run, named as the terminal names it (the scheduler and the
+    round beside it through the API server)."""
+    runs = [
+        r
+        for r in report.get("runs") or report.get("cases") or []
+        if isinstance(r, Mapping) and "error" in r
+    ]
+    if not runs:
+        return []
+    head = "".join(f"<th>{escape(label)}</th>" for label, _, _ in WORKLOAD_FIGURES)
+    rows = "".join(
+        f"<tr><th>{escape(_run_name(r))}</th>"
+        + "".join(f'<td class="n">{escape(_figure(r, p, f))}</td>' for _, p, f in WORKLOAD_FIGURES)
+        + f"<td>{escape(str(r['error'] or ''))}</td></tr>"
+        for r in runs
+    )
+    return [
+        "<h2>Workloads</h2>",
+        f"<table><tr><th>workload</th>{head}<th>error</th></tr>{rows}</table>",
+    ]
 
 
 def _throughput(report: Mapping[str, Any]) -> list[str]:
@@ -315,6 +346,20 @@ def _get(data: object, path: Sequence[str]) -> Any:
             return None
         data = data.get(key)
     return data
+
+
+def _figure(data: Mapping[str, Any], path: Sequence[str], fmt: str) -> str:
+    """The number at `path`, formatted; "" where there is none."""
+    value = _get(data, path)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return fmt.format(value)
+    return ""
+
+
+def _run_name(run: Mapping[str, Any]) -> str:
+    if "scheduler" in run:
+        return f"{run['name']} [{run['scheduler']}, round {run['round'] + 1}]"
+    return str(run["name"])
 
 
 def _number(value: object) -> float | None:

@@ -6,9 +6,7 @@ import logging
 import os
 import pstats
 import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ from typer.testing import CliRunner
 
 from optimist.bench.simulated import case_warnings
 from optimist.cli import app
+from tests.process_tree import MarkedCommand
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 
@@ -84,7 +83,11 @@ def test_bench_writes_report_and_placements(tmp_path, redis_url):
     assert rates and all(rate > 0 for rate in rates)
     # the shipped SchedulingBasic case, its initNodes and measurePods set by the flags
     [case] = r["cases"]
-    assert case["name"] == "SchedulingBasic/5000Nodes_10000Pods"
+    assert case["name"] == "SchedulingBasic/5000Nodes_10000Pods[initNodes=50,measurePods=300]"
+    assert (case["case"], case["workload"]) == ("SchedulingBasic", "5000Nodes_10000Pods")
+    assert case["overrides"] == {"initNodes": 50, "measurePods": 300}
+    # named so in the table's heading too: text, not markup
+    assert f"optimist bench: {case['name']}: 50 nodes" in " ".join(result.output.split())
     assert case["params"] == {"initNodes": 50, "initPods": 1000, "measurePods": 300}
     assert r["pods_created"] == r["pods_scheduled"] == 300
     assert r["upstream_threshold"]["note"] == "published upstream threshold, other hardware"
@@ -235,23 +238,22 @@ def test_a_redirected_bench_prints_progress_lines_and_its_summary_before_lingeri
     tmp_path, redis_url
 ):
     """stdout to a file or a pipe: progress comes as lines, and the summary as soon as
-    the run is over, not when the process exits 60 s of lingering later."""
+    the run is over, not when the process exits 60 s of lingering later; a ^C while it
+    lingers stops it and everything it started."""
     command = [str(Path(sys.executable).with_name("optimist")), "bench", "--nodes", "50"]
     command += ["--pods", "300", "--redis-url", redis_url]
-    command += ["--metrics-address", "127.0.0.1:0", "--linger", "60"]
-    out = (tmp_path / "out.txt").open("w+")
-    bench = subprocess.Popen(command, stdout=out, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 120
-        while "pods/s average" not in (text := Path(out.name).read_text()):
-            assert bench.poll() is None, text
-            assert time.monotonic() < deadline, text
-            time.sleep(0.2)
-        assert bench.poll() is None  # still lingering: the summary did not wait for it
+    command += ["--metrics-address", "127.0.0.1:0", "--linger", "600"]
+    out_path = tmp_path / "out.txt"
+    with out_path.open("w") as out, MarkedCommand(command, out) as bench:
+        bench.wait_for("summary", lambda: "pods/s average" in out_path.read_text())
+        text = out_path.read_text()
+        assert bench.process.poll() is None  # still lingering: the summary did not wait
         # initPods' pods too; no live bar written into a file
-        assert "SchedulingBasic/5000Nodes_10000Pods: 1300/1300 pods settled" in text
-        assert "SchedulingBasic/5000Nodes_10000Pods ━" not in text
-    finally:
-        bench.send_signal(signal.SIGINT)  # as a user's ^C: Ray and the server stop
-        bench.wait(timeout=60)
-        out.close()
+        assert (
+            "SchedulingBasic/5000Nodes_10000Pods[initNodes=50,measurePods=300]: "
+            "1300/1300 pods settled" in text
+        )
+        assert "measurePods=300] ━" not in text
+        bench.process.send_signal(signal.SIGINT)  # as a user's ^C
+        bench.process.wait(timeout=60)
+        assert not bench.left_after(15)

@@ -109,3 +109,28 @@ def test_placements_are_compared_side_by_side():
     assert "optimist replay" in text and "snapshot" in text and "optimist" in text
     assert page.count["svg"] == 2
     assert {"snapshot", "optimist", "CPU", "GPU"} <= set(page.text)  # legend and categories
+
+
+def test_each_workload_run_has_a_row_of_its_figures_and_its_error():
+    """A failed workload's figures stay on the page beside its error (what it measured
+    until its op failed); each run is named as the terminal names it."""
+    failed = {
+        "name": "Solo/small",
+        "error": "case Solo/small: op 1 (createPods): 5 of 10 <pods> not scheduled",
+        "pods_created": 10,
+        "pods_scheduled": 5,
+        "pods_unschedulable": 5,
+        "duration_s": 0.5,
+        "throughput_pods_per_s": {"average": 10.0},
+    }
+    passed = {**failed, "name": "Basic/w[initNodes=7]", "error": None}
+    page = parse(render_html({"cases": [failed, passed]}))
+    text = page.text
+    assert "Workloads" in text and "Solo/small" in text and "Basic/w[initNodes=7]" in text
+    assert failed["error"] in text and "pods" not in page.count  # escaped, not markup
+    assert text.count("0.50 s") == 2 and text.count("10") == 4  # created, and pods/s
+    # the API bench: its runs, by scheduler and round, a run that never started blank
+    runs = [{**failed, "scheduler": "optimist", "round": 0}]
+    runs.append({"name": "Solo/small", "scheduler": "kube-scheduler", "round": 1, "error": "x"})
+    text = parse(render_html({"runs": runs, "cases": []})).text
+    assert {"Solo/small [optimist, round 1]", "Solo/small [kube-scheduler, round 2]"} <= set(text)

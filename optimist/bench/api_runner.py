@@ -34,7 +34,6 @@ from optimist.bench.case_file import (
     CreatePodGroups,
     DeletePods,
     Manifest,
-    UnsupportedOp,
 )
 from optimist.bench.go_template import TextTemplate
 from optimist.bench.op_walker import (
@@ -45,6 +44,7 @@ from optimist.bench.op_walker import (
     OpWalker,
     phase_takes,
 )
+from optimist.controlplane import ControlPlaneError
 from optimist.kube.client import ApiError, KubeClient
 from optimist.kube.informer import Informer, list_all, object_key
 from optimist.report import ProcessTree
@@ -98,7 +98,7 @@ class PodWatch:
         self.informer.start()
         if not self.informer.synced.wait(60):
             self.informer.stop()
-            raise CaseError("the watch of pods did not sync within 60 s")
+            raise ControlPlaneError("kube-apiserver: the watch of pods did not sync within 60 s")
         return self
 
     def __exit__(self, *_: object) -> None:
@@ -172,6 +172,7 @@ class ApiOutcome:
     deleted: int
     peak_rss: dict[str, int]
     error: str | None = None
+    failure: CaseError | None = None  # the op that stopped the case, if one did
 
 
 class MemorySampler:
@@ -252,21 +253,9 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
     def execute(self) -> ApiOutcome:
         """Every op in order; stop at the first that fails, then wait for the rest to
         settle either way (every pod of the profiles bound or reported)."""
-        error = None
         with self.watch, MemorySampler(self.meters) as memory:
-            try:
-                if unsupported := self.run.unsupported():
-                    raise CaseError(
-                        f"case {self.run.name}: op {unsupported.index} ({unsupported.opcode}): "
-                        f"optimist cannot run it: {unsupported.reason}"
-                    )
-                for index, op in enumerate(self.run.ops):
-                    assert not isinstance(op, UnsupportedOp)  # `unsupported()` found none above
-                    self._op(index, op)
-                if self.collecting is not None:
-                    self._close(self.collecting)
-            except CaseError as e:
-                error = str(e)
+            failure = self._walk()
+            error = str(failure) if failure else None
             self.churn.clear()
             self.deleting.clear()
             self.deadline = time.perf_counter() + self.timeout_s
@@ -282,6 +271,7 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
             self.deleted,
             dict(memory.peak),
             error,
+            failure,
         )
 
     def _create_groups(self, index: int, op: CreatePodGroups) -> None:

@@ -40,7 +40,7 @@ from optimist.bench.api_runner import (
     remove_namespaces,
 )
 from optimist.bench.case_file import CaseWorkload
-from optimist.bench.simulated import MEASURED_AT_LEAST_S, Plan, below_threshold
+from optimist.bench.simulated import Plan, case_warnings, ending
 from optimist.config import Settings
 from optimist.configuration import default_configuration, load_file
 from optimist.controlplane import (
@@ -269,12 +269,6 @@ def workload_report(
     throughput = report.throughput(scheduled, duration, rates)
     unschedulable = [k for k in measured if k in watch.unschedulable and k not in watch.bound_at]
     latency = [watch.bound_at[k] - outcome.created_at[k] for k in measured if k in watch.bound_at]
-    warnings = []
-    if duration < MEASURED_AT_LEAST_S:
-        warnings.append(
-            f"the measured phase took {duration:.2f} s, under the {MEASURED_AT_LEAST_S:.0f} s "
-            "upstream asks of a throughput figure: ask for more pods (--pods)"
-        )
     return {
         "name": run.name,
         "case": run.case,
@@ -282,11 +276,16 @@ def workload_report(
         "scheduler": name,
         "round": round_,
         "params": run.params,
-        "error": outcome.error or below_threshold(run, throughput["average"]),
+        "overrides": run.overrides,
+        **ending(run, outcome.error, outcome.failure, throughput["average"]),
         "nodes": nodes,
         "pods_created": len(measured),
         "pods_scheduled": scheduled,
         "pods_unschedulable": len(unschedulable),
+        "pods_pending": len(measured) - scheduled - len(unschedulable),
+        "unschedulable_reasons": report.reason_counts(
+            {k: watch.unschedulable[k] for k in unschedulable}
+        ),
         "nodes_used": len({watch.nodes[k] for k in measured if k in watch.nodes}),
         "all_pods": {
             "created": outcome.made,
@@ -304,7 +303,7 @@ def workload_report(
         else {},
         "memory_peak_bytes": outcome.peak_rss,
         "invariant_violations": violations[:100],
-        "warnings": warnings,
+        "warnings": case_warnings(duration, None, None, failed=outcome.failure is not None),
     }
 
 

@@ -705,10 +705,16 @@ class CaseWorkload:
     feature_gates: dict[str, bool] | None = None
     # the case's own scheduler configuration (schedulerConfigPath); None: the run's
     scheduler_config: Path | None = None
+    # the params the command line set to other values than the file's (--nodes, --pods)
+    overrides: dict[str, Any] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
-        return f"{self.case}/{self.workload}"
+        """The file's case/workload, with the params set otherwise beside it, such as
+        `SchedulingBasic/5000Nodes_10000Pods[initNodes=20000]`: a run is named by what
+        it ran, not by the file's workload whose params were replaced."""
+        changed = ",".join(f"{k}={v}" for k, v in self.overrides.items())
+        return f"{self.case}/{self.workload}" + (f"[{changed}]" if changed else "")
 
     def unsupported(self) -> UnsupportedOp | None:
         return next((op for op in self.ops if isinstance(op, UnsupportedOp)), None)
@@ -719,7 +725,8 @@ def load(
 ) -> list[CaseWorkload]:
     """Every workload of every case in the file, instantiated; PerfConfigError if any is wrong.
 
-    `overrides` replace the params of that name in every workload that has them.
+    `overrides` replace the params of that name in every workload that has them; each
+    that changes a workload's value is recorded on it, and named in its `name`.
     """
     path = Path(path)
     try:
@@ -800,7 +807,8 @@ def _instantiate(
     w = Fields(raw, Where(case), files, f"workloads[{index}].")
     name = w.take("name", text)
     params = w.take("params", _params, {})
-    params.update((k, v) for k, v in overrides.items() if k in params)
+    changed = {k: v for k, v in overrides.items() if k in params and params[k] != v}
+    params.update(changed)
     labels = w.take("labels", texts, ())
     gates = w.take("featureGates", _gates, None)
     threshold = w.take("threshold", _threshold, None)
@@ -822,6 +830,7 @@ def _instantiate(
         threshold,
         case_labels + labels,
         {**(case_gates or {}), **(gates or {})} or None,
+        overrides=changed,
     )
 
 
@@ -907,7 +916,7 @@ def select(runs: list[CaseWorkload], case: str | None, workload: str | None) -> 
         if (case is None or r.case == case) and (workload is None or r.workload == workload)
     ]
     if not picked:
-        known = ", ".join(r.name for r in runs)
+        known = ", ".join(f"{r.case}/{r.workload}" for r in runs)  # as --workload names them
         raise PerfConfigError(
             f"no workload matches case={case!r} workload={workload!r}; the file has: {known}"
         )

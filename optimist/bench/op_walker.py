@@ -13,7 +13,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from optimist.bench import workload_objects
 from optimist.bench.case_file import (
@@ -32,6 +32,7 @@ from optimist.bench.case_file import (
     Sleep,
     StartCollectingMetrics,
     StopCollectingMetrics,
+    UnsupportedOp,
 )
 
 W = TypeVar("W")  # a runner's window of collected metrics
@@ -40,7 +41,18 @@ CHURN_NAMESPACE = "churn"
 
 
 class CaseError(Exception):
-    """The case cannot go on; the message names the case and the op."""
+    """The case cannot go on past this op; the message names the case and the op, and
+    the op's index and opcode are kept for the report's `failed`."""
+
+    def __init__(self, case: str, index: int, opcode: str, reason: str) -> None:
+        super().__init__(f"case {case}: op {index} ({opcode}): {reason}")
+        self.index = index
+        self.opcode = opcode
+        self.reason = reason
+
+    def record(self) -> dict[str, Any]:
+        """The report's `failed`: which op stopped the case, and why."""
+        return {"op": self.index, "opcode": self.opcode, "reason": self.reason}
 
 
 def phase_takes(
@@ -116,12 +128,33 @@ class OpWalker(ABC, Generic[W]):
     churn: list[ChurnTask]
     collecting: W | None
 
+    def _walk(self) -> CaseError | None:
+        """Every op in order, up to the first that fails (returned). The phase being
+        measured is closed either way, at the end or when the op failed, so that a
+        failed case reports what it measured until then."""
+        failure = None
+        try:
+            if unsupported := self.run.unsupported():
+                raise CaseError(
+                    self.run.name,
+                    unsupported.index,
+                    unsupported.opcode,
+                    f"optimist cannot run it: {unsupported.reason}",
+                )
+            for index, op in enumerate(self.run.ops):
+                assert not isinstance(op, UnsupportedOp)  # `unsupported()` found none above
+                self._op(index, op)
+        except CaseError as e:
+            failure = e
+        if self.collecting is not None:
+            self._close(self.collecting)
+        return failure
+
     def _op(self, index: int, op: Op) -> None:
-        where = f"case {self.run.name}: op {index} ({op.opcode})"
         try:
             self._carry_out(index, op)
         except self.op_errors as e:
-            raise CaseError(f"{where}: {e}") from e
+            raise CaseError(self.run.name, index, op.opcode, str(e)) from e
 
     def _carry_out(self, index: int, op: Op) -> None:
         match op:

@@ -28,7 +28,6 @@ from optimist.bench.case_file import (
     CreatePodGroups,
     DeletePods,
     Manifest,
-    UnsupportedOp,
 )
 from optimist.bench.go_template import TextTemplate
 from optimist.bench.op_walker import (
@@ -143,6 +142,7 @@ class CaseOutcome:
     deleted: int
     notes: list[str]
     error: str | None = None
+    failure: CaseError | None = None  # the op that stopped the case, if one did
     chaos: dict[str, Any] | None = None  # the faults injected and the recoveries, if any
 
 
@@ -210,20 +210,8 @@ class CaseRunner(OpWalker[Window]):
 
     def execute(self) -> CaseOutcome:
         """Run every op; stop at the first that fails, then let the loop settle either way."""
-        error = None
-        try:
-            if unsupported := self.run.unsupported():
-                raise CaseError(
-                    f"case {self.run.name}: op {unsupported.index} ({unsupported.opcode}): "
-                    f"optimist cannot run it: {unsupported.reason}"
-                )
-            for index, op in enumerate(self.run.ops):
-                assert not isinstance(op, UnsupportedOp)  # `unsupported()` found none above
-                self._op(index, op)
-            if self.collecting is not None:
-                self._close(self.collecting)
-        except CaseError as e:
-            error = str(e)
+        failure = self._walk()
+        error = str(failure) if failure else None
         self.churn.clear()
         self.deleting.clear()
         settled = self._drive(lambda: False, limit=False)
@@ -247,6 +235,7 @@ class CaseRunner(OpWalker[Window]):
             self.deleted,
             self.notes,
             error,
+            failure,
             self.chaos.report(self.started) if self.chaos else None,
         )
 

@@ -45,6 +45,7 @@ from optimist.bench.case_file import (
     StopCollectingMetrics,
 )
 from optimist.bench.explain_probe import ExplainProbe
+from optimist.bench.op_walker import CaseError
 from optimist.bench.sim_runner import CaseOutcome, CaseRunner
 from optimist.chaos import ChaosPlan
 from optimist.config import Settings
@@ -307,9 +308,10 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
         "case": run.case,
         "workload": run.workload,
         "params": run.params,
+        "overrides": run.overrides,
         "labels": list(run.labels),
         "feature_gates": run.feature_gates,
-        "error": outcome.error or below_threshold(run, throughput["average"]),
+        **ending(run, outcome.error, outcome.failure, throughput["average"]),
         "nodes": len(outcome.cluster.nodes),
         "pods_created": created,
         "pods_scheduled": scheduled,
@@ -366,7 +368,20 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
         "notes": outcome.notes,
         "invariant_violations": violations[:100],
         "chaos": outcome.chaos,
-        "warnings": case_warnings(duration, first_decision, outcome.chaos),
+        "warnings": case_warnings(
+            duration, first_decision, outcome.chaos, failed=outcome.failure is not None
+        ),
+    }
+
+
+def ending(
+    run: CaseWorkload, error: str | None, failure: CaseError | None, average: float
+) -> dict[str, Any]:
+    """How a workload ended, as both benches report it: `error`, the runner's (else a
+    threshold missed), and `failed`, the op that stopped the case (None if none did)."""
+    return {
+        "error": error or below_threshold(run, average),
+        "failed": failure.record() if failure else None,
     }
 
 
@@ -382,16 +397,24 @@ def below_threshold(run: CaseWorkload, average: float) -> str | None:
 
 
 def case_warnings(
-    duration_s: float, first_decision_s: float | None, chaos: dict[str, Any] | None
+    duration_s: float,
+    first_decision_s: float | None,
+    chaos: dict[str, Any] | None,
+    *,
+    failed: bool = False,
 ) -> list[str]:
-    """What makes a run's figures say less than they seem to, in words for its reader."""
+    """What makes a run's figures say less than they seem to, in words for its reader.
+
+    Not the measured phase's length for a case an op stopped (`failed`): that phase
+    ended at the failure, and asking for more pods would not make it longer.
+    """
     warnings = []
-    if duration_s < MEASURED_AT_LEAST_S:
+    if not failed and duration_s < MEASURED_AT_LEAST_S:
         warnings.append(
             f"the measured phase took {duration_s:.2f} s, under the {MEASURED_AT_LEAST_S:.0f} s "
             "upstream asks of a throughput figure: ask for more pods (--pods)"
         )
-    if first_decision_s is not None and first_decision_s > duration_s:
+    if not failed and first_decision_s is not None and first_decision_s > duration_s:
         warnings.append(
             f"start-up, not scheduling, dominates this run: the first decision came "
             f"{first_decision_s:.1f} s after the command started, and scheduling took "
@@ -613,7 +636,8 @@ def progress_bar(show: bool) -> Iterator[Progress | ProgressLines | None]:
         yield ProgressLines()
         return
     with Progress(
-        TextColumn("[bold]{task.description}"),
+        # a run's name may hold brackets (`CaseWorkload.name`): text, never markup
+        TextColumn("{task.description}", style="bold", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),

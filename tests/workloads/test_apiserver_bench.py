@@ -20,7 +20,7 @@ from optimist.controlplane import stop_tree
 from optimist.kube.informer import list_all
 from optimist.report import comparison_rows
 from tests.kube.api import wait_for
-from tests.workloads.test_fidelity import anti_affine_case, write_case
+from tests.workloads.test_fidelity import anti_affine_case, waited_anti_affine_case, write_case
 
 
 def test_both_schedulers_place_an_upstream_case_through_the_api_server(
@@ -79,6 +79,26 @@ def test_both_schedulers_place_an_upstream_case_through_the_api_server(
     assert "optimist-ceiling" not in namespaces
     pods = list_all(client, "/api/v1/pods")[0]
     assert Counter(p["metadata"]["namespace"] for p in pods) == Counter()
+
+
+def test_a_failed_case_keeps_what_it_measured_through_the_api_server(tmp_path, control_plane):
+    """As in the simulated bench: a createPods that waits for 10 pods that keep apart by
+    hostname over 5 nodes fails the case (exit 1) naming the op, and the run keeps what
+    it measured until then (5 scheduled, 5 unschedulable, over the time it ran), with
+    no warning of a short phase."""
+    report = tmp_path / "report.json"
+    args = ["bench", str(waited_anti_affine_case(tmp_path)), "--cluster", "apiserver"]
+    args += ["--scheduler", "kube-scheduler", "--timeout", "120", "--no-progress"]
+    args += ["--kubeconfig", str(control_plane.admin_kubeconfig), "--report", str(report)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1, result.output
+    [run] = json.loads(report.read_text())["runs"]
+    assert (run["failed"]["op"], run["failed"]["opcode"]) == (1, "createPods")
+    assert run["error"].startswith("case Fidelity/small: op 1 (createPods): 5 of 10 pods not")
+    assert (run["pods_created"], run["pods_scheduled"], run["pods_unschedulable"]) == (10, 5, 5)
+    assert run["pods_pending"] == 0 and sum(run["unschedulable_reasons"].values()) == 5
+    assert run["duration_s"] > 0 and sum(run["throughput_samples"]) == 5
+    assert run["warnings"] == [] and "warning:" not in result.output
 
 
 POD = {

@@ -154,6 +154,25 @@ def test_overrides_replace_params_where_a_workload_has_them():
     assert runs[0].ops[0].count == 7 and runs[2].ops[0].count == 3
 
 
+def test_a_run_is_named_by_the_params_it_ran_with():
+    """`--nodes 7 --pods 12` on Everything/small (initNodes 4, measurePods 12): the
+    name says initNodes was 7, not measurePods, which the file already set to 12; the
+    case and the workload stay the file's, and --workload still picks it by them."""
+    runs = pc.load(FIXTURE, NODE, {"initNodes": 7, "measurePods": 12})
+    everything, volumes, _ = runs
+    assert everything.name == "Everything/small[initNodes=7]"
+    assert (everything.case, everything.workload) == ("Everything", "small")
+    assert everything.overrides == {"initNodes": 7}
+    assert everything.params["initNodes"] == 7 and everything.params["measurePods"] == 12
+    assert volumes.name == "Volumes/one" and volumes.overrides == {}  # no such params
+    assert pc.select(runs, None, "Everything/small") == [everything]
+    with pytest.raises(pc.PerfConfigError, match="the file has: Everything/small, Volumes/one"):
+        pc.select(runs, "Nope", None)
+    shipped = pc.load(cases_file(), NODE, {"initNodes": 20000, "measurePods": 50000})
+    [basic] = pc.select(shipped, None, "SchedulingBasic/5000Nodes_10000Pods")
+    assert basic.name == "SchedulingBasic/5000Nodes_10000Pods[initNodes=20000,measurePods=50000]"
+
+
 def test_the_shipped_cases_all_load_with_a_tiny_workload():
     runs = pc.load(cases_file(), NODE)
     cases = {r.case for r in runs}

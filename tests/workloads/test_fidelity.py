@@ -3,13 +3,18 @@ scheduler would allow: what scheduler_perf's harness does to its objects, optimi
 
 from __future__ import annotations
 
+import json
+import re
 from collections import Counter
+from html import escape
 from pathlib import Path
 
 import pytest
 import yaml
+from typer.testing import CliRunner
 
 from optimist.bench.simulated import load_plan, run_bench
+from optimist.cli import app
 from optimist.config import Settings
 
 pytestmark = pytest.mark.usefixtures("ray_session")
@@ -156,13 +161,11 @@ def test_createpodsets_and_namespace_labels_reach_the_namespace_selector(
     assert avoiding and not avoiding & blue and len(avoiding) <= 2
 
 
-def test_pods_a_waiting_createpods_cannot_place_fail_the_case_saying_why(
-    tmp_path, redis_url, key_prefix
-):
-    """Upstream's createPods waits for every pod to be scheduled: where some never can,
-    its run fails; so does optimist's, where it once exited 0 having bound none."""
-    path = write_case(
-        tmp_path,
+def waited_anti_affine_case(folder: Path) -> Path:
+    """5 nodes, then 10 pods measured that keep apart by hostname, and a createPods that
+    waits for all 10, as upstream's do: 5 can never be scheduled."""
+    return write_case(
+        folder,
         [
             {"opcode": "createNodes", "count": 5},
             {
@@ -174,12 +177,41 @@ def test_pods_a_waiting_createpods_cannot_place_fail_the_case_saying_why(
         ],
         {"pod-anti.yaml": ANTI_AFFINE},
     )
-    settings = Settings(shards=1, redis_url=redis_url, key_prefix=key_prefix, seed=1)
-    bench = run_bench(settings, load_plan(path, timeout_s=60))
-    assert not bench.ok
-    [error] = bench.report["errors"]
-    assert error.startswith("case Fidelity/small: op 1 (createPods): 5 of 10 pods not scheduled")
-    assert "didn't match pod anti-affinity rules" in error
+
+
+def test_pods_a_waiting_createpods_cannot_place_fail_the_case_saying_why(tmp_path, redis_url):
+    """Upstream's createPods waits for every pod to be scheduled: where some never can,
+    its run fails; so does optimist's (exit 1), naming the op, where it once exited 0
+    having bound none. The case keeps what it measured until the op failed (it once
+    reported 0 pods over 0 s), and no warning asks for more pods: its phase ended at the
+    failure, not for want of pods."""
+    report, page = tmp_path / "r.json", tmp_path / "r.html"
+    args = ["bench", str(waited_anti_affine_case(tmp_path)), "--shards", "1", "--seed", "1"]
+    args += ["--timeout", "60", "--no-progress", "--redis-url", redis_url]
+    args += ["--report", str(report), "--html", str(page)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1, result.output
+    r = json.loads(report.read_text())
+    [case] = r["cases"]
+    failed = case["failed"]
+    assert (failed["op"], failed["opcode"]) == (1, "createPods")
+    assert failed["reason"].startswith("5 of 10 pods not scheduled")
+    assert case["error"] == f"case Fidelity/small: op 1 (createPods): {failed['reason']}"
+    assert r["errors"] == [case["error"]]
+    assert "didn't match pod anti-affinity rules" in case["error"]
+    assert (case["pods_created"], case["pods_scheduled"]) == (10, 5)
+    assert (case["pods_unschedulable"], case["pods_pending"]) == (5, 0)
+    [(reason, count)] = case["unschedulable_reasons"].items()
+    assert count == 5 and "didn't match pod anti-affinity rules" in reason
+    assert case["duration_s"] > 0 and sum(case["throughput_samples"]) == 5
+    assert case["throughput_pods_per_s"]["average"] == 5 / case["duration_s"]
+    assert case["warnings"] == r["warnings"] == [] and "warning:" not in result.output
+    shown = " ".join(result.output.split())
+    assert "Fidelity/small (failed at op 1, createPods)" in shown
+    assert re.search(r"pods scheduled │ 5 │", shown) and re.search(r"unschedulable │ 5 │", shown)
+    assert "case failed: case Fidelity/small: op 1 (createPods): 5 of 10 pods" in shown
+    html = page.read_text()
+    assert "<h2>Workloads</h2>" in html and escape(case["error"]) in html
 
 
 def test_template_keys_match_case_insensitively_as_upstream_s_decoder_does(
