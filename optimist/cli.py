@@ -130,7 +130,7 @@ def bench(
         typer.Argument(
             dir_okay=False,
             help="case file in scheduler_perf's performance-config.yaml format "
-            "[default: the shipped one, SchedulingBasic/5000Nodes_10000Pods]",
+            "[default: the shipped one, SchedulingBasic/5000Nodes_150000Pods]",
         ),
     ] = None,
     case: Annotated[str | None, typer.Option(help="run only this test case")] = None,

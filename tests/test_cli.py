@@ -83,8 +83,8 @@ def test_bench_writes_report_and_placements(tmp_path, redis_url):
     assert rates and all(rate > 0 for rate in rates)
     # the shipped SchedulingBasic case, its initNodes and measurePods set by the flags
     [case] = r["cases"]
-    assert case["name"] == "SchedulingBasic/5000Nodes_10000Pods[initNodes=50,measurePods=300]"
-    assert (case["case"], case["workload"]) == ("SchedulingBasic", "5000Nodes_10000Pods")
+    assert case["name"] == "SchedulingBasic/5000Nodes_150000Pods[initNodes=50,measurePods=300]"
+    assert (case["case"], case["workload"]) == ("SchedulingBasic", "5000Nodes_150000Pods")
     assert case["overrides"] == {"initNodes": 50, "measurePods": 300}
     # named so in the table's heading too: text, not markup
     assert f"optimist bench: {case['name']}: 50 nodes" in " ".join(result.output.split())
@@ -250,7 +250,7 @@ def test_a_redirected_bench_prints_progress_lines_and_its_summary_before_lingeri
         assert bench.process.poll() is None  # still lingering: the summary did not wait
         # initPods' pods too; no live bar written into a file
         assert (
-            "SchedulingBasic/5000Nodes_10000Pods[initNodes=50,measurePods=300]: "
+            "SchedulingBasic/5000Nodes_150000Pods[initNodes=50,measurePods=300]: "
             "1300/1300 pods settled" in text
         )
         assert "measurePods=300] ━" not in text

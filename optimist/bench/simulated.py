@@ -61,7 +61,7 @@ from shards.shard_actor import ShardInfo
 
 UPSTREAM_NOTE = "published upstream threshold, other hardware"
 GATED = "SchedulingGated"  # how the dispatcher reports a pod its gates hold back
-DEFAULT_RUN = "SchedulingBasic/5000Nodes_10000Pods"
+DEFAULT_RUN = "SchedulingBasic/5000Nodes_150000Pods"
 DEFAULT_TIMEOUT_S = 1800.0
 
 
@@ -106,8 +106,8 @@ def load_plan(
 ) -> Plan:
     """The runs a case file (the shipped one if None) and `--case`/`--workload` pick.
 
-    With no file and no selection, the run is SchedulingBasic at 5,000 nodes and
-    10,000 measured pods; PerfConfigError for a bad file or a selection that matches nothing.
+    With no file and no selection, the run is `DEFAULT_RUN`; PerfConfigError for a bad
+    file or a selection that matches nothing.
     """
     if path is None and case is None and workload is None:
         workload = DEFAULT_RUN
