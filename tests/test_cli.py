@@ -55,6 +55,8 @@ def test_bench_writes_report_and_placements(tmp_path, redis_url):
         app,
         [
             "bench",
+            "--workload",  # one with a threshold upstream published
+            "SchedulingBasic/5000Nodes_10000Pods",
             "--nodes",
             "50",
             "--pods",
@@ -81,10 +83,10 @@ def test_bench_writes_report_and_placements(tmp_path, redis_url):
     assert sum(s["decided_pods"] for s in r["shards"]) >= 300
     rates = [s["decisions_per_busy_s"] for s in r["shards"] if s["decided_pods"]]
     assert rates and all(rate > 0 for rate in rates)
-    # the shipped SchedulingBasic case, its initNodes and measurePods set by the flags
+    # the shipped SchedulingBasic workload, its initNodes and measurePods set by the flags
     [case] = r["cases"]
-    assert case["name"] == "SchedulingBasic/5000Nodes_150000Pods[initNodes=50,measurePods=300]"
-    assert (case["case"], case["workload"]) == ("SchedulingBasic", "5000Nodes_150000Pods")
+    assert case["name"] == "SchedulingBasic/5000Nodes_10000Pods[initNodes=50,measurePods=300]"
+    assert (case["case"], case["workload"]) == ("SchedulingBasic", "5000Nodes_10000Pods")
     assert case["overrides"] == {"initNodes": 50, "measurePods": 300}
     # named so in the table's heading too: text, not markup
     assert f"optimist bench: {case['name']}: 50 nodes" in " ".join(result.output.split())
