@@ -42,9 +42,10 @@ chromium:
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; } \
 		|| echo "chromium not installed; the site's rendering test will be skipped"; }
 
-# etcd, kube-apiserver, kube-scheduler and kubectl v1.30, built from source at the pins
-# of tools/kube and tools/etcd into a cache outside the checkout (reused while the
-# pins hold); build/kube points at them. The Kubernetes tests run against them.
+# etcd, kube-apiserver, kube-scheduler, kubectl and kube-controller-manager v1.30 and
+# KWOK, built from source at the pins of tools/kube, tools/etcd and tools/kwok into a
+# cache outside the checkout (reused while the pins hold); build/kube points at them.
+# The Kubernetes tests run against them.
 kube:
 	@bash tools/build-kube.sh
 

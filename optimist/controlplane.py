@@ -27,7 +27,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +39,14 @@ import yaml
 from optimist.kube.client import ApiError, KubeClient
 
 KUBE_VERSION = "v1.30.4"
-BINARIES = ("etcd", "kube-apiserver", "kube-scheduler", "kubectl")
+BINARIES = (
+    "etcd",
+    "kube-apiserver",
+    "kube-scheduler",
+    "kubectl",
+    "kube-controller-manager",
+    "kwok",
+)
 # `make kube` links build/kube to the binaries of the pinned build
 _BUILT = Path(__file__).resolve().parents[1] / "build" / "kube"
 ADMIN_GROUP = "system:masters"  # bypasses RBAC: the tests' and the bench's own user
@@ -72,7 +79,7 @@ def binaries() -> Path:
     missing = [b for b in BINARIES if not (folder / b).is_file()]
     if missing:
         raise ControlPlaneMissing(
-            f"no {', '.join(missing)} in {folder}: run `make kube` (it needs Go 1.22 or "
+            f"no {', '.join(missing)} in {folder}: run `make kube` (it needs Go 1.24 or "
             "newer and the Go module proxy, and builds etcd and Kubernetes "
             f"{KUBE_VERSION} from source)"
         )
@@ -134,10 +141,8 @@ class ControlPlane:
         return self
 
     def __exit__(self, *_: object) -> None:
-        for name in ("kube-apiserver", "etcd"):  # etcd last: the server needs it
-            process = self._processes.pop(name, None)
-            if process is not None:
-                _stop(process)
+        for name in reversed(list(self._processes)):  # etcd last: the others need it
+            self.stop(name)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     # --- what a client needs ----------------------------------------------------------
@@ -223,6 +228,11 @@ class ControlPlane:
     def kube_scheduler(self, configuration: Mapping[str, Any] | None = None) -> KubeScheduler:
         """The real kube-scheduler v1.30 beside it, as a context (see `kube_scheduler`)."""
         return kube_scheduler(self.admin_kubeconfig, self.dir, configuration, self.bin_dir)
+
+    @property
+    def running(self) -> list[str]:
+        """The names of the processes it runs now, in the order they started."""
+        return list(self._processes)
 
     def pid(self, name: str) -> int:
         """The PID of a process it runs: "etcd" or "kube-apiserver"."""
@@ -344,21 +354,30 @@ class ControlPlane:
     def _wait_healthy(
         self, name: str, request: urllib.request.Request | str, context: ssl.SSLContext
     ) -> None:
-        """Until `name` answers 200 to `request`; ControlPlaneError, with its log, if it
-        exits or ready_timeout_s goes by first."""
+        """Until `name` answers 200 to `request` (`wait_until`)."""
+        self._wait_until(name, lambda: answers(request, context))
+
+    def _wait_until(self, name: str, done: Callable[[], bool]) -> None:
+        """Until `done()`, which only `name` working brings about; ControlPlaneError,
+        with its log, if it exits or ready_timeout_s goes by first."""
         deadline = time.monotonic() + self.ready_timeout_s
-        while not answers(request, context):
+        while not done():
             self._alive(name)
             if time.monotonic() > deadline:
                 raise ControlPlaneError(
                     f"{name} not ready in {self.ready_timeout_s:.0f} s:\n{self.log(name)}"
                 )
-            time.sleep(0.2)
+            time.sleep(0.1)
 
-    def _spawn(self, name: str, *args: str) -> None:
+    def stop(self, name: str) -> None:
+        """Stop a process it runs, by its PID, as a fault or a test asks."""
+        _stop(self._processes.pop(name))
+
+    def _spawn(self, name: str, *args: str, binary: str = "") -> None:
+        """Start `binary` (`name`'s own by default) as `name`, its log in the folder."""
         with open(self.dir / f"{name}.log", "wb") as log:
             self._processes[name] = subprocess.Popen(
-                [str(self.bin_dir / name), *args],
+                [str(self.bin_dir / (binary or name)), *args],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -14,6 +14,7 @@ import ray
 from cluster.redis_server import EmbeddedRedis, connect
 from cluster.store import Keys, NodeStore
 from optimist.controlplane import ControlPlane, ControlPlaneMissing, binaries, scheduler_perf_plane
+from optimist.living_plane import LivingPlane
 from optimist.runtime import init_ray
 from optimist.simulator import SimulatedCluster
 from tests.kube.api import Api
@@ -69,11 +70,15 @@ def control_plane() -> Iterator[ControlPlane]:
     session, with the CRDs optimist meets (../shared/kubernetes/crds) installed.
     Skipped, saying what to install, where they are not built; under CI, a failure."""
     _need_kube()
+    with ControlPlane(crds=_shared_crds()) as plane:
+        yield plane
+
+
+def _shared_crds() -> list[Path]:
     crds = sorted(SHARED_CRDS.glob("*.yaml"))
     if not crds and os.environ.get("CI") == "true":
         pytest.fail(f"no CRDs in {SHARED_CRDS}: CI has ../shared beside the checkout")
-    with ControlPlane(crds=crds) as plane:
-        yield plane
+    return crds
 
 
 @pytest.fixture(scope="session")
@@ -103,14 +108,31 @@ def oracle() -> Iterator[Oracle]:
         judge.close()
 
 
+@pytest.fixture(scope="session")
+def living_plane() -> Iterator[LivingPlane]:
+    """The control plane with kube-controller-manager and KWOK beside it
+    (`optimist.living_plane`), once for the session, with the CRDs optimist meets."""
+    _need_kube()
+    with LivingPlane(crds=_shared_crds()) as plane:
+        yield plane
+
+
 @pytest.fixture
 def kube_api(control_plane: ControlPlane) -> Iterator[Api]:
     """The session's real API server behind a fault proxy of this test's own; what the
     test made is removed after it, pass or fail."""
-    with FaultProxy(
-        control_plane.url, control_plane.serving_context(), control_plane.client_context()
-    ) as proxy:
-        api = Api(control_plane, proxy)
+    yield from _api(control_plane)
+
+
+@pytest.fixture
+def living_api(living_plane: LivingPlane) -> Iterator[Api]:
+    """`kube_api` on the living plane: its workloads go before their pods."""
+    yield from _api(living_plane)
+
+
+def _api(plane: ControlPlane) -> Iterator[Api]:
+    with FaultProxy(plane.url, plane.serving_context(), plane.client_context()) as proxy:
+        api = Api(plane, proxy)
         try:
             yield api
         finally:

@@ -24,6 +24,7 @@ from optimist.invariants import check_invariants
 from optimist.metrics import SchedulerMetrics
 from optimist.service import Service
 from tests.kube.api import binding_pod, wait_for
+from tests.kube.service import Running
 from tests.optimist.kube.test_adapter import node_doc, pod_doc
 
 pytestmark = pytest.mark.usefixtures("ray_session")
@@ -42,23 +43,6 @@ profiles:
             type: MostAllocated
             resources: [{name: cpu, weight: 1}]
 """
-
-
-class Running:
-    """A Service in a thread of its own, for as long as the block lasts."""
-
-    def __init__(self, service: Service) -> None:
-        self.service, self.stop = service, threading.Event()
-        self.thread = threading.Thread(target=service.run, args=(self.stop,), daemon=True)
-
-    def __enter__(self) -> Service:
-        self.thread.start()
-        assert self.service.ready.wait(60), "the service did not start"
-        return self.service
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.thread.join(30)
 
 
 def settings_for(redis_url: str, key_prefix: str, **kwargs) -> Settings:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the test control plane from source, pinned by tools/kube and tools/etcd:
-# etcd, kube-apiserver, kube-scheduler and kubectl. The binaries go to a cache
+# Builds the test control plane from source, pinned by tools/kube, tools/etcd and
+# tools/kwok: etcd, kube-apiserver, kube-scheduler, kubectl, kube-controller-manager
+# and KWOK. The binaries go to a cache
 # outside the checkout, keyed by the pins and this script, so a new clone on the
 # same machine (CI's) links them in seconds; build/kube points at them.
 # Without a Go toolchain it says what to install and leaves the tests to skip,
@@ -11,17 +12,17 @@ cd "$(dirname "$0")/.."
 kube_version=v1.30.4
 link=build/kube
 if ! command -v go >/dev/null 2>&1; then
-	echo "control plane: no Go toolchain (https://go.dev/doc/install, Go 1.22 or newer);" \
+	echo "control plane: no Go toolchain (https://go.dev/doc/install, Go 1.24 or newer);" \
 		"the tests that need a real API server will be skipped" >&2
 	[ "${CI:-}" = true ] && exit 1
 	exit 0
 fi
 
 key=$(cat tools/kube/go.mod tools/kube/go.sum tools/etcd/go.mod tools/etcd/go.sum \
-	tools/build-kube.sh | sha256sum | cut -c1-16)
+	tools/kwok/go.mod tools/kwok/go.sum tools/build-kube.sh | sha256sum | cut -c1-16)
 cache=${OPTIMIST_KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/optimist/kube}
 out=$cache/$key
-binaries=(etcd kube-apiserver kube-scheduler kubectl)
+binaries=(etcd kube-apiserver kube-scheduler kubectl kube-controller-manager kwok)
 
 built() {
 	for b in "${binaries[@]}"; do [ -x "$out/$b" ] || return 1; done
@@ -41,7 +42,8 @@ if ! built; then
 	done
 	(cd tools/kube && go build -trimpath -tags=providerless -ldflags "-s -w $version_flags" \
 		-o "$staging/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler \
-		k8s.io/kubernetes/cmd/kubectl)
+		k8s.io/kubernetes/cmd/kubectl k8s.io/kubernetes/cmd/kube-controller-manager)
+	(cd tools/kwok && go build -trimpath -ldflags "-s -w" -o "$staging/" sigs.k8s.io/kwok/cmd/kwok)
 	mkdir -p "$cache"
 	rm -rf "$out"
 	mv "$staging" "$out"

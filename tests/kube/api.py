@@ -38,7 +38,12 @@ RESOURCES = {
     "podgroups": ("/apis/scheduling.x-k8s.io/v1alpha1", True, "PodGroup"),
     "elasticquotas": ("/apis/scheduling.x-k8s.io/v1alpha1", True, "ElasticQuota"),
     "reservations": ("/apis/scheduling.koordinator.sh/v1alpha1", False, "Reservation"),
+    "deployments": ("/apis/apps/v1", True, "Deployment"),
+    "replicasets": ("/apis/apps/v1", True, "ReplicaSet"),
+    "jobs": ("/apis/batch/v1", True, "Job"),
 }
+# what makes pods: removed, and gone, before the pods are (on the living plane)
+_WORKLOADS = ("deployments", "replicasets", "jobs")
 _SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 _WITH_STATUS = frozenset({"pods", "nodes", "podgroups"})  # status is a subresource
 
@@ -231,6 +236,10 @@ class Api:
         """Remove what the tests make, so the next starts from a bare cluster."""
         spaces = [n["metadata"]["name"] for n in self.items("namespaces")]
         for namespace in spaces:
+            for resource in _WORKLOADS:
+                self._delete_all(resource, namespace)
+        wait_for(lambda: not any(self.items(r) for r in _WORKLOADS), what="workloads gone")
+        for namespace in spaces:
             for resource in ("pods", "events", "configmaps", "leases", "poddisruptionbudgets"):
                 self._delete_all(resource, namespace)
             for resource in ("podgroups", "elasticquotas"):
@@ -250,6 +259,8 @@ class Api:
 
     def _delete_all(self, resource: str, namespace: str = "") -> None:
         query = {"gracePeriodSeconds": "0"} if resource == "pods" else None
+        if resource in _WORKLOADS:  # their pods too (a Job's default would orphan them)
+            query = {"propagationPolicy": "Background"}
         try:
             self.admin.request("DELETE", path(resource, namespace), query)
         except ApiError as err:

@@ -1,0 +1,151 @@
+"""optimist in a cluster that lives (`optimist.living_plane`): workloads made by the
+real controllers of kube-controller-manager v1.30, on KWOK's nodes, whose pods turn
+Running and Ready, are evicted when their node stops heartbeating, and go with their
+namespace. The invariants are checked on what the API server holds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from cluster.redis_server import connect
+from cluster.store import Keys, NodeStore
+from optimist.config import Settings
+from optimist.configuration import parse_configuration
+from optimist.invariants import check_invariants
+from optimist.living_plane import KWOK_POOL, NODE_GRACE_S, kwok_node
+from optimist.service import Service
+from tests.kube.api import Api, wait_for
+from tests.kube.service import Running
+
+pytestmark = pytest.mark.usefixtures("ray_session")
+
+SCHEDULER = "optimist"
+CONFIGURATION = f"""
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles: [{{schedulerName: {SCHEDULER}}}]
+"""
+# the taints the node lifecycle controller puts on a node that stopped heartbeating
+GONE = ("node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready")
+
+
+def deployment(name: str, replicas: int, namespace: str = "default", **spec: Any) -> dict:
+    """A Deployment of pods for optimist, 100m each."""
+    container = {"name": "app", "image": "app", "resources": {"requests": {"cpu": "100m"}}}
+    return {
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"schedulerName": SCHEDULER, "containers": [container], **spec},
+            },
+        },
+    }
+
+
+def running(api: Api, app: str, namespace: str = "default") -> list[dict]:
+    """The app's pods that are Running and Ready and not going."""
+    pods = api.items("pods", namespace, labelSelector=f"app={app}")
+    return [
+        p
+        for p in pods
+        if p["status"].get("phase") == "Running"
+        and not p["metadata"].get("deletionTimestamp")
+        and any(c["type"] == "Ready" and c["status"] == "True" for c in p["status"]["conditions"])
+    ]
+
+
+def nodes(api: Api, count: int, pool: str = KWOK_POOL) -> list[str]:
+    """`count` nodes of a KWOK pool, once they are Ready."""
+    names = [f"{pool}-{i}" for i in range(count)]
+    for name in names:
+        api.put("nodes", kwok_node(name, pool=pool))
+    wait_for(lambda: all(api.plane.node_ready(n) for n in names), what="the nodes Ready")
+    return names
+
+
+def service(api: Api, redis_url: str, key_prefix: str) -> Service:
+    settings = Settings.from_configuration(
+        parse_configuration(CONFIGURATION), redis_url=redis_url, key_prefix=key_prefix, shards=1
+    )
+    return Service(settings, api.client(), identity="test")
+
+
+def invariants(api: Api, redis_url: str, key_prefix: str) -> list[str]:
+    store = NodeStore(connect(redis_url), Keys(key_prefix))
+    return check_invariants(api.as_cluster(frozenset({SCHEDULER})), [], store)
+
+
+def test_a_deployment_s_replicas_all_run(living_api, redis_url, key_prefix):
+    api = living_api
+    nodes(api, 4)
+    with Running(service(api, redis_url, key_prefix)):
+        api.put("deployments", deployment("web", 50))
+        wait_for(lambda: len(running(api, "web")) == 50, 120, "50 replicas Running and Ready")
+    assert invariants(api, redis_url, key_prefix) == []
+    assert len(api.bindings()) == 50  # each bound once, by optimist
+
+
+def test_a_node_that_stops_heartbeating_gets_no_new_pods_and_its_pods_run_elsewhere(
+    living_api, redis_url, key_prefix
+):
+    api = living_api
+    kwok = api.plane.start_kwok("doomed")
+    try:
+        [lost], kept = nodes(api, 1, "doomed"), nodes(api, 2)
+        # evicted 1 s after the node is found unreachable (the default would be 300 s)
+        tolerations = [
+            {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 1}
+            for key in GONE
+        ]
+        with Running(service(api, redis_url, key_prefix)):
+            api.put("deployments", deployment("web", 9, tolerations=tolerations))
+            wait_for(lambda: len(running(api, "web")) == 9, 60, "9 replicas Running")
+            before = {p["metadata"]["name"] for p in _on(api, lost)}
+            assert before  # spread over the three nodes: some run on the one to be lost
+            api.plane.stop(kwok)  # the node's agent dies: its lease is not renewed
+            wait_for(lambda: not api.plane.node_ready(lost), 6 * NODE_GRACE_S, "NotReady")
+            wait_for(lambda: _tainted(api, lost), 60, "the node tainted")
+
+            def replaced() -> bool:
+                live = running(api, "web")
+                return len(live) == 9 and all(p["spec"]["nodeName"] in kept for p in live)
+
+            wait_for(replaced, 120, "its pods evicted and replaced on the other nodes")
+    finally:
+        if kwok in api.plane.running:
+            api.plane.stop(kwok)
+    assert {p["metadata"]["name"] for p in _on(api, lost)} <= before  # nothing new there
+    assert invariants(api, redis_url, key_prefix) == []
+
+
+def test_a_deleted_namespace_s_pods_leave_optimist_s_state(living_api, redis_url, key_prefix):
+    api = living_api
+    nodes(api, 2)
+    api.put("namespaces", {"metadata": {"name": "team"}})
+    store = NodeStore(connect(redis_url), Keys(key_prefix))
+
+    def held() -> set[str]:
+        return {pod for pod in store.committed_pods() if pod.startswith("team/")}
+
+    with Running(service(api, redis_url, key_prefix)):
+        api.put("deployments", deployment("web", 10, namespace="team"))
+        wait_for(lambda: len(running(api, "web", "team")) == 10, 60, "10 replicas Running")
+        assert len(held()) == 10
+        # the namespace controller deletes its objects; KWOK confirms each pod stopped
+        api.admin.request("DELETE", "/api/v1/namespaces/team")
+        wait_for(lambda: api.get("namespaces", "", "team") is None, 120, "the namespace gone")
+        wait_for(lambda: not held(), 30, "the pods out of optimist's store")
+
+
+def _on(api: Api, node: str) -> list[dict]:
+    return [p for p in api.items("pods") if p["spec"].get("nodeName") == node]
+
+
+def _tainted(api: Api, node: str) -> bool:
+    taints = (api.get("nodes", "", node) or {}).get("spec", {}).get("taints") or []
+    return any(t["key"] in GONE and t["effect"] == "NoExecute" for t in taints)
