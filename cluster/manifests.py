@@ -55,6 +55,16 @@ INCLUSION_POLICIES = ("Honor", "Ignore")
 PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER = "PreemptLowerPriority", "Never"  # spec.preemptionPolicy
 
 
+# the phases of a pod that has ended: it holds no room on its node any more
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+def terminated(manifest: Mapping[str, Any]) -> bool:
+    """Whether the pod of this manifest has ended (`TERMINAL_PHASES`)."""
+    status = manifest.get("status")
+    return isinstance(status, Mapping) and status.get("phase") in TERMINAL_PHASES
+
+
 def copy_manifest(raw: Any) -> Any:
     """A deep copy of a manifest (maps, lists and scalars, as YAML and JSON give them),
     as an API server keeps its own: three times quicker than `copy.deepcopy`, which

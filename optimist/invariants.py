@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from cluster import resources as res
 from cluster.errors import InvalidObject
 from cluster.gpus import GPU, GPU_INDICES_ANNOTATION, MILLI_PER_GPU, GpuDemand, parse_indices
-from cluster.manifests import pod_from_manifest
+from cluster.manifests import pod_from_manifest, terminated
 from cluster.objects import ANY_IP, HostPort
 from cluster.reservations import is_reservation
 from cluster.store import Store
@@ -33,7 +33,9 @@ def check_invariants(
         if times > 1:
             violations.append(f"pod {pod} was bound {times} times")
 
-    # No over-commit: recompute each node's usage from the bound manifests.
+    # No over-commit: recompute each node's usage from the bound manifests, of the pods
+    # that have not ended (a pod that succeeded or failed holds no room).
+    ended = {key for key in cluster.bindings if terminated(cluster.pod_manifests[key])}
     usage: dict[str, dict[str, int]] = {name: {} for name in cluster.nodes}
     ports: dict[str, list[tuple[str, HostPort]]] = {name: [] for name in cluster.nodes}
     members: Counter[str] = Counter()  # bound pods per PodGroup
@@ -45,10 +47,12 @@ def check_invariants(
             violations.append(f"pod {pod_key} is bound to unknown node {node}")
             continue
         bound_pod = pod_from_manifest(cluster.pod_manifests[pod_key])
+        if bound_pod.group:  # placed with its gang, whether or not it has ended since
+            members[bound_pod.group] += 1
+        if pod_key in ended:
+            continue
         spec = bound_pod.spec
         res.add(usage[node], dict(spec.requests))
-        if bound_pod.group:
-            members[bound_pod.group] += 1
         for port in spec.host_ports:
             for other_pod, other in ports[node]:
                 if _ports_clash(port, other):
@@ -103,12 +107,14 @@ def check_invariants(
     if store is not None:
         committed = store.committed_pods()
         for pod, node in committed.items():
-            if cluster.bindings.get(pod) != node:
+            if pod in ended:
+                violations.append(f"store holds pod {pod} on {node}, which has ended")
+            elif cluster.bindings.get(pod) != node:
                 violations.append(
                     f"store holds pod {pod} on {node}, "
                     f"cluster has it on {cluster.bindings.get(pod)}"
                 )
-        for pod in cluster.bindings.keys() - committed.keys():
+        for pod in cluster.bindings.keys() - committed.keys() - ended:
             violations.append(f"pod {pod} is bound but holds no reservation in the store")
         # Room held for preemptors counts in the store's usage, for pods still pending.
         held: dict[str, dict[str, int]] = {name: dict(used) for name, used in usage.items()}

@@ -41,7 +41,12 @@ from typing import Any
 import yaml
 
 from cluster.errors import InvalidObject
-from cluster.manifests import node_from_manifest, pod_from_manifest, podgroup_from_manifest
+from cluster.manifests import (
+    node_from_manifest,
+    pod_from_manifest,
+    podgroup_from_manifest,
+    terminated,
+)
 from cluster.objects import Pod
 from cluster.store import Store, pinned
 from optimist import report
@@ -52,7 +57,6 @@ from optimist.quality import cluster_quality, placement_quality
 from optimist.runtime import Platform
 from optimist.simulator import SimulatedCluster
 
-TERMINATED = ("Succeeded", "Failed")
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 # What the API server adds to an object; a pod created again has none of it.
 SERVER_METADATA = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation")
@@ -130,9 +134,8 @@ def _sort_pod(
     replayed: list[tuple[str, int, Pod]],
     position: int,
 ) -> None:
-    status = item.get("status")
-    if isinstance(status, Mapping) and status.get("phase") in TERMINATED:
-        snap.left_out[f"pod {status['phase']}"] += 1
+    if terminated(item):
+        snap.left_out[f"pod {item['status']['phase']}"] += 1
         return
     pod = pod_from_manifest(item)
     _once(seen, f"Pod {pod.key}")

@@ -36,11 +36,13 @@ from cluster.disruption import DisruptionBudget
 from cluster.errors import InvalidObject
 from cluster.gpus import GPU_INDICES_ANNOTATION, format_indices
 from cluster.manifests import (
+    TERMINAL_PHASES,
     budget_from_manifest,
     node_from_manifest,
     pod_from_manifest,
     podgroup_from_manifest,
     reservation_from_manifest,
+    terminated,
 )
 from cluster.objects import Node, Pod, PodGroup
 from cluster.quota import Quota, quota_from_manifest
@@ -60,7 +62,6 @@ PATHS = {
     "elasticquotas": "/apis/scheduling.x-k8s.io/v1alpha1/elasticquotas",
     "reservations": "/apis/scheduling.koordinator.sh/v1alpha1/reservations",
 }
-TERMINAL = frozenset({"Succeeded", "Failed"})  # a pod in these phases holds no resources
 
 
 _WRITTEN_KEPT = 100_000  # pods whose last report is remembered, to aggregate repeats
@@ -291,7 +292,7 @@ class KubernetesAdapter:
         key = object_key(obj)
         meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
         phase = (obj.get("status") or {}).get("phase")
-        gone = kind == "DELETED" or phase in TERMINAL
+        gone = kind == "DELETED" or phase in TERMINAL_PHASES
         with self._lock:
             if gone:
                 self._pending.pop(key, None)
@@ -370,10 +371,7 @@ class KubernetesAdapter:
         since the watch keeps no pod whole."""
         items, _ = list_all(self.client, PATHS["pods"])
         bound = [
-            obj
-            for obj in items
-            if (obj.get("spec") or {}).get("nodeName")
-            and (obj.get("status") or {}).get("phase") not in TERMINAL
+            obj for obj in items if (obj.get("spec") or {}).get("nodeName") and not terminated(obj)
         ]
         with self._lock:
             parsed = [self._parse_bound(obj) for obj in bound]
