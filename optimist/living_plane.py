@@ -8,9 +8,9 @@ kube-controller-manager v1.30 and KWOK beside them, all built from source by
   the garbage collector and the namespace controller remove what is gone;
   service accounts, the persistent-volume binder and disruption budgets' status.
 - KWOK fakes the nodes annotated for it (`KWOK_ANNOTATION`) and the pods bound to
-  them: nodes turn Ready and renew their Leases; pods turn Running and Ready, a
-  Job's pods complete, and a pod deleted goes once its grace ends, as a kubelet
-  would confirm. Its stages are KWOK's own defaults.
+  them: nodes turn Ready and renew their Leases (KWOK's own stages); pods turn
+  Running and Ready, a Job's pods succeed after the time they ask for, and a pod
+  deleted goes, as a kubelet would confirm (`kwok-stages.yaml`).
 
 A node heartbeats only while its KWOK runs: a pool's nodes have a KWOK of their own
 (`start_kwok`), and once it is stopped, after the grace period (`NODE_GRACE_S`), the
@@ -21,6 +21,7 @@ cause (a service account made; a probe node turned Ready), and stopped by its PI
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from optimist.controlplane import ControlPlane, free_port
@@ -43,6 +44,8 @@ CONTROLLERS = (
     "persistentvolume-binder-controller",
     "disruption-controller",
 )
+STAGES = Path(__file__).with_name("kwok-stages.yaml")
+JOB_RUNS_FOR = "pod-complete.stage.kwok.x-k8s.io/delay"  # a Job's pod's annotation: "30s"
 NODE_GRACE_S = 10  # how long a node may miss its heartbeat before it is NotReady
 
 
@@ -117,11 +120,9 @@ class LivingPlane(ControlPlane):
         returns its name, which `stop` takes: its nodes then stop heartbeating, as
         when a node's kubelet dies."""
         name = "kwok" if pool == KWOK_POOL else f"kwok-{pool}"
-        config = self.dir / f"{name}.yaml"
-        config.write_text("")  # its defaults, not a ~/.kwok of the user's
         self._spawn(
             name,
-            f"--config={config}",
+            f"--config={STAGES}",  # and not a ~/.kwok of the user's
             f"--kubeconfig={self.admin_kubeconfig}",
             f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}={pool}",
             "--manage-all-nodes=false",

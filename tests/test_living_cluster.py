@@ -14,7 +14,7 @@ from cluster.store import Keys, NodeStore
 from optimist.config import Settings
 from optimist.configuration import parse_configuration
 from optimist.invariants import check_invariants
-from optimist.living_plane import KWOK_POOL, NODE_GRACE_S, kwok_node
+from optimist.living_plane import JOB_RUNS_FOR, KWOK_POOL, NODE_GRACE_S, kwok_node
 from optimist.service import Service
 from tests.kube.api import Api, wait_for
 from tests.kube.service import Running
@@ -47,9 +47,9 @@ def deployment(name: str, replicas: int, namespace: str = "default", **spec: Any
     }
 
 
-def running(api: Api, app: str, namespace: str = "default") -> list[dict]:
+def running(api: Api, app: str, namespace: str = "default", label: str = "app") -> list[dict]:
     """The app's pods that are Running and Ready and not going."""
-    pods = api.items("pods", namespace, labelSelector=f"app={app}")
+    pods = api.items("pods", namespace, labelSelector=f"{label}={app}")
     return [
         p
         for p in pods
@@ -140,6 +140,40 @@ def test_a_deleted_namespace_s_pods_leave_optimist_s_state(living_api, redis_url
         api.admin.request("DELETE", "/api/v1/namespaces/team")
         wait_for(lambda: api.get("namespaces", "", "team") is None, 120, "the namespace gone")
         wait_for(lambda: not held(), 30, "the pods out of optimist's store")
+
+
+def test_a_job_s_pods_finishing_free_room_that_a_waiting_pod_takes(
+    living_api, redis_url, key_prefix
+):
+    """The room a Job's pods free when they succeed reaches the queue as an event: the
+    waiting pod is placed then, not at the next periodic flush (5 minutes)."""
+    api = living_api
+    [node] = nodes(api, 1)  # 4 CPUs
+    work = {"name": "work", "image": "work", "resources": {"requests": {"cpu": "2"}}}
+    template = {
+        "metadata": {"annotations": {JOB_RUNS_FOR: "10s"}},
+        "spec": {"schedulerName": SCHEDULER, "restartPolicy": "Never", "containers": [work]},
+    }
+    job = {"metadata": {"name": "batch"}, "spec": {"parallelism": 2, "template": template}}
+    waiting = {"metadata": {"name": "waiting"}, "spec": {**template["spec"], "containers": [work]}}
+    with Running(service(api, redis_url, key_prefix)):
+        api.put("jobs", job)
+        wait_for(lambda: len(running(api, "batch", label="job-name")) == 2, 60, "the Job running")
+        api.put("pods", waiting)
+        wait_for(lambda: _unschedulable(api, "waiting"), 30, "the pod told it waits for room")
+        wait_for(lambda: _succeeded(api, "batch"), 60, "the Job's pods done")
+        wait_for(lambda: api.pods_bound().get("default/waiting") == node, 60, "the pod placed")
+    assert invariants(api, redis_url, key_prefix) == []
+
+
+def _unschedulable(api: Api, name: str) -> bool:
+    pod = api.get("pods", "default", name) or {}
+    conditions = pod.get("status", {}).get("conditions") or []
+    return any(c["type"] == "PodScheduled" and c["reason"] == "Unschedulable" for c in conditions)
+
+
+def _succeeded(api: Api, job: str) -> bool:
+    return (api.get("jobs", "default", job) or {}).get("status", {}).get("succeeded") == 2
 
 
 def _on(api: Api, node: str) -> list[dict]:
