@@ -288,28 +288,29 @@ def bench(
         typer.Option(
             help="sim: optimist's in-process simulated cluster; apiserver: a real "
             "kube-apiserver and etcd (built by `make kube`), started for each workload, "
-            "the pods made by this process and scheduled by another"
+            "the pods made by this process and scheduled by another; kwok: the same with "
+            "kube-controller-manager and KWOK's nodes, where pods turn Running and Ready"
         ),
     ] = "sim",
     scheduler: Annotated[
         str,
         typer.Option(
-            help="with --cluster apiserver: the scheduler under test, optimist (`optimist "
+            help="with --cluster apiserver or kwok: the scheduler under test, optimist (`optimist "
             "run`) or kube-scheduler (upstream's v1.30)"
         ),
     ] = "optimist",
     compare: Annotated[
         str | None,
         typer.Option(
-            help="with --cluster apiserver: kube-scheduler, to run it too on every workload "
-            "and print the two side by side"
+            help="with --cluster apiserver or kwok: kube-scheduler, to run it too on every "
+            "workload and print the two side by side"
         ),
     ] = None,
     rounds: Annotated[
         int,
         typer.Option(
             min=1,
-            help="with --cluster apiserver: run every workload this many times with each "
+            help="with --cluster apiserver or kwok: run every workload this many times with each "
             "scheduler, alternating which goes first; figures are the medians",
         ),
     ] = 1,
@@ -327,10 +328,13 @@ def bench(
     """Run scheduler_perf cases on a simulated cluster (or through a real API server) and
     report pods/s; exits 1 if any pod was lost or a case failed, 2 if the case file or the
     configuration is bad."""
-    if cluster not in ("sim", "apiserver"):
-        typer.echo(f"error: --cluster {cluster!r}: sim or apiserver", err=True)
+    if cluster not in ("sim", "apiserver", "kwok"):
+        typer.echo(f"error: --cluster {cluster!r}: sim, apiserver or kwok", err=True)
         raise typer.Exit(2)
-    if cluster == "apiserver":
+    if cluster == "kwok" and kubeconfig:
+        typer.echo("error: --kubeconfig: not with --cluster kwok (it starts its own)", err=True)
+        raise typer.Exit(2)
+    if cluster != "sim":
         given = [
             flag
             for flag, value in (
@@ -341,16 +345,17 @@ def bench(
             if value
         ]  # fmt: skip
         if given:
-            typer.echo(f"error: {', '.join(given)}: not with --cluster apiserver", err=True)
+            typer.echo(f"error: {', '.join(given)}: not with --cluster {cluster}", err=True)
             raise typer.Exit(2)
         _bench_apiserver(
             cases, case, workload, config, shards, nodes, pods, seed, timeout, report, html,
-            scheduler, compare, rounds, kubeconfig, progress,
+            scheduler, compare, rounds, kubeconfig, progress, living=cluster == "kwok",
         )  # fmt: skip
         return
     if compare or scheduler != "optimist" or rounds != 1:
         typer.echo(
-            "error: --scheduler, --compare and --rounds go with --cluster apiserver", err=True
+            "error: --scheduler, --compare and --rounds go with --cluster apiserver or kwok",
+            err=True,
         )
         raise typer.Exit(2)
     if profiling_endpoint and (profile or not metrics_address):
@@ -475,9 +480,11 @@ def _bench_apiserver(
     rounds: int,
     kubeconfig: Path | None,
     progress: bool,
+    *,
+    living: bool,
 ) -> None:
-    """`optimist bench --cluster apiserver`: the workloads through a real API server,
-    with one scheduler or (--compare) two side by side."""
+    """`optimist bench --cluster apiserver` (or `kwok`: a living cluster): the workloads
+    through a real API server, with one scheduler or (--compare) two side by side."""
     schedulers = (scheduler, compare) if compare else (scheduler,)
     for name in schedulers:
         if name not in SCHEDULERS:
@@ -494,7 +501,9 @@ def _bench_apiserver(
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
     plan = _plan_or_exit(cases, case, workload, nodes, pods, timeout)
-    bench = ApiBench(schedulers, rounds, shards or 2, config, kubeconfig, plan.timeout_s, seed or 0)
+    bench = ApiBench(
+        schedulers, rounds, shards or 2, config, kubeconfig, plan.timeout_s, seed or 0, living
+    )
     with progress_bar(progress) as bar:
 
         def callback(label: str) -> Callable[[int, int], None]:

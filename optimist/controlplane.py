@@ -501,7 +501,8 @@ def _stop(process: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:
             process.wait()
 
 
-def scheduler_perf_plane() -> ControlPlane:
-    """A control plane as scheduler_perf's harness starts its own: throughput flags,
-    and the Priority and StorageObjectInUseProtection admission plugins off."""
-    return ControlPlane(extra_args=THROUGHPUT_FLAGS, admission_off=SCHEDULER_PERF_ADMISSION_OFF)
+def scheduler_perf_plane(kind: type[ControlPlane] = ControlPlane) -> ControlPlane:
+    """A control plane (of `kind`: a living one too) as scheduler_perf's harness starts
+    its own: throughput flags, and the Priority and StorageObjectInUseProtection
+    admission plugins off."""
+    return kind(extra_args=THROUGHPUT_FLAGS, admission_off=SCHEDULER_PERF_ADMISSION_OFF)

@@ -49,6 +49,11 @@ JOB_RUNS_FOR = "pod-complete.stage.kwok.x-k8s.io/delay"  # a Job's pod's annotat
 NODE_GRACE_S = 10  # how long a node may miss its heartbeat before it is NotReady
 
 
+def run_by(pool: str = KWOK_POOL) -> dict[str, str]:
+    """The annotations of a node the KWOK of `pool` runs."""
+    return {KWOK_ANNOTATION: pool}
+
+
 def kwok_node(
     name: str, cpu: str = "4", memory: str = "32Gi", pods: str = "110", pool: str = KWOK_POOL
 ) -> dict[str, Any]:
@@ -59,7 +64,7 @@ def kwok_node(
         "kind": "Node",
         "metadata": {
             "name": name,
-            "annotations": {KWOK_ANNOTATION: pool},
+            "annotations": run_by(pool),
             "labels": {"kubernetes.io/hostname": name, "type": "kwok"},
         },
         "status": {"capacity": room, "allocatable": room},

@@ -113,6 +113,29 @@ def latency(values: list[float]) -> dict[str, Any]:
     }
 
 
+def stage_latencies(
+    created_at: Mapping[str, float], stages: Mapping[str, Mapping[str, float]], pods: list[str]
+) -> dict[str, dict[str, Any]]:
+    """`latency` of each stage a pod went through, from its creation and from the stage
+    before: `stages` in order (first seen bound, Running, Ready), each pod -> when it
+    was seen there. A stage no pod reached (Running, without kubelets) is left out."""
+    out: dict[str, dict[str, Any]] = {}
+    before = "created"
+    for stage, seen in stages.items():
+        reached = [k for k in pods if k in seen]
+        if not reached:
+            break
+        out[f"created_to_{stage}"] = latency([seen[k] - created_at[k] for k in reached])
+        if before != "created":
+            earlier = stages[before]
+            gaps = [seen[k] - earlier[k] for k in reached if k in earlier]
+            out[f"{before}_to_{stage}"] = latency(gaps)
+        before = stage
+    if not out:
+        out["created_to_scheduled"] = latency([])
+    return out
+
+
 class RedisServers:
     """The node store's Redis servers read as one, for the bench's readings: INFO's
     numbers summed over them (one server: its own)."""
@@ -343,6 +366,7 @@ def reason_counts(unschedulable: dict[str, str]) -> dict[str, int]:
 
 
 PROCESSES = ("scheduler", "kube-apiserver", "etcd", "client")  # the API bench's trees
+LIVING_PROCESSES = ("kube-controller-manager", "kwok")  # and a living cluster's
 
 
 def _cpu_cell(process: str, figures: Mapping[str, Any]) -> str:
@@ -368,7 +392,8 @@ def comparison_rows(entry: Mapping[str, Any], ceiling: float) -> list[tuple[str,
     if "share_of_ceiling" in entry:
         label = f"of the server's ceiling ({ceiling:,.0f} pods/s)"
         rows.append((label, [f"{entry['share_of_ceiling']:.0%}", *blank]))
-    for process in PROCESSES:
+    living = [p for p in LIVING_PROCESSES if any(p in f["cpu_s_per_1000_pods"] for f in per)]
+    for process in (*PROCESSES, *living):
         rows.append((f"CPU s per 1,000 pods: {process}", each(partial(_cpu_cell, process))))
     rows.append(
         (
@@ -382,6 +407,14 @@ def comparison_rows(entry: Mapping[str, Any], ceiling: float) -> list[tuple[str,
     rows.append(
         ("created -> scheduled p99, ms", each(lambda f: f"{f['latency_p99_s'] * 1e3:,.0f}"))
     )
+    if all("ready_p50_s" in f for f in per):  # a living cluster's pods turn Ready
+        for p in ("p50", "p99"):
+            rows.append(
+                (
+                    f"created -> Ready {p}, ms",
+                    each(lambda f, p=p: f"{f[f'ready_{p}_s'] * 1e3:,.0f}"),
+                )
+            )
     return rows
 
 

@@ -47,6 +47,7 @@ from optimist.bench.op_walker import (
 from optimist.controlplane import ControlPlaneError
 from optimist.kube.client import ApiError, KubeClient
 from optimist.kube.informer import Informer, list_all, object_key
+from optimist.living_plane import run_by
 from optimist.report import ProcessTree
 from optimist.simulator import SimulatedCluster
 
@@ -74,17 +75,27 @@ def _unschedulable(pod: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _ready(status: Mapping[str, Any]) -> bool:
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in status.get("conditions") or []
+    )
+
+
 class SchedulerExited(Exception):
     """The scheduler under test is gone: the rest of its stretch cannot run."""
 
 
 class PodWatch:
     """Every pod as the server tells it: when each was first seen bound and where, each
-    binding seen (a pod that moved shows twice), and the ones reported unschedulable."""
+    binding seen (a pod that moved shows twice), and the ones reported unschedulable;
+    on a living cluster, when each was first seen Running and Ready."""
 
     def __init__(self, client: KubeClient) -> None:
         self.lock = threading.Lock()
         self.bound_at: dict[str, float] = {}
+        self.running_at: dict[str, float] = {}
+        self.ready_at: dict[str, float] = {}
         self.nodes: dict[str, str] = {}
         self.bind_log: list[Binding] = []
         self.unschedulable: dict[str, str] = {}  # pod -> the condition's reason
@@ -119,6 +130,11 @@ class PodWatch:
                 self.terminating.add(key)
             if (obj.get("status") or {}).get("nominatedNodeName") and not node:
                 self.nominated.add(key)
+            status = obj.get("status") or {}
+            if status.get("phase") == "Running":
+                self.running_at.setdefault(key, now)
+            if _ready(status):
+                self.ready_at.setdefault(key, now)
             if node:
                 if self.nodes.get(key) != node:
                     self.nodes[key] = node
@@ -213,9 +229,13 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
         seed: int,
         timeout_s: float,
         progress: Callable[[int, int], None] = lambda done, total: None,
+        kwok_pool: str | None = None,
     ) -> None:
         self.run = run
         self.client = client
+        # a living cluster's (`optimist.living_plane`): its nodes are KWOK's, whose pods
+        # turn Running and Ready, and a deleted pod goes when KWOK confirms it
+        self.kwok_pool = kwok_pool
         self.scheduler_names = scheduler_names
         self.meters = meters
         self.timeout_s = timeout_s
@@ -261,6 +281,8 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
             self.deadline = time.perf_counter() + self.timeout_s
             if not self._drive(list(self.created_at)) and error is None:
                 error = f"case {self.run.name}: did not settle within {self.timeout_s:.0f}s"
+            if self.kwok_pool is not None and not self._await_ready() and error is None:
+                error = f"case {self.run.name}: pods bound but not Ready within the timeout"
             self._collect_orphans(self.nodes_deleted)
         return ApiOutcome(
             self.run,
@@ -310,6 +332,8 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
         for node in bodies:
             meta = node["metadata"]
             meta["labels"] = {HOSTNAME_LABEL: meta["name"], **(meta.get("labels") or {})}
+            if self.kwok_pool is not None:
+                meta["annotations"] = {**(meta.get("annotations") or {}), **run_by(self.kwok_pool)}
         self._post("Node", "", bodies)
         names = [b["metadata"]["name"] for b in bodies]
         self.made_here += [("Node", name) for name in names]
@@ -535,12 +559,26 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
             self._tick()
             time.sleep(POLL_S)
 
+    def _await_ready(self) -> bool:
+        """Until every pod bound and not gone is Ready (KWOK runs it); False if the
+        case ran out of time first."""
+        while True:
+            with self.watch.lock:
+                w = self.watch
+                waiting = [k for k in w.bound_at if k not in w.ready_at and k not in w.gone]
+            if not waiting:
+                return True
+            if time.perf_counter() > self.deadline:
+                return False
+            time.sleep(POLL_S)
+
     def _tick(self) -> None:
         self._churn()
         self._pace_deletions()
-        # the nodes are this run's, with no kubelet: what a kubelet does for a pod
-        # deleted with a grace period (an eviction), confirm it stopped, is done here
-        if terminating := self.watch.take_terminating():
+        # without a kubelet (no KWOK), what a kubelet does for a pod deleted with a
+        # grace period (an eviction), confirm it stopped, is done here
+        terminating = self.watch.take_terminating()
+        if terminating and self.kwok_pool is None:
             self._delete("Pod", terminating)
         now = time.perf_counter()
         if now >= self._next_progress:

@@ -55,6 +55,7 @@ from optimist.controlplane import (
 )
 from optimist.invariants import check_invariants
 from optimist.kube.client import ApiError, KubeClient
+from optimist.living_plane import KWOK_POOL, LivingPlane
 
 SCHEDULERS = ("optimist", "kube-scheduler")
 CEILING_PODS = 2000  # pods the ceiling is measured on
@@ -76,6 +77,7 @@ class ApiBench:
     kubeconfig: Path | None = None  # a server already running, else one started per run
     timeout_s: float = 1800.0
     seed: int = 0
+    living: bool = False  # --cluster kwok: controllers and KWOK's nodes beside the server
 
 
 # --- the schedulers under test -------------------------------------------------------
@@ -172,21 +174,20 @@ class Server:
     plane: ControlPlane | None  # None: a server given by --kubeconfig
 
     def meters(self) -> dict[str, report.ProcessTree]:
-        """The server's processes, where they are ours to read."""
+        """The server's processes (and a living plane's controllers and KWOK), where
+        they are ours to read."""
         if self.plane is None:
             return {}
-        return {
-            "kube-apiserver": report.ProcessTree(self.plane.pid("kube-apiserver")),
-            "etcd": report.ProcessTree(self.plane.pid("etcd")),
-        }
+        return {name: report.ProcessTree(self.plane.pid(name)) for name in self.plane.running}
 
 
 @contextmanager
-def api_server(kubeconfig: Path | None) -> Iterator[Server]:
-    """A fresh etcd and kube-apiserver as scheduler_perf starts its own, or the
-    server `kubeconfig` names (what a run makes there, it removes after)."""
+def api_server(kubeconfig: Path | None, living: bool = False) -> Iterator[Server]:
+    """A fresh etcd and kube-apiserver as scheduler_perf starts its own (`living`:
+    with kube-controller-manager and KWOK), or the server `kubeconfig` names (what a
+    run makes there, it removes after)."""
     if kubeconfig is None:
-        with scheduler_perf_plane() as plane:
+        with scheduler_perf_plane(LivingPlane if living else ControlPlane) as plane:
             yield Server(
                 _unlimited(plane.admin_kubeconfig), plane.admin_kubeconfig, plane.dir, plane
             )
@@ -212,7 +213,7 @@ def run_stretch(
     path = runs[0].scheduler_config or bench.configuration
     names = scheduler_names(path)
     with (
-        api_server(bench.kubeconfig) as server,
+        api_server(bench.kubeconfig, bench.living) as server,
         scheduler(name, server, scheduler_documents(path), bench.shards) as pid,
     ):
         meters = {
@@ -224,7 +225,7 @@ def run_stretch(
             label = progress(f"{run.name} [{name}, round {round_ + 1}]")
             runner = ApiCaseRunner(
                 run, server.client, names, meters, seed=bench.seed, timeout_s=bench.timeout_s,
-                progress=label,
+                progress=label, kwok_pool=KWOK_POOL if bench.living else None,
             )  # fmt: skip
             with runner:
                 try:
@@ -268,7 +269,11 @@ def workload_report(
     duration = sum(w.end - w.start for w in outcome.windows)
     throughput = report.throughput(scheduled, duration, rates)
     unschedulable = [k for k in measured if k in watch.unschedulable and k not in watch.bound_at]
-    latency = [watch.bound_at[k] - outcome.created_at[k] for k in measured if k in watch.bound_at]
+    latency = report.stage_latencies(
+        outcome.created_at,
+        {"scheduled": watch.bound_at, "running": watch.running_at, "ready": watch.ready_at},
+        measured,
+    )
     return {
         "name": run.name,
         "case": run.case,
@@ -296,7 +301,7 @@ def workload_report(
         "duration_s": duration,
         "throughput_pods_per_s": throughput,
         "throughput_samples": samples,
-        "latency_s": {"created_to_scheduled": report.latency(latency)},
+        "latency_s": latency,
         "cpu_s": cpu,
         "cpu_s_per_1000_pods": {p: s * 1000 / scheduled for p, s in cpu.items()}
         if scheduled
@@ -426,12 +431,8 @@ def compare(runs: list[dict[str, Any]], ceiling_median: float) -> list[dict[str,
                     p: max(r["memory_peak_bytes"].get(p, 0) for r in good)
                     for p in good[0]["memory_peak_bytes"]
                 },
-                "latency_p50_s": _median(
-                    r["latency_s"]["created_to_scheduled"].get("p50", 0.0) for r in good
-                ),
-                "latency_p99_s": _median(
-                    r["latency_s"]["created_to_scheduled"].get("p99", 0.0) for r in good
-                ),
+                **_stage_medians(good, "scheduled", "latency"),
+                **_stage_medians(good, "ready", "ready"),
                 "errors": [r["error"] for r in mine if r["error"]],
             }
         entry: dict[str, Any] = {"name": name, "schedulers": per}
@@ -442,6 +443,15 @@ def compare(runs: list[dict[str, Any]], ceiling_median: float) -> list[dict[str,
             entry["share_of_ceiling"] = ours["pods_per_s"] / ceiling_median
         out.append(entry)
     return out
+
+
+def _stage_medians(runs: list[dict[str, Any]], stage: str, name: str) -> dict[str, float]:
+    """`<name>_p50_s` and `<name>_p99_s`: the medians over `runs` of created -> `stage`,
+    where every run reached it (Ready: on a living cluster only)."""
+    figures = [r["latency_s"].get(f"created_to_{stage}", {}) for r in runs]
+    if not all(f.get("count") for f in figures):
+        return {f"{name}_p50_s": 0.0, f"{name}_p99_s": 0.0} if stage == "scheduled" else {}
+    return {f"{name}_{p}_s": _median(f[p] for f in figures) for p in ("p50", "p99")}
 
 
 def _median(values: Any) -> float:

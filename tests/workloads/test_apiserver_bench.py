@@ -190,3 +190,24 @@ def test_a_bench_stopped_by_sigterm_stops_what_it_started(tmp_path):
         with contextlib.suppress(psutil.Error):
             process.kill()
     assert left == []
+
+
+def test_a_living_cluster_s_pods_turn_running_and_ready_and_each_stage_is_timed(tmp_path):
+    """`--cluster kwok`: the same case on KWOK's nodes beside kube-controller-manager;
+    the report times created -> scheduled -> Running -> Ready, and counts what the
+    controllers and KWOK cost."""
+    report = tmp_path / "report.json"
+    command = ["bench", "--workload", "SchedulingBasic/tiny", "--cluster", "kwok"]
+    command += ["--shards", "1", "--timeout", "120", "--no-progress", "--report", str(report)]
+    result = CliRunner().invoke(app, command)
+    assert result.exit_code == 0, result.output
+    [run] = json.loads(report.read_text())["runs"]
+    assert run["error"] is None and run["invariant_violations"] == [], run
+    assert run["pods_scheduled"] == run["pods_created"] == 80
+    stages = run["latency_s"]
+    for stage in ("scheduled", "running", "ready"):
+        assert stages[f"created_to_{stage}"]["count"] == 80, stages
+    assert stages["running_to_ready"]["p50"] >= 0
+    assert {"kube-controller-manager", "kwok"} <= run["cpu_s"].keys()
+    assert "created -> Ready p99, ms" in result.output
+    assert "CPU s per 1,000 pods: kwok" in result.output
