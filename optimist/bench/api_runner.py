@@ -29,6 +29,7 @@ from cluster.manifests import copy_manifest, node_from_manifest, podgroup_from_m
 from cluster.objects import HOSTNAME_LABEL
 from optimist.bench import workload_objects
 from optimist.bench.case_file import (
+    WORKLOAD_KINDS,
     CaseWorkload,
     CreateAny,
     CreatePodGroups,
@@ -38,6 +39,7 @@ from optimist.bench.case_file import (
 from optimist.bench.go_template import TextTemplate
 from optimist.bench.op_walker import (
     CHURN_NAMESPACE,
+    NO_CONTROLLERS,
     CaseError,
     ChurnTask,
     DeleteTask,
@@ -64,6 +66,11 @@ PATHS = {
     "Service": "/api/v1/namespaces/{ns}/services",
     "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
     "PodDisruptionBudget": "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
+    "Deployment": "/apis/apps/v1/namespaces/{ns}/deployments",
+    "ReplicaSet": "/apis/apps/v1/namespaces/{ns}/replicasets",
+    "StatefulSet": "/apis/apps/v1/namespaces/{ns}/statefulsets",
+    "DaemonSet": "/apis/apps/v1/namespaces/{ns}/daemonsets",
+    "Job": "/apis/batch/v1/namespaces/{ns}/jobs",
 }
 
 
@@ -96,6 +103,8 @@ class PodWatch:
         self.bound_at: dict[str, float] = {}
         self.running_at: dict[str, float] = {}
         self.ready_at: dict[str, float] = {}
+        # pods a controller made (they name an owner), as first seen: (key, when, pod)
+        self.arrived: list[tuple[str, float, dict[str, Any]]] = []
         self.nodes: dict[str, str] = {}
         self.bind_log: list[Binding] = []
         self.unschedulable: dict[str, str] = {}  # pod -> the condition's reason
@@ -126,7 +135,10 @@ class PodWatch:
                 self.unschedulable.pop(key, None)
                 self.last_change = now  # room freed: a preemptor may go next
                 return
-            if (obj.get("metadata") or {}).get("deletionTimestamp"):
+            meta = obj.get("metadata") or {}
+            if kind == "ADDED" and meta.get("ownerReferences"):
+                self.arrived.append((key, now, obj))
+            if meta.get("deletionTimestamp"):
                 self.terminating.add(key)
             if (obj.get("status") or {}).get("nominatedNodeName") and not node:
                 self.nominated.add(key)
@@ -145,6 +157,11 @@ class PodWatch:
                 self.nominated.discard(key)
             elif (reason := _unschedulable(obj)) is not None:
                 self.unschedulable[key] = reason
+
+    def take_arrived(self) -> list[tuple[str, float, dict[str, Any]]]:
+        with self.lock:
+            taken, self.arrived = self.arrived, []
+        return taken
 
     def take_terminating(self) -> list[str]:
         with self.lock:
@@ -260,6 +277,8 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
         self.deleting: list[DeleteTask] = []
         self.churn: list[ChurnTask] = []
         self.deleted = 0
+        self.expected: Counter[str] = Counter()  # namespace -> pods its workloads make
+        self.arrivals: Counter[str] = Counter()  # namespace -> pods controllers made
         self._next_progress = 0.0
 
     def __enter__(self) -> ApiCaseRunner:
@@ -279,6 +298,10 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
             self.churn.clear()
             self.deleting.clear()
             self.deadline = time.perf_counter() + self.timeout_s
+            try:
+                self._await_made(tuple(self.expected))
+            except TimeoutError as e:
+                error = error or f"case {self.run.name}: {e}"
             if not self._drive(list(self.created_at)) and error is None:
                 error = f"case {self.run.name}: did not settle within {self.timeout_s:.0f}s"
             if self.kwok_pool is not None and not self._await_ready() and error is None:
@@ -303,8 +326,19 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
         )
 
     def _barrier(self, namespaces: tuple[str, ...]) -> None:
-        spaces = namespaces or tuple(self.by_namespace)
+        spaces = namespaces or tuple({*self.by_namespace, *self.expected})
+        self._await_made(spaces)
         self._wait([k for ns in spaces for k in self.by_namespace.get(ns, [])])
+
+    def _await_made(self, namespaces: tuple[str, ...]) -> None:
+        """Until the controllers have made the pods the workloads of `namespaces` ask
+        for (a Deployment's replicas, a Job's completions)."""
+        while waiting := [ns for ns in namespaces if self.arrivals[ns] < self.expected[ns]]:
+            if time.perf_counter() > self.deadline:
+                made = ", ".join(f"{ns} {self.arrivals[ns]}/{self.expected[ns]}" for ns in waiting)
+                raise TimeoutError(f"the controllers made too few pods in time: {made}")
+            self._tick()
+            time.sleep(POLL_S)
 
     def _sleep(self, seconds: float) -> None:
         until = time.perf_counter() + seconds
@@ -391,14 +425,16 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
             self._close(window)
 
     def _made(
-        self, made: list[Created], index: int, namespace: str, window: ApiWindow | None
+        self, made: list[Created], index: int | None, namespace: str, window: ApiWindow | None
     ) -> None:
+        """Pods of our profiles to measure: made by op `index`, or by a controller (None)."""
         for pod, at in made:
             key = object_key(pod)
             labels = (pod.get("metadata") or {}).get("labels") or {}
             self.created_at[key] = at
             self.labels[key] = labels
-            self.by_op.setdefault(index, []).append(key)
+            if index is not None:
+                self.by_op.setdefault(index, []).append(key)
             self.by_namespace.setdefault(namespace, []).append(key)
             if window is not None and window.takes(namespace, labels):
                 window.pods.append(key)
@@ -416,8 +452,11 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
                 self._create_nodes(made, 1)
             elif kind == "Pod":
                 self._create_pods(index, op.namespace, [(dict(made), 1)], False, True)
+            elif kind in WORKLOAD_KINDS and self.kwok_pool is None:
+                raise ValueError(f"kind {kind}: {NO_CONTROLLERS}")
             elif kind in PATHS:
                 namespace = (made.get("metadata") or {}).get("namespace") or op.namespace
+                self.expected[namespace] += workload_objects.pods_made_by(made)
                 if "{ns}" in PATHS[kind]:
                     self._create_namespace(namespace)
                 for obj, _ in self._post(kind, namespace, [dict(made)]):
@@ -559,6 +598,17 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
             self._tick()
             time.sleep(POLL_S)
 
+    def _adopt(self) -> None:
+        """The pods controllers made since the last turn: measured as the bench's own
+        are, from when the watch first told of them."""
+        for key, at, pod in self.watch.take_arrived():
+            namespace = pod["metadata"]["namespace"]
+            self.arrivals[namespace] += 1
+            self.pods_made.append(key)
+            scheduler = (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
+            if key not in self.created_at and scheduler in self.scheduler_names:
+                self._made([(pod, at)], None, namespace, self.collecting)
+
     def _await_ready(self) -> bool:
         """Until every pod bound and not gone is Ready (KWOK runs it); False if the
         case ran out of time first."""
@@ -573,6 +623,7 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
             time.sleep(POLL_S)
 
     def _tick(self) -> None:
+        self._adopt()
         self._churn()
         self._pace_deletions()
         # without a kubelet (no KWOK), what a kubelet does for a pod deleted with a

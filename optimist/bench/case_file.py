@@ -28,6 +28,8 @@ Manifest = Mapping[str, Any]
 Template = Manifest | TextTemplate  # a TextTemplate makes each object its own
 
 # Kinds createAny may create; the runner says what it does with each.
+# Kinds whose pods controllers make: only a living cluster (--cluster kwok) runs them.
+WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "DaemonSet")
 CREATE_ANY_KINDS = (
     "Namespace",
     "PriorityClass",
@@ -37,6 +39,8 @@ CREATE_ANY_KINDS = (
     "Reservation",
     "Pod",
     "Node",
+    "Service",
+    *WORKLOAD_KINDS,
 )
 # Kinds churn may cycle; a Service is recorded and has no effect (no default spreading).
 CHURN_KINDS = ("Node", "Pod", "Service")

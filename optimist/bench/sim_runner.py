@@ -23,6 +23,7 @@ import ray
 
 from optimist.bench import workload_objects
 from optimist.bench.case_file import (
+    WORKLOAD_KINDS,
     CaseWorkload,
     CreateAny,
     CreatePodGroups,
@@ -32,6 +33,8 @@ from optimist.bench.case_file import (
 from optimist.bench.go_template import TextTemplate
 from optimist.bench.op_walker import (
     CHURN_NAMESPACE,
+    NO_CONTROLLERS,
+    SERVICE_NOTE,
     CaseError,
     ChurnTask,
     DeleteTask,
@@ -336,8 +339,17 @@ class CaseRunner(OpWalker[Window]):
                 self.cluster.create_reservation(made)
             elif kind == "Node":
                 self.cluster.create_nodes(made, 1)
+            elif kind == "Service":
+                self._note(SERVICE_NOTE)
+            elif kind in WORKLOAD_KINDS:
+                raise ValueError(f"kind {kind}: {NO_CONTROLLERS}")
             else:  # Pod
                 self._create_pods(index, op.namespace, [(dict(made), 1)], False, True)
+
+    def _note(self, note: str) -> None:
+        """Once in the report, however often it applies."""
+        if note not in self.notes:
+            self.notes.append(note)
 
     def _made(
         self,
@@ -416,9 +428,7 @@ class CaseRunner(OpWalker[Window]):
             keys = self.cluster.create_pods(self.priorities.admit(manifest), count, CHURN_NAMESPACE)
             self._ours += len(keys) if self._is_ours(keys) else 0
             return [("Pod", key) for key in keys]
-        note = "churn: Services are recorded and have no effect (no default spreading)"
-        if note not in self.notes:
-            self.notes.append(note)
+        self._note(f"churn: {SERVICE_NOTE}")
         return []
 
     def _remove_churned(self, objects_: list[tuple[str, str]]) -> None:

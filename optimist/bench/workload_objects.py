@@ -158,3 +158,15 @@ class PriorityClasses:
         priority = self.values[name] if name is not None else self.global_default
         admitted.setdefault("spec", {})["priority"] = priority
         return admitted
+
+
+def pods_made_by(workload: Manifest) -> int:
+    """The pods a workload's controller makes in all: a Deployment's, a ReplicaSet's or a
+    StatefulSet's replicas, a Job's completions (its parallelism without them); none
+    known of a DaemonSet (one a node that fits) or of another kind."""
+    spec = workload.get("spec") or {}
+    if workload["kind"] in ("Deployment", "ReplicaSet", "StatefulSet"):
+        return int(spec.get("replicas", 1))
+    if workload["kind"] == "Job":
+        return int(spec.get("completions") or spec.get("parallelism") or 1)
+    return 0

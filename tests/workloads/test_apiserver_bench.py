@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections import Counter
 from html import escape
+from pathlib import Path
 
 import psutil
 from typer.testing import CliRunner
@@ -18,6 +19,7 @@ from typer.testing import CliRunner
 from optimist.cli import app
 from optimist.controlplane import stop_tree
 from optimist.kube.informer import list_all
+from optimist.living_plane import JOB_RUNS_FOR
 from optimist.report import comparison_rows
 from tests.kube.api import wait_for
 from tests.workloads.test_fidelity import anti_affine_case, waited_anti_affine_case, write_case
@@ -211,3 +213,67 @@ def test_a_living_cluster_s_pods_turn_running_and_ready_and_each_stage_is_timed(
     assert {"kube-controller-manager", "kwok"} <= run["cpu_s"].keys()
     assert "created -> Ready p99, ms" in result.output
     assert "CPU s per 1,000 pods: kwok" in result.output
+
+
+def workloads_case(folder: Path) -> Path:
+    """4 nodes; a Deployment of 12 and a Job of 6 completions, 3 at a time, whose pods
+    run a second each; their pods made by the controllers, measured until a barrier."""
+    app = {"name": "app", "image": "app", "resources": {"requests": {"cpu": "100m"}}}
+    pod = {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [app]}}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 12, "selector": {"matchLabels": {"app": "web"}}, "template": pod},
+    }
+    runs = {"metadata": {"annotations": {JOB_RUNS_FOR: "1s"}}}
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "batch"},
+        "spec": {
+            "parallelism": 3,
+            "completions": 6,
+            "template": {**runs, "spec": {"restartPolicy": "Never", "containers": [app]}},
+        },
+    }
+    return write_case(
+        folder,
+        [
+            {"opcode": "createNodes", "count": 4},
+            {"opcode": "startCollectingMetrics"},
+            {"opcode": "createAny", "templatePath": "config/web.yaml", "namespace": "apps"},
+            {"opcode": "createAny", "templatePath": "config/batch.yaml", "namespace": "jobs"},
+            {"opcode": "barrier"},
+            {"opcode": "stopCollectingMetrics"},
+        ],
+        {"web.yaml": deployment, "batch.yaml": job},
+    )
+
+
+def test_a_case_s_workloads_are_made_by_the_controllers_and_their_pods_measured(tmp_path):
+    """createAny of a Deployment and a Job on a living cluster: the controllers make
+    the pods, the bench measures each from when the watch first told of it, and the
+    barrier waits for every pod they ask for: the Job's six, which come three at a
+    time as the first succeed."""
+    report = tmp_path / "report.json"
+    command = ["bench", str(workloads_case(tmp_path)), "--cluster", "kwok", "--shards", "1"]
+    command += ["--timeout", "120", "--no-progress", "--report", str(report)]
+    result = CliRunner().invoke(app, command)
+    assert result.exit_code == 0, result.output
+    [run] = json.loads(report.read_text())["runs"]
+    assert run["error"] is None and run["invariant_violations"] == [], run
+    assert run["pods_created"] == run["pods_scheduled"] == 18, run
+    assert run["latency_s"]["created_to_scheduled"]["count"] == 18
+
+
+def test_a_workload_where_no_controller_runs_fails_its_case_naming_why(tmp_path):
+    """No controller would make a Deployment's pods through a bare API server: the
+    case fails at its op, saying where it can run."""
+    report = tmp_path / "report.json"
+    command = ["bench", str(workloads_case(tmp_path)), "--no-progress", "--report", str(report)]
+    result = CliRunner().invoke(app, command)
+    assert result.exit_code == 1, result.output
+    [case] = json.loads(report.read_text())["cases"]
+    assert case["failed"]["opcode"] == "createAny" and case["failed"]["op"] == 2
+    assert "made by controllers, which run only on --cluster kwok" in case["failed"]["reason"]
