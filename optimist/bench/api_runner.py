@@ -112,6 +112,9 @@ class PodWatch:
         self.terminating: set[str] = set()  # deleted with a grace period, not yet gone
         self.nominated: set[str] = set()  # unbound, waiting for the victims it preempted
         self.last_change = time.perf_counter()  # a binding or a deletion
+        # the pod events the server sent, every one a scheduler's informer decodes too:
+        # on a living cluster each pod's Running and Ready come on top of its binding
+        self.events = 0
         self.informer = Informer(client, "/api/v1/pods", self._seen)
 
     def __enter__(self) -> PodWatch:
@@ -128,6 +131,7 @@ class PodWatch:
         key, now = object_key(obj), time.perf_counter()
         node = str((obj.get("spec") or {}).get("nodeName") or "")
         with self.lock:
+            self.events += 1
             if kind == "DELETED":
                 self.gone.add(key)
                 self.terminating.discard(key)

@@ -292,6 +292,8 @@ def workload_report(
             {k: watch.unschedulable[k] for k in unschedulable}
         ),
         "nodes_used": len({watch.nodes[k] for k in measured if k in watch.nodes}),
+        # over the whole workload, list included: what every pod watcher decodes
+        "pod_events_per_pod": watch.events / outcome.made if outcome.made else 0.0,
         "all_pods": {
             "created": outcome.made,
             "bound": len(watch.bound_at),
