@@ -24,6 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from cluster.objects import HOSTNAME_LABEL
 from optimist.controlplane import ControlPlane, free_port
 from optimist.kube.client import ApiError
 
@@ -65,7 +66,7 @@ def kwok_node(
         "metadata": {
             "name": name,
             "annotations": run_by(pool),
-            "labels": {"kubernetes.io/hostname": name, "type": "kwok"},
+            "labels": {HOSTNAME_LABEL: name, "type": "kwok"},
         },
         "status": {"capacity": room, "allocatable": room},
     }
