@@ -10,7 +10,7 @@ kube-controller-manager v1.30 and KWOK beside them, all built from source by
 - KWOK fakes the nodes annotated for it (`KWOK_ANNOTATION`) and the pods bound to
   them: nodes turn Ready and renew their Leases (KWOK's own stages); pods turn
   Running and Ready, a Job's pods succeed after the time they ask for, and a pod
-  deleted goes, as a kubelet would confirm (`kwok-stages.yaml`).
+  deleted goes, as a kubelet would confirm (`kwok.yaml`).
 
 A node heartbeats only while its KWOK runs: a pool's nodes have a KWOK of their own
 (`start_kwok`), and once it is stopped, after the grace period (`NODE_GRACE_S`), the
@@ -45,7 +45,7 @@ CONTROLLERS = (
     "persistentvolume-binder-controller",
     "disruption-controller",
 )
-STAGES = Path(__file__).with_name("kwok-stages.yaml")
+CONFIGURATION = Path(__file__).with_name("kwok.yaml")  # its options and pod stages
 JOB_RUNS_FOR = "pod-complete.stage.kwok.x-k8s.io/delay"  # a Job's pod's annotation: "30s"
 NODE_GRACE_S = 10  # how long a node may miss its heartbeat before it is NotReady
 
@@ -128,7 +128,7 @@ class LivingPlane(ControlPlane):
         name = "kwok" if pool == KWOK_POOL else f"kwok-{pool}"
         self._spawn(
             name,
-            f"--config={STAGES}",  # and not a ~/.kwok of the user's
+            f"--config={CONFIGURATION}",  # and not a ~/.kwok of the user's
             f"--kubeconfig={self.admin_kubeconfig}",
             f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}={pool}",
             "--manage-all-nodes=false",
