@@ -25,7 +25,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cluster.cluster_adapter import Binding
-from cluster.manifests import copy_manifest, node_from_manifest, podgroup_from_manifest
+from cluster.manifests import (
+    copy_manifest,
+    node_from_manifest,
+    podgroup_from_manifest,
+    terminated,
+)
 from cluster.objects import HOSTNAME_LABEL
 from optimist.bench import workload_objects
 from optimist.bench.case_file import (
@@ -103,6 +108,7 @@ class PodWatch:
         self.bound_at: dict[str, float] = {}
         self.running_at: dict[str, float] = {}
         self.ready_at: dict[str, float] = {}
+        self.ended: set[str] = set()  # succeeded or failed: it will never be Ready now
         # pods a controller made (they name an owner), as first seen: (key, when, pod)
         self.arrived: list[tuple[str, float, dict[str, Any]]] = []
         self.nodes: dict[str, str] = {}
@@ -151,6 +157,8 @@ class PodWatch:
                 self.running_at.setdefault(key, now)
             if _ready(status):
                 self.ready_at.setdefault(key, now)
+            if terminated(obj):
+                self.ended.add(key)
             if node:
                 if self.nodes.get(key) != node:
                     self.nodes[key] = node
@@ -619,7 +627,8 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
         while True:
             with self.watch.lock:
                 w = self.watch
-                waiting = [k for k in w.bound_at if k not in w.ready_at and k not in w.gone]
+                done = w.ready_at.keys() | w.gone | w.ended
+                waiting = [k for k in w.bound_at if k not in done]
             if not waiting:
                 return True
             if time.perf_counter() > self.deadline:

@@ -14,6 +14,7 @@ from html import escape
 from pathlib import Path
 
 import psutil
+import pytest
 from typer.testing import CliRunner
 
 from optimist.cli import app
@@ -194,30 +195,6 @@ def test_a_bench_stopped_by_sigterm_stops_what_it_started(tmp_path):
     assert left == []
 
 
-def test_a_living_cluster_s_pods_turn_running_and_ready_and_each_stage_is_timed(tmp_path):
-    """`--cluster kwok`: the same case on KWOK's nodes beside kube-controller-manager;
-    the report times created -> scheduled -> Running -> Ready, and counts what the
-    controllers and KWOK cost."""
-    report = tmp_path / "report.json"
-    command = ["bench", "--workload", "SchedulingBasic/tiny", "--cluster", "kwok"]
-    command += ["--shards", "1", "--timeout", "120", "--no-progress", "--report", str(report)]
-    result = CliRunner().invoke(app, command)
-    assert result.exit_code == 0, result.output
-    [run] = json.loads(report.read_text())["runs"]
-    assert run["error"] is None and run["invariant_violations"] == [], run
-    assert run["pods_scheduled"] == run["pods_created"] == 80
-    stages = run["latency_s"]
-    for stage in ("scheduled", "running", "ready"):
-        assert stages[f"created_to_{stage}"]["count"] == 80, stages
-    assert stages["running_to_ready"]["p50"] >= 0
-    assert {"kube-controller-manager", "kwok"} <= run["cpu_s"].keys()
-    # added, bound, and Running and Ready (KWOK writes both at once): one more than on a
-    # cluster where pods never run
-    assert run["pod_events_per_pod"] >= 3
-    assert "created -> Ready p99, ms" in result.output
-    assert "CPU s per 1,000 pods: kwok" in result.output
-
-
 def workloads_case(folder: Path) -> Path:
     """4 nodes; a Deployment of 12 and a Job of 6 completions, 3 at a time, whose pods
     run a second each; their pods made by the controllers, measured until a barrier."""
@@ -254,11 +231,13 @@ def workloads_case(folder: Path) -> Path:
     )
 
 
-def test_a_case_s_workloads_are_made_by_the_controllers_and_their_pods_measured(tmp_path):
-    """createAny of a Deployment and a Job on a living cluster: the controllers make
-    the pods, the bench measures each from when the watch first told of it, and the
-    barrier waits for every pod they ask for: the Job's six, which come three at a
-    time as the first succeed."""
+def test_a_living_cluster_s_workloads_are_made_by_controllers_and_each_stage_timed(tmp_path):
+    """`--cluster kwok`: KWOK's nodes beside kube-controller-manager. createAny of a
+    Deployment and a Job: the controllers make the pods, the bench measures each from
+    when the watch first told of it, and the barrier waits for every pod they ask
+    for (the Job's six come three at a time, as the first succeed). The report times
+    created -> scheduled -> Running -> Ready, and counts what the controllers and
+    KWOK cost."""
     report = tmp_path / "report.json"
     command = ["bench", str(workloads_case(tmp_path)), "--cluster", "kwok", "--shards", "1"]
     command += ["--timeout", "120", "--no-progress", "--report", str(report)]
@@ -267,9 +246,19 @@ def test_a_case_s_workloads_are_made_by_the_controllers_and_their_pods_measured(
     [run] = json.loads(report.read_text())["runs"]
     assert run["error"] is None and run["invariant_violations"] == [], run
     assert run["pods_created"] == run["pods_scheduled"] == 18, run
-    assert run["latency_s"]["created_to_scheduled"]["count"] == 18
+    stages = run["latency_s"]
+    for stage in ("scheduled", "running", "ready"):
+        assert stages[f"created_to_{stage}"]["count"] == 18, stages
+    assert stages["running_to_ready"]["p50"] >= 0
+    assert {"kube-controller-manager", "kwok"} <= run["cpu_s"].keys()
+    # added, bound, and Running and Ready (KWOK writes both at once): one more than on a
+    # cluster where pods never run
+    assert run["pod_events_per_pod"] >= 3
+    assert "created -> Ready p99, ms" in result.output
+    assert "CPU s per 1,000 pods: kwok" in result.output
 
 
+@pytest.mark.usefixtures("ray_session")
 def test_a_workload_where_no_controller_runs_fails_its_case_naming_why(tmp_path):
     """No controller would make a Deployment's pods through a bare API server: the
     case fails at its op, saying where it can run."""
