@@ -140,15 +140,16 @@ def interrupts(first: Callable[[int], None]) -> Iterator[None]:
         interrupted = True
         first(signum)
 
+    # None: a handler set outside Python, which is neither replaced nor restored
     before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    for signum, handler in before.items():
-        if handler is not signal.SIG_IGN:
-            signal.signal(signum, handle)
+    taken = [s for s, handler in before.items() if handler not in (signal.SIG_IGN, None)]
+    for signum in taken:
+        signal.signal(signum, handle)
     try:
         yield
     finally:
-        for signum, handler in before.items():
-            signal.signal(signum, handler)
+        for signum in taken:
+            signal.signal(signum, before[signum])
 
 
 def unwind(signum: int) -> None:
