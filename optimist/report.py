@@ -401,21 +401,16 @@ def comparison_rows(entry: Mapping[str, Any], ceiling: float) -> list[tuple[str,
             each(lambda f: f"{f['memory_peak_bytes'].get('scheduler', 0) / 2**20:,.0f}"),
         )
     )
-    rows.append(
-        ("created -> scheduled p50, ms", each(lambda f: f"{f['latency_p50_s'] * 1e3:,.0f}"))
-    )
-    rows.append(
-        ("created -> scheduled p99, ms", each(lambda f: f"{f['latency_p99_s'] * 1e3:,.0f}"))
-    )
-    if all("ready_p50_s" in f for f in per):  # a living cluster's pods turn Ready
-        for p in ("p50", "p99"):
-            rows.append(
-                (
-                    f"created -> Ready {p}, ms",
-                    each(lambda f, p=p: f"{f[f'ready_{p}_s'] * 1e3:,.0f}"),
-                )
-            )
+    # created -> scheduled always; -> Ready where the pods turned Ready (a living cluster)
+    for stage, key in (("scheduled", "latency"), ("Ready", "ready")):
+        if all(f"{key}_p50_s" in f for f in per):
+            for p in ("p50", "p99"):
+                rows.append((f"created -> {stage} {p}, ms", each(partial(_ms, f"{key}_{p}_s"))))
     return rows
+
+
+def _ms(key: str, figures: Mapping[str, Any]) -> str:
+    return f"{figures[key] * 1e3:,.0f}"
 
 
 def report_cases(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:

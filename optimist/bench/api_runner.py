@@ -145,14 +145,13 @@ class PodWatch:
                 self.unschedulable.pop(key, None)
                 self.last_change = now  # room freed: a preemptor may go next
                 return
-            meta = obj.get("metadata") or {}
+            meta, status = obj.get("metadata") or {}, obj.get("status") or {}
             if kind == "ADDED" and meta.get("ownerReferences"):
                 self.arrived.append((key, now, obj))
             if meta.get("deletionTimestamp"):
                 self.terminating.add(key)
-            if (obj.get("status") or {}).get("nominatedNodeName") and not node:
+            if status.get("nominatedNodeName") and not node:
                 self.nominated.add(key)
-            status = obj.get("status") or {}
             if status.get("phase") == "Running":
                 self.running_at.setdefault(key, now)
             if _ready(status):
