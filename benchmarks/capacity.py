@@ -27,7 +27,7 @@ BUSY = 0.8  # each part planned to be at most this busy
 @dataclass(frozen=True, slots=True)
 class Costs:
     """CPU µs per pod of each part, measured here (SchedulingBasic; docs/performance.md,
-    "Where a pod's time goes", `benchmarks.shard_micro`, `benchmarks.store_micro`)."""
+    "Where a pod's time goes", `benchmarks.micro.shard_micro`, `benchmarks.micro.store_micro`)."""
 
     # the driver without commits: dispatcher, watch, Ray, msgpack (33 in the bench with
     # its commits, of which the commits' share by cProfile is about a fifth)

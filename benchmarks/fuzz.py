@@ -19,11 +19,13 @@ import sys
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
+from typing import Any
 
 import atheris
 import yaml
 
 with atheris.instrument_imports():
+    from benchmarks.cases import cases_file
     from cluster.errors import InvalidObject
     from cluster.manifests import node_from_manifest, pod_from_manifest
     from cluster.messages import (
@@ -37,7 +39,6 @@ with atheris.instrument_imports():
         UnitRequest,
     )
     from cluster.quantity import parse_quantity
-    from optimist.bench import cases_file
     from optimist.configuration import ConfigError, parse_configuration
 
 
@@ -50,7 +51,7 @@ def quantity(data: bytes) -> None:
         parse_quantity(_text(data))
 
 
-def _manifest(data: bytes, parse: Callable[[object], object]) -> None:
+def _manifest(data: bytes, parse: Callable[[Any], object]) -> None:
     try:
         doc = json.loads(_text(data))
     except (ValueError, RecursionError):

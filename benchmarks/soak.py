@@ -27,13 +27,13 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from optimist.bench import template
-from optimist.config import Settings
-from optimist.invariants import check_invariants
+from benchmarks.cases import template
+from benchmarks.report.instruments import PeakMemory
 from optimist.loop import SchedulingLoop
-from optimist.report import PeakMemory
+from optimist.offline.invariants import check_invariants
+from optimist.offline.simulator import SimulatedCluster, load_template
 from optimist.runtime import Platform
-from optimist.simulator import SimulatedCluster, load_template
+from optimist.settings import Settings
 
 MIB = 1024 * 1024
 STEP_S = 0.005
@@ -164,7 +164,7 @@ def main() -> None:
     cluster = SimulatedCluster(settings.scheduler_names, keep_history=False)
     cluster.create_nodes(load_template(template("node-default.yaml")), args.nodes)
     with Platform(settings) as platform:
-        local = [int(i["pid"]) for i in platform.shard_info]  # type: ignore[call-overload]
+        local = [int(i["pid"]) for i in platform.shard_info]
         loop = SchedulingLoop(platform, cluster)
         soak = Soak(loop, cluster, PeakMemory(local, platform.store.client))
         peak = soak.peak(args.burst) if args.rate is None else None

@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from optimist.controlplane import KUBE_VERSION, binaries, stop_tree
-from optimist.report import provenance
+from benchmarks.controlplane.control_plane import KUBE_VERSION, binaries, stop_tree
+from optimist.offline.provenance import provenance
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "tools" / "build-scheduler-perf.sh"

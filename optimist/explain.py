@@ -8,7 +8,7 @@ the loop notes where the pod stands and sends its unit to a shard, which judges 
 between two batches with its own plugins on its own view (`ShardCore.explain`); the
 HTTP thread waits for that answer, not the loop.
 
-Against a snapshot, `optimist.explain_snapshot`.
+Against a snapshot, `optimist.offline.explain_snapshot`.
 """
 
 from __future__ import annotations

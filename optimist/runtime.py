@@ -24,8 +24,8 @@ from binder.binder_actor import BinderActor
 from cluster.redis_server import EmbeddedRedis
 from cluster.store import Keys, open_store
 from optimist import collector
-from optimist.config import Settings
 from optimist.lean_ray import SYSTEM_CONFIG, lean_start
+from optimist.settings import Settings
 from shards.shard_actor import RayNode, ShardActor, ShardInfo
 
 log = logging.getLogger(__name__)

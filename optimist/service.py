@@ -15,7 +15,6 @@ import threading
 from dataclasses import dataclass, field
 
 from cluster.store import Store
-from optimist.config import Settings
 from optimist.explain import Explainer
 from optimist.kube.adapter import KubernetesAdapter
 from optimist.kube.client import KubeClient
@@ -24,6 +23,7 @@ from optimist.loop import SchedulingLoop
 from optimist.metrics import ApiSample, LoopMetrics, SchedulerMetrics
 from optimist.profiling import Profiler
 from optimist.runtime import Platform
+from optimist.settings import Settings
 
 log = logging.getLogger(__name__)
 

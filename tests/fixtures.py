@@ -11,12 +11,17 @@ from pathlib import Path
 import pytest
 import ray
 
+from benchmarks.controlplane.control_plane import (
+    ControlPlane,
+    ControlPlaneMissing,
+    binaries,
+    scheduler_perf_plane,
+)
+from benchmarks.controlplane.living_plane import LivingPlane
 from cluster.redis_server import EmbeddedRedis, connect
 from cluster.store import Keys, NodeStore
-from optimist.controlplane import ControlPlane, ControlPlaneMissing, binaries, scheduler_perf_plane
-from optimist.living_plane import LivingPlane
+from optimist.offline.simulator import SimulatedCluster
 from optimist.runtime import init_ray
-from optimist.simulator import SimulatedCluster
 from tests.kube.api import Api
 from tests.kube.proxy import FaultProxy
 from tests.oracle import Oracle, OracleMissing
@@ -111,7 +116,7 @@ def oracle() -> Iterator[Oracle]:
 @pytest.fixture(scope="session")
 def living_plane() -> Iterator[LivingPlane]:
     """The control plane with kube-controller-manager and KWOK beside it
-    (`optimist.living_plane`), once for the session, with the CRDs optimist meets."""
+    (`benchmarks.controlplane.living_plane`), once for the session, with the CRDs optimist meets."""
     _need_kube()
     with LivingPlane(crds=_shared_crds()) as plane:
         yield plane

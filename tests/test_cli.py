@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from optimist.bench.simulated import case_warnings
+from benchmarks.simulated.sim_bench import case_warnings
 from optimist.cli import app
 from tests.process_tree import MarkedCommand
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 
-CASES = Path(__file__).parent / "workloads" / "performance-config.yaml"
+CASES = Path(__file__).parent / "benchmarks" / "cases" / "performance-config.yaml"
 
 REPORT_KEYS = {
     "pods_created",
@@ -193,7 +193,7 @@ def test_bench_on_a_store_split_over_private_redis_servers(tmp_path):
 
 
 def test_redis_password_never_reaches_the_report():
-    from optimist.config import Settings
+    from optimist.settings import Settings
 
     public = Settings(redis_url="redis://:s3cret@127.0.0.1:6399/0").public()
     assert "s3cret" not in json.dumps(public)
@@ -201,7 +201,7 @@ def test_redis_password_never_reaches_the_report():
 
 
 def test_extender_keys_never_reach_the_report():
-    from optimist.config import Settings
+    from optimist.settings import Settings
     from shards.extender_config import ExtenderConfig
 
     tls = {"keyData": "c2VjcmV0LWtleQ==", "caData": "Y2E=", "insecure": False}

@@ -11,13 +11,13 @@ import time
 import pytest
 import yaml
 
+from benchmarks.cases import template
 from cluster.cluster_adapter import Binding
-from optimist.bench import template
-from optimist.config import Settings
-from optimist.invariants import check_invariants
 from optimist.loop import SchedulingLoop
+from optimist.offline.invariants import check_invariants
+from optimist.offline.simulator import SimulatedCluster
 from optimist.runtime import Platform
-from optimist.simulator import SimulatedCluster
+from optimist.settings import Settings
 from tests.test_gangs_end_to_end import pod_doc
 
 pytestmark = pytest.mark.usefixtures("ray_session")

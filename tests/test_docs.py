@@ -136,12 +136,14 @@ def reader_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / name).write_text(text + "\n")
     page = (ROOT / "docs" / "configuration.md").read_text()
     (tmp_path / "scheduler.yaml").write_text(page.split("```yaml\n", 1)[1].split("```", 1)[0])
-    cases = ROOT / "optimist" / "bench" / "cases"
+    cases = ROOT / "benchmarks" / "cases" / "shipped"
     (tmp_path / "my-cases.yaml").write_text((cases / "performance-config.yaml").read_text())
     for beside in cases.iterdir():  # the templates and configurations the cases name
         if not beside.name.endswith("-config.yaml"):
             (tmp_path / beside.name).symlink_to(beside)
-    (tmp_path / "snapshot.yaml").write_text((ROOT / "tests/replay/snapshot.yaml").read_text())
+    (tmp_path / "snapshot.yaml").write_text(
+        (ROOT / "tests/optimist/offline/snapshot.yaml").read_text()
+    )
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -149,7 +151,7 @@ def reader_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def at_test_scale(words: list[str]) -> list[str]:
     """The command as a test runs it: a bench at its case's `tiny` workload (the
     scale flags left out; of a whole file, SchedulingBasic's, since
-    tests/workloads runs every case's; a sweep's first two values), a GPU trace
+    tests/benchmarks/simulated runs every case's; a sweep's first two values), a GPU trace
     replay with one seed and its first policy."""
     out: list[str] = []
     dropped = {"--nodes", "--pods"} if words[0] == "bench" else set()

@@ -13,11 +13,11 @@ from dataclasses import replace
 import pytest
 import yaml
 
+from benchmarks.cases import template
+from benchmarks.simulated.sim_bench import Workload, run_bench
 from cluster.manifests import pod_from_manifest
-from optimist.bench import template
-from optimist.bench.simulated import Workload, run_bench
-from optimist.config import Settings
-from optimist.invariants import check_invariants
+from optimist.offline.invariants import check_invariants
+from optimist.settings import Settings
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 
@@ -114,8 +114,8 @@ def test_unschedulable_pods_are_reported_with_reasons(tmp_path, redis_url, key_p
 
 def test_bad_pods_are_reported_and_the_rest_is_scheduled(tmp_path, redis_url, key_prefix):
     from optimist.loop import SchedulingLoop
+    from optimist.offline.simulator import SimulatedCluster, load_template
     from optimist.runtime import Platform
-    from optimist.simulator import SimulatedCluster, load_template
 
     settings = Settings(shards=2, redis_url=redis_url, key_prefix=key_prefix)
     cluster = SimulatedCluster(settings.scheduler_names)
@@ -171,8 +171,8 @@ def test_cross_pod_rules_hold_across_shards(redis_url, key_prefix):
     here directly from the bindings, apart from the plugins' own code.
     """
     from optimist.loop import SchedulingLoop
+    from optimist.offline.simulator import SimulatedCluster
     from optimist.runtime import Platform
-    from optimist.simulator import SimulatedCluster
 
     settings = Settings(shards=4, redis_url=redis_url, key_prefix=key_prefix, batch_pods=2, seed=4)
     cluster = SimulatedCluster(settings.scheduler_names)

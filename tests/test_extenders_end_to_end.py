@@ -11,12 +11,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import yaml
 
-from optimist.bench import template
-from optimist.config import Settings
-from optimist.invariants import check_invariants
+from benchmarks.cases import template
 from optimist.loop import SchedulingLoop
+from optimist.offline.invariants import check_invariants
+from optimist.offline.simulator import SimulatedCluster
 from optimist.runtime import Platform
-from optimist.simulator import SimulatedCluster
+from optimist.settings import Settings
 from shards.extender_config import ExtenderConfig
 from tests.shards.test_extender import config
 

@@ -12,12 +12,12 @@ import pytest
 import ray
 import yaml
 
-from optimist.bench import template
-from optimist.config import Settings
-from optimist.invariants import check_invariants
+from benchmarks.cases import template
 from optimist.loop import SchedulingLoop
+from optimist.offline.invariants import check_invariants
+from optimist.offline.simulator import SimulatedCluster
 from optimist.runtime import Platform
-from optimist.simulator import SimulatedCluster
+from optimist.settings import Settings
 from tests.fixtures import FaultAfter
 
 pytestmark = pytest.mark.usefixtures("ray_session")

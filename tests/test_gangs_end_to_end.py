@@ -8,13 +8,13 @@ from collections import Counter
 import pytest
 import yaml
 
+from benchmarks.cases import template
 from cluster.objects import POD_GROUP_LABEL
-from optimist.bench import template
-from optimist.config import Settings
-from optimist.invariants import check_invariants
 from optimist.loop import SchedulingLoop
+from optimist.offline.invariants import check_invariants
+from optimist.offline.simulator import SimulatedCluster
 from optimist.runtime import Platform
-from optimist.simulator import SimulatedCluster
+from optimist.settings import Settings
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 

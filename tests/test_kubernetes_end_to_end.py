@@ -17,12 +17,12 @@ from prometheus_client import generate_latest
 from cluster.gpus import GPU_LOCALITY_ANNOTATION
 from cluster.redis_server import connect
 from cluster.store import Keys, NodeStore
-from optimist.config import Settings
 from optimist.configuration import parse_configuration
 from optimist.explain import Explainer
-from optimist.invariants import check_invariants
 from optimist.metrics import SchedulerMetrics
+from optimist.offline.invariants import check_invariants
 from optimist.service import Service
+from optimist.settings import Settings
 from tests.kube.api import binding_pod, wait_for
 from tests.kube.service import Running
 from tests.optimist.kube.test_adapter import node_doc, pod_doc

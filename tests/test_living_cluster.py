@@ -1,4 +1,4 @@
-"""optimist in a cluster that lives (`optimist.living_plane`): workloads made by the
+"""optimist in a cluster that lives (`benchmarks.controlplane.living_plane`): workloads made by the
 real controllers of kube-controller-manager v1.30, on KWOK's nodes, whose pods turn
 Running and Ready, are evicted when their node stops heartbeating, and go with their
 namespace. The invariants are checked on what the API server holds."""
@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
+from benchmarks.controlplane.living_plane import JOB_RUNS_FOR, KWOK_POOL, NODE_GRACE_S, kwok_node
 from cluster.redis_server import connect
 from cluster.store import Keys, NodeStore
-from optimist.config import Settings
 from optimist.configuration import parse_configuration
-from optimist.invariants import check_invariants
-from optimist.living_plane import JOB_RUNS_FOR, KWOK_POOL, NODE_GRACE_S, kwok_node
+from optimist.offline.invariants import check_invariants
 from optimist.service import Service
+from optimist.settings import Settings
 from tests.kube.api import Api, wait_for
 from tests.kube.service import Running
 

@@ -7,11 +7,11 @@ import copy
 
 import pytest
 
-from optimist.config import Settings
-from optimist.invariants import check_invariants
 from optimist.loop import SchedulingLoop
+from optimist.offline.invariants import check_invariants
+from optimist.offline.simulator import SimulatedCluster
 from optimist.runtime import Platform
-from optimist.simulator import SimulatedCluster
+from optimist.settings import Settings
 from tests.test_binders_end_to_end import HOST, labelled_nodes, pod_doc
 
 pytestmark = pytest.mark.usefixtures("ray_session")

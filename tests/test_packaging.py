@@ -1,6 +1,6 @@
-"""What `pip install` puts in a user's site-packages: optimist and the four role
-packages, the shipped cases and Lua scripts with them, and no test file; the
-repository's tests and micro-benchmarks stay in the repository."""
+"""What `pip install` puts in a user's site-packages: optimist, the four role
+packages and the harness above them (`benchmarks`), the shipped cases, KWOK's
+configuration and the Lua scripts with them, and no test file."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ("pyproject.toml", "setup.py", "README.md")
-PACKAGES = ("optimist", "cluster", "dispatcher", "shards", "binder")
+PACKAGES = ("optimist", "cluster", "dispatcher", "shards", "binder", "benchmarks")
 
 
 def test_the_wheel_holds_the_packages_and_their_data_and_no_test(tmp_path):
@@ -21,7 +21,7 @@ def test_the_wheel_holds_the_packages_and_their_data_and_no_test(tmp_path):
     source.mkdir()
     for name in SOURCES:
         shutil.copy(ROOT / name, source / name)
-    for name in (*PACKAGES, "benchmarks", "tests"):  # the last two must be left out
+    for name in (*PACKAGES, "tests"):  # the last must be left out
         shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(source)],
@@ -34,10 +34,19 @@ def test_the_wheel_holds_the_packages_and_their_data_and_no_test(tmp_path):
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == set(PACKAGES)
     assert [n for n in names if Path(n).name.startswith(("test_", "conftest"))] == []
-    assert "optimist/bench/cases/performance-config.yaml" in names
-    assert "optimist/bench/cases/templates/node-default.yaml" in names
+    assert "benchmarks/cases/shipped/performance-config.yaml" in names
+    assert "benchmarks/cases/shipped/templates/node-default.yaml" in names
+    assert "benchmarks/controlplane/kwok.yaml" in names
     assert "cluster/store/commit.lua" in names
     assert "shards/plugins/node_affinity/node_affinity.py" in names
+    # the harness's commands join `optimist` by the entry points, never by an import
+    [points] = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+    commands = zipfile.ZipFile(wheel).read(points).decode().partition("[optimist.commands]")[2]
+    assert {line.split(" = ")[0] for line in commands.split("[")[0].split("\n") if line} == {
+        "bench",
+        "replay",
+        "replay-gpu-trace",
+    }
 
 
 def test_no_two_modules_share_a_name():

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from cluster.store import PartitionedStore
-from optimist.config import Settings
 from optimist.loop import SchedulingLoop
 from optimist.runtime import Platform
+from optimist.settings import Settings
 from tests.fixtures import FaultAfter
 from tests.test_cluster_events_end_to_end import node_doc
 from tests.test_failures_end_to_end import cluster_of, pods, settle_and_check

@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from optimist.config import Settings
 from optimist.loop import SchedulingLoop
+from optimist.offline.simulator import SimulatedCluster
 from optimist.runtime import Platform
-from optimist.simulator import SimulatedCluster
+from optimist.settings import Settings
 from tests.test_cluster_events_end_to_end import node_doc, settle
 from tests.test_gangs_end_to_end import pod_doc
 

@@ -11,7 +11,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from optimist.report import report_cases, short_commit
+from benchmarks.report.instruments import report_cases
+from optimist.offline.provenance import short_commit
 
 MARKER = re.compile(r"^<!-- figures: (\S+) -->$", re.MULTILINE)
 

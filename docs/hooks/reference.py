@@ -15,6 +15,7 @@ from prometheus_client.metrics import MetricWrapperBase
 from pydantic import BaseModel, TypeAdapter
 from pydantic.fields import FieldInfo
 
+from benchmarks.report.instruments import report_cases
 from cluster.durations import GoDuration
 from optimist.cli import app
 from optimist.configuration import KubeSchedulerConfiguration, OptimistOptions
@@ -27,7 +28,7 @@ from optimist.configuration.plugins import (
     inactive_reason,
 )
 from optimist.metrics import ApiSample, SchedulerMetrics
-from optimist.report import report_cases, short_commit
+from optimist.offline.provenance import short_commit
 from shards.plugins.registry import REGISTRY, filter_plugins, score_plugins
 
 

@@ -27,7 +27,6 @@ from cluster.objects import Pod, SchedulingSpec
 from cluster.quota import QuotaTree
 from dispatcher.dispatcher import Dispatcher
 from dispatcher.queue import Backoff
-from optimist.config import Settings
 from optimist.explain import Explainer
 from optimist.loop.commits import Commits
 from optimist.loop.eviction import Eviction
@@ -40,6 +39,7 @@ from optimist.loop.stages import StageHook
 from optimist.metrics import LoopMetrics
 from optimist.profiling import Profiler
 from optimist.runtime import Platform
+from optimist.settings import Settings
 
 
 def preemption_args(settings: Settings) -> dict[str, DefaultPreemptionArgs]:

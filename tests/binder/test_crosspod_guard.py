@@ -3,7 +3,7 @@
 from binder.crosspod_guard import CrossPodGuard
 from cluster.manifests import pod_from_manifest
 from cluster.messages import Decision, PodPlacement
-from optimist.config import DEFAULT_PROFILE
+from optimist.settings import DEFAULT_PROFILE
 from shards.testing import node
 
 HOST = "kubernetes.io/hostname"

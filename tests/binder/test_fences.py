@@ -5,8 +5,8 @@ from binder.fences import ANY_NAMESPACE, namespaces_watched
 from cluster.manifests import pod_from_manifest
 from cluster.messages import CommitReply, Conflict, Decision, PodPlacement
 from cluster.store import Fences
-from optimist.config import DEFAULT_PROFILE
-from optimist.simulator import SimulatedCluster
+from optimist.offline.simulator import SimulatedCluster
+from optimist.settings import DEFAULT_PROFILE
 from shards.testing import node
 
 HOST = "kubernetes.io/hostname"

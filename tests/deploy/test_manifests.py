@@ -18,9 +18,9 @@ import pytest
 import ray
 import yaml
 
+from benchmarks.controlplane.control_plane import ControlPlaneMissing, User, binaries
 from cluster.cluster_adapter import Binding
 from optimist.configuration import parse_configuration
-from optimist.controlplane import ControlPlaneMissing, User, binaries
 from optimist.kube.adapter import KubernetesAdapter
 from optimist.kube.client import KubeClient
 from optimist.kube.lease import LeaderElector, LeaseConfig

@@ -2,8 +2,8 @@
 
 from cluster.cluster_adapter import Binding
 from cluster.gpus import GPU, GPU_MILLI
-from optimist.invariants import check_invariants
-from optimist.simulator import SimulatedCluster
+from optimist.offline.invariants import check_invariants
+from optimist.offline.simulator import SimulatedCluster
 from shards.testing import pod_spec
 
 

@@ -17,12 +17,12 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, TypeVar
 
+from benchmarks.apiserver.api_runner import build_cluster
+from benchmarks.controlplane.control_plane import ControlPlane
 from cluster.cluster_adapter import Binding
-from optimist.bench.api_runner import build_cluster
-from optimist.controlplane import ControlPlane
 from optimist.kube.client import ApiError, KubeClient
 from optimist.kube.informer import object_key
-from optimist.simulator import SimulatedCluster
+from optimist.offline.simulator import SimulatedCluster
 from tests.kube.proxy import FaultProxy, Request
 
 # resource -> (its API's path, namespaced, kind)

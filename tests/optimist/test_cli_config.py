@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from benchmarks.simulated.sim_bench import Workload
 from optimist import cli
-from optimist.bench.simulated import Workload
-from optimist.config import Settings
+from optimist.settings import Settings
 from tests.optimist.conftest import CONFIGS
 
 pytestmark = pytest.mark.usefixtures("fixed_registry")

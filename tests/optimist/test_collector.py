@@ -7,8 +7,8 @@ import gc
 import pytest
 
 from optimist import collector
-from optimist.config import Settings
 from optimist.runtime import Platform
+from optimist.settings import Settings
 
 
 def test_settle_then_restore_puts_back_what_was_there():

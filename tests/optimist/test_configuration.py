@@ -6,7 +6,6 @@ from dataclasses import replace
 
 import pytest
 
-from optimist.config import DEFAULT_PROFILE, Settings
 from optimist.configuration import (
     REASON_MISSING,
     REASON_VOLUME,
@@ -16,6 +15,7 @@ from optimist.configuration import (
     load_file,
     parse_configuration,
 )
+from optimist.settings import DEFAULT_PROFILE, Settings
 from shards.plugins import registry
 from tests.optimist.conftest import CONFIGS
 

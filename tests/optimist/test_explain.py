@@ -12,13 +12,13 @@ from typer.testing import CliRunner
 
 from cluster.objects import POD_GROUP_LABEL
 from optimist.cli import app
-from optimist.config import Settings
 from optimist.explain import Explainer, ExplainError, ask_endpoint
-from optimist.invariants import check_invariants
 from optimist.loop import SchedulingLoop
 from optimist.metrics import MetricsServer, SchedulerMetrics
+from optimist.offline.invariants import check_invariants
+from optimist.offline.simulator import SimulatedCluster
 from optimist.runtime import Platform
-from optimist.simulator import SimulatedCluster
+from optimist.settings import Settings
 from tests.test_binders_end_to_end import labelled_nodes, pod_doc
 
 runner = CliRunner()

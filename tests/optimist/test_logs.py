@@ -7,11 +7,11 @@ import pytest
 from typer.testing import CliRunner
 
 from optimist.cli import app
-from optimist.config import Settings
 from optimist.logs import JsonFormatter, unit_key
 from optimist.loop import SchedulingLoop
+from optimist.offline.simulator import SimulatedCluster
 from optimist.runtime import Platform
-from optimist.simulator import SimulatedCluster
+from optimist.settings import Settings
 
 
 def record(message: str, *args, **extra) -> logging.LogRecord:

@@ -11,14 +11,13 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from benchmarks.cases import cases_file
+from benchmarks.simulated.sim_bench import load_plan, run_bench
 from cluster.manifests import pod_from_manifest
 from cluster.messages import Conflict, UnitOutcome
 from cluster.partitions import partition_of
 from cluster.quota import Quota, QuotaTree
 from dispatcher.dispatcher import Dispatcher
-from optimist.bench import cases_file
-from optimist.bench.simulated import load_plan, run_bench
-from optimist.config import Settings
 from optimist.metrics import (
     AGE_BUCKETS,
     ATTEMPT_BUCKETS,
@@ -32,6 +31,7 @@ from optimist.metrics import (
     exponential,
     queue_sample,
 )
+from optimist.settings import Settings
 from tests.dispatcher.test_dispatcher import Clock, fail, pod
 
 # kube-scheduler v1.30's metrics optimist serves: type and labels

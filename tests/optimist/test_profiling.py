@@ -11,12 +11,12 @@ import urllib.request
 
 import pytest
 
-from optimist.config import Settings
 from optimist.loop import SchedulingLoop
 from optimist.metrics import MetricsServer, SchedulerMetrics
+from optimist.offline.simulator import SimulatedCluster
 from optimist.profiling import Profiler, ProfilingError
 from optimist.runtime import Platform
-from optimist.simulator import SimulatedCluster
+from optimist.settings import Settings
 from tests.test_binders_end_to_end import labelled_nodes, pod_doc
 
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from optimist.bench import cases_file
-from optimist.bench.simulated import load_plan, run_bench
-from optimist.config import Settings
+from benchmarks.cases import cases_file
+from benchmarks.simulated.sim_bench import load_plan, run_bench
 from optimist.metrics import LoopMetrics, MetricsServer, SchedulerMetrics
+from optimist.settings import Settings
 
 DASHBOARD = Path(__file__).parents[2] / "deploy" / "grafana" / "optimist-dashboard.json"
 PROMETHEUS = shutil.which("prometheus")

@@ -58,7 +58,7 @@ def test_a_stale_cluster_record_does_not_stop_a_local_start(ray_tmp: Path) -> No
 def test_a_ray_that_cannot_start_is_one_line_saying_what_to_do(ray_tmp: Path) -> None:
     blocked = ray_tmp / "file"
     blocked.write_text("Ray's temporary folder cannot be made under a file\n")
-    cases = Path(__file__).parents[1] / "workloads" / "performance-config.yaml"
+    cases = Path(__file__).parents[1] / "benchmarks" / "cases" / "performance-config.yaml"
     bench = subprocess.run(
         [str(Path(sys.executable).with_name("optimist")), "bench", str(cases)],
         capture_output=True,

@@ -7,8 +7,8 @@ import pytest
 from cluster.explanation import ExplainRequest, UnitExplanation
 from cluster.manifests import pod_from_manifest
 from cluster.messages import ShardBatch, UnitRequest
-from optimist.config import Settings
 from optimist.configuration import default_configuration
+from optimist.settings import Settings
 from shards.plugins import build_profile
 from shards.scheduler import ShardCore
 from shards.testing import node, pod_spec

@@ -239,7 +239,7 @@ def test_pods_placed_with_deferred_catch_up_go_where_a_fresh_look_would_put_them
     """A class's own placements are judged again only when a search window reaches
     them. Checked pod by pod against a fresh ClassState, which judges every row: the
     window is the same, and the chosen node is one of the best in it."""
-    from optimist.config import DEFAULT_PROFILE
+    from optimist.settings import DEFAULT_PROFILE
     from shards.class_state import ClassState
     from shards.framework import PodClass
     from shards.plugins import build_profile
@@ -274,7 +274,7 @@ def test_pods_placed_with_deferred_catch_up_go_where_a_fresh_look_would_put_them
 def test_a_run_of_pods_decided_together_goes_where_each_would_go_alone():
     """`best_of_run` decides several pods of a class at once while their windows are
     apart; each choice and its runners-up are checked against a fresh ClassState."""
-    from optimist.config import DEFAULT_PROFILE
+    from optimist.settings import DEFAULT_PROFILE
     from shards.class_state import ClassState
     from shards.framework import PodClass
     from shards.plugins import build_profile
@@ -315,7 +315,7 @@ def test_a_run_of_pods_decided_together_goes_where_each_would_go_alone():
 def test_the_first_pod_of_a_class_judges_only_the_rows_its_search_goes_through(one_in):
     """A class's first search judges rows a window's worth at a time until enough are
     feasible, as upstream filters; its window and choice are a full judgement's."""
-    from optimist.config import DEFAULT_PROFILE
+    from optimist.settings import DEFAULT_PROFILE
     from shards.class_state import ClassState
     from shards.framework import PodClass
     from shards.plugins import build_profile
@@ -345,7 +345,7 @@ def test_a_class_that_spans_nodes_searches_afresh_after_each_placement():
     """A spread pod moves its domain's count, so every row may answer anew after each
     placement: the class searches afresh from where the last search stopped, judging
     only the rows it goes through. Pod by pod against a fresh ClassState's window."""
-    from optimist.config import DEFAULT_PROFILE
+    from optimist.settings import DEFAULT_PROFILE
     from shards.class_state import ClassState
     from shards.framework import PodClass
     from shards.plugins import build_profile

@@ -2,7 +2,7 @@
 while the CPU, not the GPUs, is what runs out.
 
 Two changes to `fgd-capacity`, each found on workload mixes of the Alibaba trace
-(`benchmarks.gpu_mix_sweep`, docs/gpus.md):
+(`benchmarks.sweeps.gpu_mixes`, docs/gpus.md):
 
 - A class bound to some GPU models weighs in the fragmentation by how scarce
   those models are: its popularity times the cluster's GPUs over theirs

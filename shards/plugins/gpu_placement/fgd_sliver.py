@@ -20,7 +20,7 @@ share size, the milli free a GPU can come to from the workload's sizes
 one (at least 1), and a node scores its best GPU. That depends on the node alone,
 so the plugin may keep the scores of nodes that did not change.
 
-On the default trace (`benchmarks.gpu_mix_sweep`, seeds 42-51, one run) it leaves
+On the default trace (`benchmarks.sweeps.gpu_mixes`, seeds 42-51, one run) it leaves
 4.23% ± 0.06 unallocated at 100% arrived, against 4.30% ± 0.02 for `fgd-scarcity`
 and `fgd-capacity` (0.08 points less, standard error 0.02); the more of the GPU
 request shares are, the more it gains (0.15 points on gpushare40, 0.2 on

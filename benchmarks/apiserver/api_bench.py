@@ -1,0 +1,462 @@
+"""`optimist bench --cluster apiserver`: the same case files through a real kube-apiserver,
+scheduled by `optimist run` (its real service path: informers, loop, bindings,
+events, in a process of its own) or by upstream's kube-scheduler v1.30.
+
+Each workload runs once per scheduler per round, each time on a fresh control
+plane (scheduler_perf starts an API server per workload too), and the rounds
+alternate which scheduler goes first, so that a slower minute of a shared
+machine falls on both. The API server's own ceiling for the writes optimist
+makes per pod (a binding and a Scheduled event) is measured once per round on
+a fresh control plane of its own. CPU is each process tree's over the
+measured phase: `optimist run` with its Ray daemons, shards and Redis;
+kube-scheduler; the API server; etcd; this process, which makes the objects.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+import yaml
+
+from benchmarks.apiserver.api_runner import (
+    ApiCaseRunner,
+    ApiOutcome,
+    SchedulerExited,
+    cluster_of,
+    remove_namespaces,
+)
+from benchmarks.cases.case_file import CaseWorkload
+from benchmarks.controlplane.control_plane import (
+    SCHEDULER_PERF_CLIENT,
+    ControlPlane,
+    ControlPlaneError,
+    answers,
+    free_port,
+    kube_scheduler,
+    scheduler_perf_plane,
+    stop_tree,
+)
+from benchmarks.controlplane.living_plane import KWOK_POOL, LivingPlane
+from benchmarks.report import instruments
+from benchmarks.simulated.sim_bench import Plan, case_warnings, ending
+from optimist.configuration import default_configuration, load_file
+from optimist.kube.client import ApiError, KubeClient
+from optimist.offline import provenance
+from optimist.offline.invariants import check_invariants
+from optimist.settings import Settings
+
+SCHEDULERS = ("optimist", "kube-scheduler")
+CEILING_PODS = 2000  # pods the ceiling is measured on
+CEILING_THREADS = 16
+READY_TIMEOUT_S = 180.0  # `optimist run`: Ray, Redis, the informers' first lists
+STOP_GRACE_S = 30.0
+
+
+class ApiBenchError(RuntimeError):
+    """A scheduler that did not start, or a setting that cannot be run; says which."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApiBench:
+    schedulers: tuple[str, ...]
+    rounds: int = 1
+    shards: int = 2
+    configuration: Path | None = None  # --config: the profiles, for both schedulers
+    kubeconfig: Path | None = None  # a server already running, else one started per run
+    timeout_s: float = 1800.0
+    seed: int = 0
+    living: bool = False  # --cluster kwok: controllers and KWOK's nodes beside the server
+
+
+# --- the schedulers under test -------------------------------------------------------
+
+
+def scheduler_documents(path: Path | None) -> list[dict[str, Any]]:
+    """The configuration file's documents (a KubeSchedulerConfiguration first); without
+    a file, one document with v1.30's one default-scheduler profile."""
+    if path is None:
+        return [
+            {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+        ]
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def scheduler_names(path: Path | None) -> frozenset[str]:
+    configuration = load_file(path) if path else default_configuration()
+    return Settings.from_configuration(configuration).scheduler_names
+
+
+@contextmanager
+def optimist_process(
+    kubeconfig: Path, documents: list[dict[str, Any]], shards: int, folder: Path
+) -> Iterator[int]:
+    """`optimist run` in a process of its own, with the configuration's profiles, no
+    leader election and scheduler_perf's client limits; yields its PID once it is
+    ready (scheduling). Stopped by SIGTERM, then whatever of its tree is left by PID."""
+    first, *rest = documents
+    first = {
+        **first,
+        "leaderElection": {"leaderElect": False},
+        "clientConnection": {**(first.get("clientConnection") or {}), **SCHEDULER_PERF_CLIENT},
+    }
+    config = folder / "optimist.yaml"
+    config.write_text(yaml.safe_dump_all([first, *rest]))
+    port = free_port()
+    command = [
+        sys.executable, "-c", "from optimist.cli import entry; entry()",
+        "run", "--config", str(config), "--kubeconfig", str(kubeconfig),
+        "--metrics-address", f"127.0.0.1:{port}", "--shards", str(shards),
+    ]  # fmt: skip
+    log_path = folder / "optimist-run.log"
+    with log_path.open("wb") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+    started: list[psutil.Process] = []  # its Redis and Ray's daemons, once it is ready
+    try:
+        _wait_ready(process, f"http://127.0.0.1:{port}/readyz", log_path)
+        started = psutil.Process(process.pid).children(recursive=True)
+        yield process.pid
+    finally:
+        stop_tree(process, STOP_GRACE_S, started)
+
+
+def _wait_ready(process: subprocess.Popen[bytes], url: str, log_path: Path) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        # ready: it answers, and it is still ours that answers (not another process
+        # that took the port while this one started)
+        if answers(url) and process.poll() is None:
+            return
+        if process.poll() is not None:
+            raise ApiBenchError(
+                f"optimist run exited ({process.returncode}) before it was ready: "
+                f"{log_path.read_text(errors='replace')[-2000:]}"
+            )
+        time.sleep(0.2)
+    raise ApiBenchError(f"optimist run not ready within {READY_TIMEOUT_S:.0f} s ({log_path})")
+
+
+@contextmanager
+def scheduler(
+    name: str, server: Server, documents: list[dict[str, Any]], shards: int
+) -> Iterator[int]:
+    if name == "optimist":
+        with optimist_process(server.kubeconfig, documents, shards, server.folder) as pid:
+            yield pid
+    elif name == "kube-scheduler":  # its connection and election are set by kube_scheduler
+        with kube_scheduler(server.kubeconfig, server.folder, documents[0]) as pid:
+            yield pid
+    else:
+        raise ApiBenchError(f"--scheduler {name!r}: not one of {', '.join(SCHEDULERS)}")
+
+
+# --- one workload, one scheduler -----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Server:
+    """The API server a run goes through: one started for it, or one given."""
+
+    client: KubeClient  # the admin's, unthrottled: the server is what is measured
+    kubeconfig: Path
+    folder: Path  # the schedulers' configurations and logs
+    plane: ControlPlane | None  # None: a server given by --kubeconfig
+
+    def meters(self) -> dict[str, instruments.ProcessTree]:
+        """The server's processes (and a living plane's controllers and KWOK), where
+        they are ours to read."""
+        if self.plane is None:
+            return {}
+        return {name: instruments.ProcessTree(self.plane.pid(name)) for name in self.plane.running}
+
+
+@contextmanager
+def api_server(kubeconfig: Path | None, living: bool = False) -> Iterator[Server]:
+    """A fresh etcd and kube-apiserver as scheduler_perf starts its own (`living`:
+    with kube-controller-manager and KWOK), or the server `kubeconfig` names (what a
+    run makes there, it removes after)."""
+    if kubeconfig is None:
+        with scheduler_perf_plane(LivingPlane if living else ControlPlane) as plane:
+            yield Server(
+                _unlimited(plane.admin_kubeconfig), plane.admin_kubeconfig, plane.dir, plane
+            )
+        return
+    with tempfile.TemporaryDirectory(prefix="optimist-apibench-") as folder:
+        yield Server(_unlimited(kubeconfig), kubeconfig, Path(folder), None)
+
+
+def _unlimited(kubeconfig: Path) -> KubeClient:
+    return KubeClient.for_kubeconfig(str(kubeconfig), qps=1e6, burst=10**6)
+
+
+def run_stretch(
+    bench: ApiBench,
+    name: str,
+    runs: list[CaseWorkload],
+    round_: int,
+    progress: Callable[[str], Callable[[int, int], None]],
+) -> Iterator[dict[str, Any]]:
+    """Workloads of one scheduler configuration, in order, with one scheduler process
+    through one server; on a server given by --kubeconfig, each removes what it made
+    before the next."""
+    path = runs[0].scheduler_config or bench.configuration
+    names = scheduler_names(path)
+    with (
+        api_server(bench.kubeconfig, bench.living) as server,
+        scheduler(name, server, scheduler_documents(path), bench.shards) as pid,
+    ):
+        meters = {
+            "scheduler": instruments.ProcessTree(pid),
+            **server.meters(),
+            "client": instruments.ProcessTree(os.getpid(), descendants=False),
+        }
+        for run in runs:
+            label = progress(f"{run.name} [{name}, round {round_ + 1}]")
+            runner = ApiCaseRunner(
+                run, server.client, names, meters, seed=bench.seed, timeout_s=bench.timeout_s,
+                progress=label, kwok_pool=KWOK_POOL if bench.living else None,
+            )  # fmt: skip
+            with runner:
+                try:
+                    outcome = runner.execute()
+                    cluster = cluster_of(server.client, names, outcome.watch.bind_log)
+                finally:
+                    if server.plane is None:
+                        runner.remove_made()
+            violations = check_invariants(cluster, outcome.watch.unschedulable)
+            yield workload_report(outcome, name, round_, len(cluster.nodes), violations)
+
+
+def stretches(
+    bench: ApiBench, plan: Plan, order: tuple[str, ...]
+) -> list[tuple[str, list[CaseWorkload]]]:
+    """What runs with one scheduler process: on fresh servers, one workload (each
+    scheduler in turn on it); on a server given, consecutive workloads of the same
+    scheduler configuration (one scheduler's all, then the other's)."""
+    if bench.kubeconfig is None:
+        return [(name, [run]) for run in plan.runs for name in order]
+    return [
+        (name, list(group))
+        for name in order
+        for _, group in itertools.groupby(plan.runs, key=lambda r: r.scheduler_config)
+    ]
+
+
+def workload_report(
+    outcome: ApiOutcome, name: str, round_: int, nodes: int, violations: list[str]
+) -> dict[str, Any]:
+    """scheduler_perf's figures for the measured phase, read from the server: pods/s in
+    one-second samples and on average; created -> scheduled; and each process's CPU
+    and peak memory."""
+    run, watch = outcome.run, outcome.watch
+    measured = list(dict.fromkeys(k for w in outcome.windows for k in w.pods))
+    samples, rates, scheduled = instruments.phase_samples(outcome.windows, watch.bound_at)
+    cpu: dict[str, float] = {}
+    for w in outcome.windows:
+        for process, seconds in w.cpu_s.items():
+            cpu[process] = cpu.get(process, 0.0) + seconds
+    duration = sum(w.end - w.start for w in outcome.windows)
+    throughput = instruments.throughput(scheduled, duration, rates)
+    unschedulable = [k for k in measured if k in watch.unschedulable and k not in watch.bound_at]
+    latency = instruments.stage_latencies(
+        outcome.created_at,
+        {"scheduled": watch.bound_at, "running": watch.running_at, "ready": watch.ready_at},
+        measured,
+    )
+    return {
+        "name": run.name,
+        "case": run.case,
+        "workload": run.workload,
+        "scheduler": name,
+        "round": round_,
+        "params": run.params,
+        "overrides": run.overrides,
+        **ending(run, outcome.error, outcome.failure, throughput["average"]),
+        "nodes": nodes,
+        "pods_created": len(measured),
+        "pods_scheduled": scheduled,
+        "pods_unschedulable": len(unschedulable),
+        "pods_pending": len(measured) - scheduled - len(unschedulable),
+        "unschedulable_reasons": provenance.reason_counts(
+            {k: watch.unschedulable[k] for k in unschedulable}
+        ),
+        "nodes_used": len({watch.nodes[k] for k in measured if k in watch.nodes}),
+        # over the whole workload, list included: what every pod watcher decodes
+        "pod_events_per_pod": watch.events / outcome.made if outcome.made else 0.0,
+        "all_pods": {
+            "created": outcome.made,
+            "bound": len(watch.bound_at),
+            "unschedulable": len(watch.unschedulable),
+            "deleted": outcome.deleted,
+        },
+        "duration_s": duration,
+        "throughput_pods_per_s": throughput,
+        "throughput_samples": samples,
+        "latency_s": latency,
+        "cpu_s": cpu,
+        "cpu_s_per_1000_pods": {p: s * 1000 / scheduled for p, s in cpu.items()}
+        if scheduled
+        else {},
+        "memory_peak_bytes": outcome.peak_rss,
+        "invariant_violations": violations[:100],
+        "warnings": case_warnings(duration, None, None, failed=outcome.failure is not None),
+    }
+
+
+# --- the server's ceiling ------------------------------------------------------------
+
+
+def ceiling(client: KubeClient, pods: int = CEILING_PODS) -> float:
+    """The server's ceiling for what optimist writes per pod: its binding and its
+    Scheduled event, from 16 threads, nothing else (no watch, no decision). Pods per
+    second. It works in a namespace and on a node of its own, removed after."""
+    namespace, node = "optimist-ceiling", "optimist-ceiling"
+    client.request("POST", "/api/v1/namespaces", body={"metadata": {"name": namespace}})
+    allocatable = {"cpu": "1k", "pods": "1M"}
+    client.request(
+        "POST",
+        "/api/v1/nodes",
+        body={"metadata": {"name": node}, "status": {"allocatable": allocatable}},
+    )
+    pods_path = f"/api/v1/namespaces/{namespace}/pods"
+
+    def make(i: int) -> None:
+        pod = {"metadata": {"name": f"p{i}"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+        client.request("POST", pods_path, body=pod)
+
+    def bind(i: int) -> None:
+        body = {
+            "metadata": {"name": f"p{i}", "namespace": namespace},
+            "target": {"kind": "Node", "name": node},
+        }
+        client.request("POST", f"{pods_path}/p{i}/binding", body=body)
+        event = {
+            "metadata": {"generateName": f"p{i}.", "namespace": namespace},
+            "involvedObject": {"kind": "Pod", "name": f"p{i}", "namespace": namespace},
+            "type": "Normal",
+            "reason": "Scheduled",
+            "message": f"Successfully assigned {namespace}/p{i} to {node}",
+            "source": {"component": "ceiling"},
+        }
+        client.request("POST", f"/api/v1/namespaces/{namespace}/events", body=event)
+
+    try:
+        with ThreadPoolExecutor(CEILING_THREADS) as pool:
+            list(pool.map(make, range(pods)))
+            started = time.monotonic()
+            list(pool.map(bind, range(pods)))
+            took = time.monotonic() - started
+    finally:
+        remove_namespaces(client, [namespace])
+        client.request("DELETE", f"/api/v1/nodes/{node}")
+    return pods / took
+
+
+# --- the whole run -------------------------------------------------------------------
+
+
+def run_apiserver_bench(
+    bench: ApiBench, plan: Plan, progress: Callable[[str], Callable[[int, int], None]]
+) -> dict[str, Any]:
+    """Every workload with every scheduler, `bench.rounds` times, alternating which
+    goes first; `progress(label)` gives the callback for one run's progress."""
+    runs: list[dict[str, Any]] = []
+    ceilings: list[float] = []
+    for round_ in range(bench.rounds):
+        with api_server(bench.kubeconfig) as server:
+            ceilings.append(ceiling(server.client))
+        order = bench.schedulers if round_ % 2 == 0 else bench.schedulers[::-1]
+        for name, stretch in stretches(bench, plan, order):
+            done = 0
+            try:
+                for record in run_stretch(bench, name, stretch, round_, progress):
+                    runs.append(record)
+                    done += 1
+            except (ApiBenchError, ControlPlaneError, ApiError, SchedulerExited) as e:
+                runs += [_failed(run, name, round_, str(e)) for run in stretch[done:]]
+    cases = compare(runs, statistics.median(ceilings))
+    return {
+        "cluster": "apiserver",
+        "schedulers": list(bench.schedulers),
+        "rounds": bench.rounds,
+        "shards": bench.shards,
+        "ceiling_pods_per_s": {"runs": ceilings, "median": statistics.median(ceilings)},
+        "cases": cases,
+        "runs": runs,
+        "errors": [r["error"] for r in runs if r["error"]],
+        "invariant_violations": [v for r in runs for v in r["invariant_violations"]],
+        "machine": provenance.machine(),
+    }
+
+
+def _failed(run: CaseWorkload, name: str, round_: int, error: str) -> dict[str, Any]:
+    return {
+        "name": run.name,
+        "scheduler": name,
+        "round": round_,
+        "error": f"case {run.name}: {error}",
+        "invariant_violations": [],
+        "warnings": [],
+    }
+
+
+def compare(runs: list[dict[str, Any]], ceiling_median: float) -> list[dict[str, Any]]:
+    """Per workload and scheduler, the medians over the rounds; kube-scheduler's
+    pods/s beside optimist's as a ratio, and optimist's as a share of the ceiling."""
+    out = []
+    for name in dict.fromkeys(r["name"] for r in runs):
+        per: dict[str, dict[str, Any]] = {}
+        for sched in dict.fromkeys(r["scheduler"] for r in runs if r["name"] == name):
+            mine = [r for r in runs if r["name"] == name and r["scheduler"] == sched]
+            good = [r for r in mine if "throughput_pods_per_s" in r]
+            if not good:
+                continue
+            per[sched] = {
+                "pods_per_s": _median(r["throughput_pods_per_s"]["average"] for r in good),
+                "pods_per_s_runs": [r["throughput_pods_per_s"]["average"] for r in good],
+                "cpu_s_per_1000_pods": {
+                    p: _median(r["cpu_s_per_1000_pods"].get(p, 0.0) for r in good)
+                    for p in good[0]["cpu_s_per_1000_pods"]
+                },
+                "memory_peak_bytes": {
+                    p: max(r["memory_peak_bytes"].get(p, 0) for r in good)
+                    for p in good[0]["memory_peak_bytes"]
+                },
+                **_stage_medians(good, "scheduled", "latency"),
+                **_stage_medians(good, "ready", "ready"),
+                "errors": [r["error"] for r in mine if r["error"]],
+            }
+        entry: dict[str, Any] = {"name": name, "schedulers": per}
+        ours, theirs = per.get("optimist"), per.get("kube-scheduler")
+        if ours and theirs and theirs["pods_per_s"]:
+            entry["ratio"] = ours["pods_per_s"] / theirs["pods_per_s"]
+        if ours and ceiling_median:
+            entry["share_of_ceiling"] = ours["pods_per_s"] / ceiling_median
+        out.append(entry)
+    return out
+
+
+def _stage_medians(runs: list[dict[str, Any]], stage: str, name: str) -> dict[str, float]:
+    """`<name>_p50_s` and `<name>_p99_s`: the medians over `runs` of created -> `stage`,
+    where every run reached it (Ready: on a living cluster only)."""
+    figures = [r["latency_s"].get(f"created_to_{stage}", {}) for r in runs]
+    if not all(f.get("count") for f in figures):
+        return {f"{name}_p50_s": 0.0, f"{name}_p99_s": 0.0} if stage == "scheduled" else {}
+    return {f"{name}_{p}_s": _median(f[p] for f in figures) for p in ("p50", "p99")}
+
+
+def _median(values: Any) -> float:
+    values = list(values)
+    return float(statistics.median(values)) if values else 0.0

@@ -1,0 +1,713 @@
+"""Runs one workload of a case through a real API server, as scheduler_perf runs its own:
+this process makes the objects with a client of its own, a scheduler in another
+process (`optimist run`, or kube-scheduler) places the pods, and what the server
+says, through a watch of every pod, is what is measured.
+
+A pod is scheduled when the watch first shows its `spec.nodeName`; it stands
+reported unschedulable while its PodScheduled condition says False (both
+schedulers write it). A wait ends when its pods are scheduled, or, where every
+pod left is reported unschedulable and nothing was bound for `SETTLE_S`, it has
+settled: a createPods op that waits then fails naming why, where upstream's
+harness would wait out its timeout. Latency is from the create call's answer to
+the watch's news of the binding.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchmarks.cases import workload_objects
+from benchmarks.cases.case_file import (
+    WORKLOAD_KINDS,
+    CaseWorkload,
+    CreateAny,
+    CreatePodGroups,
+    DeletePods,
+    Manifest,
+)
+from benchmarks.cases.go_template import TextTemplate
+from benchmarks.cases.op_walker import (
+    CHURN_NAMESPACE,
+    NO_CONTROLLERS,
+    CaseError,
+    ChurnTask,
+    DeleteTask,
+    OpWalker,
+    phase_takes,
+)
+from benchmarks.controlplane.control_plane import ControlPlaneError
+from benchmarks.controlplane.living_plane import run_by
+from benchmarks.report.instruments import ProcessTree
+from cluster.cluster_adapter import Binding
+from cluster.manifests import (
+    copy_manifest,
+    node_from_manifest,
+    podgroup_from_manifest,
+    terminated,
+)
+from cluster.objects import HOSTNAME_LABEL
+from optimist.kube.client import ApiError, KubeClient
+from optimist.kube.informer import Informer, list_all, object_key
+from optimist.offline.simulator import SimulatedCluster
+
+CREATORS = 16  # client threads making objects, as upstream's harness makes them in parallel
+SETTLE_S = 3.0  # nothing bound for this long, and every pod left reported unschedulable
+POLL_S = 0.02
+Created = tuple[dict[str, Any], float]  # the server's object, and when its answer came
+SAMPLE_S = 1.0  # memory is sampled once a second
+# where each kind the ops may make is created; a namespaced path holds {ns}
+PATHS = {
+    "Namespace": "/api/v1/namespaces",
+    "Node": "/api/v1/nodes",
+    "Pod": "/api/v1/namespaces/{ns}/pods",
+    "Service": "/api/v1/namespaces/{ns}/services",
+    "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
+    "PodDisruptionBudget": "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
+    "Deployment": "/apis/apps/v1/namespaces/{ns}/deployments",
+    "ReplicaSet": "/apis/apps/v1/namespaces/{ns}/replicasets",
+    "StatefulSet": "/apis/apps/v1/namespaces/{ns}/statefulsets",
+    "DaemonSet": "/apis/apps/v1/namespaces/{ns}/daemonsets",
+    "Job": "/apis/batch/v1/namespaces/{ns}/jobs",
+}
+
+
+def _unschedulable(pod: Mapping[str, Any]) -> str | None:
+    """The PodScheduled condition's reason if it says False, else None."""
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+            return str(condition.get("reason") or "Unschedulable")
+    return None
+
+
+def _ready(status: Mapping[str, Any]) -> bool:
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in status.get("conditions") or []
+    )
+
+
+class SchedulerExited(Exception):
+    """The scheduler under test is gone: the rest of its stretch cannot run."""
+
+
+class PodWatch:
+    """Every pod as the server tells it: when each was first seen bound and where, each
+    binding seen (a pod that moved shows twice), and the ones reported unschedulable;
+    on a living cluster, when each was first seen Running and Ready."""
+
+    def __init__(self, client: KubeClient) -> None:
+        self.lock = threading.Lock()
+        self.bound_at: dict[str, float] = {}
+        self.running_at: dict[str, float] = {}
+        self.ready_at: dict[str, float] = {}
+        self.ended: set[str] = set()  # succeeded or failed: it will never be Ready now
+        # pods a controller made (they name an owner), as first seen: (key, when, pod)
+        self.arrived: list[tuple[str, float, dict[str, Any]]] = []
+        self.nodes: dict[str, str] = {}
+        self.bind_log: list[Binding] = []
+        self.unschedulable: dict[str, str] = {}  # pod -> the condition's reason
+        self.gone: set[str] = set()
+        self.terminating: set[str] = set()  # deleted with a grace period, not yet gone
+        self.nominated: set[str] = set()  # unbound, waiting for the victims it preempted
+        self.last_change = time.perf_counter()  # a binding or a deletion
+        # the pod events the server sent, every one a scheduler's informer decodes too:
+        # on a living cluster each pod's Running and Ready come on top of its binding
+        self.events = 0
+        self.informer = Informer(client, "/api/v1/pods", self._seen)
+
+    def __enter__(self) -> PodWatch:
+        self.informer.start()
+        if not self.informer.synced.wait(60):
+            self.informer.stop()
+            raise ControlPlaneError("kube-apiserver: the watch of pods did not sync within 60 s")
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.informer.stop()
+
+    def _seen(self, kind: str, obj: dict[str, Any]) -> None:
+        key, now = object_key(obj), time.perf_counter()
+        node = str((obj.get("spec") or {}).get("nodeName") or "")
+        with self.lock:
+            self.events += 1
+            if kind == "DELETED":
+                self.gone.add(key)
+                self.terminating.discard(key)
+                self.nominated.discard(key)
+                self.unschedulable.pop(key, None)
+                self.last_change = now  # room freed: a preemptor may go next
+                return
+            meta, status = obj.get("metadata") or {}, obj.get("status") or {}
+            if kind == "ADDED" and meta.get("ownerReferences"):
+                self.arrived.append((key, now, obj))
+            if meta.get("deletionTimestamp"):
+                self.terminating.add(key)
+            if status.get("nominatedNodeName") and not node:
+                self.nominated.add(key)
+            if status.get("phase") == "Running":
+                self.running_at.setdefault(key, now)
+            if _ready(status):
+                self.ready_at.setdefault(key, now)
+            if terminated(obj):
+                self.ended.add(key)
+            if node:
+                if self.nodes.get(key) != node:
+                    self.nodes[key] = node
+                    self.bind_log.append(Binding(key, node))
+                    self.bound_at.setdefault(key, now)
+                    self.last_change = now
+                self.unschedulable.pop(key, None)
+                self.nominated.discard(key)
+            elif (reason := _unschedulable(obj)) is not None:
+                self.unschedulable[key] = reason
+
+    def take_arrived(self) -> list[tuple[str, float, dict[str, Any]]]:
+        with self.lock:
+            taken, self.arrived = self.arrived, []
+        return taken
+
+    def take_terminating(self) -> list[str]:
+        with self.lock:
+            taken, self.terminating = list(self.terminating), set()
+        return taken
+
+    def left(self, keys: Iterable[str]) -> tuple[list[str], bool]:
+        """The pods of `keys` neither bound nor deleted, and whether they have settled:
+        each reported unschedulable and none waiting on victims it preempted, and
+        nothing bound or deleted for SETTLE_S."""
+        with self.lock:
+            left = [k for k in keys if k not in self.bound_at and k not in self.gone]
+            quiet = time.perf_counter() - self.last_change >= SETTLE_S
+            settled = all(k in self.unschedulable and k not in self.nominated for k in left)
+            return left, quiet and settled
+
+
+@dataclass(slots=True)
+class ApiWindow:
+    """A measured phase: its pods, its span, and each process's CPU seconds in it."""
+
+    start: float
+    cpu_before: dict[str, float]
+    namespaces: tuple[str, ...] = ()
+    selector: dict[str, str] | None = None
+    pods: list[str] = field(default_factory=list)
+    end: float = 0.0
+    cpu_s: dict[str, float] = field(default_factory=dict)
+
+    def takes(self, namespace: str, labels: Mapping[str, str]) -> bool:
+        return phase_takes(self.namespaces, self.selector, namespace, labels)
+
+
+@dataclass
+class ApiOutcome:
+    run: CaseWorkload
+    windows: list[ApiWindow]
+    created_at: dict[str, float]
+    watch: PodWatch
+    made: int  # pods of the scheduler's profiles made, churn's included
+    deleted: int
+    peak_rss: dict[str, int]
+    error: str | None = None
+    failure: CaseError | None = None  # the op that stopped the case, if one did
+
+
+class MemorySampler:
+    """Each process tree's resident memory once a second, in a thread; keeps the peaks."""
+
+    def __init__(self, meters: Mapping[str, ProcessTree]) -> None:
+        self.meters = meters
+        self.peak = {name: 0 for name in meters}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="memory", daemon=True)
+
+    def __enter__(self) -> MemorySampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        while True:
+            for name, meter in self.meters.items():
+                self.peak[name] = max(self.peak[name], meter.rss())
+            if self._stop.wait(SAMPLE_S):
+                return
+
+
+class ApiCaseRunner(OpWalker[ApiWindow]):
+    op_errors = (*OpWalker.op_errors, ApiError)
+
+    def __init__(
+        self,
+        run: CaseWorkload,
+        client: KubeClient,
+        scheduler_names: frozenset[str],
+        meters: Mapping[str, ProcessTree],
+        *,
+        seed: int,
+        timeout_s: float,
+        progress: Callable[[int, int], None] = lambda done, total: None,
+        kwok_pool: str | None = None,
+    ) -> None:
+        self.run = run
+        self.client = client
+        # a living cluster's (`benchmarks.controlplane.living_plane`): its nodes are
+        # KWOK's, whose pods turn Running and Ready, and a deleted pod goes when KWOK
+        # confirms it
+        self.kwok_pool = kwok_pool
+        self.scheduler_names = scheduler_names
+        self.meters = meters
+        self.timeout_s = timeout_s
+        self.deadline = time.perf_counter() + timeout_s
+        self.progress = progress
+        self.rng = random.Random(seed)
+        self.unique = itertools.count()
+        self.pool = ThreadPoolExecutor(CREATORS, thread_name_prefix="creator")
+        self.watch = PodWatch(client)
+        self.created_at: dict[str, float] = {}
+        self.labels: dict[str, Mapping[str, str]] = {}  # pod -> its labels, for deletePods
+        self.by_op: dict[int, list[str]] = {}
+        self.by_namespace: dict[str, list[str]] = {}
+        self.namespaces: set[str] = set()
+        self.windows: list[ApiWindow] = []
+        self.collecting: ApiWindow | None = None
+        self.nodes_deleted: list[str] = []  # by churn
+        self.names = itertools.count()  # the numbers in the names this run gives
+        self.made_here: list[tuple[str, str]] = []  # (kind, key) of what was made, but pods
+        self.namespaces_made: list[str] = []  # by this run, not there before it
+        self.pods_made: list[str] = []  # every pod, whichever scheduler's
+        self.deleting: list[DeleteTask] = []
+        self.churn: list[ChurnTask] = []
+        self.deleted = 0
+        self.expected: Counter[str] = Counter()  # namespace -> pods its workloads make
+        self.arrivals: Counter[str] = Counter()  # namespace -> pods controllers made
+        self._next_progress = 0.0
+
+    def __enter__(self) -> ApiCaseRunner:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.pool.shutdown()
+
+    # --- the whole run ---------------------------------------------------------------
+
+    def execute(self) -> ApiOutcome:
+        """Every op in order; stop at the first that fails, then wait for the rest to
+        settle either way (every pod of the profiles bound or reported)."""
+        with self.watch, MemorySampler(self.meters) as memory:
+            failure = self._walk()
+            error = str(failure) if failure else None
+            self.churn.clear()
+            self.deleting.clear()
+            self.deadline = time.perf_counter() + self.timeout_s
+            try:
+                self._await_made(tuple(self.expected))
+            except TimeoutError as e:
+                error = error or f"case {self.run.name}: {e}"
+            if not self._drive(list(self.created_at)) and error is None:
+                error = f"case {self.run.name}: did not settle within {self.timeout_s:.0f}s"
+            if self.kwok_pool is not None and not self._await_ready() and error is None:
+                error = f"case {self.run.name}: pods bound but not Ready within the timeout"
+            self._collect_orphans(self.nodes_deleted)
+        return ApiOutcome(
+            self.run,
+            self.windows,
+            self.created_at,
+            self.watch,
+            len(self.created_at),
+            self.deleted,
+            dict(memory.peak),
+            error,
+            failure,
+        )
+
+    def _create_groups(self, index: int, op: CreatePodGroups) -> None:
+        raise ValueError(
+            "PodGroups need the coscheduling CRD, which --cluster apiserver does "
+            "not install (and kube-scheduler has no gangs to compare with)"
+        )
+
+    def _barrier(self, namespaces: tuple[str, ...]) -> None:
+        spaces = namespaces or tuple({*self.by_namespace, *self.expected})
+        self._await_made(spaces)
+        self._wait([k for ns in spaces for k in self.by_namespace.get(ns, [])])
+
+    def _await_made(self, namespaces: tuple[str, ...]) -> None:
+        """Until the controllers have made the pods the workloads of `namespaces` ask
+        for (a Deployment's replicas, a Job's completions)."""
+        while waiting := [ns for ns in namespaces if self.arrivals[ns] < self.expected[ns]]:
+            if time.perf_counter() > self.deadline:
+                made = ", ".join(f"{ns} {self.arrivals[ns]}/{self.expected[ns]}" for ns in waiting)
+                raise TimeoutError(f"the controllers made too few pods in time: {made}")
+            self._tick()
+            time.sleep(POLL_S)
+
+    def _sleep(self, seconds: float) -> None:
+        until = time.perf_counter() + seconds
+        while time.perf_counter() < until:
+            self._tick()
+            time.sleep(POLL_S)
+
+    # --- creating ----------------------------------------------------------------------
+
+    def _post(self, kind: str, namespace: str, bodies: list[dict[str, Any]]) -> list[Created]:
+        """Create `bodies` in parallel; the server's objects, in order, each with when
+        its answer came."""
+        path = PATHS[kind].format(ns=namespace)
+
+        def one(body: dict[str, Any]) -> Created:
+            made = self.client.request("POST", path, body=body)
+            return made, time.perf_counter()
+
+        return list(self.pool.map(one, bodies))
+
+    def _create_nodes(self, template: Manifest, count: int) -> list[str]:
+        """Named here, not by the server, so that each carries its name as its
+        kubernetes.io/hostname label from the start, as a kubelet registers it."""
+        bodies = self._named(template, count, "node-")
+        for node in bodies:
+            meta = node["metadata"]
+            meta["labels"] = {HOSTNAME_LABEL: meta["name"], **(meta.get("labels") or {})}
+            if self.kwok_pool is not None:
+                meta["annotations"] = {**(meta.get("annotations") or {}), **run_by(self.kwok_pool)}
+        self._post("Node", "", bodies)
+        names = [b["metadata"]["name"] for b in bodies]
+        self.made_here += [("Node", name) for name in names]
+        return names
+
+    def _named(self, template: Manifest, count: int, prefix: str) -> list[dict[str, Any]]:
+        """`count` copies of the template, each named here: its generateName (or
+        `prefix`) and a number of this run's. The server's own generateName draws 5
+        random characters, and among thousands of pods two draws meet (409
+        AlreadyExists). A template's own name stands for one object alone."""
+        out = []
+        for _ in range(count):
+            obj = copy_manifest(dict(template))
+            meta = obj.setdefault("metadata", {})
+            given = meta.pop("generateName", None)
+            if not meta.get("name") or count > 1:
+                meta["name"] = f"{given or prefix}{next(self.names)}"
+            out.append(obj)
+        return out
+
+    def _create_namespace(self, name: str, labels: Mapping[str, str] | None = None) -> None:
+        if name in self.namespaces:
+            return
+        body = {"metadata": {"name": name, "labels": dict(labels or {})}}
+        try:
+            self.client.request("POST", PATHS["Namespace"], body=body)
+            self.namespaces_made.append(name)
+        except ApiError as err:
+            if err.status != 409:  # default and kube-system are there already
+                raise
+        self.namespaces.add(name)
+
+    def _create_pods(
+        self,
+        index: int,
+        namespace: str,
+        batches: list[workload_objects.Batch],
+        collect: bool,
+        skip_wait: bool,
+    ) -> None:
+        self._create_namespace(namespace)
+        window = self._open((namespace,), None) if collect else self.collecting
+        for manifest, n in batches:
+            ours = (manifest.get("spec") or {}).get("schedulerName") or "default-scheduler"
+            for start in range(0, n, CREATORS * 8):  # the loop ticks between chunks
+                bodies = self._named(manifest, min(CREATORS * 8, n - start), "pod-")
+                made = self._post("Pod", namespace, bodies)
+                self.pods_made += [object_key(obj) for obj, _ in made]
+                if ours in self.scheduler_names:
+                    self._made(made, index, namespace, window)
+                self._tick()
+        if not skip_wait:
+            self._wait_scheduled(index)
+        if collect and window is not None:
+            self._close(window)
+
+    def _made(
+        self, made: list[Created], index: int | None, namespace: str, window: ApiWindow | None
+    ) -> None:
+        """Pods of our profiles to measure: made by op `index`, or by a controller (None)."""
+        for pod, at in made:
+            key = object_key(pod)
+            labels = (pod.get("metadata") or {}).get("labels") or {}
+            self.created_at[key] = at
+            self.labels[key] = labels
+            if index is not None:
+                self.by_op.setdefault(index, []).append(key)
+            self.by_namespace.setdefault(namespace, []).append(key)
+            if window is not None and window.takes(namespace, labels):
+                window.pods.append(key)
+
+    def _create_any(self, index: int, op: CreateAny) -> None:
+        for i in range(op.count):
+            made = op.template
+            if isinstance(made, TextTemplate):  # each its own, as upstream renders them
+                made = made.render(i, op.count)
+            kind = str(made["kind"])
+            if kind == "Namespace":
+                meta = made["metadata"]
+                self._create_namespace(str(meta["name"]), meta.get("labels") or {})
+            elif kind == "Node":
+                self._create_nodes(made, 1)
+            elif kind == "Pod":
+                self._create_pods(index, op.namespace, [(dict(made), 1)], False, True)
+            elif kind in WORKLOAD_KINDS and self.kwok_pool is None:
+                raise ValueError(f"kind {kind}: {NO_CONTROLLERS}")
+            elif kind in PATHS:
+                namespace = (made.get("metadata") or {}).get("namespace") or op.namespace
+                self.expected[namespace] += workload_objects.pods_made_by(made)
+                if "{ns}" in PATHS[kind]:
+                    self._create_namespace(namespace)
+                for obj, _ in self._post(kind, namespace, [dict(made)]):
+                    self.made_here.append((kind, object_key(obj)))
+            else:
+                raise ValueError(f"kind {kind}: not made through the API server (yet)")
+
+    # --- deleting and churn ------------------------------------------------------------
+
+    def _delete_pods(self, op: DeletePods) -> None:
+        selector = op.label_selector or {}
+        keys = [
+            key
+            for key in self.by_namespace.get(op.namespace, [])
+            if all(self.labels[key].get(k) == v for k, v in selector.items())
+        ]
+        task = DeleteTask(keys, op.per_second, time.perf_counter())
+        self.deleting.append(task)
+        self._tick()
+        while not op.skip_wait and task in self.deleting:
+            self._tick()
+            time.sleep(POLL_S)
+
+    def _pace_deletions(self) -> None:
+        now = time.perf_counter()
+        for task in list(self.deleting):
+            if due := task.due(now):
+                self._delete("Pod", due)
+                self.deleted += len(due)
+            if task.done:
+                self.deleting.remove(task)
+
+    def _delete(self, kind: str, keys: list[str]) -> None:
+        def one(key: str) -> None:
+            namespace, _, name = key.rpartition("/")
+            path = f"{PATHS[kind].format(ns=namespace)}/{name}"
+            try:
+                self.client.request("DELETE", path, {"gracePeriodSeconds": "0"})
+            except ApiError as err:
+                if err.status != 404:
+                    raise
+
+        list(self.pool.map(one, keys))
+
+    def _churn(self) -> None:
+        now = time.perf_counter()
+        for task in self.churn:
+            task.turn(now, self._churn_make, self._remove_churned)
+
+    def _remove_churned(self, made: list[tuple[str, str]]) -> None:
+        for kind, key in made:
+            self._delete(kind, [key])
+            if kind == "Node":
+                self.nodes_deleted.append(key)
+                self._collect_orphans([key])
+
+    def _collect_orphans(self, nodes: list[str]) -> None:
+        """What the pod garbage collector does when a node goes: its pods are deleted
+        (a pod bound to it while it went, too, once the watch shows it)."""
+        gone = set(nodes)
+        with self.watch.lock:
+            orphans = [
+                k for k, n in self.watch.nodes.items() if n in gone and k not in self.watch.gone
+            ]
+        self._delete("Pod", orphans)
+
+    def _churn_make(self, manifest: Manifest, count: int) -> list[tuple[str, str]]:
+        kind = str(manifest["kind"])
+        if kind == "Node":
+            return [("Node", name) for name in self._create_nodes(manifest, count)]
+        self._create_namespace(CHURN_NAMESPACE)
+        made = self._post(
+            kind, CHURN_NAMESPACE, self._named(manifest, count, f"churn-{kind.lower()}-")
+        )
+        if kind == "Pod":
+            self.pods_made += [object_key(obj) for obj, _ in made]
+        else:
+            self.made_here += [(kind, object_key(obj)) for obj, _ in made]
+        ours = (manifest.get("spec") or {}).get("schedulerName") or "default-scheduler"
+        if kind == "Pod" and ours in self.scheduler_names:
+            self.created_at.update((object_key(pod), at) for pod, at in made)
+        return [(kind, object_key(obj)) for obj, _ in made]
+
+    def remove_made(self) -> None:
+        """Remove what the run made, on a server that outlives it: its pods, the other
+        objects it made, its nodes, and the namespaces it made (finalized)."""
+        self._delete("Pod", self.pods_made)
+        for kind, key in reversed(self.made_here):
+            self._delete(kind, [key])
+        remove_namespaces(self.client, self.namespaces_made)
+
+    # --- measuring and waiting -----------------------------------------------------------
+
+    def _cpu(self) -> dict[str, float]:
+        return {name: meter.cpu_s() for name, meter in self.meters.items()}
+
+    def _open(self, namespaces: tuple[str, ...], selector: dict[str, str] | None) -> ApiWindow:
+        window = ApiWindow(time.perf_counter(), self._cpu(), namespaces, selector)
+        self.collecting = window
+        return window
+
+    def _close(self, window: ApiWindow) -> None:
+        window.end = time.perf_counter()
+        after = self._cpu()
+        window.cpu_s = {name: after[name] - window.cpu_before[name] for name in after}
+        self.windows.append(window)
+        self.collecting = None
+
+    def _wait_scheduled(self, index: int) -> None:
+        """Until every pod of the op is bound, as upstream's harness waits; pods that
+        settle unschedulable fail the case, naming why."""
+        keys = self.by_op.get(index, [])
+        self._wait(keys)
+        left, _ = self.watch.left(keys)
+        if left:
+            with self.watch.lock:
+                reasons = Counter(self.watch.unschedulable.get(k, "?") for k in left)
+            why = "; ".join(f"{n} {r}" for r, n in reasons.most_common(3))
+            raise ValueError(
+                f"{len(left)} of {len(keys)} pods not scheduled, where upstream's harness "
+                f"waits for every one (skipWaitToCompletion: false): {why}"
+            )
+
+    def _wait(self, keys: list[str]) -> None:
+        if not self._drive(keys):
+            raise TimeoutError(f"pods not scheduled within {self.timeout_s:.0f}s")
+
+    def _drive(self, keys: list[str]) -> bool:
+        """Until `keys` are bound or settled, pacing deletions and churn meanwhile;
+        False if the case ran out of time first."""
+        while True:
+            left, settled = self.watch.left(keys)
+            if not left or (settled and not self.deleting):
+                return True
+            if time.perf_counter() > self.deadline:
+                return False
+            if not self.meters["scheduler"].alive():  # nothing will bind them now
+                raise SchedulerExited(f"the scheduler exited while {len(left)} pods waited")
+            self._tick()
+            time.sleep(POLL_S)
+
+    def _adopt(self) -> None:
+        """The pods controllers made since the last turn: measured as the bench's own
+        are, from when the watch first told of them."""
+        for key, at, pod in self.watch.take_arrived():
+            namespace = pod["metadata"]["namespace"]
+            self.arrivals[namespace] += 1
+            self.pods_made.append(key)
+            scheduler = (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
+            if key not in self.created_at and scheduler in self.scheduler_names:
+                self._made([(pod, at)], None, namespace, self.collecting)
+
+    def _await_ready(self) -> bool:
+        """Until every pod bound and not gone is Ready (KWOK runs it); False if the
+        case ran out of time first."""
+        while True:
+            with self.watch.lock:
+                w = self.watch
+                done = w.ready_at.keys() | w.gone | w.ended
+                waiting = [k for k in w.bound_at if k not in done]
+            if not waiting:
+                return True
+            if time.perf_counter() > self.deadline:
+                return False
+            time.sleep(POLL_S)
+
+    def _tick(self) -> None:
+        self._adopt()
+        self._churn()
+        self._pace_deletions()
+        # without a kubelet (no KWOK), what a kubelet does for a pod deleted with a
+        # grace period (an eviction), confirm it stopped, is done here
+        terminating = self.watch.take_terminating()
+        if terminating and self.kwok_pool is None:
+            self._delete("Pod", terminating)
+        now = time.perf_counter()
+        if now >= self._next_progress:
+            self._next_progress = now + 1.0
+            with self.watch.lock:
+                done = len(self.watch.bound_at) + len(self.watch.unschedulable)
+            self.progress(done, len(self.created_at))
+
+
+def cluster_of(
+    client: KubeClient, scheduler_names: frozenset[str], bind_log: list[Binding]
+) -> SimulatedCluster:
+    """The server's state as the invariant checker reads a cluster: its nodes, its pods
+    and where they are bound, `bind_log` (every binding seen), its PodGroups if it
+    serves them."""
+    nodes, _ = list_all(client, "/api/v1/nodes")
+    pods, _ = list_all(client, "/api/v1/pods")
+    try:
+        groups, _ = list_all(client, "/apis/scheduling.x-k8s.io/v1alpha1/podgroups")
+    except ApiError as err:
+        if err.status != 404:
+            raise
+        groups = []
+    return build_cluster(nodes, pods, groups, scheduler_names, bind_log)
+
+
+def build_cluster(
+    nodes: Iterable[dict[str, Any]],
+    pods: Iterable[dict[str, Any]],
+    groups: Iterable[dict[str, Any]],
+    scheduler_names: frozenset[str],
+    bind_log: list[Binding],
+) -> SimulatedCluster:
+    cluster = SimulatedCluster(scheduler_names)
+    for obj in nodes:
+        node = node_from_manifest(obj)
+        cluster.nodes[node.name] = node
+    for obj in pods:
+        key = object_key(obj)
+        cluster.pod_manifests[key] = obj
+        if obj["spec"].get("nodeName"):
+            cluster.bindings[key] = obj["spec"]["nodeName"]
+    cluster.bind_log = list(bind_log)
+    for obj in groups:
+        group = podgroup_from_manifest(obj)
+        cluster.pod_groups[group.key] = group
+    return cluster
+
+
+def remove_namespaces(client: KubeClient, names: list[str]) -> None:
+    """Delete namespaces and finalize them, the namespace controller's last step, which
+    a control plane without controllers never takes (the caller removed their objects)."""
+    for name in names:
+        path = f"{PATHS['Namespace']}/{name}"
+        client.request("DELETE", PATHS["Pod"].format(ns=name), {"gracePeriodSeconds": "0"})
+        try:
+            client.request("DELETE", path)
+            namespace = client.request("GET", path)
+        except ApiError as err:
+            if err.status == 404:
+                continue
+            raise
+        namespace["spec"] = {"finalizers": []}
+        try:
+            client.request("PUT", f"{path}/finalize", body=namespace)
+        except ApiError as err:
+            if err.status not in (404, 409):
+                raise

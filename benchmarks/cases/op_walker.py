@@ -1,0 +1,240 @@
+"""A case's ops, walked in order: one dispatch for the simulated bench and the API bench.
+
+Each runner says how an op is carried out where it runs (the abstract methods);
+the order of the ops, the checks that hold everywhere and the error naming the
+case and the op are here, once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, TypeVar
+
+from benchmarks.cases import workload_objects
+from benchmarks.cases.case_file import (
+    Barrier,
+    CaseWorkload,
+    Churn,
+    CreateAny,
+    CreateNamespaces,
+    CreateNodes,
+    CreatePodGroups,
+    CreatePods,
+    CreatePodSets,
+    DeletePods,
+    Manifest,
+    Op,
+    Sleep,
+    StartCollectingMetrics,
+    StopCollectingMetrics,
+    UnsupportedOp,
+)
+
+W = TypeVar("W")  # a runner's window of collected metrics
+
+CHURN_NAMESPACE = "churn"
+# a workload (`case_file.WORKLOAD_KINDS`) where no controller runs
+NO_CONTROLLERS = "its pods are made by controllers, which run only on --cluster kwok"
+SERVICE_NOTE = "Services are recorded and have no effect (no default spreading)"
+
+
+class CaseError(Exception):
+    """The case cannot go on past this op; the message names the case and the op, and
+    the op's index and opcode are kept for the report's `failed`."""
+
+    def __init__(self, case: str, index: int, opcode: str, reason: str) -> None:
+        super().__init__(f"case {case}: op {index} ({opcode}): {reason}")
+        self.index = index
+        self.opcode = opcode
+        self.reason = reason
+
+    def record(self) -> dict[str, Any]:
+        """The report's `failed`: which op stopped the case, and why."""
+        return {"op": self.index, "opcode": self.opcode, "reason": self.reason}
+
+
+def phase_takes(
+    namespaces: tuple[str, ...],
+    selector: Mapping[str, str] | None,
+    namespace: str,
+    labels: Mapping[str, str],
+) -> bool:
+    """Whether a measured phase over `namespaces` (all, if none) and `selector` counts
+    a pod of that namespace with those labels."""
+    return (not namespaces or namespace in namespaces) and (
+        not selector or all(labels.get(k) == v for k, v in selector.items())
+    )
+
+
+@dataclass(slots=True)
+class ChurnTask:
+    op: Churn
+    due: float
+    ticks: int = 0
+    alive: dict[int, list[tuple[str, str]]] = field(default_factory=dict)  # slot -> (kind, key)
+
+    def turn(
+        self,
+        now: float,
+        make: Callable[[Manifest, int], list[tuple[str, str]]],
+        remove: Callable[[list[tuple[str, str]]], None],
+    ) -> None:
+        """One turn, if it is due: in recreate mode, slot by slot, what the slot made
+        last is removed and made again; in create mode, `number` of each are made."""
+        if now < self.due:
+            return
+        op = self.op
+        self.due = now + op.interval_s
+        slot = self.ticks % op.number
+        self.ticks += 1
+        if op.mode == "recreate":
+            remove(self.alive.pop(slot, []))
+        made = []
+        for manifest in op.templates:
+            made += make(manifest, op.number if op.mode == "create" else 1)
+        if op.mode == "recreate":
+            self.alive[slot] = made
+
+
+@dataclass(slots=True)
+class DeleteTask:
+    keys: list[str]
+    per_second: int
+    started: float
+    deleted: int = 0
+
+    def due(self, now: float) -> list[str]:
+        """The pods to delete now, at `per_second` from the start (all at once without
+        a rate); counted as deleted."""
+        until = len(self.keys)
+        if self.per_second:
+            until = min(until, int((now - self.started) * self.per_second) + 1)
+        due, self.deleted = self.keys[self.deleted : until], max(self.deleted, until)
+        return due
+
+    @property
+    def done(self) -> bool:
+        return self.deleted == len(self.keys)
+
+
+class OpWalker(ABC, Generic[W]):
+    # what a failing op raises where the runner runs, turned into a CaseError
+    op_errors: ClassVar[tuple[type[Exception], ...]] = (ValueError, KeyError, TimeoutError)
+    run: CaseWorkload
+    rng: random.Random
+    unique: itertools.count[int]
+    churn: list[ChurnTask]
+    collecting: W | None
+
+    def _walk(self) -> CaseError | None:
+        """Every op in order, up to the first that fails (returned). The phase being
+        measured is closed either way, at the end or when the op failed, so that a
+        failed case reports what it measured until then."""
+        failure = None
+        try:
+            if unsupported := self.run.unsupported():
+                raise CaseError(
+                    self.run.name,
+                    unsupported.index,
+                    unsupported.opcode,
+                    f"optimist cannot run it: {unsupported.reason}",
+                )
+            for index, op in enumerate(self.run.ops):
+                assert not isinstance(op, UnsupportedOp)  # `unsupported()` found none above
+                self._op(index, op)
+        except CaseError as e:
+            failure = e
+        if self.collecting is not None:
+            self._close(self.collecting)
+        return failure
+
+    def _op(self, index: int, op: Op) -> None:
+        try:
+            self._carry_out(index, op)
+        except self.op_errors as e:
+            raise CaseError(self.run.name, index, op.opcode, str(e)) from e
+
+    def _carry_out(self, index: int, op: Op) -> None:
+        match op:
+            case CreateNodes():
+                for manifest, n in workload_objects.node_batches(op, self.rng, self.unique):
+                    self._create_nodes(manifest, n)
+            case CreateNamespaces():
+                for i in range(op.count):
+                    self._create_namespace(f"{op.prefix}-{i}", op.labels)
+            case CreatePods():
+                batches = workload_objects.pod_batches(op.template, op.count, op.per_index)
+                self._create_pods(index, op.namespace, batches, op.collect_metrics, op.skip_wait)
+            case CreatePodSets():
+                pods = op.pods
+                for namespace in op.namespaces():
+                    batches = workload_objects.pod_batches(
+                        pods.template, pods.count, pods.per_index
+                    )
+                    self._create_pods(
+                        index, namespace, batches, pods.collect_metrics, pods.skip_wait
+                    )
+            case CreatePodGroups():
+                self._create_groups(index, op)
+            case CreateAny():
+                self._create_any(index, op)
+            case DeletePods():
+                self._delete_pods(op)
+            case Churn():
+                self.churn.append(ChurnTask(op, time.perf_counter()))
+            case Barrier():
+                self._barrier(op.namespaces)
+            case Sleep():
+                self._sleep(op.seconds)
+            case StartCollectingMetrics():
+                if self.collecting is not None:
+                    raise ValueError("metrics are already being collected")
+                self.collecting = self._open(op.namespaces, op.label_selector)
+            case StopCollectingMetrics():
+                if self.collecting is None:
+                    raise ValueError("no startCollectingMetrics before it")
+                self._close(self.collecting)
+
+    @abstractmethod
+    def _create_nodes(self, manifest: Manifest, count: int) -> object: ...
+
+    @abstractmethod
+    def _create_namespace(self, name: str, labels: dict[str, str]) -> None: ...
+
+    @abstractmethod
+    def _create_pods(
+        self,
+        index: int,
+        namespace: str,
+        batches: list[workload_objects.Batch],
+        collect: bool,
+        skip_wait: bool,
+    ) -> None: ...
+
+    @abstractmethod
+    def _create_groups(self, index: int, op: CreatePodGroups) -> None: ...
+
+    @abstractmethod
+    def _create_any(self, index: int, op: CreateAny) -> None: ...
+
+    @abstractmethod
+    def _delete_pods(self, op: DeletePods) -> None: ...
+
+    @abstractmethod
+    def _barrier(self, namespaces: tuple[str, ...]) -> None:
+        """Wait until the pods of `namespaces` (of every namespace, if none) are settled."""
+
+    @abstractmethod
+    def _sleep(self, seconds: float) -> None:
+        """Let `seconds` pass, the scheduler and the churn going on meanwhile."""
+
+    @abstractmethod
+    def _open(self, namespaces: tuple[str, ...], selector: dict[str, str] | None) -> W: ...
+
+    @abstractmethod
+    def _close(self, window: W) -> None: ...

@@ -1,0 +1,99 @@
+"""`optimist bench --cluster apiserver` (or `kwok`): the workloads through a real API
+server, one scheduler or two side by side."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from benchmarks.apiserver.api_bench import SCHEDULERS, ApiBench, run_apiserver_bench
+from benchmarks.commands.bench_options import ApiServerFlags
+from benchmarks.controlplane.control_plane import ControlPlaneMissing, binaries
+from benchmarks.report.instruments import comparison_rows
+from benchmarks.report.pages import write_html
+from benchmarks.report.result_file import write_report
+from benchmarks.simulated.sim_bench import progress_bar
+from optimist.cli.shared_options import console, load_or_exit
+
+
+def bench_apiserver(f: ApiServerFlags, *, living: bool) -> NoReturn:
+    """The workloads through a real API server (`living`: with kube-controller-manager
+    and KWOK's nodes), with one scheduler or (--compare) two side by side."""
+    schedulers = (f.scheduler, f.compare) if f.compare else (f.scheduler,)
+    for name in schedulers:
+        if name not in SCHEDULERS:
+            typer.echo(f"error: {name!r}: the schedulers are {', '.join(SCHEDULERS)}", err=True)
+            raise typer.Exit(2)
+    if len(set(schedulers)) < len(schedulers):
+        typer.echo(f"error: --compare {f.compare}: the same as --scheduler", err=True)
+        raise typer.Exit(2)
+    if f.config:
+        load_or_exit(f.config)
+    try:
+        binaries()  # kube-scheduler, and the control plane unless one is given
+    except ControlPlaneMissing as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    plan = f.plan()
+    bench = ApiBench(
+        schedulers,
+        f.rounds,
+        f.shards or 2,
+        f.config,
+        f.kubeconfig,
+        plan.timeout_s,
+        f.seed or 0,
+        living,
+    )
+    with progress_bar(f.progress) as bar:
+
+        def callback(label: str) -> Callable[[int, int], None]:
+            task = bar.add_task(label, total=None) if bar else None
+
+            def update(done: int, total: int) -> None:
+                if bar is not None and task is not None:
+                    bar.update(task, completed=done, total=total)
+
+            return update
+
+        result = run_apiserver_bench(bench, plan, callback)
+    _show(f, result)
+    ok = not result["errors"] and not result["invariant_violations"]
+    raise typer.Exit(0 if ok else 1)
+
+
+def _show(f: ApiServerFlags, result: dict[str, Any]) -> None:
+    """The tables, the files asked for, and what went wrong."""
+    for table in apiserver_tables(result):
+        console.print(table)
+    if f.report:
+        write_report(f.report, result)
+    if f.html:
+        write_html(result, f.html)
+    for r in result["runs"]:
+        for warning in r["warnings"]:
+            where = escape(f"{r['name']} [{r['scheduler']}]")
+            console.print(f"[yellow]warning:[/yellow] {where}: {warning}")
+    for violation in result["invariant_violations"]:
+        console.print(f"[red]invariant violated:[/red] {escape(violation)}")
+    for error in result["errors"]:
+        console.print(f"[red]case failed:[/red] {escape(error)}")
+
+
+def apiserver_tables(result: dict[str, Any]) -> list[Table]:
+    """One table per workload, a column per scheduler (`instruments.comparison_rows`)."""
+    ceiling = result["ceiling_pods_per_s"]["median"]
+    tables = []
+    for entry in result["cases"]:
+        table = Table(title=escape(entry["name"]), title_justify="left")
+        table.add_column("through a real kube-apiserver")
+        for name in entry["schedulers"]:
+            table.add_column(name, justify="right")
+        for label, cells in comparison_rows(entry, ceiling):
+            table.add_row(label, *cells)
+        tables.append(table)
+    return tables

@@ -1,0 +1,92 @@
+"""`optimist bench`: scheduler_perf's case files run and measured, on the simulated
+cluster (`simulated`) or through a real API server (`apiserver`): two benches behind
+one name, each taking the workload options and its own (`bench_options`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from benchmarks.chaos import DURATION_S
+from benchmarks.commands import api_bench_command, sim_bench_command
+from benchmarks.commands import bench_options as opt
+from benchmarks.simulated.sim_bench import DEFAULT_TIMEOUT_S
+from optimist.cli.shared_options import ShardResources
+
+CLUSTERS = ("sim", "apiserver", "kwok")
+# what only the simulated bench does, refused through an API server
+SIMULATED_ONLY = (
+    "sweep", "chaos", "metrics_address", "redis_url", "ray_address", "profile", "placements",
+)  # fmt: skip
+
+
+def register(app: typer.Typer) -> None:
+    """Joins `optimist` through the `optimist.commands` entry-point group."""
+    app.command()(bench)
+
+
+def bench(
+    cases: opt.Cases = None,
+    case: opt.Case = None,
+    workload: opt.Workload = None,
+    config: opt.Config = None,
+    shards: opt.Shards = None,
+    nodes: opt.Nodes = None,
+    pods: opt.Pods = None,
+    seed: opt.Seed = None,
+    redis_url: opt.RedisUrl = None,
+    ray_address: opt.RayAddress = None,
+    shard_resource: ShardResources = None,
+    redis_partitions: opt.RedisPartitions = None,
+    batch_pods: opt.BatchPods = None,
+    conflict_mode: opt.ConflictMode = "fine",
+    candidates: opt.Candidates = 3,
+    timeout: opt.Timeout = DEFAULT_TIMEOUT_S,
+    placements: opt.Placements = None,
+    explain_every: opt.ExplainEvery = 0.0,
+    save_state: opt.SaveState = None,
+    report: opt.Report = None,
+    html: opt.Html = None,
+    sweep: opt.Sweep = None,
+    node_partitions: opt.NodePartitions = None,
+    binders: opt.Binders = None,
+    cpu_affinity: opt.CpuAffinity = False,
+    progress: opt.Progress = True,
+    metrics_address: opt.MetricsAddress = None,
+    linger: opt.Linger = 0.0,
+    profile: opt.Profile = None,
+    profiling_endpoint: opt.ProfilingEndpoint = False,
+    chaos: opt.Chaos = None,
+    chaos_interval: opt.ChaosInterval = None,
+    chaos_faults: opt.ChaosFaults = None,
+    chaos_duration: opt.ChaosDuration = DURATION_S,
+    cluster: opt.Cluster = "sim",
+    scheduler: opt.Scheduler = "optimist",
+    compare: opt.Compare = None,
+    rounds: opt.Rounds = 1,
+    kubeconfig: opt.Kubeconfig = None,
+) -> None:
+    """Run scheduler_perf cases on a simulated cluster (or through a real API server) and
+    report pods/s; exits 1 if any pod was lost or a case failed, 2 if the case file or the
+    configuration is bad."""
+    flags: dict[str, Any] = dict(locals())
+    if cluster not in CLUSTERS:
+        typer.echo(f"error: --cluster {cluster!r}: sim, apiserver or kwok", err=True)
+        raise typer.Exit(2)
+    if cluster == "sim":
+        if compare or scheduler != "optimist" or rounds != 1:
+            typer.echo(
+                "error: --scheduler, --compare and --rounds go with --cluster apiserver or kwok",
+                err=True,
+            )
+            raise typer.Exit(2)
+        sim_bench_command.bench_simulated(opt.SimulatedFlags.picked(flags))
+    if cluster == "kwok" and kubeconfig:
+        typer.echo("error: --kubeconfig: not with --cluster kwok (it starts its own)", err=True)
+        raise typer.Exit(2)
+    given = ["--" + name.replace("_", "-") for name in SIMULATED_ONLY if flags[name]]
+    if given:
+        typer.echo(f"error: {', '.join(given)}: not with --cluster {cluster}", err=True)
+        raise typer.Exit(2)
+    api_bench_command.bench_apiserver(opt.ApiServerFlags.picked(flags), living=cluster == "kwok")

@@ -1,0 +1,679 @@
+"""`optimist bench`: run scheduler_perf-style cases through the real platform and measure them.
+
+Each workload of a case runs on a platform of its own (fresh shards, a
+cleared store), with the ops of `benchmarks/simulated/sim_runner.py`. Its measured phase
+is what its `collectMetrics` ops (or start/stopCollectingMetrics) span; the
+invariant checker runs on every workload before it is reported. Without a
+case file, the run is the shipped SchedulingBasic case.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import csv
+import json
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import psutil
+import ray
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from benchmarks.cases import case_file, cases_file, template
+from benchmarks.cases.case_file import (
+    Barrier,
+    CaseWorkload,
+    CreateNodes,
+    CreatePods,
+    StartCollectingMetrics,
+    StopCollectingMetrics,
+)
+from benchmarks.cases.op_walker import CaseError
+from benchmarks.chaos import ChaosPlan
+from benchmarks.report import instruments
+from benchmarks.simulated.explain_probe import ExplainProbe
+from benchmarks.simulated.sim_runner import CaseOutcome, CaseRunner
+from dispatcher.dispatcher import Dispatcher
+from optimist.configuration import load_file
+from optimist.explain import Explainer
+from optimist.metrics import LoopMetrics
+from optimist.offline import provenance
+from optimist.offline.invariants import check_invariants
+from optimist.offline.quality import cluster_quality
+from optimist.offline.simulator import SimulatedCluster, load_template
+from optimist.profiling import Profiler
+from optimist.runtime import Platform, init_ray
+from optimist.settings import Settings
+from shards.shard_actor import ShardInfo
+
+UPSTREAM_NOTE = "published upstream threshold, other hardware"
+GATED = "SchedulingGated"  # how the dispatcher reports a pod its gates hold back
+DEFAULT_RUN = "SchedulingBasic/5000Nodes_150000Pods"
+DEFAULT_TIMEOUT_S = 1800.0
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """A SchedulingBasic-like run: `nodes` nodes, then `pods` pods measured, one template each."""
+
+    nodes: int
+    pods: int
+    node_template: Path
+    pod_template: Path
+
+    def case(self) -> CaseWorkload:
+        """Measured from the first pod made until nothing is left to try: pods no node can
+        take are an outcome of such a run, not its failure (a createPods op that waits
+        for every pod, as upstream's do, would fail on them)."""
+        ops = (
+            CreateNodes(self.nodes, load_template(self.node_template)),
+            StartCollectingMetrics(),
+            CreatePods(self.pods, load_template(self.pod_template), "default", skip_wait=True),
+            Barrier(),
+            StopCollectingMetrics(),
+        )
+        return CaseWorkload("SchedulingBasic", f"{self.nodes}Nodes_{self.pods}Pods", ops)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The workloads one `optimist bench` runs, in order, and how long each may take."""
+
+    runs: tuple[CaseWorkload, ...]
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+
+def load_plan(
+    path: Path | None,
+    *,
+    case: str | None = None,
+    workload: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> Plan:
+    """The runs a case file (the shipped one if None) and `--case`/`--workload` pick.
+
+    With no file and no selection, the run is `DEFAULT_RUN`; PerfConfigError for a bad
+    file or a selection that matches nothing.
+    """
+    if path is None and case is None and workload is None:
+        workload = DEFAULT_RUN
+    runs = case_file.load(path or cases_file(), template("node-default.yaml"), overrides)
+    return Plan(tuple(case_file.select(runs, case, workload)), timeout_s)
+
+
+# scheduler_perf's guidance: a throughput taken over less is noise
+MEASURED_AT_LEAST_S = 10.0
+
+
+@dataclass(slots=True)
+class BenchRun:
+    report: dict[str, Any]
+    clusters: dict[str, SimulatedCluster]
+
+    @property
+    def ok(self) -> bool:
+        return not self.report["invariant_violations"] and not self.report["errors"]
+
+    @property
+    def cluster(self) -> SimulatedCluster:
+        """The cluster of the last workload run (the only one, for a single workload)."""
+        return list(self.clusters.values())[-1]
+
+
+def run_bench(
+    settings: Settings,
+    workload: Workload | Plan,
+    *,
+    show_progress: bool = False,
+    cpu_affinity: bool = False,
+    metrics: LoopMetrics | None = None,
+    profile_dir: Path | None = None,
+    profiler: Profiler | None = None,
+    chaos: ChaosPlan | None = None,
+    explainer: Explainer | None = None,
+    explain_every_s: float = 0.0,
+) -> BenchRun:
+    """Run every workload of the plan; with `profile_dir`, write a CPU profile of the
+    control process and of each shard per workload there (pstats files); with a
+    `profiler`, take profiles whenever it is asked to, while workloads run; with
+    `chaos`, inject its faults while they run; with `explain_every_s`, explain a pod of
+    the workload that often while it runs (`ExplainProbe`)."""
+    if chaos:
+        chaos.check(settings.binders, own_redis=settings.private_redis)
+    if explain_every_s and explainer is None:
+        explainer = Explainer(settings.scheduler_names)
+    plan = Plan((workload.case(),)) if isinstance(workload, Workload) else workload
+    cases: list[dict[str, Any]] = []
+    clusters: dict[str, SimulatedCluster] = {}
+    versions: dict[str, str] = {}
+    own_ray = init_ray(settings.ray_address)  # once for every workload, not once each
+    with progress_bar(show_progress) as bar, _closing_ray(own_ray):
+        for run in plan.runs:
+            task = bar.add_task(run.name, total=None) if bar else None
+
+            def progress(done: int, total: int, task: Any = task) -> None:
+                if bar is not None:
+                    bar.update(task, completed=done, total=total)
+
+            with Platform(case_settings(settings, run)) as platform:
+                if cpu_affinity:
+                    pin_shards(platform.shard_info)
+                platform.store.clear()
+                runner = CaseRunner(
+                    run,
+                    platform,
+                    seed=settings.seed,
+                    timeout_s=plan.timeout_s,
+                    progress=progress,
+                    metrics=metrics,
+                    profiler=profiler,
+                    chaos=chaos,
+                    explainer=explainer,
+                )
+                probe = (
+                    ExplainProbe(explainer, runner.pod_keys, explain_every_s, settings.seed)
+                    if explainer and explain_every_s
+                    else None
+                )
+                try:
+                    with _profiled(platform, profile_dir, run.name), probe or nullcontext():
+                        outcome = runner.execute()
+                finally:
+                    if profiler:
+                        profiler.detach()
+                    if explainer:
+                        explainer.detach()
+                platform.locate_shards()  # a shard whose Ray node was lost runs elsewhere
+                cases.append(case_report(outcome, platform))
+                if probe:
+                    cases[-1]["explain"] = probe.summary()
+                versions = versions or provenance.versions(platform.store.client.info("server"))
+            clusters[run.name] = outcome.cluster
+    top = pooled(cases)
+    if chaos:
+        injected = Counter[str]()
+        for c in cases:
+            injected.update(c["chaos"]["faults_injected"])
+        top["faults_injected"] = dict(injected)
+    top.update(
+        cases=cases,
+        errors=[c["error"] for c in cases if c["error"]],
+        seed=settings.seed,
+        config=settings.public(),
+        machine=provenance.machine(),
+        versions=versions,
+    )
+    return BenchRun(top, clusters)
+
+
+def case_settings(settings: Settings, run: CaseWorkload) -> Settings:
+    """The run's settings, with the case's own profiles where it names a scheduler
+    configuration (`schedulerConfigPath`): they replace the run's for that case."""
+    if run.scheduler_config is None:
+        return settings
+    profiles = Settings.from_configuration(load_file(run.scheduler_config)).profiles
+    return replace(settings, profiles=profiles)
+
+
+@contextmanager
+def _profiled(platform: Platform, directory: Path | None, name: str) -> Iterator[None]:
+    """cProfile on the control process and on every shard while the block runs; the
+    profiles go to `directory` as <workload>.driver.prof and <workload>.shard-<i>.prof."""
+    if directory is None:
+        yield
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+    stem = name.replace("/", "_")
+    ray.get([shard.start_profile.remote() for shard in platform.shards])
+    driver = cProfile.Profile()
+    driver.enable()
+    try:
+        yield
+    finally:
+        driver.disable()
+        driver.dump_stats(directory / f"{stem}.driver.prof")
+        stopped: list[ray.ObjectRef] = [s.stop_profile.remote() for s in platform.shards]
+        for i, stats in enumerate(ray.get(stopped)):
+            (directory / f"{stem}.shard-{i}.prof").write_bytes(stats)
+
+
+def pin_shards(shard_info: list[ShardInfo]) -> None:
+    """Each shard on this machine to a core of its own, round robin (`--cpu-affinity`):
+    a shard's decision rate without its neighbours' share of the core. Notes the core
+    in the shard's info for the report."""
+    here = ray.get_runtime_context().get_node_id()
+    cores = sorted(psutil.Process().cpu_affinity() or range(os.cpu_count() or 1))
+    local = [info for info in shard_info if info["ray_node_id"] == here]
+    for i, info in enumerate(local):
+        core = cores[i % len(cores)]
+        psutil.Process(int(info["pid"])).cpu_affinity([core])
+        info["core"] = core
+
+
+def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
+    """The figures of one workload: its measured phase, and the whole run where so named."""
+    run, loop = outcome.run, outcome.loop
+    stats = loop.dispatcher.stats
+    measured = list(dict.fromkeys(k for w in outcome.windows for k in w.pods))
+    samples, rates, scheduled = instruments.phase_samples(outcome.windows, outcome.bound_at)
+    duration = sum(w.end - w.start for w in outcome.windows)
+    gated = {k for k, reason in outcome.unschedulable.items() if reason.startswith(GATED)}
+    unschedulable = {
+        k: outcome.unschedulable[k]
+        for k in measured
+        if k in outcome.unschedulable and k not in outcome.bound_at and k not in gated
+    }
+    created = len(measured)
+    c = perf_counters(outcome)
+    rollbacks = {"shard": c.pop("shard_rollbacks"), "commit": c.pop("commit_rollbacks")}
+    busy, decided = per_shard(outcome, "busy_s"), per_shard(outcome, "decided")
+    cpu = cpu_s(outcome)
+    decided_at = outcome.stages["decided"].values()
+    # from the start of this process (`optimist bench`) to the workload's first
+    # decision: Ray, Redis, the nodes, the shards' first sync included
+    first_decision = instruments.since_process_start(min(decided_at)) if decided_at else None
+    shards = [
+        {
+            "id": info["id"],
+            # where it ran at the end, and each Ray node it was seen on, first to last
+            "ray_node_id": info["ray_node_id"],
+            "ray_node_ip": info["ray_node_ip"],
+            "ray_nodes": info["ray_nodes"],
+            "units": stats.units_by_shard.get(int(info["id"]), 0),
+            "pods": stats.pods_by_shard.get(int(info["id"]), 0),
+            **shard_idle(busy.get(int(info["id"]), 0.0), duration),
+            **decision_rate(decided.get(int(info["id"]), 0), busy.get(int(info["id"]), 0.0)),
+            "core": info.get("core"),
+        }
+        for info in platform.shard_info
+    ]
+    violations = check_invariants(outcome.cluster, outcome.unschedulable, platform.store)
+    throughput = instruments.throughput(scheduled, duration, rates)
+    return {
+        "name": run.name,
+        "case": run.case,
+        "workload": run.workload,
+        "params": run.params,
+        "overrides": run.overrides,
+        "labels": list(run.labels),
+        "feature_gates": run.feature_gates,
+        **ending(run, outcome.error, outcome.failure, throughput["average"]),
+        "nodes": len(outcome.cluster.nodes),
+        "pods_created": created,
+        "pods_scheduled": scheduled,
+        "pods_unschedulable": len(unschedulable),
+        "pods_pending": created - scheduled - len(unschedulable),
+        "unschedulable_reasons": provenance.reason_counts(unschedulable),
+        "all_pods": {
+            "created": outcome.made,
+            "bound": len(outcome.cluster.bindings),
+            "unschedulable": len(outcome.unschedulable) - len(gated),
+            "gated": len(gated),
+            "deleted": outcome.deleted,
+        },
+        **c,
+        "attempts_per_pod": c["attempts"] / created if created else 0.0,
+        "conflicts_per_committed_unit": c["conflicts"] / c["committed_units"]
+        if c["committed_units"]
+        else 0.0,
+        "binder_batch_pods": c["committed_pods"] / c["store_commits"]
+        if c["store_commits"]
+        else 0.0,
+        # CPU seconds of each role over the phase, and per pod created in it; "other" is
+        # the rest of the machine (Ray's daemons, the bench's own sampling, anything else)
+        "cpu_s": cpu,
+        "cpu_us_per_pod": {role: s * 1e6 / created for role, s in cpu.items()} if created else {},
+        # calls to Redis from every role; the commands Redis ran for them, scripts' included
+        "redis_round_trips_per_pod": c["redis_round_trips"] / created if created else 0.0,
+        "redis_commands_per_pod": c["redis_commands"] / created if created else 0.0,
+        "rollbacks": {"total": rollbacks["shard"] + rollbacks["commit"], **rollbacks},
+        "conflict_backoffs": stats.conflict_backoffs,
+        "bind_failures": stats.bind_failures,
+        "shard_failures": loop.faults.shard_failures,
+        "shard_restarts": loop.faults.shard_restarts,
+        "binder_failures": loop.faults.binder_failures,
+        # Redis away or lost, and the rebuilds of the store from the cluster (seconds each)
+        "store_outages": loop.faults.store_outages,
+        "store_rebuilds_s": loop.faults.store_rebuilds,
+        # batches each binder committed over the whole run: 0 the driver's, then the actors
+        "binder_batches": loop.commits.by_binder,
+        "extender_errors": stats.extender_errors,
+        "cross_pod_refusals": loop.binder.guard.refused,
+        "queue": queue_figures(loop.dispatcher),
+        "duration_s": duration,
+        "first_decision_s": first_decision,
+        "throughput_pods_per_s": throughput,
+        "throughput_samples": samples,
+        "latency_s": stage_latencies(outcome, measured),
+        "memory_peak_bytes": outcome.memory,
+        "quality": cluster_quality(outcome.cluster),
+        "upstream_threshold": {"pods_per_s": run.threshold, "note": UPSTREAM_NOTE}
+        if run.threshold is not None
+        else None,
+        "shards": shards,
+        "notes": outcome.notes,
+        "invariant_violations": violations[:100],
+        "chaos": outcome.chaos,
+        "warnings": case_warnings(
+            duration, first_decision, outcome.chaos, failed=outcome.failure is not None
+        ),
+    }
+
+
+def ending(
+    run: CaseWorkload, error: str | None, failure: CaseError | None, average: float
+) -> dict[str, Any]:
+    """How a workload ended, as both benches report it: `error`, the runner's (else a
+    threshold missed), and `failed`, the op that stopped the case (None if none did)."""
+    return {
+        "error": error or below_threshold(run, average),
+        "failed": failure.record() if failure else None,
+    }
+
+
+def below_threshold(run: CaseWorkload, average: float) -> str | None:
+    """A workload slower than its `threshold` fails, as upstream's harness fails it
+    (the figure is upstream's, for its machines: say so beside it)."""
+    if run.threshold is None or average >= run.threshold:
+        return None
+    return (
+        f"case {run.name}: {average:.0f} pods/s on average, below the workload's threshold "
+        f"of {run.threshold:g} (upstream's, for its own machines)"
+    )
+
+
+def case_warnings(
+    duration_s: float,
+    first_decision_s: float | None,
+    chaos: dict[str, Any] | None,
+    *,
+    failed: bool = False,
+) -> list[str]:
+    """What makes a run's figures say less than they seem to, in words for its reader.
+
+    Not the measured phase's length for a case an op stopped (`failed`): that phase
+    ended at the failure, and asking for more pods would not make it longer.
+    """
+    warnings = []
+    if not failed and duration_s < MEASURED_AT_LEAST_S:
+        warnings.append(
+            f"the measured phase took {duration_s:.2f} s, under the {MEASURED_AT_LEAST_S:.0f} s "
+            "upstream asks of a throughput figure: ask for more pods (--pods)"
+        )
+    if not failed and first_decision_s is not None and first_decision_s > duration_s:
+        warnings.append(
+            f"start-up, not scheduling, dominates this run: the first decision came "
+            f"{first_decision_s:.1f} s after the command started, and scheduling took "
+            f"{duration_s:.2f} s; ask for more pods (--pods) for figures that mean more"
+        )
+    for kind in (chaos or {}).get("never_injected", []):
+        warnings.append(
+            f"chaos: {kind} was asked for and never injected (the run settled first): "
+            "ask for more pods, or more faults (--chaos-faults)"
+        )
+    return warnings
+
+
+# The stages of a bound pod, in order, and the successful attempt (last sent to committed).
+STAGES = (
+    ("created_to_bound", "created", "bound"),
+    ("created_to_queued", "created", "queued"),
+    ("queued_to_decided", "queued", "decided"),
+    ("decided_to_committed", "decided", "committed"),
+    ("committed_to_bound", "committed", "bound"),
+    ("attempt_sent_to_committed", "sent", "committed"),
+)
+
+
+def stage_latencies(outcome: CaseOutcome, measured: list[str]) -> dict[str, Any]:
+    """Seconds between the stages of every measured pod that was bound, and the age
+    of every measured pod still waiting when the phase ended."""
+    times = {**outcome.stages, "created": outcome.created_at, "bound": outcome.bound_at}
+    bound = [k for k in measured if k in outcome.bound_at]
+    out = {
+        name: instruments.latency(
+            [times[b][k] - times[a][k] for k in bound if k in times[a] and k in times[b]]
+        )
+        for name, a, b in STAGES
+    }
+    # the other half of the picture: how long the pods still waiting had waited at the end
+    end = max((w.end for w in outcome.windows), default=0.0)
+    out["pending_age"] = instruments.latency(
+        [end - outcome.created_at[k] for k in measured if k not in outcome.bound_at]
+    )
+    return out
+
+
+def queue_figures(dispatcher: Dispatcher) -> dict[str, Any]:
+    """How the unschedulable queue worked over the whole run: the cluster events seen, the
+    units they (and the 5-minute timeout) sent back, and what the pods still waiting at
+    the end cost: their failed attempts per pod, every attempt since each was created."""
+    stats = dispatcher.stats
+    pods, attempts = dispatcher.waiting_attempts()
+    return {
+        "events": dict(stats.events),
+        "moved_by_events": stats.moved_by_events,
+        "moved_by_timeout": stats.moved_by_timeout,
+        "waiting_pods": pods,
+        "attempts_per_waiting_pod": attempts / pods if pods else 0.0,
+        "preemption": {
+            "attempts": stats.preemption_attempts,  # units that looked for victims
+            "preemptions": stats.preemptions,  # units that found them, room reserved
+            "victims": stats.victims,  # pods evicted for those
+        },
+    }
+
+
+def perf_counters(outcome: CaseOutcome) -> dict[str, int]:
+    """The loop's counters over the measured phase (every window together)."""
+    fields = (
+        "pod_attempts",
+        "conflicts",
+        "committed_units",
+        "committed_pods",
+        "store_commits",
+        "shard_rollbacks",
+        "commit_rollbacks",
+        "redis_commands",
+        "redis_round_trips",
+    )
+    total = {f: sum(getattr(w.counters, f) for w in outcome.windows) for f in fields}
+    total["attempts"] = total.pop("pod_attempts")
+    return total
+
+
+def per_shard(outcome: CaseOutcome, counter: str) -> dict[int, float]:
+    """A per-shard counter over the measured phase (`busy_s`: seconds spent syncing and
+    deciding; `decided`: pods decided on), by the results that arrived within it."""
+    total: Counter[int] = Counter()
+    for w in outcome.windows:
+        total.update(getattr(w.counters, counter))
+    return dict(total)
+
+
+def cpu_s(outcome: CaseOutcome) -> dict[str, float]:
+    """CPU seconds each role used over the measured phase (every window together)."""
+    used: Counter[str] = Counter()
+    for w in outcome.windows:
+        used.update(w.counters.cpu_s)
+    roles = {role: used[role] for role in ("driver", "shards", "redis")}
+    return {**roles, "other": max(used["machine"] - sum(roles.values()), 0.0)}
+
+
+def decision_rate(decided: float, busy_s: float) -> dict[str, Any]:
+    """Pods a shard decided on over the phase, and per second of its busy time: its own
+    rate, whatever else shared its core."""
+    return {"decided_pods": decided, "decisions_per_busy_s": decided / busy_s if busy_s else None}
+
+
+def shard_idle(busy_s: float, duration_s: float) -> dict[str, Any]:
+    """A shard's busy seconds, and the fraction of the measured phase it spent otherwise:
+    waiting for a batch, or for Ray to carry one (None without a measured phase).
+
+    A result that arrives early in a window may count work done before it
+    opened, so the fraction is clamped at 0.
+    """
+    idle = min(max(1.0 - busy_s / duration_s, 0.0), 1.0) if duration_s > 0 else None
+    return {"busy_s": busy_s, "idle_fraction": idle}
+
+
+# The counts pooled over several workloads by summing them.
+SUMMED = (
+    "pods_created",
+    "pods_scheduled",
+    "pods_unschedulable",
+    "pods_pending",
+    "conflicts",
+    "attempts",
+    "committed_units",
+    "committed_pods",
+    "store_commits",
+    "redis_commands",
+    "redis_round_trips",
+    "conflict_backoffs",
+    "bind_failures",
+    "shard_failures",
+    "shard_restarts",
+    "binder_failures",
+    "extender_errors",
+    "cross_pod_refusals",
+    "duration_s",
+)
+
+
+def pooled(cases: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run's top-level figures: the workload's own for one, pooled over several."""
+    if len(cases) == 1:
+        return {k: v for k, v in cases[0].items() if k not in ("name", "error")}
+    top: dict[str, Any] = {k: sum(c[k] for c in cases) for k in SUMMED}
+    reasons: Counter[str] = Counter()
+    rollbacks: Counter[str] = Counter()
+    cpu: Counter[str] = Counter()
+    shards: dict[Any, dict[str, Any]] = {}
+    for c in cases:
+        reasons.update(c["unschedulable_reasons"])
+        rollbacks.update(c["rollbacks"])
+        cpu.update(c["cpu_s"])
+        for s in c["shards"]:
+            zero = {"units": 0, "pods": 0, "busy_s": 0.0, "decided_pods": 0}
+            into = shards.setdefault(s["id"], {**s, **zero})
+            for key in zero:
+                into[key] += s[key]
+    for s in shards.values():
+        s.update(shard_idle(s["busy_s"], top["duration_s"]))
+        s.update(decision_rate(s["decided_pods"], s["busy_s"]))
+    rates = [float(n) for c in cases for n in c["throughput_samples"]]
+    top.update(
+        unschedulable_reasons=dict(reasons.most_common()),
+        attempts_per_pod=top["attempts"] / top["pods_created"] if top["pods_created"] else 0.0,
+        redis_commands_per_pod=top["redis_commands"] / top["pods_created"]
+        if top["pods_created"]
+        else 0.0,
+        redis_round_trips_per_pod=top["redis_round_trips"] / top["pods_created"]
+        if top["pods_created"]
+        else 0.0,
+        rollbacks={"total": 0, "shard": 0, "commit": 0, **rollbacks},
+        binder_batches=[sum(n) for n in zip(*(c["binder_batches"] for c in cases), strict=True)],
+        first_decision_s=cases[0]["first_decision_s"],
+        cpu_s=cpu,
+        cpu_us_per_pod={r: s * 1e6 / top["pods_created"] for r, s in cpu.items()}
+        if top["pods_created"]
+        else {},
+        throughput_pods_per_s=instruments.throughput(
+            top["pods_scheduled"], top["duration_s"], rates
+        ),
+        nodes=max((c["nodes"] for c in cases), default=0),
+        shards=list(shards.values()),
+        memory_peak_bytes={
+            role: max(c["memory_peak_bytes"][role] for c in cases)
+            for role in cases[0]["memory_peak_bytes"]
+        }
+        if cases
+        else {},
+        invariant_violations=[
+            f"{c['name']}: {v}" for c in cases for v in c["invariant_violations"]
+        ],
+        warnings=[f"{c['name']}: {w}" for c in cases for w in c["warnings"]],
+    )
+    return top
+
+
+def write_placements(run: BenchRun, path: Path) -> None:
+    """namespace,pod,node per bound pod; with several workloads, the workload comes first."""
+    several = len(run.clusters) > 1
+    with open(path, "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow((["case"] if several else []) + ["namespace", "pod", "node"])
+        for name, cluster in run.clusters.items():
+            for key, node in sorted(cluster.bindings.items()):
+                namespace, pod = key.split("/", 1)
+                out.writerow(([name] if several else []) + [namespace, pod, node])
+
+
+def write_state(run: BenchRun, path: Path) -> None:
+    """The last workload's cluster as it ended, a snapshot (`SimulatedCluster.objects`)."""
+    path.write_text(json.dumps(run.cluster.objects()))
+
+
+@contextmanager
+def progress_bar(show: bool) -> Iterator[Progress | ProgressLines | None]:
+    if not show:
+        yield None
+        return
+    if not sys.stdout.isatty():  # a file or a pipe: lines it can read as they come
+        yield ProgressLines()
+        return
+    with Progress(
+        # a run's name may hold brackets (`CaseWorkload.name`): text, never markup
+        TextColumn("{task.description}", style="bold", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        transient=False,
+    ) as bar:
+        yield bar
+
+
+class ProgressLines:
+    """Progress for a stdout that is no terminal: a line (flushed) whenever a workload's
+    count changes, where a live bar would show only once the process exits."""
+
+    def __init__(self) -> None:
+        self._tasks: list[tuple[str, float]] = []  # (name, when it began)
+        self._said: dict[TaskID, tuple[int, int | None]] = {}
+
+    def add_task(self, description: str, total: int | None = None) -> TaskID:
+        self._tasks.append((description, time.perf_counter()))
+        return TaskID(len(self._tasks) - 1)  # rich's task ids, as a Progress's would be
+
+    def update(self, task: TaskID, completed: int, total: int | None) -> None:
+        if self._said.get(task) == (completed, total):
+            return
+        self._said[task] = (completed, total)
+        name, began = self._tasks[task]
+        elapsed = time.perf_counter() - began
+        print(f"{name}: {completed}/{total} pods settled, {elapsed:.1f} s", flush=True)
+
+
+@contextmanager
+def _closing_ray(own: bool) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        if own:
+            ray.shutdown()

@@ -1,0 +1,193 @@
+"""The independent checker of the invariants of docs/design.md.
+
+It trusts none of the scheduler's bookkeeping: usage is recomputed from the
+pod manifests and the bindings the cluster recorded, then compared with
+every node's allocatable and with what the node store believes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+
+from cluster import resources as res
+from cluster.errors import InvalidObject
+from cluster.gpus import GPU, GPU_INDICES_ANNOTATION, MILLI_PER_GPU, GpuDemand, parse_indices
+from cluster.manifests import pod_from_manifest, terminated
+from cluster.objects import ANY_IP, HostPort
+from cluster.reservations import is_reservation
+from cluster.store import Store
+from optimist.offline.simulator import SimulatedCluster
+
+
+def check_invariants(
+    cluster: SimulatedCluster,
+    reported_unschedulable: Iterable[str],
+    store: Store | None = None,
+) -> list[str]:
+    """Every violation found, as a sentence; an empty list means all invariants hold."""
+    violations: list[str] = []
+
+    # Bound once: the API refuses a second binding, but count anyway.
+    for pod, times in Counter(b.pod for b in cluster.bind_log).items():
+        if times > 1:
+            violations.append(f"pod {pod} was bound {times} times")
+
+    # No over-commit: recompute each node's usage from the bound manifests, of the pods
+    # that have not ended (a pod that succeeded or failed holds no room).
+    ended = {key for key in cluster.bindings if terminated(cluster.pod_manifests[key])}
+    usage: dict[str, dict[str, int]] = {name: {} for name in cluster.nodes}
+    ports: dict[str, list[tuple[str, HostPort]]] = {name: [] for name in cluster.nodes}
+    members: Counter[str] = Counter()  # bound pods per PodGroup
+    gpus: dict[str, Counter[int]] = {name: Counter() for name in cluster.nodes}  # milli per GPU
+    unknown_gpus: set[str] = set()  # nodes with GPU pods whose GPUs nobody wrote down
+    scheduled = {b.pod for b in cluster.bind_log}
+    for pod_key, node in cluster.bindings.items():
+        if node not in cluster.nodes:
+            violations.append(f"pod {pod_key} is bound to unknown node {node}")
+            continue
+        bound_pod = pod_from_manifest(cluster.pod_manifests[pod_key])
+        if bound_pod.group:  # placed with its gang, whether or not it has ended since
+            members[bound_pod.group] += 1
+        if pod_key in ended:
+            continue
+        spec = bound_pod.spec
+        res.add(usage[node], dict(spec.requests))
+        for port in spec.host_ports:
+            for other_pod, other in ports[node]:
+                if _ports_clash(port, other):
+                    violations.append(
+                        f"node {node}: pods {other_pod} and {pod_key} both hold host port "
+                        f"{port.protocol}/{port.port}"
+                    )
+            ports[node].append((pod_key, port))
+        demand = GpuDemand.of(dict(spec.requests))
+        if demand:
+            indices = _gpu_indices(cluster, pod_key, node, demand, violations, pod_key in scheduled)
+            if indices is None:
+                unknown_gpus.add(node)
+            for i in indices or ():
+                gpus[node][i] += demand.per_device
+    for name, per_gpu in gpus.items():
+        for i, milli in sorted(per_gpu.items()):
+            if milli > MILLI_PER_GPU:
+                violations.append(
+                    f"node {name} is over-committed on GPU {i}: {milli} milli > {MILLI_PER_GPU}"
+                )
+    for name, used in usage.items():
+        for resource, amount, allocatable in _beyond(cluster.nodes[name].allocatable, used):
+            violations.append(
+                f"node {name} is over-committed on {resource}: "
+                f"{amount} requested > {allocatable} allocatable"
+            )
+
+    # Gangs are whole: a PodGroup has no pod bound, or at least minMember.
+    for key, group in cluster.pod_groups.items():
+        if 0 < members[key] < group.min_member:
+            violations.append(
+                f"PodGroup {key} has {members[key]} pods bound, "
+                f"fewer than minMember {group.min_member}"
+            )
+
+    # Nothing lost: every pod of ours is bound or was reported unschedulable.
+    unschedulable = set(reported_unschedulable)
+    ours = [
+        key
+        for key, manifest in cluster.pod_manifests.items()
+        if ((manifest.get("spec") or {}).get("schedulerName") or "default-scheduler")
+        in cluster.scheduler_names
+    ]
+    for key in ours:
+        if key not in cluster.bindings and key not in unschedulable:
+            violations.append(f"pod {key} is neither bound nor reported unschedulable")
+        if key in cluster.bindings and key in unschedulable:
+            violations.append(f"pod {key} is bound but also reported unschedulable")
+
+    # The store agrees with the cluster: no leaked or missing reservation.
+    if store is not None:
+        committed = store.committed_pods()
+        for pod, node in committed.items():
+            if pod in ended:
+                violations.append(f"store holds pod {pod} on {node}, which has ended")
+            elif cluster.bindings.get(pod) != node:
+                violations.append(
+                    f"store holds pod {pod} on {node}, "
+                    f"cluster has it on {cluster.bindings.get(pod)}"
+                )
+        for pod in cluster.bindings.keys() - committed.keys() - ended:
+            violations.append(f"pod {pod} is bound but holds no reservation in the store")
+        # Room held for preemptors counts in the store's usage, for pods still pending.
+        held: dict[str, dict[str, int]] = {name: dict(used) for name, used in usage.items()}
+        for pod, hold in store.holds().items():
+            if is_reservation(pod):  # a reservation's, until a pod claims it
+                if pod.split("/", 1)[1] not in cluster.reservations:
+                    violations.append(f"room is held on {hold.node} for {pod}, which is unknown")
+            elif pod in cluster.bindings or (
+                pod not in cluster.pod_manifests
+                and pod not in {r.owner_pod for r in cluster.reservations.values()}
+            ):
+                violations.append(
+                    f"room is reserved on {hold.node} for pod {pod}, which is bound or gone"
+                )
+            if hold.node in held:
+                res.add(held[hold.node], dict(hold.requests))
+        for name, expected in held.items():
+            stored = {k: v for k, v in store.usage(name).items() if v}
+            if stored != {k: v for k, v in expected.items() if v}:
+                violations.append(
+                    f"node {name}: store usage {stored} != recomputed {expected} "
+                    "(bound pods and holds)"
+                )
+            stored_gpus = {i: m for i, m in enumerate(store.gpu_usage(name)) if m}
+            if name not in unknown_gpus and stored_gpus != dict(gpus[name]):
+                violations.append(
+                    f"node {name}: store's milli per GPU {stored_gpus} != recomputed "
+                    f"{dict(gpus[name])} (from the pods' {GPU_INDICES_ANNOTATION})"
+                )
+            for resource, amount, allocatable in _beyond(cluster.nodes[name].allocatable, expected):
+                violations.append(
+                    f"node {name} promises more {resource} than it has: {amount} bound "
+                    f"and held > {allocatable} allocatable"
+                )
+    return violations
+
+
+def _gpu_indices(
+    cluster: SimulatedCluster,
+    pod: str,
+    node: str,
+    demand: GpuDemand,
+    violations: list[str],
+    scheduled: bool,
+) -> tuple[int, ...] | None:
+    """The GPUs a bound pod's annotation gives it, checked against what it asks for;
+    None when it has none and optimist did not bind it (another scheduler's pod)."""
+    annotations = cluster.pod_manifests[pod]["metadata"].get("annotations") or {}
+    text = annotations.get(GPU_INDICES_ANNOTATION)
+    if text is None:
+        if scheduled:
+            violations.append(f"pod {pod} asks for GPUs but was bound without GPU indices")
+        return None
+    try:
+        indices = parse_indices(f"Pod {pod}", text, cluster.nodes[node].allocatable.get(GPU, 0))
+    except InvalidObject as err:
+        violations.append(str(err))
+        return ()
+    if len(indices) != demand.devices:
+        violations.append(f"pod {pod} got GPUs {text}, but asks for {demand.devices}")
+    return indices
+
+
+def _beyond(
+    allocatable: Mapping[str, int], amounts: Mapping[str, int]
+) -> Iterator[tuple[str, int, int]]:
+    """Each checked resource whose amount exceeds what the node has: (resource, amount,
+    allocatable)."""
+    for resource, amount in amounts.items():
+        if not res.is_score_only(resource) and amount > allocatable.get(resource, 0):
+            yield resource, amount, allocatable.get(resource, 0)
+
+
+def _ports_clash(a: HostPort, b: HostPort) -> bool:
+    same_ip = a.bind_ip == b.bind_ip or ANY_IP in (a.bind_ip, b.bind_ip)
+    return a.protocol == b.protocol and a.port == b.port and same_ip

@@ -1,0 +1,275 @@
+"""`optimist bench --cluster apiserver` through the session's real API server: the pods
+made by the bench, scheduled by `optimist run` in its own process and by upstream's
+kube-scheduler, and judged from what the server holds."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import subprocess
+import sys
+from collections import Counter
+from html import escape
+from pathlib import Path
+
+import psutil
+import pytest
+from typer.testing import CliRunner
+
+from benchmarks.controlplane.control_plane import stop_tree
+from benchmarks.controlplane.living_plane import JOB_RUNS_FOR
+from benchmarks.report.instruments import comparison_rows
+from optimist.cli import app
+from optimist.kube.informer import list_all
+from tests.benchmarks.simulated.test_fidelity import (
+    anti_affine_case,
+    waited_anti_affine_case,
+    write_case,
+)
+from tests.kube.api import wait_for
+
+
+def test_both_schedulers_place_an_upstream_case_through_the_api_server(
+    tmp_path, control_plane, kube_api
+):
+    """10 pods with required anti-affinity on the hostname over 5 nodes: each scheduler
+    binds 5, one a node, and reports 5 unschedulable through the PodScheduled
+    condition; the invariant checker reads the server; what each run made is gone
+    after it. The HTML page carries the terminal's figures."""
+    path = anti_affine_case(tmp_path)
+    report, page = tmp_path / "report.json", tmp_path / "report.html"
+    result = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            str(path),
+            "--cluster",
+            "apiserver",
+            "--compare",
+            "kube-scheduler",
+            "--kubeconfig",
+            str(control_plane.admin_kubeconfig),
+            "--shards",
+            "1",
+            "--timeout",
+            "120",
+            "--no-progress",
+            "--report",
+            str(report),
+            "--html",
+            str(page),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    figures = json.loads(report.read_text())
+    assert [r["scheduler"] for r in figures["runs"]] == ["optimist", "kube-scheduler"]
+    for run in figures["runs"]:
+        assert run["error"] is None and run["invariant_violations"] == [], run
+        assert run["pods_created"] == 10 and run["nodes"] == 5
+        assert run["pods_scheduled"] == 5 and run["pods_unschedulable"] == 5, run
+        assert run["nodes_used"] == 5
+        assert run["cpu_s"]["scheduler"] > 0 and run["memory_peak_bytes"]["scheduler"] > 0
+        assert run["latency_s"]["created_to_scheduled"]["count"] == 5
+    [case] = figures["cases"]
+    assert set(case["schedulers"]) == {"optimist", "kube-scheduler"} and case["ratio"] > 0
+    assert figures["ceiling_pods_per_s"]["median"] > 0
+    assert "optimist / kube-scheduler" in result.output
+    html = page.read_text()
+    assert "<h2>Through a real kube-apiserver</h2>" in html and "<svg" in html
+    for label, cells in comparison_rows(case, figures["ceiling_pods_per_s"]["median"]):
+        assert label in result.output and f"<th>{escape(label)}</th>" in html
+        assert all(f'<td class="n">{escape(cell)}</td>' in html for cell in cells)
+    client = kube_api.client()
+    assert list_all(client, "/api/v1/nodes")[0] == []
+    namespaces = {n["metadata"]["name"] for n in list_all(client, "/api/v1/namespaces")[0]}
+    assert "optimist-ceiling" not in namespaces
+    pods = list_all(client, "/api/v1/pods")[0]
+    assert Counter(p["metadata"]["namespace"] for p in pods) == Counter()
+
+
+def test_a_failed_case_keeps_what_it_measured_through_the_api_server(tmp_path, control_plane):
+    """As in the simulated bench: a createPods that waits for 10 pods that keep apart by
+    hostname over 5 nodes fails the case (exit 1) naming the op, and the run keeps what
+    it measured until then (5 scheduled, 5 unschedulable, over the time it ran), with
+    no warning of a short phase."""
+    report = tmp_path / "report.json"
+    args = ["bench", str(waited_anti_affine_case(tmp_path)), "--cluster", "apiserver"]
+    args += ["--scheduler", "kube-scheduler", "--timeout", "120", "--no-progress"]
+    args += ["--kubeconfig", str(control_plane.admin_kubeconfig), "--report", str(report)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1, result.output
+    [run] = json.loads(report.read_text())["runs"]
+    assert (run["failed"]["op"], run["failed"]["opcode"]) == (1, "createPods")
+    assert run["error"].startswith("case Fidelity/small: op 1 (createPods): 5 of 10 pods not")
+    assert (run["pods_created"], run["pods_scheduled"], run["pods_unschedulable"]) == (10, 5, 5)
+    assert run["pods_pending"] == 0 and sum(run["unschedulable_reasons"].values()) == 5
+    assert run["duration_s"] > 0 and sum(run["throughput_samples"]) == 5
+    assert run["warnings"] == [] and "warning:" not in result.output
+
+
+POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"generateName": "pod-"},
+    "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.9"}]},
+}
+
+
+def _sleepy_case(folder):
+    """2 nodes, a 60-second sleep (the test acts meanwhile), then 4 pods waited for."""
+    return write_case(
+        folder,
+        [
+            {"opcode": "createNodes", "count": 2},
+            {"opcode": "sleep", "duration": "60s"},
+            {
+                "opcode": "createPods",
+                "count": 4,
+                "podTemplatePath": "config/pod.yaml",
+                "collectMetrics": True,
+            },
+        ],
+        {"pod.yaml": POD},
+    )
+
+
+def _bench(path, *more):
+    command = [sys.executable, "-c", "from optimist.cli import entry; entry()", "bench"]
+    command += [str(path), "--cluster", "apiserver", "--shards", "1", "--no-progress", *more]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _scheduler_of(bench):
+    for child in psutil.Process(bench.pid).children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if " run --config" in " ".join(child.cmdline()):
+                return child
+    return None
+
+
+def _running(process: psutil.Process) -> bool:
+    """Still running (a zombie init has not reaped runs no more)."""
+    with contextlib.suppress(psutil.Error):
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    return False
+
+
+def test_a_scheduler_that_dies_fails_its_case_at_once_not_at_the_timeout(tmp_path, control_plane):
+    bench = _bench(
+        _sleepy_case(tmp_path), "--kubeconfig", str(control_plane.admin_kubeconfig),
+        "--timeout", "600",
+    )  # fmt: skip
+    try:
+        # the nodes are made once the scheduler is ready: the sleep has begun
+        wait_for(
+            lambda: len(list_all(control_plane.client, "/api/v1/nodes")[0]) == 2,
+            120,
+            "the bench's nodes",
+            every_s=0.5,
+        )
+        scheduler = wait_for(lambda: _scheduler_of(bench), 120, "optimist run", every_s=0.5)
+        started = scheduler.children(recursive=True)  # its private Redis among them
+        scheduler.kill()
+        output, _ = bench.communicate(timeout=120)  # the sleep, then at once
+    finally:
+        stop_tree(bench)
+    assert bench.returncode == 1, output
+    assert "the scheduler exited while 4 pods waited" in output
+    # what the killed scheduler had started, left to init, the bench stopped
+    assert [p for p in started if _running(p)] == []
+
+
+def test_a_bench_stopped_by_sigterm_stops_what_it_started(tmp_path):
+    bench = _bench(_sleepy_case(tmp_path), "--timeout", "600")
+    try:
+        wait_for(lambda: _scheduler_of(bench), 120, "optimist run", every_s=0.5)
+        started = psutil.Process(bench.pid).children(recursive=True)
+        names = {p.name() for p in started}
+        assert {"etcd", "kube-apiserver"} <= names, names
+        bench.send_signal(signal.SIGTERM)
+        bench.communicate(timeout=120)
+    finally:
+        stop_tree(bench)
+    _, alive = psutil.wait_procs(started, timeout=30)
+    left = [(p.pid, p.name()) for p in alive]
+    for process in alive:  # the test's own clean-up, should the bench have failed it
+        with contextlib.suppress(psutil.Error):
+            process.kill()
+    assert left == []
+
+
+def workloads_case(folder: Path) -> Path:
+    """4 nodes; a Deployment of 12 and a Job of 6 completions, 3 at a time, whose pods
+    run a second each; their pods made by the controllers, measured until a barrier."""
+    app = {"name": "app", "image": "app", "resources": {"requests": {"cpu": "100m"}}}
+    pod = {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [app]}}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 12, "selector": {"matchLabels": {"app": "web"}}, "template": pod},
+    }
+    runs = {"metadata": {"annotations": {JOB_RUNS_FOR: "1s"}}}
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "batch"},
+        "spec": {
+            "parallelism": 3,
+            "completions": 6,
+            "template": {**runs, "spec": {"restartPolicy": "Never", "containers": [app]}},
+        },
+    }
+    return write_case(
+        folder,
+        [
+            {"opcode": "createNodes", "count": 4},
+            {"opcode": "startCollectingMetrics"},
+            {"opcode": "createAny", "templatePath": "config/web.yaml", "namespace": "apps"},
+            {"opcode": "createAny", "templatePath": "config/batch.yaml", "namespace": "jobs"},
+            {"opcode": "barrier"},
+            {"opcode": "stopCollectingMetrics"},
+        ],
+        {"web.yaml": deployment, "batch.yaml": job},
+    )
+
+
+def test_a_living_cluster_s_workloads_are_made_by_controllers_and_each_stage_timed(tmp_path):
+    """`--cluster kwok`: KWOK's nodes beside kube-controller-manager. createAny of a
+    Deployment and a Job: the controllers make the pods, the bench measures each from
+    when the watch first told of it, and the barrier waits for every pod they ask
+    for (the Job's six come three at a time, as the first succeed). The report times
+    created -> scheduled -> Running -> Ready, and counts what the controllers and
+    KWOK cost."""
+    report = tmp_path / "report.json"
+    command = ["bench", str(workloads_case(tmp_path)), "--cluster", "kwok", "--shards", "1"]
+    command += ["--timeout", "120", "--no-progress", "--report", str(report)]
+    result = CliRunner().invoke(app, command)
+    assert result.exit_code == 0, result.output
+    [run] = json.loads(report.read_text())["runs"]
+    assert run["error"] is None and run["invariant_violations"] == [], run
+    assert run["pods_created"] == run["pods_scheduled"] == 18, run
+    stages = run["latency_s"]
+    for stage in ("scheduled", "running", "ready"):
+        assert stages[f"created_to_{stage}"]["count"] == 18, stages
+    assert stages["running_to_ready"]["p50"] >= 0
+    assert {"kube-controller-manager", "kwok"} <= run["cpu_s"].keys()
+    # added, bound, and Running and Ready (KWOK writes both at once): one more than on a
+    # cluster where pods never run
+    assert run["pod_events_per_pod"] >= 3
+    assert "created -> Ready p99, ms" in result.output
+    assert "CPU s per 1,000 pods: kwok" in result.output
+
+
+@pytest.mark.usefixtures("ray_session")
+def test_a_workload_where_no_controller_runs_fails_its_case_naming_why(tmp_path):
+    """No controller would make a Deployment's pods through a bare API server: the
+    case fails at its op, saying where it can run."""
+    report = tmp_path / "report.json"
+    command = ["bench", str(workloads_case(tmp_path)), "--no-progress", "--report", str(report)]
+    result = CliRunner().invoke(app, command)
+    assert result.exit_code == 1, result.output
+    [case] = json.loads(report.read_text())["cases"]
+    assert case["failed"]["opcode"] == "createAny" and case["failed"]["op"] == 2
+    assert "made by controllers, which run only on --cluster kwok" in case["failed"]["reason"]

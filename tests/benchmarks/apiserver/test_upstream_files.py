@@ -1,0 +1,107 @@
+"""Upstream's own scheduler_perf file (v1.30.4, from the Go module cache `make kube`
+fills), unchanged and where it lives: every workload labelled `fast` runs on the
+simulated cluster, those upstream runs in its integration tests through a real API
+server too; the cases optimist cannot run
+(volumes, DRA) fail alone, saying so, and every other ends with its pods bound
+and the invariants holding."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from benchmarks.apiserver.api_bench import ApiBench, run_apiserver_bench
+from benchmarks.cases import case_file, template
+from benchmarks.controlplane.control_plane import KUBE_VERSION
+from benchmarks.simulated.sim_bench import Plan, run_bench
+from optimist.settings import Settings
+
+pytestmark = pytest.mark.usefixtures("ray_session")
+
+
+def upstream_file() -> Path:
+    """scheduler_perf's performance-config.yaml in the module cache, or a skip (a
+    failure under CI) saying how to get it."""
+    try:
+        cache = subprocess.run(
+            ["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError) as err:
+        cache, why = "", f"no Go toolchain ({err})"
+    path = Path(cache) / f"k8s.io/kubernetes@{KUBE_VERSION}/test/integration/scheduler_perf"
+    path = path / "config" / "performance-config.yaml"
+    if cache and path.is_file():
+        return path
+    why = why if not cache else f"{path} is not there"
+    message = f"{why}: `make kube` downloads k8s.io/kubernetes {KUBE_VERSION} into the cache"
+    if os.environ.get("CI") == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+CANNOT = ("optimist does not model volumes", "optimist does not model dynamic resource")
+CANNOT_RUN = {
+    "SchedulingInTreePVs",
+    "SchedulingMigratedInTreePVs",
+    "SchedulingCSIPVs",
+    "PreemptionPVs",
+    "SchedulingWithResourceClaimTemplate",
+    "SchedulingWithResourceClaimTemplateStructured",
+}
+
+
+def test_every_fast_workload_of_the_unchanged_upstream_file_runs(redis_url, key_prefix):
+    runs = [
+        r
+        for r in case_file.load(upstream_file(), template("node-default.yaml"))
+        if "fast" in r.labels
+    ]
+    assert len(runs) >= 20
+    settings = Settings(shards=2, redis_url=redis_url, key_prefix=key_prefix, seed=1)
+    bench = run_bench(settings, Plan(tuple(runs), timeout_s=120))
+    r = bench.report
+    assert r["invariant_violations"] == []
+    failed = {c["name"]: c["error"] for c in r["cases"] if c["error"]}
+    assert all(any(why in error for why in CANNOT) for error in failed.values()), failed
+    assert {name.split("/")[0] for name in failed} == CANNOT_RUN
+    ran = [c for c in r["cases"] if not c["error"]]
+    assert all(c["pods_pending"] == 0 and c["pods_scheduled"] > 0 for c in ran), [
+        (c["name"], c["pods_scheduled"], c["pods_pending"]) for c in ran
+    ]
+
+
+def test_upstream_s_integration_workloads_run_unchanged_through_the_api_server(
+    perf_control_plane,
+):
+    """The workloads upstream itself runs in its integration tests (labelled
+    `integration-test`: the fast ones, 500 to 1,000 nodes, a few minutes through a
+    real server here; the rest take `optimist bench --cluster apiserver`), unchanged,
+    through a real API server started as upstream's harness starts one, scheduled by
+    `optimist run` in a process of its own (one for all of them, each workload
+    removing what it made before the next): the cases it cannot run fail alone,
+    every other binds every pod, and the invariants hold on what the server holds."""
+    runs = tuple(
+        r
+        for r in case_file.load(upstream_file(), template("node-default.yaml"))
+        if "integration-test" in r.labels
+    )
+    bench = ApiBench(
+        ("optimist",), shards=1, kubeconfig=perf_control_plane.admin_kubeconfig, timeout_s=120
+    )
+    r = run_apiserver_bench(bench, Plan(runs), lambda label: lambda done, total: None)
+    failed = {c["name"]: c["error"] for c in r["runs"] if c["error"]}
+    assert r["invariant_violations"] == [], (r["invariant_violations"], failed)
+    assert all(any(why in error for why in CANNOT) for error in failed.values()), failed
+    assert {name.split("/")[0] for name in failed} == {
+        "SchedulingCSIPVs",
+        "SchedulingWithResourceClaimTemplate",
+        "SchedulingWithResourceClaimTemplateStructured",
+    }
+    ran = [c for c in r["runs"] if not c["error"]]
+    assert len(ran) == len(runs) - len(failed) >= 5
+    assert all(c["pods_scheduled"] == c["pods_created"] > 0 for c in ran), [
+        (c["name"], c["pods_scheduled"], c["pods_created"]) for c in ran
+    ]

@@ -1,0 +1,255 @@
+"""The case-file parser: upstream's format read strictly, params filled, bad input named."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+import yaml
+
+from benchmarks.cases import case_file as pc
+from benchmarks.cases import cases_file, template, workload_objects
+
+FIXTURE = Path(__file__).parent / "performance-config.yaml"
+NODE = template("node-default.yaml")
+
+
+def load(path: Path = FIXTURE) -> dict[str, pc.CaseWorkload]:
+    return {run.name: run for run in pc.load(path, NODE)}
+
+
+def write(tmp_path: Path, ops: list, params: dict | None = None) -> Path:
+    """A one-case file beside copies of the fixture's templates."""
+    (tmp_path / "templates").mkdir(exist_ok=True)
+    for src in (FIXTURE.parent / "templates").iterdir():
+        (tmp_path / "templates" / src.name).write_text(src.read_text())
+    case = {
+        "name": "Bad",
+        "defaultPodTemplatePath": "templates/pod.yaml",
+        "workloadTemplate": ops,
+        "workloads": [{"name": "w", "params": params or {}}],
+    }
+    path = tmp_path / "cases.yaml"
+    path.write_text(yaml.safe_dump([case]))
+    return path
+
+
+def test_upstream_format_is_read_and_params_are_filled():
+    runs = load()
+    assert list(runs) == ["Everything/small", "Volumes/one", "DynamicResources/one"]
+    run = runs["Everything/small"]
+    ops = run.ops
+    assert [op.opcode for op in ops][:3] == ["createNodes", "createNodes", "createNamespaces"]
+    nodes = ops[0]
+    assert isinstance(nodes, pc.CreateNodes)
+    assert nodes.count == 4 and nodes.template["metadata"]["generateName"] == "fixture-node-"
+    assert nodes.allocatable == {"cpu": "4", "memory": "16Gi", "pods": "60"}
+    assert nodes.label_values == pc.LabelValues("topology.kubernetes.io/zone", ("zone1", "zone2"))
+    assert ops[1].unique_label == "kubernetes.io/hostname"
+    init = ops[7]
+    assert isinstance(init, pc.CreatePods) and init.count == 10 and init.namespace == "init-0"
+    assert init.template["metadata"]["generateName"] == "fixture-pod-"  # defaultPodTemplatePath
+    assert ops[8] == pc.DeletePods("init-0", 50, {"app": "web"}, False)
+    assert ops[9] == pc.Churn("create", (ops[9].templates[0],), 0.2, 2)
+    assert isinstance(ops[12], pc.CreatePodGroups) and ops[12].name_prefix == "group"
+    assert ops[14] == pc.Sleep(0.3)
+    assert run.params["measurePods"] == 12 and ops[11].count == 12
+    assert run.threshold == 5
+    assert run.labels == ("integration-test", "fast")
+    assert run.feature_gates == {"SchedulerQueueingHints": False}  # the workload's wins
+
+
+def test_ops_optimist_cannot_run_load_and_name_themselves():
+    runs = load()
+    volumes = runs["Volumes/one"].unsupported()
+    assert volumes is not None and (volumes.opcode, volumes.index) == ("createPods", 1)
+    assert "persistentVolumeTemplatePath" in volumes.reason and "volumes" in volumes.reason
+    dra = runs["DynamicResources/one"].unsupported()
+    assert dra is not None and (dra.opcode, dra.index) == ("createAny", 1)
+    assert "kind ResourceClaim (resource.k8s.io/v1alpha2)" in dra.reason
+    assert runs["DynamicResources/one"].ops[2].opcode == "createResourceClaims"
+    assert runs["Everything/small"].unsupported() is None
+
+
+@pytest.mark.parametrize(
+    ("ops", "params", "expected"),
+    [
+        (
+            [{"opcode": "createNodes", "count": 1}, {"opcode": "scaleNodes", "count": 2}],
+            {},
+            "case Bad/w: op 1 (scaleNodes): opcode='scaleNodes': unknown op",
+        ),
+        (
+            [{"opcode": "createNodes", "count": 1, "nodeTemplatPath": "x.yaml"}],
+            {},
+            "case Bad/w: op 0 (createNodes): nodeTemplatPath='x.yaml': unknown field",
+        ),
+        (
+            [{"opcode": "createPods", "countParam": "$pods"}],
+            {},
+            "case Bad/w: op 0 (createPods): countParam='$pods': no param 'pods'",
+        ),
+        (
+            [{"opcode": "createPods", "countParam": "$pods"}],
+            {"pods": 1, "spare": 2},
+            "case Bad/w: params=['spare']: not used by any op",
+        ),
+        (
+            [{"opcode": "createPods", "count": -1}],
+            {},
+            "case Bad/w: op 0 (createPods): count=-1: must be an integer >= 0",
+        ),
+        (
+            [
+                {
+                    "opcode": "createPods",
+                    "count": 1,
+                    "collectMetrics": True,
+                    "skipWaitToCompletion": True,
+                }
+            ],
+            {},
+            "op 0 (createPods): skipWaitToCompletion=True: collectMetrics measures until",
+        ),
+        (
+            [{"opcode": "churn", "mode": "sometimes", "templatePaths": ["templates/pod.yaml"]}],
+            {},
+            "op 0 (churn): mode='sometimes': must be one of recreate, create",
+        ),
+        (
+            [{"opcode": "createPods", "count": 1, "podTemplatePath": "templates/node.yaml"}],
+            {},
+            "op 0 (createPods): podTemplatePath='templates/node.yaml': kind Node: must be Pod",
+        ),
+        (
+            [{"opcode": "createPodGroups", "count": 1, "minMember": 4, "podsPerGroup": 3}],
+            {},
+            "op 0 (createPodGroups): minMember=4: exceeds podsPerGroup 3",
+        ),
+        (
+            [{"opcode": "sleep", "duration": "soon"}],
+            {},
+            "op 0 (sleep): duration='soon'",
+        ),
+    ],
+)
+def test_bad_files_are_refused_naming_case_op_field_and_value(tmp_path, ops, params, expected):
+    with pytest.raises(pc.PerfConfigError) as err:
+        pc.load(write(tmp_path, ops, params), NODE)
+    assert expected in str(err.value)
+
+
+def test_selection_by_case_workload_or_both():
+    runs = pc.load(FIXTURE, NODE)
+    assert [r.name for r in pc.select(runs, "Volumes", None)] == ["Volumes/one"]
+    assert [r.name for r in pc.select(runs, None, "one")] == ["Volumes/one", "DynamicResources/one"]
+    assert [r.name for r in pc.select(runs, None, "Everything/small")] == ["Everything/small"]
+    with pytest.raises(pc.PerfConfigError, match="the file has: Everything/small, Volumes/one"):
+        pc.select(runs, "Nope", None)
+
+
+def test_overrides_replace_params_where_a_workload_has_them():
+    runs = pc.load(FIXTURE, NODE, {"initNodes": 7, "nodes": 3})
+    assert runs[0].ops[0].count == 7 and runs[2].ops[0].count == 3
+
+
+def test_a_run_is_named_by_the_params_it_ran_with():
+    """`--nodes 7 --pods 12` on Everything/small (initNodes 4, measurePods 12): the
+    name says initNodes was 7, not measurePods, which the file already set to 12; the
+    case and the workload stay the file's, and --workload still picks it by them."""
+    runs = pc.load(FIXTURE, NODE, {"initNodes": 7, "measurePods": 12})
+    everything, volumes, _ = runs
+    assert everything.name == "Everything/small[initNodes=7]"
+    assert (everything.case, everything.workload) == ("Everything", "small")
+    assert everything.overrides == {"initNodes": 7}
+    assert everything.params["initNodes"] == 7 and everything.params["measurePods"] == 12
+    assert volumes.name == "Volumes/one" and volumes.overrides == {}  # no such params
+    assert pc.select(runs, None, "Everything/small") == [everything]
+    with pytest.raises(pc.PerfConfigError, match="the file has: Everything/small, Volumes/one"):
+        pc.select(runs, "Nope", None)
+    shipped = pc.load(cases_file(), NODE, {"initNodes": 20000, "measurePods": 50000})
+    [basic] = pc.select(shipped, None, "SchedulingBasic/5000Nodes_10000Pods")
+    assert basic.name == "SchedulingBasic/5000Nodes_10000Pods[initNodes=20000,measurePods=50000]"
+
+
+def test_the_shipped_cases_all_load_with_a_tiny_workload():
+    runs = pc.load(cases_file(), NODE)
+    cases = {r.case for r in runs}
+    assert cases >= {
+        "SchedulingBasic",
+        "SchedulingNodeAffinity",
+        "TopologySpreading",
+        "PreferredTopologySpreading",
+        "SchedulingPodAntiAffinity",
+        "SchedulingPodAffinity",
+        "Unschedulable",
+        "UnschedulableStorm",
+        "SchedulingWithMixedChurn",
+        "SchedulingWhileGated",
+        "Gang",
+        "SchedulingHeterogeneous",
+        "PreemptionBasic",
+        "Tenants",
+        "GpuFragmentation",
+    }
+    assert {r.case for r in runs if r.workload == "tiny"} == cases
+    assert not [r.name for r in runs if r.unsupported()]
+    thresholds = {r.case: r.threshold for r in runs if r.threshold is not None}
+    assert thresholds == {
+        "SchedulingBasic": 680,
+        "SchedulingNodeAffinity": 220,
+        "TopologySpreading": 460,
+        "SchedulingPodAntiAffinity": 60,
+        "Unschedulable": 600,
+        "SchedulingWithMixedChurn": 710,
+    }
+
+
+def test_per_index_strategy_makes_every_pod_different():
+    strategy = pc.PerIndex((50, 59), (64, 73), pc.LabelValues("rack", ("r0", "r1", "r2")), 2)
+    pods = [
+        m
+        for m, n in workload_objects.pod_batches(
+            yaml.safe_load(template("pod-default.yaml").read_text()), 100, strategy
+        )
+    ]
+    requests = {tuple(p["spec"]["containers"][0]["resources"]["requests"].values()) for p in pods}
+    assert len(requests) == 100  # 10 CPU x 10 memory amounts
+    term = pods[4]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"][0]["matchExpressions"][0]
+    assert term == {"key": "rack", "operator": "In", "values": ["r1", "r2"]}
+
+
+def test_node_strategies_label_every_node():
+    [run] = [r for r in pc.load(FIXTURE, NODE) if r.case == "Everything"]
+    unique = iter(range(100))
+    zoned = workload_objects.node_batches(run.ops[0], random.Random(1), unique)
+    assert sum(n for _, n in zoned) == 4
+    assert {m["metadata"]["labels"]["topology.kubernetes.io/zone"] for m, _ in zoned} <= {
+        "zone1",
+        "zone2",
+    }
+    assert all(m["status"]["allocatable"]["cpu"] == "4" for m, _ in zoned)
+    hosts = workload_objects.node_batches(run.ops[1], random.Random(1), unique)
+    assert [n for _, n in hosts] == [1, 1]
+    assert len({m["metadata"]["labels"]["kubernetes.io/hostname"] for m, _ in hosts}) == 2
+
+
+def test_a_case_may_name_its_own_scheduler_configuration(tmp_path):
+    (tmp_path / "scheduler.yaml").write_text("apiVersion: kubescheduler.config.k8s.io/v1\n")
+    case = {
+        "name": "Own",
+        "schedulerConfigPath": "scheduler.yaml",
+        "workloadTemplate": [{"opcode": "createNodes", "count": 1}],
+        "workloads": [{"name": "w"}],
+    }
+    path = tmp_path / "cases.yaml"
+    path.write_text(yaml.safe_dump([case]))
+    [run] = pc.load(path, NODE)
+    assert run.scheduler_config == (tmp_path / "scheduler.yaml").resolve()
+    case["schedulerConfigPath"] = "missing.yaml"
+    path.write_text(yaml.safe_dump([case]))
+    with pytest.raises(pc.PerfConfigError, match=r"schedulerConfigPath.*no such file"):
+        pc.load(path, NODE)
