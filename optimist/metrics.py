@@ -593,7 +593,7 @@ def queue_sample(dispatcher: Dispatcher) -> QueueSample:
     """Pending pods and their ages by queue, and quota use, from the dispatcher's books."""
     sample = QueueSample()
     now = dispatcher.clock()
-    for unit in dispatcher.units.values():
+    for unit in dispatcher.held_units():
         queue = _QUEUE_OF.get(unit.state)
         if queue is None:
             continue
@@ -607,7 +607,7 @@ def queue_sample(dispatcher: Dispatcher) -> QueueSample:
         counts = sample.ages.setdefault(queue, [0] * (len(AGE_BUCKETS) + 1))
         counts[bisect.bisect_left(AGE_BUCKETS, age)] += pods
         sample.age_sums[queue] = sample.age_sums.get(queue, 0.0) + age * pods
-    sample.pending["gated"] += len(dispatcher.gated)
+    sample.pending["gated"] += dispatcher.gated_pods
     stats = dispatcher.stats
     sample.incoming = dict(stats.incoming)
     sample.rollbacks = {"shard": stats.shard_rollbacks, "commit": stats.commit_rollbacks}
