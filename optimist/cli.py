@@ -65,7 +65,9 @@ from optimist.gpu_trace_files import TraceError
 from optimist.kube.client import KubeClient
 from optimist.kube.lease import LeaseConfig
 from optimist.lifetime import interrupts, start_reaper, unwind
-from optimist.metrics import LoopMetrics, MetricsServer, SchedulerMetrics
+from optimist.metrics.definitions import SchedulerMetrics
+from optimist.metrics.recorder import LoopMetrics
+from optimist.metrics.server import MetricsServer
 from optimist.plots import write_html
 from optimist.profiling import Profiler
 from optimist.replay import SnapshotError, load_snapshot, run_replay, write_comparison

@@ -21,7 +21,7 @@ from optimist.config import Settings
 from optimist.configuration import parse_configuration
 from optimist.explain import Explainer
 from optimist.invariants import check_invariants
-from optimist.metrics import SchedulerMetrics
+from optimist.metrics.definitions import SchedulerMetrics
 from optimist.service import Service
 from tests.kube.api import binding_pod, wait_for
 from tests.kube.service import Running

@@ -44,7 +44,7 @@ from optimist.bench.op_walker import (
 from optimist.chaos import Chaos, ChaosPlan
 from optimist.explain import Explainer
 from optimist.loop import SchedulingLoop
-from optimist.metrics import LoopMetrics
+from optimist.metrics.recorder import LoopMetrics
 from optimist.profiling import Profiler
 from optimist.report import CpuClock, PeakMemory, RedisServers
 from optimist.runtime import Platform

@@ -52,7 +52,7 @@ from optimist.config import Settings
 from optimist.configuration import load_file
 from optimist.explain import Explainer
 from optimist.invariants import check_invariants
-from optimist.metrics import LoopMetrics
+from optimist.metrics.recorder import LoopMetrics
 from optimist.profiling import Profiler
 from optimist.quality import cluster_quality
 from optimist.runtime import Platform, init_ray

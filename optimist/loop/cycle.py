@@ -37,7 +37,7 @@ from optimist.loop.pipelines import Sent, ShardPipelines
 from optimist.loop.recovery import StoreRecovery
 from optimist.loop.reservation_desk import ReservationDesk
 from optimist.loop.stages import StageHook
-from optimist.metrics import LoopMetrics
+from optimist.metrics.recorder import LoopMetrics
 from optimist.profiling import Profiler
 from optimist.runtime import Platform
 

@@ -16,7 +16,8 @@ from optimist.config import Settings
 from optimist.explain import Explainer, ExplainError, ask_endpoint
 from optimist.invariants import check_invariants
 from optimist.loop import SchedulingLoop
-from optimist.metrics import MetricsServer, SchedulerMetrics
+from optimist.metrics.definitions import SchedulerMetrics
+from optimist.metrics.server import MetricsServer
 from optimist.runtime import Platform
 from optimist.simulator import SimulatedCluster
 from tests.test_binders_end_to_end import labelled_nodes, pod_doc

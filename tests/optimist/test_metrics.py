@@ -11,6 +11,7 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from cluster.histogram import exponential
 from cluster.manifests import pod_from_manifest
 from cluster.messages import Conflict, UnitOutcome
 from cluster.partitions import partition_of
@@ -19,19 +20,16 @@ from dispatcher.dispatcher import Dispatcher
 from optimist.bench import cases_file
 from optimist.bench.simulated import load_plan, run_bench
 from optimist.config import Settings
-from optimist.metrics import (
+from optimist.metrics.definitions import (
     AGE_BUCKETS,
     ATTEMPT_BUCKETS,
     ATTEMPTS_BUCKETS,
     SLI_BUCKETS,
     VICTIMS_BUCKETS,
-    LoopMetrics,
-    MetricsServer,
     SchedulerMetrics,
-    Ticker,
-    exponential,
-    queue_sample,
 )
+from optimist.metrics.recorder import LoopMetrics, Ticker, queue_sample
+from optimist.metrics.server import MetricsServer
 from tests.dispatcher.test_dispatcher import Clock, fail, pod
 
 # kube-scheduler v1.30's metrics optimist serves: type and labels

@@ -13,7 +13,8 @@ import pytest
 
 from optimist.config import Settings
 from optimist.loop import SchedulingLoop
-from optimist.metrics import MetricsServer, SchedulerMetrics
+from optimist.metrics.definitions import SchedulerMetrics
+from optimist.metrics.server import MetricsServer
 from optimist.profiling import Profiler, ProfilingError
 from optimist.runtime import Platform
 from optimist.simulator import SimulatedCluster

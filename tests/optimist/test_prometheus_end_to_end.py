@@ -20,7 +20,9 @@ import pytest
 from optimist.bench import cases_file
 from optimist.bench.simulated import load_plan, run_bench
 from optimist.config import Settings
-from optimist.metrics import LoopMetrics, MetricsServer, SchedulerMetrics
+from optimist.metrics.definitions import SchedulerMetrics
+from optimist.metrics.recorder import LoopMetrics
+from optimist.metrics.server import MetricsServer
 
 DASHBOARD = Path(__file__).parents[2] / "deploy" / "grafana" / "optimist-dashboard.json"
 PROMETHEUS = shutil.which("prometheus")
