@@ -13,7 +13,13 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from cluster.events import ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, EVENTS, UNSCHEDULABLE_TIMEOUT_S
+from cluster.events import (
+    ASSIGNED_POD_ADD,
+    ASSIGNED_POD_DELETE,
+    EVENTS,
+    NODE_ADD,
+    UNSCHEDULABLE_TIMEOUT_S,
+)
 from cluster.explanation import Standing
 from cluster.inventory import BoundPod
 from cluster.lifecycle import PodState
@@ -60,6 +66,28 @@ class Held:
 def _waiting(state: str, reason: str, group: str = "", min_member: int = 1) -> Standing:
     """The standing of a pod held back before any attempt (gated, or its gang short)."""
     return Standing(state, 0, reason, [], [], 0.0, 0.0, "", "", group, min_member)
+
+
+class Unplaced(NamedTuple):
+    """A unit of a shard's batch that goes back to a queue unplaced, with its pods."""
+
+    unit: str
+    pods: list[Pod]
+    reason: str  # why no node fits it, as the cluster is told; "" if its shard dropped it
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What the dispatcher made of a shard's answer, so that the loop need not look into
+    its books to learn it."""
+
+    classes: list[SchedulingSpec]  # the batch's classes, which its placements index
+    placed: list[Decision]  # the placements to commit, for the binder
+    failed: list[Unplaced]  # the units it now counts as failed once more, answer order
+    dropped: list[Unplaced]  # the units the shard did not answer: active again, untried
+    # unit -> profile, of every unit held here that the answer found no node for, a late
+    # or repeated decision included: the attempts the metrics count
+    no_node: dict[str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,6 +316,14 @@ class Dispatcher:
     def on_event(self, event: str) -> int:
         """A cluster event (`cluster.events`): the unschedulable units waiting for it are
         tried again (after what is left of their backoff). Returns how many moved."""
+        return len(self._retry_waiting_for(event))
+
+    def store_rebuilt(self) -> int:
+        """The node store was built anew from the cluster: whatever waits for room may fit
+        there now, as after a NodeAdd. Returns how many pods go back to be tried."""
+        return sum(len(unit.pods) for unit in self._retry_waiting_for(NODE_ADD))
+
+    def _retry_waiting_for(self, event: str) -> list[QueuedUnit]:
         self._events += 1
         self._last_event[event] = self._events
         self.stats.events[event] += 1
@@ -297,7 +333,7 @@ class Dispatcher:
             self.queue.retry(unit, now)
             self.stats.incoming[unit.state.value, event] += len(unit.pods)
         self.stats.moved_by_events += len(units)
-        return len(units)
+        return units
 
     def _drop(self, unit: QueuedUnit) -> None:
         """Take a unit out of the queue; a gang's pods left wait for new members again."""
@@ -382,8 +418,9 @@ class Dispatcher:
 
     # --- from shards and the binder ----------------------------------------------
 
-    def on_result(self, result: ShardResult) -> tuple[list[SchedulingSpec], list[Decision]]:
-        """Take a shard's decisions; returns the classes and the placed decisions for the binder."""
+    def on_result(self, result: ShardResult) -> Reading:
+        """Take a shard's decisions: the placed ones go to the binder, the units that
+        found no node fail once more, the units left unanswered go back to be tried."""
         batch = self.batches[result.batch_id]
         self.stats.extender_errors += result.extender_errors
         self.stats.shard_rollbacks += result.rollbacks
@@ -395,11 +432,15 @@ class Dispatcher:
         answered = set()
         sent = set(batch.units)
         placed = []
+        failed: list[QueuedUnit] = []
+        no_node: dict[str, str] = {}
         # A placement the shard made is assumed in its table until the batch
         # is resolved, even one ignored here.
         assumed = any(d.placed for d in result.decisions)
         for decision in result.decisions:
             unit = self.units.get(decision.unit)
+            if unit is not None and not decision.placed:
+                no_node.setdefault(unit.key, unit.pods[0].spec.profile)
             if unit is None or unit.state is not PodState.IN_FLIGHT or decision.unit not in sent:
                 continue  # not ours to act on: a late or forged answer
             answered.add(decision.unit)
@@ -407,21 +448,27 @@ class Dispatcher:
                 unit.move(PodState.AWAITING_COMMIT)
                 unit.placed = [p.pod for p in decision.placements]
                 placed.append(decision)
-            elif decision.preemptible:
+                continue
+            if decision.preemptible:
                 self._ask_to_preempt(unit, decision, batch.classes)
             else:
                 self._unschedulable(unit, decision)
+            failed.append(unit)
+        dropped = []
         for key in batch.units:
             unit = self.units.get(key)
             if key not in answered and unit is not None and unit.state is PodState.IN_FLIGHT:
                 self.quota.given_back(unit.pods)
                 unit.move(PodState.ACTIVE)  # the shard dropped it: try again
                 self.queue.push_active(unit)
+                dropped.append(Unplaced(key, unit.pods, ""))
         if not assumed:
             del self.batches[result.batch_id]  # the shard assumed nothing: nothing to resolve
         elif not placed:
             self._settle(result.batch_id)
-        return batch.classes, placed
+        # the reasons as they stand once the whole answer is read
+        unplaced = [Unplaced(u.key, u.pods, u.reason) for u in failed]
+        return Reading(batch.classes, placed, unplaced, dropped, no_node)
 
     def _may_preempt(self, unit: QueuedUnit) -> bool:
         """Its pods' preemptionPolicy and profiles let it preempt."""
@@ -576,6 +623,10 @@ class Dispatcher:
         """The elastic quota tree, if quotas are configured (for the metrics and eviction)."""
         return self.quota.tree
 
+    def set_quota_capacity(self, capacity: dict[str, int]) -> None:
+        """The cluster's allocatable changed: the quotas at the top of the tree share it."""
+        self.quota.set_capacity(capacity)
+
     def add_quota(self, quota: Quota, capacity: dict[str, int], bound: Iterable[BoundPod]) -> None:
         """A quota made while optimist runs (an ElasticQuota object), counting every unit
         queued and every pod bound. Raises `InvalidObject` if it does not fit the tree."""
@@ -606,6 +657,10 @@ class Dispatcher:
                 standing = _waiting("gang-wait", why, group, needed)
                 return Held(group, list(pods), needed, ANY_SHARD, standing)
         return None
+
+    def rejection(self, pod_key: str) -> str | None:
+        """Why the pod's manifest cannot be scheduled, if it was rejected."""
+        return self.rejected.get(pod_key)
 
     def _standing(self, unit: QueuedUnit) -> Standing:
         now = self.clock()
@@ -658,6 +713,15 @@ class Dispatcher:
         that they do not fit has cost."""
         waiting = [*self.queue.unschedulable_units.values(), *self.queue.backoff_units.values()]
         return sum(len(u.pods) for u in waiting), sum(len(u.pods) * u.attempts for u in waiting)
+
+    def held_units(self) -> Iterable[QueuedUnit]:
+        """Every unit held, in whatever state (for the metrics' sample of the queues)."""
+        return self.units.values()
+
+    @property
+    def gated_pods(self) -> int:
+        """How many pods wait for their scheduling gates to be removed."""
+        return len(self.gated)
 
     def idle(self) -> bool:
         """Nothing queued to send and nothing out with a shard or the binder."""

@@ -177,11 +177,9 @@ class Explainer:
         if running is not None and running.spec is not None:
             ask.bound_to = running.node
             return single(ask.pod, running.spec, running.node, ask.top), ANY_SHARD
-        if ask.pod in dispatcher.rejected:
-            raise ExplainError(
-                422,
-                f"pod {ask.pod}: cannot be scheduled as written: {dispatcher.rejected[ask.pod]}",
-            )
+        rejection = dispatcher.rejection(ask.pod)
+        if rejection is not None:
+            raise ExplainError(422, f"pod {ask.pod}: cannot be scheduled as written: {rejection}")
         raise ExplainError(
             404, f"pod {ask.pod}: not found among the pods optimist holds or has bound"
         )

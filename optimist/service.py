@@ -20,7 +20,8 @@ from optimist.kube.adapter import KubernetesAdapter
 from optimist.kube.client import KubeClient
 from optimist.kube.lease import LeaderElector, LeaseConfig
 from optimist.loop import SchedulingLoop
-from optimist.metrics import ApiSample, LoopMetrics, SchedulerMetrics
+from optimist.metrics.definitions import ApiSample, SchedulerMetrics
+from optimist.metrics.recorder import LoopMetrics
 from optimist.profiling import Profiler
 from optimist.runtime import Platform
 from optimist.settings import Settings

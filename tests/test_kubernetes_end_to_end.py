@@ -19,7 +19,7 @@ from cluster.redis_server import connect
 from cluster.store import Keys, NodeStore
 from optimist.configuration import parse_configuration
 from optimist.explain import Explainer
-from optimist.metrics import SchedulerMetrics
+from optimist.metrics.definitions import SchedulerMetrics
 from optimist.offline.invariants import check_invariants
 from optimist.service import Service
 from optimist.settings import Settings

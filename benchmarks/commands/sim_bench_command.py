@@ -32,7 +32,9 @@ from optimist.cli.shared_options import (
 )
 from optimist.configuration import default_configuration
 from optimist.explain import Explainer
-from optimist.metrics import LoopMetrics, MetricsServer, SchedulerMetrics
+from optimist.metrics.definitions import SchedulerMetrics
+from optimist.metrics.recorder import LoopMetrics
+from optimist.metrics.server import MetricsServer
 from optimist.profiling import Profiler
 from optimist.runtime import PlacementError
 from optimist.settings import Settings

@@ -62,7 +62,7 @@ def main() -> None:
             for u in batch.units
         ]
         t = time.perf_counter()
-        _, placed = dispatcher.on_result(ShardResult(0, batch.batch_id, 1, decisions))
+        placed = dispatcher.on_result(ShardResult(0, batch.batch_id, 1, decisions)).placed
         spent["on_result"] += time.perf_counter() - t
         if not placed:  # a batch that only told the shard what is settled
             continue

@@ -50,7 +50,7 @@ from benchmarks.simulated.sim_runner import CaseOutcome, CaseRunner
 from dispatcher.dispatcher import Dispatcher
 from optimist.configuration import load_file
 from optimist.explain import Explainer
-from optimist.metrics import LoopMetrics
+from optimist.metrics.recorder import LoopMetrics
 from optimist.offline import provenance
 from optimist.offline.invariants import check_invariants
 from optimist.offline.quality import cluster_quality

@@ -45,7 +45,7 @@ from benchmarks.chaos import Chaos, ChaosPlan
 from benchmarks.report.instruments import CpuClock, PeakMemory, RedisServers
 from optimist.explain import Explainer
 from optimist.loop import SchedulingLoop
-from optimist.metrics import LoopMetrics
+from optimist.metrics.recorder import LoopMetrics
 from optimist.offline.simulator import SimulatedCluster
 from optimist.profiling import Profiler
 from optimist.runtime import Platform

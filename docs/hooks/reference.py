@@ -27,7 +27,7 @@ from optimist.configuration.plugins import (
     UPSTREAM_PLUGINS,
     inactive_reason,
 )
-from optimist.metrics import ApiSample, SchedulerMetrics
+from optimist.metrics.definitions import ApiSample, SchedulerMetrics
 from optimist.offline.provenance import short_commit
 from shards.plugins.registry import REGISTRY, filter_plugins, score_plugins
 
@@ -74,7 +74,7 @@ def metrics_page() -> str:
         "# Metrics",
         "",
         "Every metric `optimist run` serves at `/metrics`, read from its registry",
-        "(`optimist/metrics.py`).",
+        "(`optimist/metrics/definitions.py`).",
         "",
         "| name | type | labels | meaning |",
         "|---|---|---|---|",

@@ -23,7 +23,8 @@ from optimist.explain import Explainer
 from optimist.kube.client import KubeClient
 from optimist.kube.lease import LeaseConfig
 from optimist.lifetime import interrupts
-from optimist.metrics import MetricsServer, SchedulerMetrics
+from optimist.metrics.definitions import SchedulerMetrics
+from optimist.metrics.server import MetricsServer
 from optimist.profiling import Profiler
 from optimist.runtime import init_ray
 from optimist.service import Service

@@ -22,10 +22,10 @@ from binder.preemption_args import DefaultPreemptionArgs
 from cluster.cluster_adapter import ClusterAdapter
 from cluster.disruption import DisruptionBudgets
 from cluster.inventory import BoundPods
-from cluster.messages import Decision, ShardResult, UnitOutcome
-from cluster.objects import Pod, SchedulingSpec
+from cluster.messages import ShardResult, UnitOutcome
+from cluster.objects import Pod
 from cluster.quota import QuotaTree
-from dispatcher.dispatcher import Dispatcher
+from dispatcher.dispatcher import Dispatcher, Reading
 from dispatcher.queue import Backoff
 from optimist.explain import Explainer
 from optimist.loop.commits import Commits
@@ -36,7 +36,7 @@ from optimist.loop.pipelines import Sent, ShardPipelines
 from optimist.loop.recovery import StoreRecovery
 from optimist.loop.reservation_desk import ReservationDesk
 from optimist.loop.stages import StageHook
-from optimist.metrics import LoopMetrics
+from optimist.metrics.recorder import LoopMetrics
 from optimist.profiling import Profiler
 from optimist.runtime import Platform
 from optimist.settings import Settings
@@ -198,48 +198,42 @@ class SchedulingLoop:
 
     def _answered(self, sent: Sent, result: ShardResult | None) -> None:
         """A shard's answer: its placements committed, the rest back to the queue."""
+        lost = result is None
         if result is None:  # no decision came back: the batch's units go back to the queue
             result = ShardResult(sent.shard, sent.batch_id, 0, [])
             self.recovery.notice_lost_store()
-            self._count_lost(sent.batch_id)
-        classes, placed = self._judged(result)
+        reading = self._judged(result)
+        if lost:
+            self.faults.fault_retries += sum(len(u.pods) for u in reading.dropped)
         asks = self.dispatcher.take_preemption_asks()
         if asks:
             with self.recovery.surviving():  # the batch's placed units are settled below
                 self.eviction.run(asks)
-        if not placed:
+        if not reading.placed:
             return
         decided = time.perf_counter()
-        placed, held = self.reservations.take_placed(placed)
-        outcomes = self.commits.route(sent.batch_id, classes, placed, result.epoch, decided, held)
+        placed, held = self.reservations.take_placed(reading.placed)
+        outcomes = self.commits.route(
+            sent.batch_id, reading.classes, placed, result.epoch, decided, held
+        )
         if outcomes is not None:
             self._settle(sent.batch_id, outcomes, decided)
 
-    def _judged(self, result: ShardResult) -> tuple[list[SchedulingSpec], list[Decision]]:
+    def _judged(self, result: ShardResult) -> Reading:
         """The dispatcher's reading of an answer; the units it now counts as failed once
         more (not a late answer it ignored) are reported with the reason it kept."""
-        units = self.dispatcher.units
-        unplaced = {  # unit key -> (unit, its attempts so far), of the units that found no node
-            d.unit: (units[d.unit], units[d.unit].attempts)
-            for d in result.decisions
-            if not d.placed and d.unit in units
-        }
-        classes, placed = self.dispatcher.on_result(result)
-        failed = [unit for unit, attempts in unplaced.values() if unit.attempts > attempts]
-        if failed:
+        reading = self.dispatcher.on_result(result)
+        if reading.failed:
             self.cluster.report_unschedulable(
-                [(p.key, "Unschedulable", unit.reason) for unit in failed for p in unit.pods]
+                [
+                    (p.key, "Unschedulable", unit.reason)
+                    for unit in reading.failed
+                    for p in unit.pods
+                ]
             )
         if self.metrics:
-            profiles = {key: unit.pods[0].spec.profile for key, (unit, _) in unplaced.items()}
-            self.metrics.answered(result, profiles, settled=not placed)
-        return classes, placed
-
-    def _count_lost(self, batch_id: int) -> None:
-        lost = self.dispatcher.batches.get(batch_id)
-        for key in lost.units if lost else ():
-            unit = self.dispatcher.units.get(key)
-            self.faults.fault_retries += len(unit.pods) if unit else 0
+            self.metrics.answered(result, reading.no_node, settled=not reading.placed)
+        return reading
 
     def _settle(self, batch_id: int, outcomes: list[UnitOutcome], decided: float) -> None:
         placed = self.reservations.settle(self.dispatcher.on_outcomes(batch_id, outcomes))

@@ -20,7 +20,7 @@ from cluster.store import STORE_ERRORS, Hold, Preempted, Store
 from dispatcher.dispatcher import Dispatcher, PreemptionAsk
 from optimist.logs import unit_key
 from optimist.loop.recovery import StoreRecovery
-from optimist.metrics import LoopMetrics
+from optimist.metrics.recorder import LoopMetrics
 
 log = logging.getLogger(__name__)
 

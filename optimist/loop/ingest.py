@@ -83,7 +83,7 @@ class Ingest:
         for name in gone:
             self._allocatable.pop(name, None)
         if self.dispatcher.quotas is not None:
-            self.dispatcher.quota.set_capacity(self._capacity())
+            self.dispatcher.set_quota_capacity(self._capacity())
 
     def _quotas(self) -> None:
         for quota in self.cluster.take_new_quotas():

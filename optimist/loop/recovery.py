@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 from binder.binder import Binder
 from cluster.cluster_adapter import ClusterAdapter
-from cluster.events import NODE_ADD
 from cluster.store import STORE_ERRORS, EpochChanged, Store
 from dispatcher.dispatcher import Dispatcher
 from optimist.loop.faults import Faults
@@ -87,10 +86,7 @@ class StoreRecovery:
             if not outcome.committed:
                 log.warning("bound pod %s not counted: %s", outcome.unit, outcome.detail)
         self.binder.guard.reset()
-        incoming = self.dispatcher.stats.incoming
-        waiting = sum(incoming.values())
-        self.dispatcher.on_event(NODE_ADD)  # anything waiting may fit in the new store
-        self.faults.fault_retries += sum(incoming.values()) - waiting
+        self.faults.fault_retries += self.dispatcher.store_rebuilt()
         self.faults.store_rebuilds.append(time.perf_counter() - started)
         log.log(
             logged_at,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 
 from cluster import resources as res
 from cluster.errors import InvalidObject
@@ -26,130 +27,207 @@ def check_invariants(
     store: Store | None = None,
 ) -> list[str]:
     """Every violation found, as a sentence; an empty list means all invariants hold."""
-    violations: list[str] = []
+    counted = recount(cluster)
+    violations = [
+        *bound_once(cluster),
+        *no_over_commit(cluster, counted),
+        *gangs_whole(cluster, counted),
+        *nothing_lost(cluster, reported_unschedulable),
+    ]
+    if store is not None:
+        violations += store_agrees(cluster, store, counted)
+    return violations
 
-    # Bound once: the API refuses a second binding, but count anyway.
-    for pod, times in Counter(b.pod for b in cluster.bind_log).items():
-        if times > 1:
-            violations.append(f"pod {pod} was bound {times} times")
 
-    # No over-commit: recompute each node's usage from the bound manifests, of the pods
-    # that have not ended (a pod that succeeded or failed holds no room).
+@dataclass
+class Recount:
+    """What the bound pods use, recomputed from their manifests and the bindings the
+    cluster recorded: the ground the checks stand on, read once for all of them."""
+
+    ended: set[str]  # bound pods that succeeded or failed: they hold no room
+    usage: dict[str, dict[str, int]]  # node -> resource -> requested, by pods not ended
+    gpus: dict[str, Counter[int]]  # node -> GPU index -> milli, by pods not ended
+    unknown_gpus: set[str]  # nodes with GPU pods whose GPUs nobody wrote down
+    members: Counter[str]  # PodGroup -> its pods bound, ended or not
+    # what reading the bindings found: a pod on an unknown node, a host port held twice,
+    # GPU indices missing or not as many as asked
+    problems: list[str] = field(default_factory=list)
+
+
+def recount(cluster: SimulatedCluster) -> Recount:
+    """Each node's usage from the manifests of the pods bound there that have not ended
+    (a pod that succeeded or failed holds no room)."""
     ended = {key for key in cluster.bindings if terminated(cluster.pod_manifests[key])}
-    usage: dict[str, dict[str, int]] = {name: {} for name in cluster.nodes}
+    counted = Recount(
+        ended,
+        {name: {} for name in cluster.nodes},
+        {name: Counter() for name in cluster.nodes},
+        set(),
+        Counter(),
+    )
     ports: dict[str, list[tuple[str, HostPort]]] = {name: [] for name in cluster.nodes}
-    members: Counter[str] = Counter()  # bound pods per PodGroup
-    gpus: dict[str, Counter[int]] = {name: Counter() for name in cluster.nodes}  # milli per GPU
-    unknown_gpus: set[str] = set()  # nodes with GPU pods whose GPUs nobody wrote down
     scheduled = {b.pod for b in cluster.bind_log}
     for pod_key, node in cluster.bindings.items():
         if node not in cluster.nodes:
-            violations.append(f"pod {pod_key} is bound to unknown node {node}")
+            counted.problems.append(f"pod {pod_key} is bound to unknown node {node}")
             continue
         bound_pod = pod_from_manifest(cluster.pod_manifests[pod_key])
         if bound_pod.group:  # placed with its gang, whether or not it has ended since
-            members[bound_pod.group] += 1
+            counted.members[bound_pod.group] += 1
         if pod_key in ended:
             continue
         spec = bound_pod.spec
-        res.add(usage[node], dict(spec.requests))
-        for port in spec.host_ports:
-            for other_pod, other in ports[node]:
-                if _ports_clash(port, other):
-                    violations.append(
-                        f"node {node}: pods {other_pod} and {pod_key} both hold host port "
-                        f"{port.protocol}/{port.port}"
-                    )
-            ports[node].append((pod_key, port))
+        res.add(counted.usage[node], dict(spec.requests))
+        counted.problems += _port_clashes(node, pod_key, spec.host_ports, ports[node])
         demand = GpuDemand.of(dict(spec.requests))
         if demand:
-            indices = _gpu_indices(cluster, pod_key, node, demand, violations, pod_key in scheduled)
+            indices = _gpu_indices(
+                cluster, pod_key, node, demand, counted.problems, pod_key in scheduled
+            )
             if indices is None:
-                unknown_gpus.add(node)
+                counted.unknown_gpus.add(node)
             for i in indices or ():
-                gpus[node][i] += demand.per_device
-    for name, per_gpu in gpus.items():
+                counted.gpus[node][i] += demand.per_device
+    return counted
+
+
+def bound_once(cluster: SimulatedCluster) -> list[str]:
+    """Bound once: the API refuses a second binding, but count anyway."""
+    return [
+        f"pod {pod} was bound {times} times"
+        for pod, times in Counter(b.pod for b in cluster.bind_log).items()
+        if times > 1
+    ]
+
+
+def no_over_commit(cluster: SimulatedCluster, counted: Recount) -> list[str]:
+    """No over-commit: no GPU, no resource of a node, no host port promised beyond what
+    it has, by the pods bound there that have not ended."""
+    violations = list(counted.problems)
+    for name, per_gpu in counted.gpus.items():
         for i, milli in sorted(per_gpu.items()):
             if milli > MILLI_PER_GPU:
                 violations.append(
                     f"node {name} is over-committed on GPU {i}: {milli} milli > {MILLI_PER_GPU}"
                 )
-    for name, used in usage.items():
+    for name, used in counted.usage.items():
         for resource, amount, allocatable in _beyond(cluster.nodes[name].allocatable, used):
             violations.append(
                 f"node {name} is over-committed on {resource}: "
                 f"{amount} requested > {allocatable} allocatable"
             )
+    return violations
 
-    # Gangs are whole: a PodGroup has no pod bound, or at least minMember.
-    for key, group in cluster.pod_groups.items():
-        if 0 < members[key] < group.min_member:
-            violations.append(
-                f"PodGroup {key} has {members[key]} pods bound, "
-                f"fewer than minMember {group.min_member}"
-            )
 
-    # Nothing lost: every pod of ours is bound or was reported unschedulable.
-    unschedulable = set(reported_unschedulable)
-    ours = [
-        key
-        for key, manifest in cluster.pod_manifests.items()
-        if ((manifest.get("spec") or {}).get("schedulerName") or "default-scheduler")
-        in cluster.scheduler_names
+def gangs_whole(cluster: SimulatedCluster, counted: Recount) -> list[str]:
+    """Gangs are whole: a PodGroup has no pod bound, or at least minMember."""
+    return [
+        f"PodGroup {key} has {counted.members[key]} pods bound, "
+        f"fewer than minMember {group.min_member}"
+        for key, group in cluster.pod_groups.items()
+        if 0 < counted.members[key] < group.min_member
     ]
-    for key in ours:
+
+
+def nothing_lost(cluster: SimulatedCluster, reported_unschedulable: Iterable[str]) -> list[str]:
+    """Nothing lost: every pod of ours is bound or was reported unschedulable, not both."""
+    unschedulable = set(reported_unschedulable)
+    violations = []
+    for key, manifest in cluster.pod_manifests.items():
+        scheduler = (manifest.get("spec") or {}).get("schedulerName") or "default-scheduler"
+        if scheduler not in cluster.scheduler_names:
+            continue
         if key not in cluster.bindings and key not in unschedulable:
             violations.append(f"pod {key} is neither bound nor reported unschedulable")
         if key in cluster.bindings and key in unschedulable:
             violations.append(f"pod {key} is bound but also reported unschedulable")
-
-    # The store agrees with the cluster: no leaked or missing reservation.
-    if store is not None:
-        committed = store.committed_pods()
-        for pod, node in committed.items():
-            if pod in ended:
-                violations.append(f"store holds pod {pod} on {node}, which has ended")
-            elif cluster.bindings.get(pod) != node:
-                violations.append(
-                    f"store holds pod {pod} on {node}, "
-                    f"cluster has it on {cluster.bindings.get(pod)}"
-                )
-        for pod in cluster.bindings.keys() - committed.keys() - ended:
-            violations.append(f"pod {pod} is bound but holds no reservation in the store")
-        # Room held for preemptors counts in the store's usage, for pods still pending.
-        held: dict[str, dict[str, int]] = {name: dict(used) for name, used in usage.items()}
-        for pod, hold in store.holds().items():
-            if is_reservation(pod):  # a reservation's, until a pod claims it
-                if pod.split("/", 1)[1] not in cluster.reservations:
-                    violations.append(f"room is held on {hold.node} for {pod}, which is unknown")
-            elif pod in cluster.bindings or (
-                pod not in cluster.pod_manifests
-                and pod not in {r.owner_pod for r in cluster.reservations.values()}
-            ):
-                violations.append(
-                    f"room is reserved on {hold.node} for pod {pod}, which is bound or gone"
-                )
-            if hold.node in held:
-                res.add(held[hold.node], dict(hold.requests))
-        for name, expected in held.items():
-            stored = {k: v for k, v in store.usage(name).items() if v}
-            if stored != {k: v for k, v in expected.items() if v}:
-                violations.append(
-                    f"node {name}: store usage {stored} != recomputed {expected} "
-                    "(bound pods and holds)"
-                )
-            stored_gpus = {i: m for i, m in enumerate(store.gpu_usage(name)) if m}
-            if name not in unknown_gpus and stored_gpus != dict(gpus[name]):
-                violations.append(
-                    f"node {name}: store's milli per GPU {stored_gpus} != recomputed "
-                    f"{dict(gpus[name])} (from the pods' {GPU_INDICES_ANNOTATION})"
-                )
-            for resource, amount, allocatable in _beyond(cluster.nodes[name].allocatable, expected):
-                violations.append(
-                    f"node {name} promises more {resource} than it has: {amount} bound "
-                    f"and held > {allocatable} allocatable"
-                )
     return violations
+
+
+def store_agrees(cluster: SimulatedCluster, store: Store, counted: Recount) -> list[str]:
+    """The store agrees with the cluster: no leaked or missing reservation, room held
+    only for pods still pending, and each node's usage what its pods and holds add up to."""
+    violations = _reservations(cluster, store.committed_pods(), counted.ended)
+    # Room held for preemptors counts in the store's usage, for pods still pending.
+    held: dict[str, dict[str, int]] = {name: dict(used) for name, used in counted.usage.items()}
+    owners = {r.owner_pod for r in cluster.reservations.values()}
+    for pod, hold in store.holds().items():
+        if is_reservation(pod):  # a reservation's, until a pod claims it
+            if pod.split("/", 1)[1] not in cluster.reservations:
+                violations.append(f"room is held on {hold.node} for {pod}, which is unknown")
+        elif pod in cluster.bindings or (pod not in cluster.pod_manifests and pod not in owners):
+            violations.append(
+                f"room is reserved on {hold.node} for pod {pod}, which is bound or gone"
+            )
+        if hold.node in held:
+            res.add(held[hold.node], dict(hold.requests))
+    for name, expected in held.items():
+        violations += _node_usage(cluster, store, counted, name, expected)
+    return violations
+
+
+def _reservations(
+    cluster: SimulatedCluster, committed: Mapping[str, str], ended: set[str]
+) -> list[str]:
+    """Each pod the store holds is bound there and has not ended; each bound pod that has
+    not ended is held."""
+    violations = []
+    for pod, node in committed.items():
+        if pod in ended:
+            violations.append(f"store holds pod {pod} on {node}, which has ended")
+        elif cluster.bindings.get(pod) != node:
+            violations.append(
+                f"store holds pod {pod} on {node}, cluster has it on {cluster.bindings.get(pod)}"
+            )
+    for pod in cluster.bindings.keys() - committed.keys() - ended:
+        violations.append(f"pod {pod} is bound but holds no reservation in the store")
+    return violations
+
+
+def _node_usage(
+    cluster: SimulatedCluster,
+    store: Store,
+    counted: Recount,
+    name: str,
+    expected: dict[str, int],
+) -> list[str]:
+    """The node's usage in the store, per resource and per GPU, is the recomputed one
+    (`expected`: its bound pods' and holds'), and within its allocatable."""
+    violations = []
+    stored = {k: v for k, v in store.usage(name).items() if v}
+    if stored != {k: v for k, v in expected.items() if v}:
+        violations.append(
+            f"node {name}: store usage {stored} != recomputed {expected} (bound pods and holds)"
+        )
+    gpus = dict(counted.gpus[name])
+    stored_gpus = {i: m for i, m in enumerate(store.gpu_usage(name)) if m}
+    if name not in counted.unknown_gpus and stored_gpus != gpus:
+        violations.append(
+            f"node {name}: store's milli per GPU {stored_gpus} != recomputed "
+            f"{gpus} (from the pods' {GPU_INDICES_ANNOTATION})"
+        )
+    for resource, amount, allocatable in _beyond(cluster.nodes[name].allocatable, expected):
+        violations.append(
+            f"node {name} promises more {resource} than it has: {amount} bound "
+            f"and held > {allocatable} allocatable"
+        )
+    return violations
+
+
+def _port_clashes(
+    node: str, pod: str, ports: Iterable[HostPort], held: list[tuple[str, HostPort]]
+) -> list[str]:
+    """The node's host ports (`held`: pod and port, added to) the pod's clash with."""
+    clashes = []
+    for port in ports:
+        for other_pod, other in held:
+            if _ports_clash(port, other):
+                clashes.append(
+                    f"node {node}: pods {other_pod} and {pod} both hold host port "
+                    f"{port.protocol}/{port.port}"
+                )
+        held.append((pod, port))
+    return clashes
 
 
 def _gpu_indices(

@@ -93,7 +93,7 @@ def test_batch_size_and_nothing_to_send(dispatcher):
 def test_bound_units_leave_and_resolved_batches_reach_their_shard(dispatcher):
     dispatcher.add(pod("a"))
     batch = dispatcher.next_batch(0, 10)
-    _classes, _decisions = dispatcher.on_result(ShardResult(0, batch.batch_id, 1, placed(batch)))
+    dispatcher.on_result(ShardResult(0, batch.batch_id, 1, placed(batch)))
     assert dispatcher.units["default/a"].state is PodState.AWAITING_COMMIT
     bound = dispatcher.on_outcomes(batch.batch_id, [UnitOutcome("default/a", "bound", ["n1"])])
     assert [(b.pod.key, b.node, b.attempts) for b in bound] == [("default/a", "n1", 1)]
@@ -209,10 +209,43 @@ def test_answers_for_units_not_in_flight_are_ignored(dispatcher):
     dispatcher.add(pod("a"))
     batch = dispatcher.next_batch(0, 10)
     forged = [Decision("default/ghost", [PodPlacement("default/ghost", 0, ["n1"], [1])])]
-    _, decisions = dispatcher.on_result(ShardResult(0, batch.batch_id, 1, forged))
-    assert decisions == []
+    reading = dispatcher.on_result(ShardResult(0, batch.batch_id, 1, forged))
+    assert reading.placed == [] and reading.failed == []
     # the real unit got no answer: it goes back to the active queue
     assert dispatcher.units["default/a"].state is PodState.ACTIVE
+
+
+def test_on_result_names_the_units_that_failed_and_those_dropped(dispatcher):
+    for name in ("fits", "refused", "dropped"):
+        dispatcher.add(pod(name))
+    batch = dispatcher.next_batch(0, 10)
+    fits, refused, _ = batch.units
+    decisions = [*placed(_only(batch, fits)), *unschedulable(_only(batch, refused))]
+    reading = dispatcher.on_result(ShardResult(0, batch.batch_id, 1, decisions))
+    assert [d.unit for d in reading.placed] == ["default/fits"]
+    assert [(u.unit, [p.key for p in u.pods], u.reason) for u in reading.failed] == [
+        ("default/refused", ["default/refused"], "0/3 nodes are available: 3 Insufficient cpu.")
+    ]
+    assert [(u.unit, [p.key for p in u.pods]) for u in reading.dropped] == [
+        ("default/dropped", ["default/dropped"])
+    ]
+    assert reading.no_node == {"default/refused": "default-scheduler"}
+    assert dispatcher.unschedulable() == {"default/refused": reading.failed[0].reason}
+
+
+def test_a_repeated_decision_fails_its_unit_once(dispatcher):
+    dispatcher.add(pod("a"))
+    batch = dispatcher.next_batch(0, 10)
+    twice = unschedulable(batch) * 2
+    reading = dispatcher.on_result(ShardResult(0, batch.batch_id, 1, twice))
+    assert [u.unit for u in reading.failed] == ["default/a"]
+    assert reading.no_node == {"default/a": "default-scheduler"}
+    assert dispatcher.units["default/a"].attempts == 1
+
+
+def _only(batch, unit):
+    """The batch as if it held this unit alone (for answers that name one unit)."""
+    return type(batch)(batch.batch_id, batch.classes, [unit], batch.resolved)
 
 
 def test_rejected_pods_are_reported_and_settled(dispatcher):
@@ -258,10 +291,8 @@ def test_deleted_pods_leave_the_queue_wherever_they_wait(dispatcher, clock):
     assert dispatcher.queue.unschedulable_units == {} and dispatcher.queue.active_count == 1
     assert all(not units for units in dispatcher.queue._waiting_on.values())
     # the late answer for the deleted pod is ignored, and its batch resolved
-    assert dispatcher.on_result(ShardResult(0, second.batch_id, 1, placed(second))) == (
-        second.classes,
-        [],
-    )
+    reading = dispatcher.on_result(ShardResult(0, second.batch_id, 1, placed(second)))
+    assert (reading.classes, reading.placed) == (second.classes, [])
     batch = dispatcher.next_batch(0, 10)
     assert [u.key for u in batch.units] == ["default/active"]
     assert batch.resolved == [second.batch_id]

@@ -14,7 +14,8 @@ from cluster.objects import POD_GROUP_LABEL
 from optimist.cli import app
 from optimist.explain import Explainer, ExplainError, ask_endpoint
 from optimist.loop import SchedulingLoop
-from optimist.metrics import MetricsServer, SchedulerMetrics
+from optimist.metrics.definitions import SchedulerMetrics
+from optimist.metrics.server import MetricsServer
 from optimist.offline.invariants import check_invariants
 from optimist.offline.simulator import SimulatedCluster
 from optimist.runtime import Platform

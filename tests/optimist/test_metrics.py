@@ -13,24 +13,22 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.cases import cases_file
 from benchmarks.simulated.sim_bench import load_plan, run_bench
+from cluster.histogram import exponential
 from cluster.manifests import pod_from_manifest
 from cluster.messages import Conflict, UnitOutcome
 from cluster.partitions import partition_of
 from cluster.quota import Quota, QuotaTree
 from dispatcher.dispatcher import Dispatcher
-from optimist.metrics import (
+from optimist.metrics.definitions import (
     AGE_BUCKETS,
     ATTEMPT_BUCKETS,
     ATTEMPTS_BUCKETS,
     SLI_BUCKETS,
     VICTIMS_BUCKETS,
-    LoopMetrics,
-    MetricsServer,
     SchedulerMetrics,
-    Ticker,
-    exponential,
-    queue_sample,
 )
+from optimist.metrics.recorder import LoopMetrics, Ticker, queue_sample
+from optimist.metrics.server import MetricsServer
 from optimist.settings import Settings
 from tests.dispatcher.test_dispatcher import Clock, fail, pod
 

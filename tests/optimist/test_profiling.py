@@ -12,7 +12,8 @@ import urllib.request
 import pytest
 
 from optimist.loop import SchedulingLoop
-from optimist.metrics import MetricsServer, SchedulerMetrics
+from optimist.metrics.definitions import SchedulerMetrics
+from optimist.metrics.server import MetricsServer
 from optimist.offline.simulator import SimulatedCluster
 from optimist.profiling import Profiler, ProfilingError
 from optimist.runtime import Platform

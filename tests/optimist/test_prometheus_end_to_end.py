@@ -19,7 +19,9 @@ import pytest
 
 from benchmarks.cases import cases_file
 from benchmarks.simulated.sim_bench import load_plan, run_bench
-from optimist.metrics import LoopMetrics, MetricsServer, SchedulerMetrics
+from optimist.metrics.definitions import SchedulerMetrics
+from optimist.metrics.recorder import LoopMetrics
+from optimist.metrics.server import MetricsServer
 from optimist.settings import Settings
 
 DASHBOARD = Path(__file__).parents[2] / "deploy" / "grafana" / "optimist-dashboard.json"

@@ -1,24 +1,110 @@
-"""The checker's rule for pods that have ended: they hold no room, and no reservation."""
+"""The checker, one invariant at a time: each check names the violation of a state made
+to break it, and a clean state passes them all. Pods that ended hold no room, and no
+reservation."""
 
-from cluster.manifests import node_from_manifest
-from optimist.offline.invariants import check_invariants
+from cluster.cluster_adapter import Binding
+from cluster.manifests import node_from_manifest, pod_from_manifest
+from cluster.objects import POD_GROUP_LABEL, Pod, PodGroup
+from optimist.offline.invariants import (
+    bound_once,
+    check_invariants,
+    gangs_whole,
+    no_over_commit,
+    nothing_lost,
+    recount,
+    store_agrees,
+)
 from optimist.offline.simulator import SimulatedCluster
 
 
-def cluster_with(phases: dict[str, str]) -> SimulatedCluster:
-    """A 4-CPU node with a 2-CPU pod bound to it for each entry: name -> its phase."""
+def cluster_with(phases: dict[str, str], port: int | None = None) -> SimulatedCluster:
+    """A 4-CPU node with a 2-CPU pod bound to it for each entry: name -> its phase (with
+    `port`, each pod holds that host port)."""
     cluster = SimulatedCluster(frozenset({"optimist"}))
     node = {"metadata": {"name": "n"}, "status": {"allocatable": {"cpu": "4", "pods": "9"}}}
     cluster.nodes["n"] = node_from_manifest(node)
     for name, phase in phases.items():
         container = {"name": "c", "image": "x", "resources": {"requests": {"cpu": "2"}}}
+        if port is not None:
+            container["ports"] = [{"containerPort": port, "hostPort": port}]
         cluster.pod_manifests[f"default/{name}"] = {
             "metadata": {"name": name, "namespace": "default"},
             "spec": {"schedulerName": "optimist", "nodeName": "n", "containers": [container]},
             "status": {"phase": phase},
         }
         cluster.bindings[f"default/{name}"] = "n"
+        cluster.bind_log.append(Binding(f"default/{name}", "n"))
     return cluster
+
+
+def test_a_clean_state_passes_every_check():
+    clean = cluster_with({"a": "Running", "b": "Running"})
+    counted = recount(clean)
+    assert bound_once(clean) == []
+    assert no_over_commit(clean, counted) == []
+    assert gangs_whole(clean, counted) == []
+    assert nothing_lost(clean, []) == []
+    assert check_invariants(clean, []) == []
+
+
+def test_bound_once_names_a_pod_bound_twice():
+    twice = cluster_with({"a": "Running"})
+    twice.bind_log.append(Binding("default/a", "n"))
+    assert bound_once(twice) == ["pod default/a was bound 2 times"]
+
+
+def test_no_over_commit_names_the_resource_and_the_port():
+    crowded = cluster_with({"a": "Running", "b": "Running", "c": "Running"}, port=80)
+    assert no_over_commit(crowded, recount(crowded)) == [
+        "node n: pods default/a and default/b both hold host port TCP/80",
+        "node n: pods default/a and default/c both hold host port TCP/80",
+        "node n: pods default/b and default/c both hold host port TCP/80",
+        "node n is over-committed on cpu: 6000 requested > 4000 allocatable",
+    ]
+
+
+def test_no_over_commit_names_a_pod_on_an_unknown_node():
+    lost = cluster_with({"a": "Running"})
+    lost.bindings["default/a"] = "gone"
+    assert no_over_commit(lost, recount(lost)) == ["pod default/a is bound to unknown node gone"]
+
+
+def test_gangs_whole_names_a_gang_bound_short_of_min_member():
+    short = cluster_with({"a": "Running"})
+    short.pod_manifests["default/a"]["metadata"]["labels"] = {POD_GROUP_LABEL: "g"}
+    short.pod_groups["default/g"] = PodGroup("default", "g", 2)
+    assert gangs_whole(short, recount(short)) == [
+        "PodGroup default/g has 1 pods bound, fewer than minMember 2"
+    ]
+
+
+def test_nothing_lost_names_a_pod_neither_bound_nor_reported_and_one_both():
+    cluster = cluster_with({"a": "Running"})
+    cluster.pod_manifests["default/b"] = {
+        "metadata": {"name": "b", "namespace": "default"},
+        "spec": {"schedulerName": "optimist", "containers": []},
+    }
+    assert nothing_lost(cluster, []) == [
+        "pod default/b is neither bound nor reported unschedulable"
+    ]
+    assert nothing_lost(cluster, ["default/a", "default/b"]) == [
+        "pod default/a is bound but also reported unschedulable"
+    ]
+
+
+def test_store_agrees_names_a_pod_bound_behind_its_back(store):
+    cluster = cluster_with({"a": "Running", "b": "Running"})
+    store.rebuild(cluster.nodes.values(), {}, [_pod(cluster, "default/a")])
+    missing, usage = store_agrees(cluster, store, recount(cluster))
+    assert missing == "pod default/b is bound but holds no reservation in the store"
+    assert usage.startswith("node n: store usage {'cpu': 2000, 'pods': 1, ")
+    store.rebuild(cluster.nodes.values(), {}, [_pod(cluster, k) for k in cluster.bindings])
+    assert store_agrees(cluster, store, recount(cluster)) == []
+
+
+def _pod(cluster: SimulatedCluster, key: str) -> Pod:
+    """The bound pod as the store records it: its manifest, on its node."""
+    return pod_from_manifest(cluster.pod_manifests[key])
 
 
 def test_a_pod_that_ended_holds_no_room_on_its_node():
