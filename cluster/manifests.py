@@ -131,6 +131,12 @@ def _requirement(
         raise InvalidObject(obj, f"{path}.key", key, "matchFields supports only metadata.name")
     if fields and len(values) != 1:
         raise InvalidObject(obj, f"{path}.values", values, "matchFields takes exactly one value")
+    _check_values(obj, path, op, values, fields=fields)
+    return Requirement(key, op, tuple(str(v) for v in values))
+
+
+def _check_values(obj: str, path: str, op: str, values: tuple[str, ...], *, fields: bool) -> None:
+    """A requirement's values as its operator takes them."""
     if op in ("In", "NotIn") and not values:
         raise InvalidObject(obj, f"{path}.values", values, f"{op} needs at least one value")
     if op in ("Exists", "DoesNotExist") and values:
@@ -152,7 +158,6 @@ def _requirement(
                     "must be a label value: up to 63 letters, digits, '-', '_' or '.', "
                     "starting and ending with a letter or digit",
                 )
-    return Requirement(key, op, tuple(str(v) for v in values))
 
 
 def _term(obj: str, path: str, raw: object) -> NodeSelectorTerm:

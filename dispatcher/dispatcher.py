@@ -11,7 +11,6 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from cluster.events import (
     ASSIGNED_POD_ADD,
@@ -24,10 +23,11 @@ from cluster.explanation import Standing
 from cluster.inventory import BoundPod
 from cluster.lifecycle import PodState
 from cluster.messages import Decision, ShardBatch, ShardResult, Status, UnitOutcome, UnitRequest
+from cluster.node_partitions import node_partition, pinned_node
 from cluster.objects import Pod, PodGroup, SchedulingSpec
-from cluster.partitions import partition_of, pinned_node
 from cluster.quota import Quota, QuotaTree
 from cluster.reservations import is_reservation
+from dispatcher.answers import Bound, Held, PreemptionAsk, Reading, Unplaced
 from dispatcher.gangs import Gangs
 from dispatcher.queue import ANY_SHARD, Backoff, QueuedUnit, SchedulingQueue
 from dispatcher.quota_gate import QuotaGate
@@ -41,62 +41,9 @@ class InFlightBatch:
     units: list[str]
 
 
-class Bound(NamedTuple):
-    """A pod bound, with what the metrics of its way there need."""
-
-    pod: Pod
-    node: str
-    attempts: int  # the attempts it took, this one included
-    queued_at: float  # the dispatcher's clock when its unit entered the queue
-    gang: str = ""  # the PodGroup whose minMember pods were bound together with it
-
-
-@dataclass(frozen=True, slots=True)
-class Held:
-    """A pod the dispatcher holds: the unit it is tried as (for a gang still short of
-    members, the pods there are), and where it stands."""
-
-    unit: str
-    pods: list[Pod]
-    min_member: int
-    shard: int  # the shard it is sent to, ANY_SHARD if any
-    standing: Standing
-
-
 def _waiting(state: str, reason: str, group: str = "", min_member: int = 1) -> Standing:
     """The standing of a pod held back before any attempt (gated, or its gang short)."""
     return Standing(state, 0, reason, [], [], 0.0, 0.0, "", "", group, min_member)
-
-
-class Unplaced(NamedTuple):
-    """A unit of a shard's batch that goes back to a queue unplaced, with its pods."""
-
-    unit: str
-    pods: list[Pod]
-    reason: str  # why no node fits it, as the cluster is told; "" if its shard dropped it
-
-
-@dataclass(frozen=True, slots=True)
-class Reading:
-    """What the dispatcher made of a shard's answer, so that the loop need not look into
-    its books to learn it."""
-
-    classes: list[SchedulingSpec]  # the batch's classes, which its placements index
-    placed: list[Decision]  # the placements to commit, for the binder
-    failed: list[Unplaced]  # the units it now counts as failed once more, answer order
-    dropped: list[Unplaced]  # the units the shard did not answer: active again, untried
-    # unit -> profile, of every unit held here that the answer found no node for, a late
-    # or repeated decision included: the attempts the metrics count
-    no_node: dict[str, str]
-
-
-@dataclass(frozen=True, slots=True)
-class PreemptionAsk:
-    """A unit that fits nowhere and may preempt: each pod with the nodes where evicting
-    pods might make room for it, as its shard named them."""
-
-    unit: str
-    pods: list[tuple[Pod, list[str]]]
 
 
 class Dispatcher:
@@ -107,7 +54,7 @@ class Dispatcher:
         *,
         send_manifests: bool = False,
         max_conflicts: int = 5,
-        partitions: int = 0,
+        node_partitions: int = 0,
         unschedulable_timeout_s: float = UNSCHEDULABLE_TIMEOUT_S,
         quotas: QuotaTree | None = None,
         lowest_bound_priority: Callable[[], int | None] = lambda: None,
@@ -123,7 +70,7 @@ class Dispatcher:
         self._awaited_victims: dict[str, str] = {}  # victim pod key -> the unit that waits
         self._plugin_sets: dict[tuple[str, ...], tuple[str, ...]] = {}  # shared by units
         self.unschedulable_timeout_s = unschedulable_timeout_s
-        self.partitions = partitions  # node partitions, one per shard; 0: none
+        self.node_partitions = node_partitions  # one per shard; 0: none
         self.max_conflicts = max_conflicts  # conflicts in a row before a unit backs off
         self.send_manifests = send_manifests  # scheduler extenders need whole pods
         self.gangs = Gangs()
@@ -203,12 +150,12 @@ class Dispatcher:
 
     def _home_shard(self, pods: list[Pod]) -> int:
         """The shard whose partition holds the one node these pods are pinned to, if any."""
-        if not self.partitions:
+        if not self.node_partitions:
             return ANY_SHARD
         nodes = {pinned_node(p.spec) for p in pods}
         if len(nodes) != 1 or "" in nodes:
             return ANY_SHARD
-        return partition_of(nodes.pop(), self.partitions)
+        return node_partition(nodes.pop(), self.node_partitions)
 
     def reject(self, pod_key: str, reason: str) -> None:
         """A pod whose manifest cannot be scheduled: reported, never retried."""
@@ -465,7 +412,7 @@ class Dispatcher:
         if not assumed:
             del self.batches[result.batch_id]  # the shard assumed nothing: nothing to resolve
         elif not placed:
-            self._settle(result.batch_id)
+            self._close_batch(result.batch_id)
         # the reasons as they stand once the whole answer is read
         unplaced = [Unplaced(u.key, u.pods, u.reason) for u in failed]
         return Reading(batch.classes, placed, unplaced, dropped, no_node)
@@ -547,7 +494,7 @@ class Dispatcher:
                 self.queue.push_active(unit)
             else:  # duplicate or invalid: the store refused the request; no event helps
                 self._wait_unschedulable(unit, f"{outcome.status}: {outcome.detail}", frozenset())
-        self._settle(batch_id)
+        self._close_batch(batch_id)
         if bound:
             released.append(ASSIGNED_POD_ADD)  # pods with affinity to these may fit now
         for event in dict.fromkeys(released):
@@ -634,7 +581,7 @@ class Dispatcher:
         queued = [(u.pods, u.state in admitted) for u in self.units.values()]
         self.quota.add(quota, capacity, queued, bound)
 
-    def _settle(self, batch_id: int) -> None:
+    def _close_batch(self, batch_id: int) -> None:
         batch = self.batches.pop(batch_id)
         self._resolved[batch.shard].append(batch_id)
 

@@ -22,7 +22,7 @@ OLDER_THRESHOLDS = (10, 10)
 Thresholds = tuple[int, int, int]
 
 
-def settle() -> Thresholds:
+def collect_less_often() -> Thresholds:
     """Collect cycles far less often than CPython's default; returns the thresholds
     replaced, for `restore`."""
     before: Thresholds = gc.get_threshold()

@@ -162,7 +162,8 @@ class Platform:
         self.shard_info: list[ShardInfo] = []
 
     def __enter__(self) -> Platform:
-        self._thresholds = collector.settle()  # the driver's, for as long as it runs the roles
+        # the driver's, for as long as it runs the roles
+        self._thresholds = collector.collect_less_often()
         try:
             self._start()
         except BaseException:
@@ -194,7 +195,7 @@ class Platform:
                 [e.to_wire() for e in s.extenders],
                 s.candidates,
                 s.seed * 1000 + i,
-                s.partitions,
+                s.node_partition_count,
                 s.shards,
             )
             for i in range(s.shards)

@@ -98,7 +98,7 @@ class Service:
                         len(self.reconciled.removed_nodes),
                     )
                 metrics = (
-                    LoopMetrics(self.metrics, partitions=self.settings.partitions)
+                    LoopMetrics(self.metrics, node_partitions=self.settings.node_partition_count)
                     if self.metrics
                     else None
                 )

@@ -56,6 +56,11 @@ class Settings:
     explain_hint: bool = False
 
     def __post_init__(self) -> None:
+        self._check_amounts()
+        self._check_store()
+
+    def _check_amounts(self) -> None:
+        """Counts, times and resources in their ranges."""
         positive = ("shards", "batch_pods", "inflight_per_shard", "max_conflicts", "candidates")
         for name in (*positive, "binders", "redis_partitions"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
@@ -67,18 +72,6 @@ class Settings:
         for name in ("hold_ttl_s", "shard_timeout_s"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.redis_url and (self.redis_urls or self.redis_partitions > 1):
-            raise ValueError(
-                "redis_url is one Redis; a store split over several takes redis_urls "
-                "(their URLs) or redis_partitions (private servers), not both"
-            )
-        if len(self.redis_urls) == 1:
-            raise ValueError("redis_urls: name two servers or more, or use redis_url")
-        if self.partitions_of_store > 1 and self.binders > 1:
-            raise ValueError(
-                f"binders {self.binders}: a node store split over Redis servers is "
-                "committed to by the driver's binder alone (it keeps no fences)"
-            )
         for name in ("shard_resources", "binder_resources"):
             for resource, amount in getattr(self, name).items():
                 if not resource or not amount > 0:
@@ -87,6 +80,21 @@ class Settings:
             raise ValueError(
                 "backoff must satisfy 0 < initial <= max, got "
                 f"initial {self.backoff_initial_s}, max {self.backoff_max_s}"
+            )
+
+    def _check_store(self) -> None:
+        """One Redis, or a store split over several, and who may commit to it."""
+        if self.redis_url and (self.redis_urls or self.redis_partitions > 1):
+            raise ValueError(
+                "redis_url is one Redis; a store split over several takes redis_urls "
+                "(their URLs) or redis_partitions (private servers), not both"
+            )
+        if len(self.redis_urls) == 1:
+            raise ValueError("redis_urls: name two servers or more, or use redis_url")
+        if self.store_partitions > 1 and self.binders > 1:
+            raise ValueError(
+                f"binders {self.binders}: a node store split over Redis servers is "
+                "committed to by the driver's binder alone (it keeps no fences)"
             )
 
     @classmethod
@@ -158,12 +166,12 @@ class Settings:
         return self.redis_url is None and not self.redis_urls
 
     @property
-    def partitions_of_store(self) -> int:
+    def store_partitions(self) -> int:
         """Redis servers the node store is split over (1: not split)."""
         return len(self.redis_urls) or self.redis_partitions
 
     @property
-    def partitions(self) -> int:
+    def node_partition_count(self) -> int:
         """Node partitions: one per shard when enabled, else none."""
         return self.shards if self.node_partitions else 0
 

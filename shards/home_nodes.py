@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from cluster.partitions import partition_of
+from cluster.node_partitions import node_partition
 from shards.node_table import NodeTable
 
 
 class HomeNodes:
-    """Which of the table's rows belong to this shard's partition (see cluster.partitions)."""
+    """Which of the table's rows belong to this shard's partition (see cluster.node_partitions)."""
 
-    def __init__(self, partition: int, partitions: int) -> None:
-        self.partition, self.partitions = partition, partitions
+    def __init__(self, partition: int, node_partitions: int) -> None:
+        self.partition, self.node_partitions = partition, node_partitions
         self._home: list[bool] = []
         self._rows = np.zeros(0, dtype=np.intp)
         self._mask = np.zeros(0, dtype=bool)
@@ -21,7 +21,7 @@ class HomeNodes:
         if len(self._home) == table.size:
             return
         self._home.extend(
-            partition_of(name, self.partitions) == self.partition
+            node_partition(name, self.node_partitions) == self.partition
             for name in table.names[len(self._home) :]
         )
         self._mask = np.array(self._home, dtype=bool)

@@ -44,12 +44,13 @@ class ShardCore:
         seed: int,
         extenders: Sequence[HTTPExtender] = (),
         candidates: int = 1,
-        partitions: int = 0,
+        node_partitions: int = 0,
         shards: int = 1,
     ) -> None:
         self.candidates = candidates  # nodes offered per pod, best first, for the binder
         # with node partitions, this shard looks at its own slice of the nodes first
-        self.home = HomeNodes(shard_id % partitions, partitions) if partitions else None
+        home = HomeNodes(shard_id % node_partitions, node_partitions) if node_partitions else None
+        self.home = home
         self.shard_id = shard_id
         self.store = store
         self.profiles = {p.name: p for p in profiles}
@@ -276,6 +277,25 @@ class ShardCore:
                 out.append((Decision(unit.key, [placement]), [taken]))
         return out
 
+    def _choose(
+        self, unit: UnitRequest, i: int, state: ClassState
+    ) -> tuple[int, bool, Rejection | None]:
+        """The row for the unit's i-th pod (-1: none), whether it is the pod's nominated
+        node, and the extenders' refusal: the nominated node first, else the extenders
+        interested in the pod, else the shard's own search."""
+        nominated = self._on_nominated(state, unit.nominated[i] if unit.nominated else "")
+        if nominated >= 0:
+            return nominated, True, None
+        manifest = unit.manifests[i] if unit.manifests else None
+        consulted = [e for e in self.extenders if manifest and e.interested(manifest)]
+        if manifest and consulted:
+            row, refused = self._consult(state, manifest, consulted)
+            return row, False, refused
+        home = self.home.rows(self.table) if self.home else None
+        row, searched = state.best(self.rng, self._next_start, home)
+        self._next_start = (self._next_start + searched) % max(self.table.size, 1)
+        return row, False, None
+
     def _place(
         self, unit: UnitRequest, classes: list[PodClass], states: dict[int, ClassState]
     ) -> tuple[Decision, list[Taken]]:
@@ -297,18 +317,7 @@ class ShardCore:
                     why = f"profile {classes[cls].spec.profile!r} is not configured"
                     return Decision(unit.key, [], {why: 1}, self.table.size), []
                 state = states[cls] = ClassState(classes[cls], profile, self.table)
-            manifest = unit.manifests[i] if unit.manifests else None
-            consulted = [e for e in self.extenders if manifest and e.interested(manifest)]
-            refused = None
-            nominated = self._on_nominated(state, unit.nominated[i] if unit.nominated else "")
-            if nominated >= 0:
-                row = nominated
-            elif manifest and consulted:
-                row, refused = self._consult(state, manifest, consulted)
-            else:
-                home = self.home.rows(self.table) if self.home else None
-                row, searched = state.best(self.rng, self._next_start, home)
-                self._next_start = (self._next_start + searched) % max(self.table.size, 1)
+            row, nominated, refused = self._choose(unit, i, state)
             if row < 0:
                 # the reasons count the unit's own pods placed so far; the events of
                 # every pod that found no node may help the unit
@@ -318,12 +327,12 @@ class ShardCore:
                     break  # too few pods left to reach min_member
                 continue
             pod = classes[cls]
-            if nominated >= 0:  # the node's usage holds its reservation: count nothing twice
+            if nominated:  # the node's usage holds its reservation: count nothing twice
                 pod = replace(pod, request=np.zeros_like(pod.request))
             chosen.append(self._take(row, pod, state.profile))
             state.took(row)
             placed.append((key, cls))
-            if nominated >= 0:  # its reserved room is there and nowhere else
+            if nominated:  # its reserved room is there and nowhere else
                 offered.append([row])
                 continue
             home_mask = self.home.mask(self.table) if self.home else None

@@ -50,20 +50,22 @@ class ShardActor:
         extenders: list[dict[str, Any]],
         candidates: int,
         seed: int,
-        partitions: int,
+        node_partitions: int,
         shards: int = 1,
     ) -> None:
         self._redis = (redis_urls, key_prefix)
-        self._args = (shard_id, profiles, extenders, seed, candidates, partitions, shards)
+        self._args = (shard_id, profiles, extenders, seed, candidates, node_partitions, shards)
         self.core = self._new_core()
         self._profile: cProfile.Profile | None = None
 
     def _new_core(self) -> ShardCore:
-        shard_id, profiles, extenders, seed, candidates, partitions, shards = self._args
+        shard_id, profiles, extenders, seed, candidates, node_partitions, shards = self._args
         store = open_store(self._redis[0], Keys(self._redis[1]))
         built = [build_profile(ProfileConfig.from_wire(p)) for p in profiles]
         consulted = [HTTPExtender.from_config(ExtenderConfig.from_wire(e)) for e in extenders]
-        return ShardCore(shard_id, store, built, seed, consulted, candidates, partitions, shards)
+        return ShardCore(
+            shard_id, store, built, seed, consulted, candidates, node_partitions, shards
+        )
 
     def info(self) -> ShardInfo:
         """Where this shard runs, for the report."""

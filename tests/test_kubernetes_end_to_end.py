@@ -17,13 +17,14 @@ from prometheus_client import generate_latest
 from cluster.gpus import GPU_LOCALITY_ANNOTATION
 from cluster.redis_server import connect
 from cluster.store import Keys, NodeStore
+from cluster.store.partitioned import Store
 from optimist.configuration import parse_configuration
 from optimist.explain import Explainer
 from optimist.metrics.definitions import SchedulerMetrics
 from optimist.offline.invariants import check_invariants
 from optimist.service import Service
 from optimist.settings import Settings
-from tests.kube.api import binding_pod, wait_for
+from tests.kube.api import Api, binding_pod, wait_for
 from tests.kube.service import Running
 from tests.optimist.kube.test_adapter import node_doc, pod_doc
 
@@ -190,6 +191,28 @@ def test_a_standby_takes_over_from_a_killed_leader_and_nothing_is_lost_or_double
     assert len(api.bindings()) == 600  # each pod bound once: no 409 was ever needed
 
 
+def _watch_bindings(api: Api, delivered: dict[str, float], done: threading.Event) -> None:
+    """When a watch first showed each of kube-scheduler's pods bound."""
+    listed = api.admin.request("GET", "/api/v1/pods")["metadata"]["resourceVersion"]
+    query = {"watch": "true", "resourceVersion": listed, "timeoutSeconds": "60"}
+    for event in api.admin.stream("/api/v1/pods", query, 70):
+        pod = event["object"]
+        key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+        if pod["spec"].get("nodeName") and pod["spec"]["schedulerName"] == "default-scheduler":
+            delivered.setdefault(key, time.monotonic())
+        if done.is_set():
+            return
+
+
+def _watch_store(store: Store, seen: dict[str, float], done: threading.Event) -> None:
+    """When optimist's store first held each pod."""
+    while not done.is_set():
+        now = time.monotonic()
+        for pod in store.committed_pods():
+            seen.setdefault(pod, now)
+        time.sleep(0.002)
+
+
 def test_beside_the_real_kube_scheduler_each_binds_its_own_and_counts_the_other(
     control_plane, kube_api, redis_url, key_prefix
 ):
@@ -211,28 +234,10 @@ def test_beside_the_real_kube_scheduler_each_binds_its_own_and_counts_the_other(
         store = service.loop.store
         done = threading.Event()
 
-        def watch_bindings() -> None:
-            listed = api.admin.request("GET", "/api/v1/pods")["metadata"]["resourceVersion"]
-            query = {"watch": "true", "resourceVersion": listed, "timeoutSeconds": "60"}
-            for event in api.admin.stream("/api/v1/pods", query, 70):
-                pod = event["object"]
-                key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
-                if (
-                    pod["spec"].get("nodeName")
-                    and pod["spec"]["schedulerName"] == "default-scheduler"
-                ):
-                    delivered.setdefault(key, time.monotonic())
-                if done.is_set():
-                    return
-
-        def watch_store() -> None:
-            while not done.is_set():
-                now = time.monotonic()
-                for pod in store.committed_pods():
-                    seen.setdefault(pod, now)
-                time.sleep(0.002)
-
-        watchers = [threading.Thread(target=f, daemon=True) for f in (watch_bindings, watch_store)]
+        watchers = [
+            threading.Thread(target=_watch_bindings, args=(api, delivered, done), daemon=True),
+            threading.Thread(target=_watch_store, args=(store, seen, done), daemon=True),
+        ]
         for watcher in watchers:
             watcher.start()
         for i in range(40):

@@ -6,7 +6,7 @@ says, through a watch of every pod, is what is measured.
 A pod is scheduled when the watch first shows its `spec.nodeName`; it stands
 reported unschedulable while its PodScheduled condition says False (both
 schedulers write it). A wait ends when its pods are scheduled, or, where every
-pod left is reported unschedulable and nothing was bound for `SETTLE_S`, it has
+pod left is reported unschedulable and nothing was bound for `pod_watch.SETTLE_S`, it has
 settled: a createPods op that waits then fails naming why, where upstream's
 harness would wait out its timeout. Latency is from the create call's answer to
 the watch's news of the binding.
@@ -24,15 +24,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchmarks.apiserver.pod_watch import PodWatch
 from benchmarks.cases import workload_objects
-from benchmarks.cases.case_file import (
-    WORKLOAD_KINDS,
-    CaseWorkload,
-    CreateAny,
-    CreatePodGroups,
-    DeletePods,
-    Manifest,
-)
+from benchmarks.cases.case_fields import Manifest
+from benchmarks.cases.case_file import CaseWorkload
+from benchmarks.cases.case_ops import WORKLOAD_KINDS, CreateAny, CreatePodGroups, DeletePods
 from benchmarks.cases.go_template import TextTemplate
 from benchmarks.cases.op_walker import (
     CHURN_NAMESPACE,
@@ -43,7 +39,6 @@ from benchmarks.cases.op_walker import (
     OpWalker,
     phase_takes,
 )
-from benchmarks.controlplane.control_plane import ControlPlaneError
 from benchmarks.controlplane.living_plane import run_by
 from benchmarks.report.instruments import ProcessTree
 from cluster.cluster_adapter import Binding
@@ -51,15 +46,13 @@ from cluster.manifests import (
     copy_manifest,
     node_from_manifest,
     podgroup_from_manifest,
-    terminated,
 )
 from cluster.objects import HOSTNAME_LABEL
 from optimist.kube.client import ApiError, KubeClient
-from optimist.kube.informer import Informer, list_all, object_key
+from optimist.kube.informer import list_all, object_key
 from optimist.offline.simulator import SimulatedCluster
 
 CREATORS = 16  # client threads making objects, as upstream's harness makes them in parallel
-SETTLE_S = 3.0  # nothing bound for this long, and every pod left reported unschedulable
 POLL_S = 0.02
 Created = tuple[dict[str, Any], float]  # the server's object, and when its answer came
 SAMPLE_S = 1.0  # memory is sampled once a second
@@ -79,115 +72,8 @@ PATHS = {
 }
 
 
-def _unschedulable(pod: Mapping[str, Any]) -> str | None:
-    """The PodScheduled condition's reason if it says False, else None."""
-    for condition in (pod.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
-            return str(condition.get("reason") or "Unschedulable")
-    return None
-
-
-def _ready(status: Mapping[str, Any]) -> bool:
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in status.get("conditions") or []
-    )
-
-
 class SchedulerExited(Exception):
     """The scheduler under test is gone: the rest of its stretch cannot run."""
-
-
-class PodWatch:
-    """Every pod as the server tells it: when each was first seen bound and where, each
-    binding seen (a pod that moved shows twice), and the ones reported unschedulable;
-    on a living cluster, when each was first seen Running and Ready."""
-
-    def __init__(self, client: KubeClient) -> None:
-        self.lock = threading.Lock()
-        self.bound_at: dict[str, float] = {}
-        self.running_at: dict[str, float] = {}
-        self.ready_at: dict[str, float] = {}
-        self.ended: set[str] = set()  # succeeded or failed: it will never be Ready now
-        # pods a controller made (they name an owner), as first seen: (key, when, pod)
-        self.arrived: list[tuple[str, float, dict[str, Any]]] = []
-        self.nodes: dict[str, str] = {}
-        self.bind_log: list[Binding] = []
-        self.unschedulable: dict[str, str] = {}  # pod -> the condition's reason
-        self.gone: set[str] = set()
-        self.terminating: set[str] = set()  # deleted with a grace period, not yet gone
-        self.nominated: set[str] = set()  # unbound, waiting for the victims it preempted
-        self.last_change = time.perf_counter()  # a binding or a deletion
-        # the pod events the server sent, every one a scheduler's informer decodes too:
-        # on a living cluster each pod's Running and Ready come on top of its binding
-        self.events = 0
-        self.informer = Informer(client, "/api/v1/pods", self._seen)
-
-    def __enter__(self) -> PodWatch:
-        self.informer.start()
-        if not self.informer.synced.wait(60):
-            self.informer.stop()
-            raise ControlPlaneError("kube-apiserver: the watch of pods did not sync within 60 s")
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.informer.stop()
-
-    def _seen(self, kind: str, obj: dict[str, Any]) -> None:
-        key, now = object_key(obj), time.perf_counter()
-        node = str((obj.get("spec") or {}).get("nodeName") or "")
-        with self.lock:
-            self.events += 1
-            if kind == "DELETED":
-                self.gone.add(key)
-                self.terminating.discard(key)
-                self.nominated.discard(key)
-                self.unschedulable.pop(key, None)
-                self.last_change = now  # room freed: a preemptor may go next
-                return
-            meta, status = obj.get("metadata") or {}, obj.get("status") or {}
-            if kind == "ADDED" and meta.get("ownerReferences"):
-                self.arrived.append((key, now, obj))
-            if meta.get("deletionTimestamp"):
-                self.terminating.add(key)
-            if status.get("nominatedNodeName") and not node:
-                self.nominated.add(key)
-            if status.get("phase") == "Running":
-                self.running_at.setdefault(key, now)
-            if _ready(status):
-                self.ready_at.setdefault(key, now)
-            if terminated(obj):
-                self.ended.add(key)
-            if node:
-                if self.nodes.get(key) != node:
-                    self.nodes[key] = node
-                    self.bind_log.append(Binding(key, node))
-                    self.bound_at.setdefault(key, now)
-                    self.last_change = now
-                self.unschedulable.pop(key, None)
-                self.nominated.discard(key)
-            elif (reason := _unschedulable(obj)) is not None:
-                self.unschedulable[key] = reason
-
-    def take_arrived(self) -> list[tuple[str, float, dict[str, Any]]]:
-        with self.lock:
-            taken, self.arrived = self.arrived, []
-        return taken
-
-    def take_terminating(self) -> list[str]:
-        with self.lock:
-            taken, self.terminating = list(self.terminating), set()
-        return taken
-
-    def left(self, keys: Iterable[str]) -> tuple[list[str], bool]:
-        """The pods of `keys` neither bound nor deleted, and whether they have settled:
-        each reported unschedulable and none waiting on victims it preempted, and
-        nothing bound or deleted for SETTLE_S."""
-        with self.lock:
-            left = [k for k in keys if k not in self.bound_at and k not in self.gone]
-            quiet = time.perf_counter() - self.last_change >= SETTLE_S
-            settled = all(k in self.unschedulable and k not in self.nominated for k in left)
-            return left, quiet and settled
 
 
 @dataclass(slots=True)

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
 from benchmarks.cases import workload_objects
-from benchmarks.cases.case_file import (
+from benchmarks.cases.case_fields import Manifest
+from benchmarks.cases.case_file import CaseWorkload
+from benchmarks.cases.case_ops import (
     Barrier,
-    CaseWorkload,
     Churn,
     CreateAny,
     CreateNamespaces,
@@ -27,7 +28,6 @@ from benchmarks.cases.case_file import (
     CreatePods,
     CreatePodSets,
     DeletePods,
-    Manifest,
     Op,
     Sleep,
     StartCollectingMetrics,
@@ -161,6 +161,28 @@ class OpWalker(ABC, Generic[W]):
 
     def _carry_out(self, index: int, op: Op) -> None:
         match op:
+            case CreateNodes() | CreateNamespaces() | CreatePods() | CreatePodSets():
+                self._make(index, op)
+            case CreatePodGroups():
+                self._create_groups(index, op)
+            case CreateAny():
+                self._create_any(index, op)
+            case DeletePods():
+                self._delete_pods(op)
+            case Churn():
+                self.churn.append(ChurnTask(op, time.perf_counter()))
+            case Barrier():
+                self._barrier(op.namespaces)
+            case Sleep():
+                self._sleep(op.seconds)
+            case StartCollectingMetrics() | StopCollectingMetrics():
+                self._collect(op)
+
+    def _make(
+        self, index: int, op: CreateNodes | CreateNamespaces | CreatePods | CreatePodSets
+    ) -> None:
+        """The ops that make nodes, namespaces and pods, in the batches the runner posts."""
+        match op:
             case CreateNodes():
                 for manifest, n in workload_objects.node_batches(op, self.rng, self.unique):
                     self._create_nodes(manifest, n)
@@ -179,26 +201,17 @@ class OpWalker(ABC, Generic[W]):
                     self._create_pods(
                         index, namespace, batches, pods.collect_metrics, pods.skip_wait
                     )
-            case CreatePodGroups():
-                self._create_groups(index, op)
-            case CreateAny():
-                self._create_any(index, op)
-            case DeletePods():
-                self._delete_pods(op)
-            case Churn():
-                self.churn.append(ChurnTask(op, time.perf_counter()))
-            case Barrier():
-                self._barrier(op.namespaces)
-            case Sleep():
-                self._sleep(op.seconds)
-            case StartCollectingMetrics():
-                if self.collecting is not None:
-                    raise ValueError("metrics are already being collected")
-                self.collecting = self._open(op.namespaces, op.label_selector)
-            case StopCollectingMetrics():
-                if self.collecting is None:
-                    raise ValueError("no startCollectingMetrics before it")
-                self._close(self.collecting)
+
+    def _collect(self, op: StartCollectingMetrics | StopCollectingMetrics) -> None:
+        """Opens a window of collected metrics, or closes the one open."""
+        if isinstance(op, StartCollectingMetrics):
+            if self.collecting is not None:
+                raise ValueError("metrics are already being collected")
+            self.collecting = self._open(op.namespaces, op.label_selector)
+        else:
+            if self.collecting is None:
+                raise ValueError("no startCollectingMetrics before it")
+            self._close(self.collecting)
 
     @abstractmethod
     def _create_nodes(self, manifest: Manifest, count: int) -> object: ...

@@ -13,7 +13,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.cases.case_file import CreateNodes, Manifest, PerIndex, Template
+from benchmarks.cases.case_fields import Manifest, PerIndex, Template
+from benchmarks.cases.case_ops import CreateNodes
 from benchmarks.cases.go_template import TextTemplate
 from cluster.manifests import copy_manifest
 from cluster.objects import POD_GROUP_LABEL

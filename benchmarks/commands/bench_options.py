@@ -11,7 +11,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from benchmarks.cases.case_file import PerfConfigError
+from benchmarks.cases.case_fields import PerfConfigError
 from benchmarks.chaos import FAULTS, FAULTS_PER_KIND
 from benchmarks.simulated.sim_bench import Plan, load_plan
 from optimist.cli.shared_options import usage_error

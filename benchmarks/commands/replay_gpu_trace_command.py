@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import ray
 import typer
@@ -125,6 +125,22 @@ def replay_gpu_trace(
     finally:
         if own:
             ray.shutdown()
+    console.print(_table(runs, pods, shards, resample, resample_seed))
+    if report:
+        doc = runs[0] if len(runs) == 1 else {"runs": runs}
+        write_report(report, doc)
+    if plot:
+        write_trace_plot(runs, plot)
+    violations = [v for r in runs for v in r["invariant_violations"]]
+    for violation in violations:
+        console.print(f"[red]invariant violated:[/red] {violation}")
+    raise typer.Exit(1 if violations else 0)
+
+
+def _table(
+    runs: list[dict[str, Any]], pods: Path, shards: int, resample: str | None, resample_seed: int
+) -> Table:
+    """A row per policy: the unallocated share at 100% arrived and at the end."""
     mixed = f", resampled {resample} (seed {resample_seed})" if resample else ""
     table = Table(title=f"optimist replay-gpu-trace: {pods.name}{mixed}, {shards} shard(s)")
     for column in ("policy", "unallocated % at 100%", "at the end", "fragmentation %", "failed"):
@@ -138,13 +154,4 @@ def replay_gpu_trace(
             f"{r['fragmentation_rate_at_100']['mean']:.1f}",
             f"{r['failed_pods_per_seed_mean']:.0f}",
         )
-    console.print(table)
-    if report:
-        doc = runs[0] if len(runs) == 1 else {"runs": runs}
-        write_report(report, doc)
-    if plot:
-        write_trace_plot(runs, plot)
-    violations = [v for r in runs for v in r["invariant_violations"]]
-    for violation in violations:
-        console.print(f"[red]invariant violated:[/red] {violation}")
-    raise typer.Exit(1 if violations else 0)
+    return table

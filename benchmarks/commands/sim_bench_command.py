@@ -161,7 +161,7 @@ def _serving_metrics(
             plan,
             show_progress=f.progress,
             cpu_affinity=f.cpu_affinity,
-            metrics=LoopMetrics(metrics, partitions=settings.partitions),
+            metrics=LoopMetrics(metrics, node_partitions=settings.node_partition_count),
             profile_dir=f.profile,
             profiler=profiler,
             chaos=chaos,

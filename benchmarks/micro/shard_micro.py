@@ -23,7 +23,7 @@ import random
 import time
 
 from benchmarks.cases import template
-from benchmarks.cases.case_file import LabelValues, PerIndex
+from benchmarks.cases.case_fields import LabelValues, PerIndex
 from benchmarks.cases.workload_objects import indexed_pod
 from cluster.manifests import pod_from_manifest
 from cluster.messages import ShardBatch, UnitRequest

@@ -34,9 +34,9 @@ from rich.progress import (
 )
 
 from benchmarks.cases import case_file, cases_file, template
-from benchmarks.cases.case_file import (
+from benchmarks.cases.case_file import CaseWorkload
+from benchmarks.cases.case_ops import (
     Barrier,
-    CaseWorkload,
     CreateNodes,
     CreatePods,
     StartCollectingMetrics,
@@ -281,27 +281,12 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
     created = len(measured)
     c = perf_counters(outcome)
     rollbacks = {"shard": c.pop("shard_rollbacks"), "commit": c.pop("commit_rollbacks")}
-    busy, decided = per_shard(outcome, "busy_s"), per_shard(outcome, "decided")
     cpu = cpu_s(outcome)
     decided_at = outcome.stages["decided"].values()
     # from the start of this process (`optimist bench`) to the workload's first
     # decision: Ray, Redis, the nodes, the shards' first sync included
     first_decision = instruments.since_process_start(min(decided_at)) if decided_at else None
-    shards = [
-        {
-            "id": info["id"],
-            # where it ran at the end, and each Ray node it was seen on, first to last
-            "ray_node_id": info["ray_node_id"],
-            "ray_node_ip": info["ray_node_ip"],
-            "ray_nodes": info["ray_nodes"],
-            "units": stats.units_by_shard.get(int(info["id"]), 0),
-            "pods": stats.pods_by_shard.get(int(info["id"]), 0),
-            **shard_idle(busy.get(int(info["id"]), 0.0), duration),
-            **decision_rate(decided.get(int(info["id"]), 0), busy.get(int(info["id"]), 0.0)),
-            "core": info.get("core"),
-        }
-        for info in platform.shard_info
-    ]
+    shards = shard_figures(outcome, platform, duration)
     violations = check_invariants(outcome.cluster, outcome.unschedulable, platform.store)
     throughput = instruments.throughput(scheduled, duration, rates)
     return {
@@ -373,6 +358,29 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
             duration, first_decision, outcome.chaos, failed=outcome.failure is not None
         ),
     }
+
+
+def shard_figures(
+    outcome: CaseOutcome, platform: Platform, duration: float
+) -> list[dict[str, Any]]:
+    """Each shard's share of the workload, how busy it was and where it ran."""
+    stats = outcome.loop.dispatcher.stats
+    busy, decided = per_shard(outcome, "busy_s"), per_shard(outcome, "decided")
+    return [
+        {
+            "id": info["id"],
+            # where it ran at the end, and each Ray node it was seen on, first to last
+            "ray_node_id": info["ray_node_id"],
+            "ray_node_ip": info["ray_node_ip"],
+            "ray_nodes": info["ray_nodes"],
+            "units": stats.units_by_shard.get(int(info["id"]), 0),
+            "pods": stats.pods_by_shard.get(int(info["id"]), 0),
+            **shard_idle(busy.get(int(info["id"]), 0.0), duration),
+            **decision_rate(decided.get(int(info["id"]), 0), busy.get(int(info["id"]), 0.0)),
+            "core": info.get("core"),
+        }
+        for info in platform.shard_info
+    ]
 
 
 def ending(

@@ -22,14 +22,9 @@ from typing import Any
 import ray
 
 from benchmarks.cases import workload_objects
-from benchmarks.cases.case_file import (
-    WORKLOAD_KINDS,
-    CaseWorkload,
-    CreateAny,
-    CreatePodGroups,
-    DeletePods,
-    Manifest,
-)
+from benchmarks.cases.case_fields import Manifest
+from benchmarks.cases.case_file import CaseWorkload
+from benchmarks.cases.case_ops import WORKLOAD_KINDS, CreateAny, CreatePodGroups, DeletePods
 from benchmarks.cases.go_template import TextTemplate
 from benchmarks.cases.op_walker import (
     CHURN_NAMESPACE,

@@ -272,27 +272,7 @@ class PartitionedStore:
         if not spanning:
             return {}
         homes = {unit: next(iter(parts)) for unit, (_, parts) in spanning.items()}
-        by_partition: dict[int, list[Decision]] = defaultdict(list)
-        for _, parts in spanning.values():
-            for i, part in parts.items():
-                by_partition[i].append(part)
-        until = self.clock() + self.ttl_s
-
-        def reserve(i: int, units: list[Decision]) -> Committed | Exception:
-            at = [homes[u.unit] for u in units]
-            commit = partial(self.stores[i].commit, epoch=epochs[i], reserve_until=until, homes=at)
-            return _attempt(commit, classes, units, mode)
-
-        reserved: dict[str, dict[int, UnitOutcome]] = defaultdict(dict)
-        doubt: set[str] = set()
-        for i, committed in self._each(by_partition, reserve):
-            units = [u.unit for u in by_partition[i]]
-            if isinstance(committed, Exception):
-                errors.append(committed)
-                doubt.update(units)
-                continue
-            for unit, outcome in zip(units, committed.outcomes, strict=True):
-                reserved[unit][i] = outcome
+        reserved, doubt = self._reserve_spanning(classes, spanning, homes, mode, epochs, errors)
         out: dict[str, UnitOutcome] = {}
         for unit in set(spanning) - doubt:
             refused = [o for o in reserved[unit].values() if o.status != Status.COMMITTED]
@@ -322,6 +302,41 @@ class PartitionedStore:
                 unit, Conflict.PARTITION, "a partition failed during it"
             )
         return out
+
+    def _reserve_spanning(
+        self,
+        classes: Sequence[SchedulingSpec],
+        spanning: dict[str, tuple[Decision, dict[int, Decision]]],
+        homes: dict[str, int],
+        mode: str,
+        epochs: Sequence[str | None],
+        errors: list[Exception],
+    ) -> tuple[dict[str, dict[int, UnitOutcome]], set[str]]:
+        """Step one: each partition reserves its parts of the units, until the
+        reservations' time runs out. Each unit's outcome per partition, and the units a
+        failing partition leaves in doubt."""
+        by_partition: dict[int, list[Decision]] = defaultdict(list)
+        for _, parts in spanning.values():
+            for i, part in parts.items():
+                by_partition[i].append(part)
+        until = self.clock() + self.ttl_s
+
+        def reserve(i: int, units: list[Decision]) -> Committed | Exception:
+            at = [homes[u.unit] for u in units]
+            commit = partial(self.stores[i].commit, epoch=epochs[i], reserve_until=until, homes=at)
+            return _attempt(commit, classes, units, mode)
+
+        reserved: dict[str, dict[int, UnitOutcome]] = defaultdict(dict)
+        doubt: set[str] = set()
+        for i, committed in self._each(by_partition, reserve):
+            units = [u.unit for u in by_partition[i]]
+            if isinstance(committed, Exception):
+                errors.append(committed)
+                doubt.update(units)
+                continue
+            for unit, outcome in zip(units, committed.outcomes, strict=True):
+                reserved[unit][i] = outcome
+        return reserved, doubt
 
     def _settle_each(
         self,

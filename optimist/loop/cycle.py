@@ -25,7 +25,8 @@ from cluster.inventory import BoundPods
 from cluster.messages import ShardResult, UnitOutcome
 from cluster.objects import Pod
 from cluster.quota import QuotaTree
-from dispatcher.dispatcher import Dispatcher, Reading
+from dispatcher.answers import Reading
+from dispatcher.dispatcher import Dispatcher
 from dispatcher.queue import Backoff
 from optimist.explain import Explainer
 from optimist.loop.commits import Commits
@@ -86,7 +87,7 @@ class SchedulingLoop:
             Backoff(s.backoff_initial_s, s.backoff_max_s),
             send_manifests=bool(s.extenders),
             max_conflicts=s.max_conflicts,
-            partitions=s.partitions,
+            node_partitions=s.node_partition_count,
             quotas=QuotaTree(s.quotas) if s.quotas else None,
             lowest_bound_priority=bound_pods.lowest_priority,
             preemptive_profiles=frozenset(preempting),
@@ -158,7 +159,7 @@ class SchedulingLoop:
             for ref in ready:
                 if ref in self.commits.out:
                     job, outcomes = self.commits.take(ref)
-                    self._settle(job.batch_id, outcomes, job.decided)
+                    self._apply_outcomes(job.batch_id, outcomes, job.decided)
                 else:
                     self._answered(*self.pipelines.take(ref))
 
@@ -217,7 +218,7 @@ class SchedulingLoop:
             sent.batch_id, reading.classes, placed, result.epoch, decided, held
         )
         if outcomes is not None:
-            self._settle(sent.batch_id, outcomes, decided)
+            self._apply_outcomes(sent.batch_id, outcomes, decided)
 
     def _judged(self, result: ShardResult) -> Reading:
         """The dispatcher's reading of an answer; the units it now counts as failed once
@@ -235,13 +236,15 @@ class SchedulingLoop:
             self.metrics.answered(result, reading.no_node, settled=not reading.placed)
         return reading
 
-    def _settle(self, batch_id: int, outcomes: list[UnitOutcome], decided: float) -> None:
-        placed = self.reservations.settle(self.dispatcher.on_outcomes(batch_id, outcomes))
+    def _apply_outcomes(self, batch_id: int, outcomes: list[UnitOutcome], decided: float) -> None:
+        placed = self.reservations.without_reservations(
+            self.dispatcher.on_outcomes(batch_id, outcomes)
+        )
         for b in placed:
             self.bound_pods.add(b.pod, b.node)
         if self.metrics:
             binder = self.binder
-            self.metrics.settled(
+            self.metrics.batch_finished(
                 batch_id, outcomes, placed, decided, binder.committed_at, binder.bind_s
             )
         bound = [b.pod.key for b in placed]

@@ -17,7 +17,8 @@ from cluster.cluster_adapter import ClusterAdapter
 from cluster.inventory import BoundPods
 from cluster.messages import Status
 from cluster.store import STORE_ERRORS, Hold, Preempted, Store
-from dispatcher.dispatcher import Dispatcher, PreemptionAsk
+from dispatcher.answers import PreemptionAsk
+from dispatcher.dispatcher import Dispatcher
 from optimist.logs import unit_key
 from optimist.loop.recovery import StoreRecovery
 from optimist.metrics.recorder import LoopMetrics

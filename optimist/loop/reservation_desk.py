@@ -15,7 +15,8 @@ from cluster.messages import Conflict, Decision, Status, UnitOutcome
 from cluster.objects import Pod
 from cluster.reservations import Reservation, Reservations, is_reservation
 from cluster.store import STORE_ERRORS, Hold, Store
-from dispatcher.dispatcher import Bound, Dispatcher
+from dispatcher.answers import Bound
+from dispatcher.dispatcher import Dispatcher
 from optimist.loop.recovery import StoreRecovery
 
 
@@ -54,7 +55,7 @@ class ReservationDesk:
         others = [d for d in placed if d.unit not in self.book.pending]
         return others, [self._hold(d) for d in ours]  # holding takes them out of `pending`
 
-    def settle(self, placed: list[Bound]) -> list[Bound]:
+    def without_reservations(self, placed: list[Bound]) -> list[Bound]:
         """The pods bound, less the reservations among them; the holds they consume are
         given up."""
         if not self.book.has_placed and not any(is_reservation(b.pod.key) for b in placed):

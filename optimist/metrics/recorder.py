@@ -16,8 +16,9 @@ from collections.abc import Iterable, Sequence
 
 from cluster.lifecycle import PodState
 from cluster.messages import Conflict, ShardResult, Status, UnitOutcome
-from cluster.partitions import partition_of
-from dispatcher.dispatcher import Bound, Dispatcher
+from cluster.node_partitions import node_partition
+from dispatcher.answers import Bound
+from dispatcher.dispatcher import Dispatcher
 from optimist.metrics.definitions import AGE_BUCKETS, QueueSample, SchedulerMetrics
 
 
@@ -45,10 +46,10 @@ class LoopMetrics:
     conflicts are counted."""
 
     def __init__(
-        self, metrics: SchedulerMetrics, sample_every_s: float = 1.0, partitions: int = 0
+        self, metrics: SchedulerMetrics, sample_every_s: float = 1.0, node_partitions: int = 0
     ) -> None:
         self.metrics = metrics
-        self.partitions = partitions
+        self.node_partitions = node_partitions
         self._sent: dict[int, float] = {}  # batch id -> time.monotonic() when sent
         self._ticker = Ticker(sample_every_s)
 
@@ -60,7 +61,7 @@ class LoopMetrics:
         for profile in profiles:
             for result in ("scheduled", "unschedulable"):
                 m.attempts.labels(result, profile)
-        where = [str(p) for p in range(self.partitions)] if self.partitions else ["all"]
+        where = [str(p) for p in range(self.node_partitions)] if self.node_partitions else ["all"]
         for kind in Conflict:
             for partition in where:
                 m.conflicts.labels(kind, partition)
@@ -99,7 +100,7 @@ class LoopMetrics:
             m.attempts.labels("unschedulable", profile).inc(count)
             m.attempt_duration.observe(("unschedulable", profile), took, count)
 
-    def settled(
+    def batch_finished(
         self,
         batch_id: int,
         outcomes: Sequence[UnitOutcome],
@@ -116,7 +117,7 @@ class LoopMetrics:
         sent = self._sent.pop(batch_id, now)
         for outcome in outcomes:
             if outcome.conflict is not None:
-                where = _partition(outcome.detail, self.partitions)
+                where = _partition(outcome.detail, self.node_partitions)
                 m.conflicts.labels(outcome.conflict, where).inc()
             elif outcome.status in (Status.BIND_FAILED, Status.PARTLY_BOUND):
                 m.bind_errors.inc(len(outcome.unbound) or len(outcome.nodes) or 1)
@@ -176,12 +177,12 @@ class LoopMetrics:
 _NODE = re.compile(r"\bnode (\S+?)(?::|\s|$)")
 
 
-def _partition(detail: str, partitions: int) -> str:
+def _partition(detail: str, node_partitions: int) -> str:
     """The partition of the node a conflict's reason names: where shards collide."""
     found = _NODE.search(detail)
     if found is None:
         return ""
-    return str(partition_of(found.group(1), partitions)) if partitions else "all"
+    return str(node_partition(found.group(1), node_partitions)) if node_partitions else "all"
 
 
 # The dispatcher's states, as kube-scheduler names its queues; in flight or awaiting

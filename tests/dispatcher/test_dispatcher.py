@@ -307,9 +307,9 @@ def test_a_new_node_sends_units_short_of_room_back(dispatcher):
 
 
 def test_pods_pinned_to_a_node_go_to_the_shard_of_its_partition():
-    from cluster.partitions import partition_of
+    from cluster.node_partitions import node_partition
 
-    d = Dispatcher(partitions=2)
+    d = Dispatcher(node_partitions=2)
     pinned = pod_spec({"cpu": "1"})
     pinned["metadata"]["name"] = "daemon"
     pinned["spec"]["affinity"] = {
@@ -323,7 +323,7 @@ def test_pods_pinned_to_a_node_go_to_the_shard_of_its_partition():
     }
     d.add(pod_from_manifest(pinned))
     d.add(pod("free"))
-    home = partition_of("x", 2)
+    home = node_partition("x", 2)
     assert [u.key for u in d.next_batch(1 - home, 10).units] == ["default/free"]
     assert [u.key for u in d.next_batch(home, 10).units] == ["default/daemon"]
 

@@ -15,7 +15,7 @@ def test_settle_then_restore_puts_back_what_was_there():
     before = gc.get_threshold()
     try:
         gc.set_threshold(123, 4, 5)
-        replaced = collector.settle()
+        replaced = collector.collect_less_often()
         assert replaced == (123, 4, 5)
         assert gc.get_threshold() == (collector.YOUNG_THRESHOLD, *collector.OLDER_THRESHOLDS)
         collector.restore(replaced)

@@ -16,7 +16,7 @@ from benchmarks.simulated.sim_bench import load_plan, run_bench
 from cluster.histogram import exponential
 from cluster.manifests import pod_from_manifest
 from cluster.messages import Conflict, UnitOutcome
-from cluster.partitions import partition_of
+from cluster.node_partitions import node_partition
 from cluster.quota import Quota, QuotaTree
 from dispatcher.dispatcher import Dispatcher
 from optimist.metrics.definitions import (
@@ -199,8 +199,8 @@ def test_conflicts_are_counted_by_kind_and_by_the_partition_of_their_node():
         UnitOutcome.refused("ns/u1", Conflict.RESOURCES, detail),
         UnitOutcome.refused("ns/u2", Conflict.BINDER_FAILED, "its binder actor failed"),
     ]
-    LoopMetrics(metrics, partitions=4).settled(1, outcomes, [], 0.0, 0.0, 0.0)
-    LoopMetrics(metrics).settled(2, outcomes[:1], [], 0.0, 0.0, 0.0)
+    LoopMetrics(metrics, node_partitions=4).batch_finished(1, outcomes, [], 0.0, 0.0, 0.0)
+    LoopMetrics(metrics).batch_finished(2, outcomes[:1], [], 0.0, 0.0, 0.0)
     found = families(generate_latest(metrics.registry).decode())
     by = {
         (s.labels["reason"], s.labels["partition"]): s.value
@@ -208,7 +208,7 @@ def test_conflicts_are_counted_by_kind_and_by_the_partition_of_their_node():
         if s.name.endswith("_total")
     }
     assert by == {
-        ("resources", str(partition_of("n-1", 4))): 1,
+        ("resources", str(node_partition("n-1", 4))): 1,
         ("binder-failed", ""): 1,
         ("resources", "all"): 1,
     }

@@ -219,13 +219,13 @@ def test_a_gang_with_a_pod_of_an_unknown_profile_is_undone_whole(store):
 
 
 def test_a_partitioned_shard_fills_its_own_nodes_first_then_the_rest(store):
-    from cluster.partitions import partition_of
+    from cluster.node_partitions import node_partition
 
     names = [f"n{i}" for i in range(8)]
     store.put_nodes([node(n, cpu="1") for n in names])
-    home = {n for n in names if partition_of(n, 2) == 1}
+    home = {n for n in names if node_partition(n, 2) == 1}
     assert 0 < len(home) < len(names)
-    core = ShardCore(1, store, [default_profile()], seed=1, candidates=3, partitions=2)
+    core = ShardCore(1, store, [default_profile()], seed=1, candidates=3, node_partitions=2)
     result = core.handle(batch([spec("1")], [[0]] * len(names)))
     chosen = [d.placements[0].nodes for d in result.decisions]
     first = [nodes[0] for nodes in chosen]

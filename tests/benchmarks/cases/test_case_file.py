@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from benchmarks.cases import case_fields, case_ops, cases_file, template, workload_objects
 from benchmarks.cases import case_file as pc
-from benchmarks.cases import cases_file, template, workload_objects
 
 FIXTURE = Path(__file__).parent / "performance-config.yaml"
 NODE = template("node-default.yaml")
@@ -42,18 +42,20 @@ def test_upstream_format_is_read_and_params_are_filled():
     ops = run.ops
     assert [op.opcode for op in ops][:3] == ["createNodes", "createNodes", "createNamespaces"]
     nodes = ops[0]
-    assert isinstance(nodes, pc.CreateNodes)
+    assert isinstance(nodes, case_ops.CreateNodes)
     assert nodes.count == 4 and nodes.template["metadata"]["generateName"] == "fixture-node-"
     assert nodes.allocatable == {"cpu": "4", "memory": "16Gi", "pods": "60"}
-    assert nodes.label_values == pc.LabelValues("topology.kubernetes.io/zone", ("zone1", "zone2"))
+    assert nodes.label_values == case_fields.LabelValues(
+        "topology.kubernetes.io/zone", ("zone1", "zone2")
+    )
     assert ops[1].unique_label == "kubernetes.io/hostname"
     init = ops[7]
-    assert isinstance(init, pc.CreatePods) and init.count == 10 and init.namespace == "init-0"
+    assert isinstance(init, case_ops.CreatePods) and init.count == 10 and init.namespace == "init-0"
     assert init.template["metadata"]["generateName"] == "fixture-pod-"  # defaultPodTemplatePath
-    assert ops[8] == pc.DeletePods("init-0", 50, {"app": "web"}, False)
-    assert ops[9] == pc.Churn("create", (ops[9].templates[0],), 0.2, 2)
-    assert isinstance(ops[12], pc.CreatePodGroups) and ops[12].name_prefix == "group"
-    assert ops[14] == pc.Sleep(0.3)
+    assert ops[8] == case_ops.DeletePods("init-0", 50, {"app": "web"}, False)
+    assert ops[9] == case_ops.Churn("create", (ops[9].templates[0],), 0.2, 2)
+    assert isinstance(ops[12], case_ops.CreatePodGroups) and ops[12].name_prefix == "group"
+    assert ops[14] == case_ops.Sleep(0.3)
     assert run.params["measurePods"] == 12 and ops[11].count == 12
     assert run.threshold == 5
     assert run.labels == ("integration-test", "fast")
@@ -135,7 +137,7 @@ def test_ops_optimist_cannot_run_load_and_name_themselves():
     ],
 )
 def test_bad_files_are_refused_naming_case_op_field_and_value(tmp_path, ops, params, expected):
-    with pytest.raises(pc.PerfConfigError) as err:
+    with pytest.raises(case_fields.PerfConfigError) as err:
         pc.load(write(tmp_path, ops, params), NODE)
     assert expected in str(err.value)
 
@@ -145,7 +147,9 @@ def test_selection_by_case_workload_or_both():
     assert [r.name for r in pc.select(runs, "Volumes", None)] == ["Volumes/one"]
     assert [r.name for r in pc.select(runs, None, "one")] == ["Volumes/one", "DynamicResources/one"]
     assert [r.name for r in pc.select(runs, None, "Everything/small")] == ["Everything/small"]
-    with pytest.raises(pc.PerfConfigError, match="the file has: Everything/small, Volumes/one"):
+    with pytest.raises(
+        case_fields.PerfConfigError, match="the file has: Everything/small, Volumes/one"
+    ):
         pc.select(runs, "Nope", None)
 
 
@@ -166,7 +170,9 @@ def test_a_run_is_named_by_the_params_it_ran_with():
     assert everything.params["initNodes"] == 7 and everything.params["measurePods"] == 12
     assert volumes.name == "Volumes/one" and volumes.overrides == {}  # no such params
     assert pc.select(runs, None, "Everything/small") == [everything]
-    with pytest.raises(pc.PerfConfigError, match="the file has: Everything/small, Volumes/one"):
+    with pytest.raises(
+        case_fields.PerfConfigError, match="the file has: Everything/small, Volumes/one"
+    ):
         pc.select(runs, "Nope", None)
     shipped = pc.load(cases_file(), NODE, {"initNodes": 20000, "measurePods": 50000})
     [basic] = pc.select(shipped, None, "SchedulingBasic/5000Nodes_10000Pods")
@@ -207,7 +213,9 @@ def test_the_shipped_cases_all_load_with_a_tiny_workload():
 
 
 def test_per_index_strategy_makes_every_pod_different():
-    strategy = pc.PerIndex((50, 59), (64, 73), pc.LabelValues("rack", ("r0", "r1", "r2")), 2)
+    strategy = case_fields.PerIndex(
+        (50, 59), (64, 73), case_fields.LabelValues("rack", ("r0", "r1", "r2")), 2
+    )
     pods = [
         m
         for m, n in workload_objects.pod_batches(
@@ -251,5 +259,5 @@ def test_a_case_may_name_its_own_scheduler_configuration(tmp_path):
     assert run.scheduler_config == (tmp_path / "scheduler.yaml").resolve()
     case["schedulerConfigPath"] = "missing.yaml"
     path.write_text(yaml.safe_dump([case]))
-    with pytest.raises(pc.PerfConfigError, match=r"schedulerConfigPath.*no such file"):
+    with pytest.raises(case_fields.PerfConfigError, match=r"schedulerConfigPath.*no such file"):
         pc.load(path, NODE)

@@ -13,7 +13,7 @@ import zlib
 from cluster.objects import SchedulingSpec
 
 
-def partition_of(node: str, partitions: int) -> int:
+def node_partition(node: str, partitions: int) -> int:
     return zlib.crc32(node.encode()) % partitions
 
 
