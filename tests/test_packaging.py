@@ -4,6 +4,7 @@ configuration and the Lua scripts with them, and no test file."""
 
 from __future__ import annotations
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -58,3 +59,20 @@ def test_no_two_modules_share_a_name():
             if path.name != "__init__.py" and not path.name.startswith("test_"):
                 seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
     assert {name: where for name, where in seen.items() if len(where) > 1} == {}
+
+
+def test_no_module_over_700_lines_and_no_function_over_100():
+    """Sizes a reader can hold: a longer module wants splitting by concept, a longer
+    function by step (ruff's C901 gate holds their branching)."""
+    too_long: list[str] = []
+    for path in sorted(p for top in (*PACKAGES, "tests") for p in (ROOT / top).rglob("*.py")):
+        text = path.read_text()
+        where = path.relative_to(ROOT)
+        if len(text.splitlines()) > 700:
+            too_long.append(f"{where}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > 100:
+                    too_long.append(f"{where}:{node.lineno} {node.name}: {length} lines")
+    assert too_long == []

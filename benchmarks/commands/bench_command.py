@@ -1,6 +1,7 @@
 """`optimist bench`: scheduler_perf's case files run and measured, on the simulated
-cluster (`simulated`) or through a real API server (`apiserver`): two benches behind
-one name, each taking the workload options and its own (`bench_options`)."""
+cluster (`sim_bench_command`) or through a real API server (`api_bench_command`): two
+benches behind one name, each taking the workload options and its own
+(`bench_options`); this module routes, refusing what the other bench takes."""
 
 from __future__ import annotations
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from benchmarks.commands import sim_bench_command
 from benchmarks.simulated.sim_bench import Workload
 from optimist import cli
 from optimist.settings import Settings
@@ -97,7 +98,7 @@ def benches(monkeypatch: pytest.MonkeyPatch) -> list[Settings]:
         seen.append(settings)
         return _Run()
 
-    monkeypatch.setattr(cli, "run_bench", fake)
+    monkeypatch.setattr(sim_bench_command, "run_bench", fake)
     return seen
 
 
