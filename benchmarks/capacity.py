@@ -20,6 +20,7 @@ import itertools
 import math
 from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
 BUSY = 0.8  # each part planned to be at most this busy
 
@@ -130,7 +131,8 @@ def simulate(
     decide_us = costs.decide(nodes)
     names = ["driver", *(f"shard{i}" for i in range(shards))]
     names += [f"binder{i}" for i in range(actors)] + [f"redis{i}" for i in range(redis)]
-    queues: dict[str, deque[list]] = {name: deque() for name in names}
+    # each job [pod, kind, µs of CPU left]: a list, as what is left is taken off in place
+    queues: dict[str, deque[list[Any]]] = {name: deque() for name in names}
     inflight = 512 * (shards + 1)  # pods let into the pipeline at once, as the batches do
     sent = completed = counted = 0
     steps = int(seconds * 1e6 / step_us)

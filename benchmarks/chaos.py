@@ -99,7 +99,7 @@ class _Fault:
     kind: str
     target: str
     at: float  # time.perf_counter()
-    probe: ray.ObjectRef | None  # answers once the killed actor is back
+    probe: ray.ObjectRef[Any] | None  # answers once the killed actor is back
     rebuilds: int  # the loop's store rebuilds before it
     bound: int  # pods bound before it
     recovered_s: float | None = None
@@ -156,7 +156,7 @@ class Chaos:
 
     def _inject(self, kind: str, now: float) -> None:
         platform, target = self.platform, "redis"
-        probe: ray.ObjectRef | None = None
+        probe: ray.ObjectRef[Any] | None = None
         if kind == RESTART_REDIS:
             servers = platform.embedded_servers  # ChaosPlan.check saw that there are some
             index = self.rng.randrange(len(servers))

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import atheris
 import yaml
@@ -43,7 +43,8 @@ with atheris.instrument_imports():
 
 
 def _text(data: bytes) -> str:
-    return atheris.FuzzedDataProvider(data).ConsumeUnicodeNoSurrogates(len(data))
+    provider = atheris.FuzzedDataProvider(data)
+    return cast(str, provider.ConsumeUnicodeNoSurrogates(len(data)))  # atheris is untyped
 
 
 def quantity(data: bytes) -> None:

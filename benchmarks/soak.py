@@ -80,7 +80,9 @@ class Soak:
         self.loop.run_until_settled()
         return rate
 
-    def run(self, rate: float, duration_s: float, lifetime_s: float, window_s: float) -> list:
+    def run(
+        self, rate: float, duration_s: float, lifetime_s: float, window_s: float
+    ) -> list[dict[str, Any]]:
         """Arrivals at `rate` for `duration_s`; one row per window."""
         rows: list[dict[str, Any]] = []
         living: deque[tuple[float, str]] = deque()

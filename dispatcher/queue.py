@@ -27,7 +27,8 @@ class Backoff:
     max_s: float = 10.0
 
     def duration(self, attempts: int) -> float:
-        return min(self.initial_s * 2 ** max(attempts - 1, 0), self.max_s)
+        doubled: int = 2 ** max(attempts - 1, 0)  # typeshed: int ** int is Any (could be a float)
+        return min(self.initial_s * doubled, self.max_s)
 
 
 ANY_SHARD = -1

@@ -117,6 +117,7 @@ class Profiler:
         try:
             ray.get(shard.start_profile.remote(), timeout=self.reach_s)
             time.sleep(seconds)
-            return ray.get(shard.stop_profile.remote(), timeout=self.reach_s)
+            profile: bytes = ray.get(shard.stop_profile.remote(), timeout=self.reach_s)
+            return profile
         except (ray.exceptions.RayError, TimeoutError) as err:
             raise ProfilingError(503, f"{target} did not answer: {err}") from None

@@ -157,8 +157,9 @@ class Platform:
         self.embedded_redis: EmbeddedRedis | None = None  # the private one, if started
         self.embedded_servers: list[EmbeddedRedis] = []  # each partition's, if split
         self._own_ray = False
-        self.shards: list[ray.actor.ActorHandle] = []
-        self.binders: list[ray.actor.ActorHandle] = []  # beside the driver's own binder
+        self.shards: list[ray.actor.ActorHandle[ShardActor]] = []
+        # beside the driver's own binder
+        self.binders: list[ray.actor.ActorHandle[BinderActor]] = []
         self.shard_info: list[ShardInfo] = []
 
     def __enter__(self) -> Platform:
@@ -218,7 +219,7 @@ class Platform:
         deadline = time.monotonic() + timeout_s
         waiting = set(range(len(self.shards)))
         while waiting and time.monotonic() < deadline:
-            asked: dict[ray.ObjectRef, int] = {
+            asked: dict[ray.ObjectRef[ShardInfo], int] = {
                 self.shards[i].info.remote(): i for i in sorted(waiting)
             }
             left = max(deadline - time.monotonic(), 0.0)
@@ -266,7 +267,7 @@ def _spread(resources: dict[str, float], count: int, setting: str) -> dict[str, 
     """Options that spread `count` actors over the Ray nodes offering `resources`. A
     resource no node offers is refused now, not left for the actors to wait on; too
     little of one is waited for, as an autoscaler adds the nodes that offer it."""
-    offered = ray.cluster_resources()
+    offered: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call, unused-ignore]  # ray leaves it unannotated (checked only under --strict)
     for name, amount in resources.items():
         if not count or offered.get(name, 0.0) >= amount * count:
             continue

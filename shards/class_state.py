@@ -14,6 +14,7 @@ any other way are caught up before the next search.
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from shards.framework import PodClass, Profile, Rejection, final_scores
 from shards.node_table import NodeTable
@@ -117,7 +118,7 @@ class ClassState:
         self._judged = False
 
     @property
-    def feasible(self) -> np.ndarray:
+    def feasible(self) -> npt.NDArray[np.bool_]:
         """Per row: the plugins let this class's pods onto it."""
         if not self._judged:
             self._judge_all()
@@ -142,7 +143,7 @@ class ClassState:
         if not self._judged:  # specs do not change within a batch: once is enough
             self.static = self.profile.static_rows(self.pod, self.table)[0]
             self._judged = True
-        self._feasible = self.static & self.profile.feasible(
+        self._feasible: npt.NDArray[np.bool_] = self.static & self.profile.feasible(
             self.pod, self.table, every, dynamic=True
         )
         self._feasible_rows: np.ndarray | None = None  # np.flatnonzero(feasible), when asked
@@ -463,7 +464,8 @@ class ClassState:
         if len(others) > count:
             top = np.argpartition(-rank, count - 1)[:count]
             others, rank = others[top], rank[top]
-        return others[np.argsort(-rank, kind="stable")].tolist()
+        chosen: list[int] = others[np.argsort(-rank, kind="stable")].tolist()
+        return chosen
 
     def searched(self) -> tuple[np.ndarray, np.ndarray]:
         """The rows the last search scored and the scores it compared them by (-1 where

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from cluster.gpus import NUMA, NVLINK, GpuDemand
 
@@ -31,9 +32,10 @@ def fitting(free: np.ndarray, demand: GpuDemand) -> np.ndarray:
     return free >= demand.per_device
 
 
-def fits(free: np.ndarray, demand: GpuDemand) -> np.ndarray:
+def fits(free: np.ndarray, demand: GpuDemand) -> npt.NDArray[np.bool_]:
     """Per row: enough of its GPUs can take the pod."""
-    return fitting(free, demand).sum(axis=1) >= demand.devices
+    able: npt.NDArray[np.int64] = fitting(free, demand).sum(axis=1)
+    return able >= demand.devices
 
 
 def fits_within(free: np.ndarray, demand: GpuDemand, groups: np.ndarray) -> np.ndarray:
@@ -45,7 +47,9 @@ def fits_within(free: np.ndarray, demand: GpuDemand, groups: np.ndarray) -> np.n
     return ok
 
 
-def _one_group(able: np.ndarray, groups: np.ndarray, devices: int) -> np.ndarray | None:
+def _one_group(
+    able: npt.NDArray[np.intp], groups: np.ndarray, devices: int
+) -> npt.NDArray[np.intp] | None:
     """Of the GPUs `able`, those of the group that holds `devices` of them and the
     fewest beyond (leaving larger groups whole), the lower group first; None if none."""
     ids, counts = np.unique(groups[able][groups[able] >= 0], return_counts=True)
@@ -53,7 +57,8 @@ def _one_group(able: np.ndarray, groups: np.ndarray, devices: int) -> np.ndarray
     if not enough.any():
         return None
     best = ids[enough][np.argmin(counts[enough])]
-    return able[groups[able] == best]
+    chosen: npt.NDArray[np.intp] = able[groups[able] == best]
+    return chosen
 
 
 def choose(
@@ -86,9 +91,9 @@ def least_free(
     return choose(free, demand, free, local)
 
 
-def least_free_index(free: np.ndarray, share: int) -> np.ndarray:
+def least_free_index(free: np.ndarray, share: int) -> npt.NDArray[np.intp]:
     """Per row of `free` [R, G]: the GPU `least_free` gives a share there (-1 if none)."""
     room = np.where(free >= share, free, np.iinfo(np.int64).max)
-    best = room.argmin(axis=1)
+    best: npt.NDArray[np.intp] = room.argmin(axis=1)
     best[room[np.arange(len(room)), best] == np.iinfo(np.int64).max] = -1
     return best

@@ -45,7 +45,7 @@ def node_batches(op: CreateNodes, rng: random.Random, unique: Iterator[int]) -> 
 
 
 def _allocated(template: Manifest, op: CreateNodes) -> dict[str, Any]:
-    node = copy_manifest(dict(template))
+    node: dict[str, Any] = copy_manifest(dict(template))
     if op.allocatable is not None:
         node.setdefault("status", {})["allocatable"] = dict(op.allocatable)
     return node
@@ -58,8 +58,10 @@ def _unique(op: CreateNodes, unique: Iterator[int]) -> str:
     return f"{op.unique_label.rsplit('/', 1)[-1]}-{next(unique)}"
 
 
-def _labelled(base: Manifest, op: CreateNodes, value: str | None, unique: str = "") -> dict:
-    node = copy_manifest(dict(base))
+def _labelled(
+    base: Manifest, op: CreateNodes, value: str | None, unique: str = ""
+) -> dict[str, Any]:
+    node: dict[str, Any] = copy_manifest(dict(base))
     labels = node.setdefault("metadata", {}).setdefault("labels", {})
     if value is not None and op.label_values is not None:
         labels[op.label_values.key] = value
@@ -83,7 +85,7 @@ def pod_batches(template: Template, count: int, per_index: PerIndex | None) -> l
 
 def indexed_pod(template: Manifest, s: PerIndex, i: int) -> dict[str, Any]:
     """Pod `i` of a createPods op with a per-index strategy."""
-    pod = copy_manifest(dict(template))
+    pod: dict[str, Any] = copy_manifest(dict(template))
     cpu_span = s.cpu_milli[1] - s.cpu_milli[0] + 1
     memory_span = s.memory_mi[1] - s.memory_mi[0] + 1
     amounts = {
@@ -116,7 +118,7 @@ def pod_group(name: str, namespace: str, min_member: int) -> dict[str, Any]:
 
 def group_member(template: Manifest, group: str, index: int) -> dict[str, Any]:
     """Pod `<group>-<index>` of a gang, labelled with its PodGroup."""
-    pod = copy_manifest(dict(template))
+    pod: dict[str, Any] = copy_manifest(dict(template))
     meta = pod.setdefault("metadata", {})
     meta.pop("generateName", None)
     meta["name"] = f"{group}-{index}"
@@ -155,7 +157,7 @@ class PriorityClasses:
             return pod
         if name is not None and name not in self.values:
             raise ValueError(f"Pod: spec.priorityClassName={name!r}: no such PriorityClass")
-        admitted = copy_manifest(dict(pod))
+        admitted: dict[str, Any] = copy_manifest(dict(pod))
         priority = self.values[name] if name is not None else self.global_default
         admitted.setdefault("spec", {})["priority"] = priority
         return admitted

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from typing import Any
 
 import ray
 
@@ -31,7 +30,7 @@ class Echo:
         return frame
 
 
-def _round_trips(actor: ray.actor.ActorHandle, frame: bytes, calls: int) -> list[float]:
+def _round_trips(actor: ray.actor.ActorHandle[Echo], frame: bytes, calls: int) -> list[float]:
     timings: list[float] = []
     for _ in range(calls):
         started = time.perf_counter()
@@ -40,9 +39,11 @@ def _round_trips(actor: ray.actor.ActorHandle, frame: bytes, calls: int) -> list
     return timings
 
 
-def _in_flight(actors: list[ray.actor.ActorHandle], frame: bytes, each: int, calls: int) -> float:
+def _in_flight(
+    actors: list[ray.actor.ActorHandle[Echo]], frame: bytes, each: int, calls: int
+) -> float:
     """Calls per second with `each` calls kept in flight to every actor."""
-    pending: dict[Any, ray.actor.ActorHandle] = {
+    pending: dict[ray.ObjectRef[bytes], ray.actor.ActorHandle[Echo]] = {
         actor.call.remote(frame): actor for actor in actors for _ in range(each)
     }
     done = 0

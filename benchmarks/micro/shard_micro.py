@@ -21,6 +21,7 @@ import itertools
 import pstats
 import random
 import time
+from typing import Any
 
 from benchmarks.cases import template
 from benchmarks.cases.case_fields import LabelValues, PerIndex
@@ -109,7 +110,7 @@ def main() -> None:
             pstats.Stats(profiler).sort_stats(args.sort).print_stats(30)
 
 
-def _with_label(node: dict, key: str, value: str) -> dict:
+def _with_label(node: dict[str, Any], key: str, value: str) -> dict[str, Any]:
     metadata = dict(node.get("metadata", {}))
     metadata["labels"] = {**metadata.get("labels", {}), key: value}
     return node | {"metadata": metadata}

@@ -29,7 +29,7 @@ from binder.binder import Binder
 from binder.binder_actor import BinderActor
 from cluster.manifests import pod_from_manifest
 from cluster.messages import CommitRequest, Decision, PodPlacement
-from cluster.objects import SchedulingSpec
+from cluster.objects import Node, SchedulingSpec
 from cluster.redis_server import EmbeddedRedis, connect
 from cluster.store import Keys, NodeStore
 from cluster.store.partitioned import PartitionedStore
@@ -106,7 +106,9 @@ def main() -> None:
         print(f"changes_since(0), full first sync of {args.nodes} nodes: {full_ms:.1f} ms")
 
 
-def _through_actors(url: str, spec: SchedulingSpec, nodes: list, batch: int, batches: int) -> None:
+def _through_actors(
+    url: str, spec: SchedulingSpec, nodes: list[Node], batch: int, batches: int
+) -> None:
     """Pods/s committed by several binder actors at once, each kept two batches busy."""
     own_ray = init_ray(None)
     client = connect(url)
@@ -132,7 +134,7 @@ def _through_actors(url: str, spec: SchedulingSpec, nodes: list, batch: int, bat
         ray.get([a.commit.remote(requests[0]) for a in actors])  # warm, and not timed
         redis_cpu = _cpu_s(client)
         started = time.perf_counter()
-        pending: list[ray.ObjectRef] = []
+        pending: list[ray.ObjectRef[bytes]] = []  # BinderActor.commit's replies
         for b, request in enumerate(requests[1:]):
             if len(pending) >= 2 * count:
                 done, pending = ray.wait(pending, num_returns=1)
@@ -149,7 +151,7 @@ def _through_actors(url: str, spec: SchedulingSpec, nodes: list, batch: int, bat
         ray.shutdown()
 
 
-def _partitioned(spec: SchedulingSpec, nodes: list, batch: int, batches: int) -> None:
+def _partitioned(spec: SchedulingSpec, nodes: list[Node], batch: int, batches: int) -> None:
     """Pods/s committed through a PartitionedStore over 1, 2 and 3 Redis servers: single
     pods (one script per partition per batch, the partitions side by side), and gangs
     of two pods on nodes of different partitions (two steps each)."""
@@ -172,7 +174,7 @@ def _partitioned(spec: SchedulingSpec, nodes: list, batch: int, batches: int) ->
             single = batch / statistics.median(timings)
             line = f"partitioned: {count} Redis: single pods {single:,.0f} pods/s"
             if count > 1:
-                by_partition: dict[int, list] = {}
+                by_partition: dict[int, list[str]] = {}
                 for n in nodes:
                     by_partition.setdefault(store.partition_of(n.name), []).append(n.name)
                 pairs = list(zip(by_partition[0], by_partition[1], strict=False))

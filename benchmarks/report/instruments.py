@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 import psutil
@@ -268,7 +268,7 @@ class ProcessTree:
         """Whether the root process still runs (an exited child not yet reaped is a
         zombie: it runs no more)."""
         try:
-            return self.root.status() != psutil.STATUS_ZOMBIE
+            return cast(bool, self.root.status() != psutil.STATUS_ZOMBIE)  # psutil is untyped
         except psutil.Error:
             return False
 
@@ -285,7 +285,7 @@ class ProcessTree:
 def since_process_start(perf_counter: float) -> float:
     """Seconds from this process's start to a `time.perf_counter()` reading."""
     wall = time.time() - (time.perf_counter() - perf_counter)
-    return wall - psutil.Process().create_time()
+    return wall - cast(float, psutil.Process().create_time())  # psutil is untyped
 
 
 def _process(pid: int) -> psutil.Process | None:

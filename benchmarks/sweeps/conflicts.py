@@ -21,6 +21,7 @@ import statistics
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from cluster.objects import POD_GROUP_LABEL
 from optimist.loop import SchedulingLoop
@@ -118,7 +119,7 @@ def run(base: Settings, variant: Variant, nodes: int, seed: int) -> Figures:
     )
 
 
-def _pod(prefix: str, labels: dict[str, str]) -> dict:
+def _pod(prefix: str, labels: dict[str, str]) -> dict[str, Any]:
     amount = f"{POD_CPU_MILLI}m"
     return {
         "kind": "Pod",

@@ -63,7 +63,7 @@ STORE_ERRORS = (EpochChanged, redis.ConnectionError, redis.TimeoutError)
 
 def _lua_frame(wire: object) -> bytes:
     """msgpack for Redis' Lua cmsgpack, which reads no `bin` type: bytes go as raw strings."""
-    return msgpack.packb(wire, use_bin_type=False)
+    return cast(bytes, msgpack.packb(wire, use_bin_type=False))  # msgpack is untyped
 
 
 @dataclass(slots=True)

@@ -79,7 +79,7 @@ def read_int(
     lo: int | None = None,
     hi: int | None = None,
 ) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not isinstance(value, int) or isinstance(value, bool):
         raise ConfigError(path, value, "must be an integer")
     if not INT32[0] <= value <= INT32[1]:
         raise ConfigError(path, value, "does not fit in 32 bits")

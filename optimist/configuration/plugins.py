@@ -137,15 +137,15 @@ class KnownPlugins:
             )
 
     def check(self, name: Any, path: str) -> str:
-        name = read_str(name, path)
-        if name not in self.points:
+        checked = read_str(name, path)
+        if checked not in self.points:
             raise ConfigError(
                 path,
-                name,
+                checked,
                 "unknown plugin (neither a kube-scheduler v1.30 in-tree plugin "
                 "nor in optimist's registry)",
             )
-        return name
+        return checked
 
 
 @dataclass(slots=True)

@@ -73,7 +73,8 @@ class Backoff:
     def wait_s(self, attempt: int, retry_after: str | None) -> float:
         if retry_after and retry_after.isdigit():
             return min(float(retry_after), self.cap_s)
-        return min(self.first_s * 2**attempt, self.cap_s)
+        doubled: int = 2**attempt  # attempts count from 0; typeshed: int ** int is Any
+        return min(self.first_s * doubled, self.cap_s)
 
 
 class KubeClient:
@@ -103,9 +104,9 @@ class KubeClient:
         """From a kubeconfig file, or in-cluster (the pod's service account) if None."""
         configuration = k8s.Configuration()
         if path is None:
-            config.load_incluster_config(client_configuration=configuration)
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call, unused-ignore]  # kubernetes leaves it unannotated (checked only under --strict)
         else:
-            config.load_kube_config(config_file=path, client_configuration=configuration)
+            config.load_kube_config(config_file=path, client_configuration=configuration)  # type: ignore[no-untyped-call, unused-ignore]  # kubernetes leaves it unannotated (checked only under --strict)
         return cls.for_configuration(configuration, **kwargs)
 
     @classmethod

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING
 
 import ray
 from ray.actor import ActorHandle
@@ -22,6 +23,9 @@ from cluster.objects import SchedulingSpec
 from cluster.store import STORE_ERRORS, Store
 from optimist.loop.faults import Faults
 from optimist.loop.recovery import StoreRecovery
+
+if TYPE_CHECKING:
+    from binder.binder_actor import BinderActor
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +46,7 @@ class Commits:
     def __init__(
         self,
         binder: Binder,
-        actors: list[ActorHandle],
+        actors: list[ActorHandle[BinderActor]],
         store: Store,
         recovery: StoreRecovery,
         faults: Faults,
@@ -52,7 +56,7 @@ class Commits:
         self.store = store
         self.recovery = recovery
         self.faults = faults
-        self.out: dict[ray.ObjectRef, Committing] = {}  # at binder actors
+        self.out: dict[ray.ObjectRef[bytes], Committing] = {}  # at binder actors
         self.by_binder = [0] * (len(actors) + 1)  # batches committed; 0 is the driver's
 
     def route(
@@ -84,11 +88,11 @@ class Commits:
             )
             return outcomes + held
         self.by_binder[slot] += 1
-        ref: ray.ObjectRef = actor.commit.remote(request.encode())
+        ref: ray.ObjectRef[bytes] = actor.commit.remote(request.encode())
         self.out[ref] = Committing(batch_id, classes, placed, decided, held, request.epoch)
         return None
 
-    def take(self, ref: ray.ObjectRef) -> tuple[Committing, list[UnitOutcome]]:
+    def take(self, ref: ray.ObjectRef[bytes]) -> tuple[Committing, list[UnitOutcome]]:
         """A binder actor's batch back, with its outcomes: the store knows what it
         committed, so whatever happened to the actor those units are bound and the
         rest tried again."""

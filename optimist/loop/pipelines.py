@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import ray
 from ray.actor import ActorHandle
@@ -13,6 +14,9 @@ from ray.exceptions import RayError
 
 from cluster.messages import MalformedMessage, ShardBatch, ShardResult
 from optimist.loop.faults import Faults
+
+if TYPE_CHECKING:
+    from shards.shard_actor import ShardActor
 
 log = logging.getLogger(__name__)
 
@@ -26,13 +30,13 @@ class Sent:
 
 class ShardPipelines:
     def __init__(
-        self, shards: list[ActorHandle], depth: int, timeout_s: float, faults: Faults
+        self, shards: list[ActorHandle[ShardActor]], depth: int, timeout_s: float, faults: Faults
     ) -> None:
         self.shards = shards
         self.depth = depth  # batches in flight per shard
         self.timeout_s = timeout_s
         self.faults = faults
-        self.out: dict[ray.ObjectRef, Sent] = {}  # oldest first
+        self.out: dict[ray.ObjectRef[bytes], Sent] = {}  # oldest first
         self._per_shard = [0] * len(shards)
         self._restarting: set[int] = set()  # shards killed, until their batches came back
 
@@ -44,11 +48,11 @@ class ShardPipelines:
         return self._per_shard[shard]
 
     def send(self, shard: int, batch: ShardBatch) -> None:
-        ref: ray.ObjectRef = self.shards[shard].schedule.remote(batch.encode())
+        ref: ray.ObjectRef[bytes] = self.shards[shard].schedule.remote(batch.encode())
         self.out[ref] = Sent(shard, batch.batch_id, time.monotonic())
         self._per_shard[shard] += 1
 
-    def take(self, ref: ray.ObjectRef) -> tuple[Sent, ShardResult | None]:
+    def take(self, ref: ray.ObjectRef[bytes]) -> tuple[Sent, ShardResult | None]:
         """A batch back, with the shard's answer; None if no answer came (the shard
         failed, or sent what cannot be read)."""
         sent = self.out.pop(ref)

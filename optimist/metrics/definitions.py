@@ -249,7 +249,8 @@ class SchedulerMetrics:
     """Every metric the platform serves, in one registry."""
 
     def __init__(self) -> None:
-        disable_created_metrics()  # kube-scheduler serves no `_created` series
+        # kube-scheduler serves no `_created` series
+        disable_created_metrics()  # type: ignore[no-untyped-call, unused-ignore]  # prometheus_client leaves it unannotated (checked only under --strict)
         self.registry = r = CollectorRegistry()
         self.attempts, self.attempt_duration, self.sli_duration, self.pod_attempts = (
             _attempt_families(r)

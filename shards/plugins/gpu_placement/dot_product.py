@@ -5,6 +5,7 @@ largest node's: the node whose room lines up least with the request is kept for 
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from shards.plugins.gpu_placement.node_gpus import NodeGpus
 from shards.plugins.gpu_placement.policy import MAX_CPU, MAX_GPU, Policy
@@ -18,4 +19,5 @@ class DotProduct(Policy):
         gpu = task.gpu.devices * task.gpu.per_device
         dot = (nodes.cpu_free / MAX_CPU) * (task.cpu / MAX_CPU)
         dot = dot + (nodes.free.sum(axis=1) / MAX_GPU) * (gpu / MAX_GPU)
-        return np.trunc(100.0 * (1.0 - dot / 2.0)).astype(np.int64)
+        score: npt.NDArray[np.int64] = np.trunc(100.0 * (1.0 - dot / 2.0)).astype(np.int64)
+        return score

@@ -13,6 +13,7 @@ share may take at once, without building each node's state after.
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from cluster.gpus import MILLI_PER_GPU
 from shards.gpu_fit import Locality, fitting
@@ -100,7 +101,7 @@ def _share_growth(
         + sums[-1, 0][:, None]
         - goes[0]
     )
-    grown = before[:, None] - after - share
+    grown: npt.NDArray[np.float64] = before[:, None] - after - share
     grown[free < share] = np.inf
     return grown
 

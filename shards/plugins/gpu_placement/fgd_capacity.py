@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
+import numpy.typing as npt
 
 from cluster.gpus import MILLI_PER_GPU
 from shards.plugins.gpu_placement.fgd import sigmoid_score
@@ -80,7 +81,8 @@ class Capacities:
         capped = np.minimum(
             parts.reach(fewer, self.demands)[self.demand], pods * self.request[:, None]
         )
-        return (self.weight[:, model] * capped).sum(axis=0)
+        usable: npt.NDArray[np.float64] = (self.weight[:, model] * capped).sum(axis=0)
+        return usable
 
 
 def capacities(classes: Classes, vocab: dict[str, int]) -> Capacities:
@@ -113,4 +115,5 @@ def tightest_share_score(free: np.ndarray, share: int) -> np.ndarray:
     in steps of 10, 0 where no GPU takes the share. The GPU chosen inside the node is
     that one (`Policy.choose`: the least free that fits)."""
     left = np.where(free >= share, free - share, MILLI_PER_GPU).min(axis=1, initial=MILLI_PER_GPU)
-    return (MILLI_PER_GPU - left) // 10
+    score: npt.NDArray[np.int64] = (MILLI_PER_GPU - left) // 10
+    return score

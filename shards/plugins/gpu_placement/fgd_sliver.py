@@ -35,6 +35,7 @@ from the shares that may run there (7.2% against 5.6% on `spec=60`).
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from cluster.gpus import MILLI_PER_GPU
 from shards.gpu_fit import Locality
@@ -114,7 +115,8 @@ class SliverFgd(ScarcityFgd):
         if not task.gpu.share or outlook(nodes, workload.classes()).cpu_bound:
             return super().score(nodes, task, workload)
         table = slivers(workload.classes()).table(task.gpu.share)
-        return table[nodes.free].max(axis=1, initial=0)
+        best: npt.NDArray[np.int64] = table[nodes.free].max(axis=1, initial=0)
+        return best
 
     def choose(
         self, node: NodeGpus, task: TaskClass, workload: Workload, local: Locality

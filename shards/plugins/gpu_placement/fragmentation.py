@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from cluster.gpus import MILLI_PER_GPU
 from shards.plugins.gpu_placement.workload import Classes
@@ -115,15 +116,16 @@ class Parts:
         onward = suffix_sums(tally)
         return cls(onward[0, 1], room, onward[1:, 0], onward[1:, 1])
 
-    def fragmentation(self, admitted: np.ndarray, d: Demands) -> np.ndarray:
+    def fragmentation(self, admitted: np.ndarray, d: Demands) -> npt.NDArray[np.float64]:
         """float64 [R]: F, with `admitted` the weights W [J, R] the nodes' CPU admits."""
         return self.idle - self.usable_by(admitted, 0, d)
 
-    def usable_by(self, admitted: np.ndarray, fewer: int, d: Demands) -> np.ndarray:
+    def usable_by(self, admitted: np.ndarray, fewer: int, d: Demands) -> npt.NDArray[np.float64]:
         """float64 [R]: the idle milli the workload can use (F = idle - this), with
         `fewer` of the untouched GPUs gone (taken whole): each demand's `reach`, weighted
         by `admitted` [J, R]."""
-        return (admitted * self.reach(fewer, d)).sum(axis=0)
+        usable: npt.NDArray[np.float64] = (admitted * self.reach(fewer, d)).sum(axis=0)
+        return usable
 
     def reach(self, fewer: int, d: Demands) -> np.ndarray:
         """float64 [J, R]: per demand, the milli free on the GPUs with room for one of its

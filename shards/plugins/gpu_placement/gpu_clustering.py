@@ -10,6 +10,7 @@ shards, each sees its own.
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from cluster.gpus import GpuDemand
 from shards.plugins.gpu_placement.node_gpus import NodeGpus
@@ -35,7 +36,10 @@ class GpuClustering(Policy):
         held = np.array([self.kinds.get(n, 0) for n in nodes.names], dtype=np.int64)
         used = (25 * (MAX_GPU - nodes.free.sum(axis=1)) // MAX_GPU).astype(np.int64)
         has = (held & bit) != 0
-        return used + np.where(has, np.where(held == bit, 75, 50), np.where(held == 0, 25, 0))
+        score: npt.NDArray[np.int64] = used + np.where(
+            has, np.where(held == bit, 75, 50), np.where(held == 0, 25, 0)
+        )
+        return score
 
     def placed(self, node: str, task: TaskClass) -> None:
         self.kinds[node] = self.kinds.get(node, 0) | kind_bit(task.gpu)

@@ -11,6 +11,7 @@ from abc import ABC, abstractmethod
 from typing import ClassVar
 
 import numpy as np
+import numpy.typing as npt
 
 from shards.gpu_fit import Locality, least_free
 from shards.plugins.gpu_placement.node_gpus import NodeGpus
@@ -45,8 +46,8 @@ class Policy(ABC):
         return None
 
 
-def gpu_after(nodes: NodeGpus, task: TaskClass) -> np.ndarray:
+def gpu_after(nodes: NodeGpus, task: TaskClass) -> npt.NDArray[np.int64]:
     """Per row, the milli free on the node's GPUs after the pod took the tightest that fit
     (its total only: which of equal GPUs it takes does not matter here)."""
-    total = nodes.free.sum(axis=1)
+    total: npt.NDArray[np.int64] = nodes.free.sum(axis=1)
     return total - task.gpu.devices * task.gpu.per_device

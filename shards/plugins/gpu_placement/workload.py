@@ -56,7 +56,8 @@ class Classes:
         last (a new window of the workload is new classes)."""
         if key not in self.derived:
             self.derived[key] = make()
-        return self.derived[key]
+        value: T = self.derived[key]  # made by a `make` for this key: the caller's T
+        return value
 
     def allowed(self, vocab: dict[str, int]) -> np.ndarray:
         """bool [K, models + 1]: may class k run on a node whose model code is c (the last

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from cluster.crosspod.affinity import (
     AFFINITY_REASON,
@@ -131,12 +132,15 @@ def _per_domain(table: NodeTable, key: str, counts: np.ndarray) -> tuple[np.ndar
     return codes, np.append(sums, 0).astype(np.int64)  # exact: integers far below 2**53
 
 
-def _occupied(table: NodeTable, key: str, selected: np.ndarray, rows: Rows) -> np.ndarray:
+def _occupied(
+    table: NodeTable, key: str, selected: np.ndarray, rows: Rows
+) -> npt.NDArray[np.bool_]:
     """Per row: some pod of the selected peers is in the row's domain for the key."""
     if not selected.any():
         return np.zeros(table.alive[rows].shape, dtype=bool)
     codes, domains = _per_domain(table, key, table.pods_of(selected, slice(0, table.size)))
-    return domains[codes[rows]] > 0
+    occupied: npt.NDArray[np.bool_] = domains[codes[rows]] > 0
+    return occupied
 
 
 class InterPodAffinity(FilterPlugin, ScorePlugin):
@@ -194,7 +198,7 @@ class InterPodAffinity(FilterPlugin, ScorePlugin):
         return bool(table.pods_of(rel.concerned, slice(0, table.size)).any())
 
     @staticmethod
-    def _affinity(rel: _Relations, table: NodeTable, rows: Rows) -> np.ndarray:
+    def _affinity(rel: _Relations, table: NodeTable, rows: Rows) -> npt.NDArray[np.bool_]:
         """Per row: the pod's required affinity is met."""
         terms = rel.pod.affinity_required
         ok = np.ones(table.alive[rows].shape, dtype=bool)
@@ -214,14 +218,14 @@ class InterPodAffinity(FilterPlugin, ScorePlugin):
     @staticmethod
     def _free(
         table: NodeTable, selections: Iterable[tuple[str, np.ndarray]], rows: Rows
-    ) -> np.ndarray:
+    ) -> npt.NDArray[np.bool_]:
         """Per row: no pod of the selected peers in the row's domain, for every (key, peers)."""
         ok = np.ones(table.alive[rows].shape, dtype=bool)
         for key, selected in selections:
             ok &= ~_occupied(table, key, selected, rows)
         return ok
 
-    def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
+    def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> npt.NDArray[np.bool_]:
         """Anti-affinity either way bars a node alike, so it is counted once per topology key."""
         rel = self._relations(pod, table)
         if not (rel.keeps_away or rel.pod.affinity_required or rel.pod.anti_affinity_required):
@@ -261,7 +265,7 @@ class InterPodAffinity(FilterPlugin, ScorePlugin):
 
     def normalize(
         self, pod: PodClass, table: NodeTable, rows: np.ndarray, scores: np.ndarray
-    ) -> np.ndarray:
+    ) -> npt.NDArray[np.int64]:
         """Upstream's min..max scaling in float64, truncated; all 0 when the scores are flat."""
         if not len(scores):
             return scores
@@ -269,4 +273,6 @@ class InterPodAffinity(FilterPlugin, ScorePlugin):
         spread = int(scores.max() - low)
         if spread <= 0:
             return np.zeros_like(scores)
-        return (float(MAX_NODE_SCORE) * ((scores - low) / spread)).astype(np.int64)
+        scaled = float(MAX_NODE_SCORE) * ((scores - low) / spread)
+        truncated: npt.NDArray[np.int64] = scaled.astype(np.int64)
+        return truncated

@@ -17,6 +17,7 @@ from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from cluster.events import NODE_ADD, NODE_UPDATE
 from cluster.objects import SchedulingSpec
@@ -36,19 +37,20 @@ ENFORCED_REASON = "node(s) didn't match scheduler-enforced node affinity"
 Preferences = tuple[tuple[int, NodeSelectorTerm], ...]
 
 
-def _label_requirement(req: Requirement, table: NodeTable, rows: Rows) -> np.ndarray:
+def _label_requirement(req: Requirement, table: NodeTable, rows: Rows) -> npt.NDArray[np.bool_]:
     codes, vocab = table.label_codes(req.key)
     answers = [req.matches({req.key: value}) for value in vocab]
     answers.append(req.matches({}))  # code -1: the node has no such label
-    return np.array(answers, dtype=bool)[codes[rows]]
+    matches: npt.NDArray[np.bool_] = np.array(answers, dtype=bool)[codes[rows]]
+    return matches
 
 
-def _field_requirement(req: Requirement, table: NodeTable, rows: Rows) -> np.ndarray:
+def _field_requirement(req: Requirement, table: NodeTable, rows: Rows) -> npt.NDArray[np.bool_]:
     ids = np.arange(table.size)[rows]
     if len(req.values) != 1:
         # upstream cannot make a field selector of it: the term matches no node
         return np.zeros(ids.shape, dtype=bool)
-    inside = ids == table.index.get(req.values[0], -1)
+    inside: npt.NDArray[np.bool_] = ids == table.index.get(req.values[0], -1)
     return inside if req.operator == "In" else ~inside
 
 
@@ -71,7 +73,7 @@ def _any_term(terms: Iterable[NodeSelectorTerm], table: NodeTable, rows: Rows) -
     return mask
 
 
-def _preference(preferences: Preferences, table: NodeTable, rows: Rows) -> np.ndarray:
+def _preference(preferences: Preferences, table: NodeTable, rows: Rows) -> npt.NDArray[np.int64]:
     """The sum of the weights of the preferred terms each row matches."""
     total = np.zeros(table.alive[rows].shape, dtype=np.int64)
     for weight, term in preferences:
@@ -136,7 +138,7 @@ class NodeAffinity(FilterPlugin, ScorePlugin):
         enforced = self._enforced(table, rows)
         return +Counter({ENFORCED_REASON: int((~enforced).sum()), REASON: int(enforced.sum())})
 
-    def score(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
+    def score(self, pod: PodClass, table: NodeTable, rows: Rows) -> npt.NDArray[np.int64]:
         return _preference(self.added_preferred, table, rows) + _preference(
             pod.spec.preferred_terms, table, rows
         )

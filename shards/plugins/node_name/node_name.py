@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
+import numpy.typing as npt
 
 from cluster.events import NODE_ADD, NODE_UPDATE
 from cluster.objects import SchedulingSpec
@@ -18,11 +19,12 @@ class NodeName(FilterPlugin):
     name = "NodeName"
     events = frozenset({NODE_ADD, NODE_UPDATE})
 
-    def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
+    def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> npt.NDArray[np.bool_]:
         ids = np.arange(table.size)[rows]
         if not pod.spec.node_name:
             return np.ones(ids.shape, dtype=bool)
-        return ids == table.index.get(pod.spec.node_name, -1)
+        named: npt.NDArray[np.bool_] = ids == table.index.get(pod.spec.node_name, -1)
+        return named
 
     def static_key(self, spec: SchedulingSpec) -> str:
         return spec.node_name

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from shards.framework import MAX_NODE_SCORE, PodClass, Rows, ScorePlugin
 from shards.node_table import NodeTable
@@ -32,7 +33,10 @@ def balanced_score(requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
         fractions = np.minimum(requested / capacity, 1.0)
         if fractions.shape[1] == 2:  # the default (cpu, memory): |a - b| / 2
             std = np.abs((fractions[:, 0] - fractions[:, 1]) / 2)
-            return np.trunc((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+            score: npt.NDArray[np.int64] = np.trunc((1 - std) * float(MAX_NODE_SCORE)).astype(
+                np.int64
+            )
+            return score
     fractions = np.minimum(
         requested.astype(np.float64) / divisors(capacity, counted).astype(np.float64), 1.0
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from shards.framework import MAX_NODE_SCORE, PodClass, Rows
 from shards.node_table import NodeTable
@@ -41,7 +42,7 @@ def shape_of(ratio: RequestedToCapacityRatioParam | None) -> tuple[ShapePoint, .
     return tuple(ShapePoint(p.utilization, p.score * scale) for p in points)
 
 
-def go_div(a: np.ndarray, b: int) -> np.ndarray:
+def go_div(a: npt.NDArray[np.int64], b: int) -> npt.NDArray[np.int64]:
     """Integer division truncating toward zero, as Go's `/` (numpy's `//` floors)."""
     quotient = np.abs(a) // abs(b)
     return np.where((a < 0) != (b < 0), -quotient, quotient)

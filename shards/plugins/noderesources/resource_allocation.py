@@ -16,6 +16,7 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from cluster import resources as res
 from shards.framework import PodClass, Rows
@@ -135,11 +136,13 @@ def weighted_sums(
 
 def weighted_mean(
     scores: np.ndarray, counted: np.ndarray, resources: tuple[ResourceWeight, ...]
-) -> np.ndarray:
+) -> npt.NDArray[np.int64]:
     """The integer weighted mean over the counted resources; 0 where none counts, as upstream."""
     if counted.all():  # every node has every resource: one divisor for all rows
         weights = _weights(resources)
-        total = scores.sum(axis=1) if (weights == 1).all() else (scores * weights).sum(axis=1)
+        total: npt.NDArray[np.int64] = (
+            scores.sum(axis=1) if (weights == 1).all() else (scores * weights).sum(axis=1)
+        )
         return total // int(weights.sum())
     total, sums = weighted_sums(scores, counted, resources)
     return np.where(sums > 0, total // np.maximum(sums, 1), 0)

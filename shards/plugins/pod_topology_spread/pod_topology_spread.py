@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from cluster.crosspod.topology_spread import (
     DO_NOT_SCHEDULE,
@@ -161,16 +162,17 @@ class PodTopologySpread(FilterPlugin, ScorePlugin):
 
     # --- filter -------------------------------------------------------------------
 
-    def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
+    def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> npt.NDArray[np.bool_]:
         if not pod.spec.topology_spread:
             return np.ones(table.alive[rows].shape, dtype=bool)
-        return self._verdicts(pod, table)[rows] == _PASSES
+        passes: npt.NDArray[np.bool_] = self._verdicts(pod, table)[rows] == _PASSES
+        return passes
 
     def reasons(self, pod: PodClass, table: NodeTable, rows: np.ndarray) -> Counter[str]:
         verdicts = self._verdicts(pod, table)[rows]
         return +Counter({reason: int((verdicts == v).sum()) for v, reason in _REASONS.items()})
 
-    def _verdicts(self, pod: PodClass, table: NodeTable) -> np.ndarray:
+    def _verdicts(self, pod: PodClass, table: NodeTable) -> npt.NDArray[np.int8]:
         """Per row of the table, _PASSES or why the first failing constraint rejects it."""
         verdicts = np.full(table.size, _PASSES, dtype=np.int8)
         constraints = spreads(pod.spec, DO_NOT_SCHEDULE)

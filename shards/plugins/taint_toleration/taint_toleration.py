@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
+import numpy.typing as npt
 
 from cluster.events import NODE_ADD, NODE_UPDATE
 from cluster.objects import SchedulingSpec, Taint, Toleration
@@ -49,12 +50,13 @@ class TaintToleration(FilterPlugin, ScorePlugin):
     dynamic = False  # taints and tolerations are specs
     normalizes = True
 
-    def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
+    def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> npt.NDArray[np.bool_]:
         codes, groups = table.taint_groups()
         ok = np.array(
             [first_untolerated(g, pod.spec.tolerations) is None for g in groups], dtype=bool
         )
-        return ok[codes[rows]]
+        tolerated: npt.NDArray[np.bool_] = ok[codes[rows]]
+        return tolerated
 
     def static_key(self, spec: SchedulingSpec) -> tuple[Toleration, ...]:
         return spec.tolerations
@@ -70,13 +72,14 @@ class TaintToleration(FilterPlugin, ScorePlugin):
                 )
         return reasons
 
-    def score(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
+    def score(self, pod: PodClass, table: NodeTable, rows: Rows) -> npt.NDArray[np.int64]:
         """How many PreferNoSchedule taints of the node the pod does not tolerate."""
         codes, groups = table.taint_groups()
         counts = np.array(
             [intolerable_preferences(g, pod.spec.tolerations) for g in groups], dtype=np.int64
         )
-        return counts[codes[rows]]
+        intolerable: npt.NDArray[np.int64] = counts[codes[rows]]
+        return intolerable
 
     def normalize(
         self, pod: PodClass, table: NodeTable, rows: np.ndarray, scores: np.ndarray
