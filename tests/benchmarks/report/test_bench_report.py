@@ -1,7 +1,9 @@
 """The typed report reads and writes the result files `optimist bench` always wrote.
 
 The files under results/ were written when the report was a dict (see the README
-there): each must read back into the model, strictly, and dump to the same text.
+there): each must read back into the model, strictly, and dump to the same text;
+the tables must show what they showed; and a run now must write a file of the same
+keys, in the same order.
 """
 
 from __future__ import annotations
@@ -12,8 +14,12 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
+from rich.console import Console
+from typer.testing import CliRunner
 
+from benchmarks.commands.bench_tables import explained, summary_table, sweep_table
 from benchmarks.report.bench_report import BenchReport, SweepReport
+from optimist.cli import app
 
 RESULTS = Path(__file__).parent / "results"
 FILES = ("one-workload-chaos-explain", "two-workloads", "failed-op", "sweep")
@@ -73,3 +79,32 @@ def test_a_several_workload_report_knows_its_pooled_keys_too():
     doc["queue"] = doc["cases"][0]["queue"]  # a workload's, not pooled
     with pytest.raises(ValidationError):
         BenchReport.model_validate(doc)
+
+
+def test_the_tables_show_what_they_showed_from_the_dicts():
+    out = Console(width=160, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    for name in FILES:
+        report = model(figures(name))
+        if isinstance(report, SweepReport):
+            out.print(sweep_table(report))
+            continue
+        out.print(summary_table(report))
+        for case in report.cases:
+            if case.explain:
+                out.print(explained(case.name, case.explain))
+    assert out.export_text() == (RESULTS / "tables.txt").read_text()
+
+
+@pytest.mark.usefixtures("ray_session")
+def test_a_run_writes_the_keys_it_always_wrote(tmp_path, redis_url):
+    path = tmp_path / "r.json"
+    args = ["bench", "--nodes", "40", "--pods", "300", "--shards", "2", "--explain-every", "0.01"]
+    args += ["--no-progress", "--redis-url", redis_url, "--report", str(path)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(path.read_text())
+    before = json.loads((RESULTS / "one-workload-chaos-explain.json").read_text())
+    assert list(doc) == [k for k in before if k != "faults_injected"]  # no --chaos here
+    assert list(doc["cases"][0]) == list(before["cases"][0])
+    report = {k: v for k, v in doc.items() if k not in PROVENANCE}
+    assert json.dumps(model(report).model_dump(mode="json")) == json.dumps(report)
