@@ -61,7 +61,7 @@ def test_two_thousand_pods_three_shards(tmp_path, redis_url, key_prefix):
         settings,
         Workload(200, 2000, template("node-default.yaml"), template("pod-default.yaml")),
     )
-    r = run.report
+    r = run.report.model_dump()
     assert r["invariant_violations"] == []
     assert r["pods_scheduled"] == 2000 and r["pods_unschedulable"] == 0
     assert len(run.cluster.bindings) == len(run.cluster.bind_log) == 2000
@@ -91,7 +91,7 @@ def test_conflicts_happen_are_retried_and_nothing_breaks(tmp_path, redis_url, ke
         settings,
         Workload(12, 480, node_template(tmp_path, cpu="4"), pod_template(tmp_path, cpu="100m")),
     )
-    r = run.report
+    r = run.report.model_dump()
     assert r["conflicts"] > 0, "four shards racing for an exactly full cluster should conflict"
     assert r["attempts"] > 480  # conflicted pods were tried again
     assert r["pods_scheduled"] == 480, r["unschedulable_reasons"]
@@ -105,7 +105,7 @@ def test_unschedulable_pods_are_reported_with_reasons(tmp_path, redis_url, key_p
         settings,
         Workload(5, 50, node_template(tmp_path, cpu="1"), pod_template(tmp_path, cpu="300m")),
     )
-    r = run.report
+    r = run.report.model_dump()
     assert r["pods_scheduled"] == 15  # 3 per node
     assert r["pods_unschedulable"] == 35
     assert r["unschedulable_reasons"] == {"0/5 nodes are available: 5 Insufficient cpu.": 35}
@@ -154,7 +154,7 @@ def test_host_ports_across_shards_are_never_doubled(tmp_path, redis_url, key_pre
         ),
     )
     run = run_bench(settings, Workload(8, 12, template("node-default.yaml"), pods))
-    r = run.report
+    r = run.report.model_dump()
     assert r["invariant_violations"] == []
     assert r["pods_scheduled"] == 8
     assert sorted(Counter(run.cluster.bindings.values()).values()) == [1] * 8

@@ -14,6 +14,7 @@ from rich.markup import escape
 from benchmarks.chaos import ChaosError, ChaosPlan
 from benchmarks.commands.bench_options import SimulatedFlags
 from benchmarks.commands.bench_tables import explained, summary_table, sweep_table
+from benchmarks.report.bench_report import BenchReport, SweepReport
 from benchmarks.report.pages import write_html
 from benchmarks.report.result_file import write_report
 from benchmarks.simulated.sim_bench import (
@@ -62,6 +63,7 @@ def bench_simulated(f: SimulatedFlags) -> NoReturn:
             raise ChaosError("--chaos: not with --sweep (each run would see other faults)")
     settings = _settings(f)
     plan = f.plan()
+    run: BenchRun[BenchReport] | BenchRun[SweepReport]
     with usage_error(SweepError, ChaosError, PlacementError):
         if f.sweep:
             run = run_sweep(
@@ -116,34 +118,36 @@ def _settings(f: SimulatedFlags) -> Settings:
     return settings
 
 
-def _show(f: SimulatedFlags, run: BenchRun) -> None:
+def _show(f: SimulatedFlags, run: BenchRun[BenchReport] | BenchRun[SweepReport]) -> None:
     """The summary and the files asked for, at once: a script reading stdout (or waiting
     for a file) knows the run is over, even while metrics linger."""
-    console.print(sweep_table(run.report) if f.sweep else summary_table(run.report))
+    report = run.report
+    bench = report if isinstance(report, BenchReport) else None  # a sweep's has no cases
+    console.print(sweep_table(report) if isinstance(report, SweepReport) else summary_table(report))
     if f.html:
-        write_html(run.report, f.html)
+        write_html(report.model_dump(), f.html)
     if f.placements:
         write_placements(run, f.placements)
     if f.save_state:
         write_state(run, f.save_state)
     if f.report:
-        write_report(f.report, run.report)
+        write_report(f.report, report)
     # a run's name may hold brackets (`CaseWorkload.name`): text, never markup
-    for case in run.report.get("cases", []):
-        if "explain" in case:
-            console.print(escape(explained(case["name"], case["explain"])))
-    for warning in run.report.get("warnings", []):
+    for case in bench.cases if bench else []:
+        if case.explain:
+            console.print(escape(explained(case.name, case.explain)))
+    for warning in bench.warnings if bench else []:
         console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
-    for violation in run.report["invariant_violations"]:
+    for violation in report.invariant_violations:
         console.print(f"[red]invariant violated:[/red] {escape(violation)}")
-    for error in run.report.get("errors", []):
+    for error in report.errors:
         console.print(f"[red]case failed:[/red] {escape(error)}")
     console.file.flush()
 
 
 def _serving_metrics(
     f: SimulatedFlags, address: str, settings: Settings, plan: Plan, chaos: ChaosPlan | None
-) -> BenchRun:
+) -> BenchRun[BenchReport]:
     """`run_bench` with the platform's metrics served on `address` (ready while it runs),
     and for --linger seconds after, so that a scraper collects the final values; the run
     is shown before that."""

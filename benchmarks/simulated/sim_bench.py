@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import psutil
 import ray
@@ -45,7 +45,25 @@ from benchmarks.cases.case_ops import (
 from benchmarks.cases.op_walker import CaseError
 from benchmarks.chaos import ChaosPlan
 from benchmarks.report import instruments
+from benchmarks.report.bench_report import (
+    AllPods,
+    BenchReport,
+    CaseReport,
+    ChaosFigures,
+    ExplainFigures,
+    Latency,
+    Machine,
+    Preemption,
+    QueueFigures,
+    RayNode,
+    Rollbacks,
+    ShardFigures,
+    SweepReport,
+    Threshold,
+    Throughput,
+)
 from benchmarks.simulated.explain_probe import ExplainProbe
+from benchmarks.simulated.pooled_figures import decision_rate, idle_fraction, pooled
 from benchmarks.simulated.sim_runner import CaseOutcome, CaseRunner
 from dispatcher.dispatcher import Dispatcher
 from optimist.configuration import load_file
@@ -120,14 +138,18 @@ def load_plan(
 MEASURED_AT_LEAST_S = 10.0
 
 
+# a run's report: one run's, or a sweep's of several
+Report = TypeVar("Report", BenchReport, SweepReport)
+
+
 @dataclass(slots=True)
-class BenchRun:
-    report: dict[str, Any]
+class BenchRun(Generic[Report]):
+    report: Report
     clusters: dict[str, SimulatedCluster]
 
     @property
     def ok(self) -> bool:
-        return not self.report["invariant_violations"] and not self.report["errors"]
+        return not self.report.invariant_violations and not self.report.errors
 
     @property
     def cluster(self) -> SimulatedCluster:
@@ -147,7 +169,7 @@ def run_bench(
     chaos: ChaosPlan | None = None,
     explainer: Explainer | None = None,
     explain_every_s: float = 0.0,
-) -> BenchRun:
+) -> BenchRun[BenchReport]:
     """Run every workload of the plan; with `profile_dir`, write a CPU profile of the
     control process and of each shard per workload there (pstats files); with a
     `profiler`, take profiles whenever it is asked to, while workloads run; with
@@ -158,7 +180,7 @@ def run_bench(
     if explain_every_s and explainer is None:
         explainer = Explainer(settings.scheduler_names)
     plan = Plan((workload.case(),)) if isinstance(workload, Workload) else workload
-    cases: list[dict[str, Any]] = []
+    cases: list[CaseReport] = []
     clusters: dict[str, SimulatedCluster] = {}
     versions: dict[str, str] = {}
     own_ray = init_ray(settings.ray_address)  # once for every workload, not once each
@@ -199,26 +221,23 @@ def run_bench(
                     if explainer:
                         explainer.detach()
                 platform.locate_shards()  # a shard whose Ray node was lost runs elsewhere
-                cases.append(case_report(outcome, platform))
-                if probe:
-                    cases[-1]["explain"] = probe.summary()
+                cases.append(case_report(outcome, platform, probe.summary() if probe else None))
                 versions = versions or provenance.versions(platform.store.client.info("server"))
             clusters[run.name] = outcome.cluster
-    top = pooled(cases)
-    if chaos:
-        injected = Counter[str]()
-        for c in cases:
-            injected.update(c["chaos"]["faults_injected"])
-        top["faults_injected"] = dict(injected)
-    top.update(
+    injected = Counter[str]()
+    for c in cases:
+        injected.update(c.chaos.faults_injected if c.chaos else {})
+    report = BenchReport(
+        pooled=pooled(cases) if len(cases) != 1 else None,
+        faults_injected=dict(injected) if chaos else None,
         cases=cases,
-        errors=[c["error"] for c in cases if c["error"]],
+        errors=[c.error for c in cases if c.error],
         seed=settings.seed,
         config=settings.public(),
-        machine=provenance.machine(),
+        machine=Machine(**provenance.machine()),
         versions=versions,
     )
-    return BenchRun(top, clusters)
+    return BenchRun(report, clusters)
 
 
 def case_settings(settings: Settings, run: CaseWorkload) -> Settings:
@@ -265,8 +284,11 @@ def pin_shards(shard_info: list[ShardInfo]) -> None:
         info["core"] = core
 
 
-def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
-    """The figures of one workload: its measured phase, and the whole run where so named."""
+def case_report(
+    outcome: CaseOutcome, platform: Platform, explained: dict[str, Any] | None = None
+) -> CaseReport:
+    """The figures of one workload: its measured phase, and the whole run where so named;
+    with `explained`, what explaining its pods took (`ExplainProbe.summary`)."""
     run, loop = outcome.run, outcome.loop
     stats = loop.dispatcher.stats
     measured = list(dict.fromkeys(k for w in outcome.windows for k in w.pods))
@@ -280,107 +302,119 @@ def case_report(outcome: CaseOutcome, platform: Platform) -> dict[str, Any]:
     }
     created = len(measured)
     c = perf_counters(outcome)
-    rollbacks = {"shard": c.pop("shard_rollbacks"), "commit": c.pop("commit_rollbacks")}
     cpu = cpu_s(outcome)
     decided_at = outcome.stages["decided"].values()
     # from the start of this process (`optimist bench`) to the workload's first
     # decision: Ray, Redis, the nodes, the shards' first sync included
     first_decision = instruments.since_process_start(min(decided_at)) if decided_at else None
-    shards = shard_figures(outcome, platform, duration)
-    violations = check_invariants(outcome.cluster, outcome.unschedulable, platform.store)
-    throughput = instruments.throughput(scheduled, duration, rates)
-    return {
-        "name": run.name,
-        "case": run.case,
-        "workload": run.workload,
-        "params": run.params,
-        "overrides": run.overrides,
-        "labels": list(run.labels),
-        "feature_gates": run.feature_gates,
-        **ending(run, outcome.error, outcome.failure, throughput["average"]),
-        "nodes": len(outcome.cluster.nodes),
-        "pods_created": created,
-        "pods_scheduled": scheduled,
-        "pods_unschedulable": len(unschedulable),
-        "pods_pending": created - scheduled - len(unschedulable),
-        "unschedulable_reasons": provenance.reason_counts(unschedulable),
-        "all_pods": {
-            "created": outcome.made,
-            "bound": len(outcome.cluster.bindings),
-            "unschedulable": len(outcome.unschedulable) - len(gated),
-            "gated": len(gated),
-            "deleted": outcome.deleted,
-        },
-        **c,
-        "attempts_per_pod": c["attempts"] / created if created else 0.0,
-        "conflicts_per_committed_unit": c["conflicts"] / c["committed_units"]
+    throughput = Throughput(**instruments.throughput(scheduled, duration, rates))
+    return CaseReport(
+        name=run.name,
+        case=run.case,
+        workload=run.workload,
+        params=run.params,
+        overrides=run.overrides,
+        labels=list(run.labels),
+        feature_gates=run.feature_gates,
+        **ending(run, outcome.error, outcome.failure, throughput.average),
+        nodes=len(outcome.cluster.nodes),
+        pods_created=created,
+        pods_scheduled=scheduled,
+        pods_unschedulable=len(unschedulable),
+        pods_pending=created - scheduled - len(unschedulable),
+        unschedulable_reasons=provenance.reason_counts(unschedulable),
+        all_pods=AllPods(
+            created=outcome.made,
+            bound=len(outcome.cluster.bindings),
+            unschedulable=len(outcome.unschedulable) - len(gated),
+            gated=len(gated),
+            deleted=outcome.deleted,
+        ),
+        conflicts=c["conflicts"],
+        committed_units=c["committed_units"],
+        committed_pods=c["committed_pods"],
+        store_commits=c["store_commits"],
+        redis_commands=c["redis_commands"],
+        redis_round_trips=c["redis_round_trips"],
+        attempts=c["attempts"],
+        attempts_per_pod=c["attempts"] / created if created else 0.0,
+        conflicts_per_committed_unit=c["conflicts"] / c["committed_units"]
         if c["committed_units"]
         else 0.0,
-        "binder_batch_pods": c["committed_pods"] / c["store_commits"]
-        if c["store_commits"]
-        else 0.0,
+        binder_batch_pods=c["committed_pods"] / c["store_commits"] if c["store_commits"] else 0.0,
         # CPU seconds of each role over the phase, and per pod created in it; "other" is
         # the rest of the machine (Ray's daemons, the bench's own sampling, anything else)
-        "cpu_s": cpu,
-        "cpu_us_per_pod": {role: s * 1e6 / created for role, s in cpu.items()} if created else {},
+        cpu_s=cpu,
+        cpu_us_per_pod={role: s * 1e6 / created for role, s in cpu.items()} if created else {},
         # calls to Redis from every role; the commands Redis ran for them, scripts' included
-        "redis_round_trips_per_pod": c["redis_round_trips"] / created if created else 0.0,
-        "redis_commands_per_pod": c["redis_commands"] / created if created else 0.0,
-        "rollbacks": {"total": rollbacks["shard"] + rollbacks["commit"], **rollbacks},
-        "conflict_backoffs": stats.conflict_backoffs,
-        "bind_failures": stats.bind_failures,
-        "shard_failures": loop.faults.shard_failures,
-        "shard_restarts": loop.faults.shard_restarts,
-        "binder_failures": loop.faults.binder_failures,
+        redis_round_trips_per_pod=c["redis_round_trips"] / created if created else 0.0,
+        redis_commands_per_pod=c["redis_commands"] / created if created else 0.0,
+        rollbacks=Rollbacks(
+            total=c["shard_rollbacks"] + c["commit_rollbacks"],
+            shard=c["shard_rollbacks"],
+            commit=c["commit_rollbacks"],
+        ),
+        conflict_backoffs=stats.conflict_backoffs,
+        bind_failures=stats.bind_failures,
+        shard_failures=loop.faults.shard_failures,
+        shard_restarts=loop.faults.shard_restarts,
+        binder_failures=loop.faults.binder_failures,
         # Redis away or lost, and the rebuilds of the store from the cluster (seconds each)
-        "store_outages": loop.faults.store_outages,
-        "store_rebuilds_s": loop.faults.store_rebuilds,
+        store_outages=loop.faults.store_outages,
+        store_rebuilds_s=loop.faults.store_rebuilds,
         # batches each binder committed over the whole run: 0 the driver's, then the actors
-        "binder_batches": loop.commits.by_binder,
-        "extender_errors": stats.extender_errors,
-        "cross_pod_refusals": loop.binder.guard.refused,
-        "queue": queue_figures(loop.dispatcher),
-        "duration_s": duration,
-        "first_decision_s": first_decision,
-        "throughput_pods_per_s": throughput,
-        "throughput_samples": samples,
-        "latency_s": stage_latencies(outcome, measured),
-        "memory_peak_bytes": outcome.memory,
-        "quality": cluster_quality(outcome.cluster),
-        "upstream_threshold": {"pods_per_s": run.threshold, "note": UPSTREAM_NOTE}
+        binder_batches=loop.commits.by_binder,
+        extender_errors=stats.extender_errors,
+        cross_pod_refusals=loop.binder.guard.refused,
+        queue=queue_figures(loop.dispatcher),
+        duration_s=duration,
+        first_decision_s=first_decision,
+        throughput_pods_per_s=throughput,
+        throughput_samples=samples,
+        latency_s=stage_latencies(outcome, measured),
+        memory_peak_bytes=outcome.memory,
+        quality=cluster_quality(outcome.cluster),
+        upstream_threshold=Threshold(pods_per_s=run.threshold, note=UPSTREAM_NOTE)
         if run.threshold is not None
         else None,
-        "shards": shards,
-        "notes": outcome.notes,
-        "invariant_violations": violations[:100],
-        "chaos": outcome.chaos,
-        "warnings": case_warnings(
+        shards=shard_figures(outcome, platform, duration),
+        notes=outcome.notes,
+        invariant_violations=check_invariants(
+            outcome.cluster, outcome.unschedulable, platform.store
+        )[:100],
+        chaos=ChaosFigures.model_validate(outcome.chaos) if outcome.chaos else None,
+        warnings=case_warnings(
             duration, first_decision, outcome.chaos, failed=outcome.failure is not None
         ),
-    }
+        explain=ExplainFigures.model_validate(explained) if explained else None,
+    )
 
 
-def shard_figures(
-    outcome: CaseOutcome, platform: Platform, duration: float
-) -> list[dict[str, Any]]:
+def shard_figures(outcome: CaseOutcome, platform: Platform, duration: float) -> list[ShardFigures]:
     """Each shard's share of the workload, how busy it was and where it ran."""
     stats = outcome.loop.dispatcher.stats
     busy, decided = per_shard(outcome, "busy_s"), per_shard(outcome, "decided")
-    return [
-        {
-            "id": info["id"],
-            # where it ran at the end, and each Ray node it was seen on, first to last
-            "ray_node_id": info["ray_node_id"],
-            "ray_node_ip": info["ray_node_ip"],
-            "ray_nodes": info["ray_nodes"],
-            "units": stats.units_by_shard.get(int(info["id"]), 0),
-            "pods": stats.pods_by_shard.get(int(info["id"]), 0),
-            **shard_idle(busy.get(int(info["id"]), 0.0), duration),
-            **decision_rate(decided.get(int(info["id"]), 0), busy.get(int(info["id"]), 0.0)),
-            "core": info.get("core"),
-        }
-        for info in platform.shard_info
-    ]
+    figures = []
+    for info in platform.shard_info:
+        shard = int(info["id"])
+        busy_s, decided_pods = busy.get(shard, 0.0), decided.get(shard, 0)
+        figures.append(
+            ShardFigures(
+                id=info["id"],
+                # where it ran at the end, and each Ray node it was seen on, first to last
+                ray_node_id=info["ray_node_id"],
+                ray_node_ip=info["ray_node_ip"],
+                ray_nodes=[RayNode(**node) for node in info["ray_nodes"]],
+                units=stats.units_by_shard.get(shard, 0),
+                pods=stats.pods_by_shard.get(shard, 0),
+                busy_s=busy_s,
+                idle_fraction=idle_fraction(busy_s, duration),
+                decided_pods=decided_pods,
+                decisions_per_busy_s=decision_rate(decided_pods, busy_s),
+                core=info.get("core"),
+            )
+        )
+    return figures
 
 
 def ending(
@@ -448,43 +482,47 @@ STAGES = (
 )
 
 
-def stage_latencies(outcome: CaseOutcome, measured: list[str]) -> dict[str, Any]:
+def stage_latencies(outcome: CaseOutcome, measured: list[str]) -> dict[str, Latency]:
     """Seconds between the stages of every measured pod that was bound, and the age
     of every measured pod still waiting when the phase ended."""
     times = {**outcome.stages, "created": outcome.created_at, "bound": outcome.bound_at}
     bound = [k for k in measured if k in outcome.bound_at]
     out = {
-        name: instruments.latency(
-            [times[b][k] - times[a][k] for k in bound if k in times[a] and k in times[b]]
+        name: Latency.model_validate(
+            instruments.latency(
+                [times[b][k] - times[a][k] for k in bound if k in times[a] and k in times[b]]
+            )
         )
         for name, a, b in STAGES
     }
     # the other half of the picture: how long the pods still waiting had waited at the end
     end = max((w.end for w in outcome.windows), default=0.0)
-    out["pending_age"] = instruments.latency(
-        [end - outcome.created_at[k] for k in measured if k not in outcome.bound_at]
+    out["pending_age"] = Latency.model_validate(
+        instruments.latency(
+            [end - outcome.created_at[k] for k in measured if k not in outcome.bound_at]
+        )
     )
     return out
 
 
-def queue_figures(dispatcher: Dispatcher) -> dict[str, Any]:
+def queue_figures(dispatcher: Dispatcher) -> QueueFigures:
     """How the unschedulable queue worked over the whole run: the cluster events seen, the
     units they (and the 5-minute timeout) sent back, and what the pods still waiting at
     the end cost: their failed attempts per pod, every attempt since each was created."""
     stats = dispatcher.stats
     pods, attempts = dispatcher.waiting_attempts()
-    return {
-        "events": dict(stats.events),
-        "moved_by_events": stats.moved_by_events,
-        "moved_by_timeout": stats.moved_by_timeout,
-        "waiting_pods": pods,
-        "attempts_per_waiting_pod": attempts / pods if pods else 0.0,
-        "preemption": {
-            "attempts": stats.preemption_attempts,  # units that looked for victims
-            "preemptions": stats.preemptions,  # units that found them, room reserved
-            "victims": stats.victims,  # pods evicted for those
-        },
-    }
+    return QueueFigures(
+        events=dict(stats.events),
+        moved_by_events=stats.moved_by_events,
+        moved_by_timeout=stats.moved_by_timeout,
+        waiting_pods=pods,
+        attempts_per_waiting_pod=attempts / pods if pods else 0.0,
+        preemption=Preemption(
+            attempts=stats.preemption_attempts,
+            preemptions=stats.preemptions,
+            victims=stats.victims,
+        ),
+    )
 
 
 def perf_counters(outcome: CaseOutcome) -> dict[str, int]:
@@ -521,104 +559,6 @@ def cpu_s(outcome: CaseOutcome) -> dict[str, float]:
         used.update(w.counters.cpu_s)
     roles = {role: used[role] for role in ("driver", "shards", "redis")}
     return {**roles, "other": max(used["machine"] - sum(roles.values()), 0.0)}
-
-
-def decision_rate(decided: float, busy_s: float) -> dict[str, Any]:
-    """Pods a shard decided on over the phase, and per second of its busy time: its own
-    rate, whatever else shared its core."""
-    return {"decided_pods": decided, "decisions_per_busy_s": decided / busy_s if busy_s else None}
-
-
-def shard_idle(busy_s: float, duration_s: float) -> dict[str, Any]:
-    """A shard's busy seconds, and the fraction of the measured phase it spent otherwise:
-    waiting for a batch, or for Ray to carry one (None without a measured phase).
-
-    A result that arrives early in a window may count work done before it
-    opened, so the fraction is clamped at 0.
-    """
-    idle = min(max(1.0 - busy_s / duration_s, 0.0), 1.0) if duration_s > 0 else None
-    return {"busy_s": busy_s, "idle_fraction": idle}
-
-
-# The counts pooled over several workloads by summing them.
-SUMMED = (
-    "pods_created",
-    "pods_scheduled",
-    "pods_unschedulable",
-    "pods_pending",
-    "conflicts",
-    "attempts",
-    "committed_units",
-    "committed_pods",
-    "store_commits",
-    "redis_commands",
-    "redis_round_trips",
-    "conflict_backoffs",
-    "bind_failures",
-    "shard_failures",
-    "shard_restarts",
-    "binder_failures",
-    "extender_errors",
-    "cross_pod_refusals",
-    "duration_s",
-)
-
-
-def pooled(cases: list[dict[str, Any]]) -> dict[str, Any]:
-    """The run's top-level figures: the workload's own for one, pooled over several."""
-    if len(cases) == 1:
-        return {k: v for k, v in cases[0].items() if k not in ("name", "error")}
-    top: dict[str, Any] = {k: sum(c[k] for c in cases) for k in SUMMED}
-    reasons: Counter[str] = Counter()
-    rollbacks: Counter[str] = Counter()
-    cpu: Counter[str] = Counter()
-    shards: dict[Any, dict[str, Any]] = {}
-    for c in cases:
-        reasons.update(c["unschedulable_reasons"])
-        rollbacks.update(c["rollbacks"])
-        cpu.update(c["cpu_s"])
-        for s in c["shards"]:
-            zero = {"units": 0, "pods": 0, "busy_s": 0.0, "decided_pods": 0}
-            into = shards.setdefault(s["id"], {**s, **zero})
-            for key in zero:
-                into[key] += s[key]
-    for s in shards.values():
-        s.update(shard_idle(s["busy_s"], top["duration_s"]))
-        s.update(decision_rate(s["decided_pods"], s["busy_s"]))
-    rates = [float(n) for c in cases for n in c["throughput_samples"]]
-    top.update(
-        unschedulable_reasons=dict(reasons.most_common()),
-        attempts_per_pod=top["attempts"] / top["pods_created"] if top["pods_created"] else 0.0,
-        redis_commands_per_pod=top["redis_commands"] / top["pods_created"]
-        if top["pods_created"]
-        else 0.0,
-        redis_round_trips_per_pod=top["redis_round_trips"] / top["pods_created"]
-        if top["pods_created"]
-        else 0.0,
-        rollbacks={"total": 0, "shard": 0, "commit": 0, **rollbacks},
-        binder_batches=[sum(n) for n in zip(*(c["binder_batches"] for c in cases), strict=True)],
-        first_decision_s=cases[0]["first_decision_s"],
-        cpu_s=cpu,
-        cpu_us_per_pod={r: s * 1e6 / top["pods_created"] for r, s in cpu.items()}
-        if top["pods_created"]
-        else {},
-        throughput_pods_per_s=instruments.throughput(
-            top["pods_scheduled"], top["duration_s"], rates
-        ),
-        nodes=max((c["nodes"] for c in cases), default=0),
-        shards=list(shards.values()),
-        memory_peak_bytes={
-            role: max(c["memory_peak_bytes"][role] for c in cases)
-            for role in cases[0]["memory_peak_bytes"]
-        }
-        if cases
-        else {},
-        invariant_violations=[
-            f"{c['name']}: {v}" for c in cases for v in c["invariant_violations"]
-        ],
-        warnings=[f"{c['name']}: {w}" for c in cases for w in c["warnings"]],
-    )
-    return top
 
 
 def write_placements(run: BenchRun, path: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from benchmarks.report.bench_report import Sweep, SweepReport, SweepRun
 from benchmarks.simulated.sim_bench import BenchRun, Plan, run_bench
 from optimist.settings import Settings
 
@@ -81,7 +82,7 @@ def run_sweep(
     *,
     show_progress: bool = False,
     cpu_affinity: bool = False,
-) -> BenchRun:
+) -> BenchRun[SweepReport]:
     """One run per value; the report keeps each run's whole report under `sweep.runs`."""
     change = VARIABLES[name][1]
     variants = []
@@ -94,16 +95,16 @@ def run_sweep(
         (v, run_bench(s, plan, show_progress=show_progress, cpu_affinity=cpu_affinity))
         for v, s in variants
     ]
-    first = runs[0][1].report
-    report = {
-        "sweep": {"variable": name, "runs": [{"value": v, "report": r.report} for v, r in runs]},
-        "seed": settings.seed,
-        "config": settings.public(),
-        "machine": first["machine"],
-        "versions": first["versions"],
-        "errors": [f"{name}={v}: {e}" for v, r in runs for e in r.report["errors"]],
-        "invariant_violations": [
-            f"{name}={v}: {x}" for v, r in runs for x in r.report["invariant_violations"]
+    reports = [(v, r.report) for v, r in runs]
+    report = SweepReport(
+        sweep=Sweep(variable=name, runs=[SweepRun(value=v, report=r) for v, r in reports]),
+        seed=settings.seed,
+        config=settings.public(),
+        machine=reports[0][1].machine,
+        versions=reports[0][1].versions,
+        errors=[f"{name}={v}: {e}" for v, r in reports for e in r.errors],
+        invariant_violations=[
+            f"{name}={v}: {x}" for v, r in reports for x in r.invariant_violations
         ],
-    }
+    )
     return BenchRun(report, runs[0][1].clusters)

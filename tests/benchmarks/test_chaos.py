@@ -53,7 +53,7 @@ def test_a_run_under_every_fault_loses_nothing_and_counts_them():
         Workload(400, 6000, template("node-default.yaml"), template("pod-default.yaml")),
         chaos=plan,
     )
-    r = run.report
+    r = run.report.model_dump()
     assert r["invariant_violations"] == [] and r["errors"] == []
     assert r["pods_scheduled"] == 6000
     assert len(run.cluster.bindings) == len(run.cluster.bind_log) == 6000  # each bound once
@@ -73,7 +73,7 @@ def _run(plan: ChaosPlan, pods: int, nodes: int = 400) -> dict:
         Workload(nodes, pods, template("node-default.yaml"), template("pod-default.yaml")),
         chaos=plan,
     )
-    r = run.report
+    r = run.report.model_dump()
     assert r["invariant_violations"] == [] and r["errors"] == []
     assert len(run.cluster.bindings) == len(run.cluster.bind_log)  # each bound once
     return r

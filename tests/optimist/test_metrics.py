@@ -76,7 +76,7 @@ def served(ray_session, redis_url):
     with MetricsServer(metrics, "127.0.0.1:0") as server:
         run = run_bench(settings, plan, metrics=LoopMetrics(metrics))
         text = urllib.request.urlopen(f"http://{server.address}/metrics").read().decode()
-    return run.report, families(text)
+    return run.report.model_dump(), families(text)
 
 
 def test_every_upstream_metric_is_served_with_its_labels(served):

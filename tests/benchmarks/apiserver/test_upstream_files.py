@@ -62,7 +62,7 @@ def test_every_fast_workload_of_the_unchanged_upstream_file_runs(redis_url, key_
     assert len(runs) >= 20
     settings = Settings(shards=2, redis_url=redis_url, key_prefix=key_prefix, seed=1)
     bench = run_bench(settings, Plan(tuple(runs), timeout_s=120))
-    r = bench.report
+    r = bench.report.model_dump()
     assert r["invariant_violations"] == []
     failed = {c["name"]: c["error"] for c in r["cases"] if c["error"]}
     assert all(any(why in error for why in CANNOT) for error in failed.values()), failed

@@ -75,7 +75,7 @@ def anti_affine_case(folder: Path) -> Path:
 def run(path: Path, redis_url: str, key_prefix: str) -> tuple[dict, dict[str, str]]:
     settings = Settings(shards=2, redis_url=redis_url, key_prefix=key_prefix, seed=1)
     bench = run_bench(settings, load_plan(path, timeout_s=60))
-    [case] = bench.report["cases"]
+    [case] = bench.report.model_dump()["cases"]
     assert case["invariant_violations"] == [], case
     [cluster] = bench.clusters.values()
     return case, dict(cluster.bindings)
@@ -270,9 +270,9 @@ def test_a_workload_below_its_threshold_fails_the_run(tmp_path, redis_url, key_p
     settings = Settings(shards=1, redis_url=redis_url, key_prefix=key_prefix, seed=1)
     bench = run_bench(settings, load_plan(path, timeout_s=60))
     assert not bench.ok
-    [error] = bench.report["errors"]
+    [error] = bench.report.errors
     assert error.startswith("case Fidelity/small: ") and "below the workload's threshold" in error
-    assert bench.report["cases"][0]["pods_scheduled"] == 10  # it ran; it was slow
+    assert bench.report.cases[0].pods_scheduled == 10  # it ran; it was slow
 
 
 def test_go_templates_are_rendered_per_object_with_upstream_s_functions(
@@ -346,7 +346,7 @@ def test_a_go_template_where_optimist_does_not_render_one_stops_its_case_alone(
     path.write_text(yaml.safe_dump(cases))
     settings = Settings(shards=1, redis_url=redis_url, key_prefix=key_prefix, seed=1)
     bench = run_bench(settings, load_plan(path, timeout_s=60))
-    templated_run, plain = bench.report["cases"]
+    templated_run, plain = bench.report.model_dump()["cases"]
     assert templated_run["error"] == (
         "case Templated/small: op 1 (createPodGroups): optimist cannot run it: "
         "podTemplatePath='config/pod-indexed.yaml': a Go template ({{.Index}} and the "

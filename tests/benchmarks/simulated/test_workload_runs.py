@@ -35,7 +35,7 @@ def settings(redis_url: str, key_prefix: str) -> Settings:
 @pytest.mark.parametrize("run", TINY, ids=[r.case for r in TINY])
 def test_every_shipped_case_runs_tiny_and_keeps_the_invariants(redis_url, key_prefix, run):
     bench = run_bench(settings(redis_url, key_prefix), Plan((run,), timeout_s=60))
-    r = bench.report
+    r = bench.report.model_dump()
     [case] = r["cases"]
     assert case["error"] is None and r["invariant_violations"] == [], case
     assert bench.ok
@@ -103,7 +103,7 @@ def test_every_shipped_case_runs_tiny_and_keeps_the_invariants(redis_url, key_pr
 def test_the_upstream_format_fixture_runs(redis_url, key_prefix):
     [run] = pc.select(pc.load(FIXTURE, template("node-default.yaml")), "Everything", None)
     bench = run_bench(settings(redis_url, key_prefix), Plan((run,), timeout_s=60))
-    r, cluster = bench.report, bench.cluster
+    r, cluster = bench.report.model_dump(), bench.cluster
     assert r["errors"] == [] and r["invariant_violations"] == []
     assert r["pods_created"] == 12 + 2 * 3  # the measured namespace only
     assert r["pods_scheduled"] == 18
@@ -147,15 +147,15 @@ def test_a_case_with_an_op_optimist_cannot_run_stops_naming_it(
     runs = pc.select(pc.load(FIXTURE, template("node-default.yaml")), case, None)
     bench = run_bench(settings(redis_url, key_prefix), Plan(tuple(runs), timeout_s=30))
     assert not bench.ok
-    assert bench.report["errors"][0].startswith(expected)
-    assert bench.report["pods_created"] == 0 and len(bench.cluster.nodes) == 0
+    assert bench.report.errors[0].startswith(expected)
+    assert bench.report.figures.pods_created == 0 and len(bench.cluster.nodes) == 0
 
 
 def test_gpu_fragmentation_places_with_its_own_profile_and_writes_gpus(redis_url, key_prefix):
     [run] = [r for r in TINY if r.case == "GpuFragmentation"]
     assert run.scheduler_config is not None and run.scheduler_config.name == "gpu-scheduler.yaml"
     bench = run_bench(settings(redis_url, key_prefix), Plan((run,), timeout_s=60))
-    assert bench.ok and bench.report["invariant_violations"] == []
+    assert bench.ok and bench.report.invariant_violations == []
     cluster = bench.cluster
     gpu_pods = [
         key
@@ -170,7 +170,7 @@ def test_gpu_fragmentation_places_with_its_own_profile_and_writes_gpus(redis_url
         GPU_INDICES_ANNOTATION in cluster.pod_manifests[k]["metadata"]["annotations"]
         for k in gpu_pods
     )
-    [case] = bench.report["cases"]
+    [case] = bench.report.model_dump()["cases"]
     assert case["quality"]["resources"]["nvidia.com/gpu"]["allocatable"] == 40
 
 
@@ -188,6 +188,6 @@ def test_pods_are_scheduled_while_an_op_is_still_creating_them(redis_url, key_pr
     pods = 4 * CREATE_CHUNK
     workload = Workload(50, pods, template("node-default.yaml"), template("pod-default.yaml"))
     bench = run_bench(settings(redis_url, key_prefix), workload)
-    assert bench.ok and bench.report["cases"][0]["pods_scheduled"] == pods
+    assert bench.ok and bench.report.cases[0].pods_scheduled == pods
     assert [created for created, _ in seen[:3]] == [k * CREATE_CHUNK for k in (1, 2, 3)]
     assert all(out for _, out in seen[:3])
