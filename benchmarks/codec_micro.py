@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import time
 import timeit
 from collections.abc import Callable
 
@@ -90,8 +91,9 @@ def frames(batch: int, heterogeneous: bool) -> dict[str, Frame]:
 
 
 def best_us(run: Callable[[], object], repeat: int) -> float:
-    """The best of `repeat` timings of `run`, in microseconds, each over ~0.2 s of calls."""
-    timer = timeit.Timer(run)
+    """The best of `repeat` timings of `run`, in microseconds, each over ~0.2 s of calls.
+    CPU time, not wall time: on a shared machine, time spent waiting for a core is noise."""
+    timer = timeit.Timer(run, timer=time.process_time)
     number, _ = timer.autorange()
     return min(timer.repeat(repeat, number)) / number * 1e6
 
