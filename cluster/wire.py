@@ -230,8 +230,8 @@ def _as_is(data: Any) -> Any:
 
 
 class _Unlike:
-    """The type no value has: where a field is not a scalar, its type check always fails
-    and its decoder runs."""
+    """The type no value has: the check by type of what is not a scalar always fails, so
+    its decoder runs."""
 
 
 def _exact(tp: Any) -> type:
@@ -280,7 +280,8 @@ def _dataclass_decoder(tp: type) -> Decoder:
 def _field_check(f: str, d: str, hint: Any, env: dict[str, Any]) -> list[str]:
     """The lines that check field `f` of type `hint` in line, calling its decoder `d`
     only where they find something they cannot pass: scalars, lists of scalars or of
-    tuples of them (what a batch holds thousands of), and empty lists and maps."""
+    tuples of them (what a batch holds thousands of), and empty maps. A list of anything
+    else is decoded item by item in line; where an item fails, `d` says which."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if hint in _EXACT:
         env[f"t_{f}"] = hint
@@ -296,8 +297,11 @@ def _field_check(f: str, d: str, hint: Any, env: dict[str, Any]) -> list[str]:
             f" or type(x[{j}]) is not t_{f}_{j}" for j in range(len(kinds))
         )
         passed = f"[tuple(x) for x in {f}]"
-    elif origin in (list, dict):  # empty: as msgpack made it
-        return [f"if type({f}) is not {origin.__name__} or {f}: {f} = {d}({f})"]
+    elif origin is list:  # of dataclasses, say: each by its decoder, in line
+        env[f"i_{f}"] = _decoder(item)
+        return [f"{f} = [i_{f}(x) for x in {f}] if type({f}) is list else {d}({f})"]
+    elif origin is dict:  # empty: as msgpack made it
+        return [f"if type({f}) is not dict or {f}: {f} = {d}({f})"]
     else:
         return [f"{f} = {d}({f})"]
     lines = [
