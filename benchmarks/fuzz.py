@@ -27,18 +27,19 @@ import yaml
 with atheris.instrument_imports():
     from benchmarks.cases import cases_file
     from cluster.errors import InvalidObject
+    from cluster.explanation import ExplainRequest, UnitExplanation
     from cluster.manifests import node_from_manifest, pod_from_manifest
     from cluster.messages import (
         CommitReply,
         CommitRequest,
         Decision,
-        MalformedMessage,
         PodPlacement,
         ShardBatch,
         ShardResult,
         UnitRequest,
     )
     from cluster.quantity import parse_quantity
+    from cluster.wire import MalformedMessage
     from optimist.configuration import ConfigError, parse_configuration
 
 
@@ -75,7 +76,14 @@ def configuration(data: bytes) -> None:
 
 
 def messages(data: bytes) -> None:
-    for kind in (ShardBatch, ShardResult, CommitRequest, CommitReply):
+    for kind in (
+        ShardBatch,
+        ShardResult,
+        CommitRequest,
+        CommitReply,
+        ExplainRequest,
+        UnitExplanation,
+    ):
         with suppress(MalformedMessage):
             kind.decode(data)
 
@@ -104,6 +112,7 @@ def seeds(target: str) -> list[bytes]:
         return [
             ShardBatch(1, [], [UnitRequest("ns/u", [("ns/p", 0)])], [0]).encode(),
             ShardResult(1, 2, 3, [placed], epoch="e").encode(),
+            ExplainRequest("ns/u", [], [("ns/p", 0)]).encode(),
         ]
     return [b"100m", b"1.5Gi", b"2e3"]
 

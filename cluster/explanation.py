@@ -1,9 +1,11 @@
 """What `optimist explain` says about a pod, as messages: the request to a shard, the
 shard's verdict plugin by plugin, and the dispatcher's standing for the pod.
 
-The shard's answer crosses to the control process as msgpack, then to the user as
-JSON; both carry the same maps (`to_wire`), which docs/explain.md documents field by
-field. A tool reading `optimist explain --output json` reads exactly these.
+The request and the shard's answer cross between processes as every message does
+(`cluster.wire`: checked on the way in, `MalformedMessage` if forged or cut short); the
+answer then goes to the user as JSON, maps of the same fields (`to_json`), which
+docs/explain.md documents field by field. A tool reading `optimist explain --output json`
+reads exactly these.
 """
 
 from __future__ import annotations
@@ -11,13 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-import msgpack
-
 from cluster.objects import SchedulingSpec
+from cluster.wire import Wire
 
 
 @dataclass(slots=True)
-class ExplainRequest:
+class ExplainRequest(Wire):
     """Control process → shard: one unit to judge now, placing nothing."""
 
     unit: str
@@ -28,29 +29,6 @@ class ExplainRequest:
     # back, so that the node is judged as it was before the pod came
     bound: list[str] = field(default_factory=list)
     top: int = 0  # the best nodes to describe per pod; 0: every node
-
-    def encode(self) -> bytes:
-        wire = [
-            self.unit,
-            [c.to_wire() for c in self.classes],
-            [list(p) for p in self.pods],
-            self.min_member,
-            self.bound,
-            self.top,
-        ]
-        return msgpack.packb(wire, use_bin_type=True)
-
-    @classmethod
-    def decode(cls, data: bytes) -> ExplainRequest:
-        unit, classes, pods, min_member, bound, top = msgpack.unpackb(data, raw=False)
-        return cls(
-            str(unit),
-            [SchedulingSpec.from_wire(c) for c in classes],
-            [(str(p), int(c)) for p, c in pods],
-            int(min_member),
-            [str(b) for b in bound],
-            int(top),
-        )
 
 
 @dataclass(slots=True)
@@ -134,7 +112,7 @@ class PodExplanation:
     def verdicts(self) -> list[NodeVerdict]:
         return self.ranked.rows([f.plugin for f in self.filters])
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {
             **_flat(self),
             "filters": [_flat(f) for f in self.filters],
@@ -144,7 +122,7 @@ class PodExplanation:
 
 
 @dataclass(slots=True)
-class UnitExplanation:
+class UnitExplanation(Wire):
     """Shard → control process: every pod of the unit, judged in order as the shard would
     place them, each on the view the earlier ones left (their placements assumed)."""
 
@@ -157,11 +135,11 @@ class UnitExplanation:
     error: str = ""  # why the unit could not be judged (its profile is not configured)
     seconds: float = 0.0  # what judging it took in the shard
 
-    def to_wire(self) -> dict[str, Any]:
-        return {**_flat(self), "pods": [pod.to_wire() for pod in self.pods]}
+    def to_json(self) -> dict[str, Any]:
+        return {**_flat(self), "pods": [pod.to_json() for pod in self.pods]}
 
     @classmethod
-    def from_wire(cls, wire: dict[str, Any]) -> UnitExplanation:
+    def from_json(cls, doc: dict[str, Any]) -> UnitExplanation:
         pods = [
             PodExplanation(
                 **{
@@ -171,16 +149,9 @@ class UnitExplanation:
                     "ranked": NodeColumns(**pod["ranked"]),
                 }
             )
-            for pod in wire["pods"]
+            for pod in doc["pods"]
         ]
-        return cls(**{**wire, "pods": pods})
-
-    def encode(self) -> bytes:
-        return msgpack.packb(self.to_wire(), use_bin_type=True)
-
-    @classmethod
-    def decode(cls, data: bytes) -> UnitExplanation:
-        return cls.from_wire(msgpack.unpackb(data, raw=False, strict_map_key=False))
+        return cls(**{**doc, "pods": pods})
 
 
 @dataclass(slots=True)
@@ -201,7 +172,7 @@ class Standing:
     group: str = ""  # its PodGroup, for a gang
     min_member: int = 1
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return _flat(self)
 
 
@@ -215,19 +186,19 @@ class Explanation:
     standing: Standing | None  # where the dispatcher holds it (None: bound, or a what-if)
     unit: UnitExplanation
 
-    def to_wire(self) -> dict[str, Any]:
-        standing = self.standing.to_wire() if self.standing else None
-        return {**_flat(self), "standing": standing, "unit": self.unit.to_wire()}
+    def to_json(self) -> dict[str, Any]:
+        standing = self.standing.to_json() if self.standing else None
+        return {**_flat(self), "standing": standing, "unit": self.unit.to_json()}
 
     @classmethod
-    def from_wire(cls, wire: dict[str, Any]) -> Explanation:
-        standing = wire.get("standing")
+    def from_json(cls, doc: dict[str, Any]) -> Explanation:
+        standing = doc.get("standing")
         return cls(
-            str(wire["pod"]),
-            str(wire["source"]),
-            str(wire["bound_to"]),
+            str(doc["pod"]),
+            str(doc["source"]),
+            str(doc["bound_to"]),
             Standing(**standing) if standing else None,
-            UnitExplanation.from_wire(wire["unit"]),
+            UnitExplanation.from_json(doc["unit"]),
         )
 
 

@@ -19,6 +19,9 @@ def exponential(start: float, factor: float, count: int) -> list[float]:
     return [start * factor**i for i in range(count)]
 
 
+# one series of a histogram as it travels: its label values, its counts per bucket, their sum
+Series = tuple[tuple[str, ...], list[int], float]
+
 # scheduler_framework_extension_point_duration_seconds
 EXTENSION_POINT_BUCKETS = exponential(0.0001, 2, 12)
 # scheduler_plugin_execution_duration_seconds
@@ -59,10 +62,10 @@ class Histograms:
         for labels, (counts, total) in self.series.items():
             yield labels, counts, total
 
-    def to_wire(self) -> list[list[Any]]:
-        return [[list(labels), counts, total] for labels, counts, total in self]
+    def to_wire(self) -> list[Series]:
+        return list(self)
 
-    def take(self) -> list[list[Any]]:
+    def take(self) -> list[Series]:
         """Everything observed so far, as it travels; and start again from nothing."""
         wire = self.to_wire()
         self.series = {}

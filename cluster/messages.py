@@ -1,4 +1,6 @@
-"""Every message that crosses a process boundary, with its msgpack form.
+"""Every message that crosses a process boundary. Each frame is a `cluster.wire.Wire`:
+its fields say what it holds, and the one codec there how it travels and what a frame
+that does not fit raises (`MalformedMessage`).
 
 Roles never import each other; they exchange these. A batch carries each
 equivalence class once and its pods refer to it by index, so the bytes on
@@ -11,31 +13,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-import msgpack
-
+from cluster.histogram import Series
 from cluster.objects import SchedulingSpec
-
-# What taking apart a frame of the wrong shape raises (a map where a list was
-# expected has no `items`, a short list unpacks badly, ...): all of it is malformed.
-_WIRE_ERRORS = (TypeError, ValueError, AttributeError, KeyError, IndexError)
-
-
-class MalformedMessage(ValueError):
-    """A frame that is not a well-formed message; it is dropped, never applied."""
-
-
-def _pack(wire: list[Any]) -> bytes:
-    return msgpack.packb(wire, use_bin_type=True)
-
-
-def _unpack(data: bytes, what: str) -> list[Any]:
-    try:
-        wire = msgpack.unpackb(data, raw=False, strict_map_key=False)
-    except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as err:
-        raise MalformedMessage(f"{what}: {err}") from None
-    if not isinstance(wire, list):
-        raise MalformedMessage(f"{what}: expected a list, got {type(wire).__name__}")
-    return wire
+from cluster.wire import Wire
 
 
 @dataclass(slots=True)
@@ -56,7 +36,7 @@ class UnitRequest:
 
 
 @dataclass(slots=True)
-class ShardBatch:
+class ShardBatch(Wire):
     """Dispatcher → shard: units to place, and which earlier batches are settled.
 
     `resolved` lists this shard's earlier batches whose placements the binder
@@ -68,49 +48,6 @@ class ShardBatch:
     classes: list[SchedulingSpec]
     units: list[UnitRequest]
     resolved: list[int] = field(default_factory=list)
-
-    def encode(self) -> bytes:
-        return _pack(
-            [
-                self.batch_id,
-                [c.to_wire() for c in self.classes],
-                [
-                    [
-                        u.key,
-                        [list(p) for p in u.pods],
-                        u.min_member,
-                        u.manifests,
-                        u.preempt,
-                        u.nominated,
-                    ]
-                    for u in self.units
-                ],
-                self.resolved,
-            ]
-        )
-
-    @classmethod
-    def decode(cls, data: bytes) -> ShardBatch:
-        try:
-            batch_id, classes, units, resolved = _unpack(data, "ShardBatch")
-            return cls(
-                batch_id=int(batch_id),
-                classes=[SchedulingSpec.from_wire(c) for c in classes],
-                units=[
-                    UnitRequest(
-                        k,
-                        [(str(p), int(c)) for p, c in pods],
-                        int(m),
-                        list(manifests),
-                        bool(preempt),
-                        [str(n) for n in nominated],
-                    )
-                    for k, pods, m, manifests, preempt, nominated in units
-                ],
-                resolved=[int(b) for b in resolved],
-            )
-        except _WIRE_ERRORS as err:
-            raise MalformedMessage(f"ShardBatch: {err}") from None
 
 
 @dataclass(slots=True)
@@ -144,30 +81,6 @@ class Decision:
     def placed(self) -> bool:
         return bool(self.placements)
 
-    def to_wire(self) -> list[Any]:
-        return [
-            self.unit,
-            [[p.pod, p.cls, p.nodes, p.versions, p.gpus] for p in self.placements],
-            self.reasons,
-            self.nodes,
-            self.plugins,
-            self.events,
-            self.preemptible,
-        ]
-
-    @classmethod
-    def from_wire(cls, wire: list[Any]) -> Decision:
-        unit, placements, reasons, nodes, plugins, events, preemptible = wire
-        return cls(
-            unit,
-            [PodPlacement(*p) for p in placements],
-            dict(reasons),
-            int(nodes),
-            [str(p) for p in plugins],
-            [str(e) for e in events],
-            {int(c): [str(n) for n in names] for c, names in preemptible.items()},
-        )
-
     def summary(self) -> str:
         """kube-scheduler's FailedScheduling wording: `0/5 nodes are available: ...`."""
         parts = ", ".join(
@@ -181,7 +94,7 @@ class Decision:
 
 
 @dataclass(slots=True)
-class ShardResult:
+class ShardResult(Wire):
     """Shard → binder and dispatcher: the decisions of one batch."""
 
     shard: int
@@ -199,79 +112,8 @@ class ShardResult:
     synced_from_log: bool = False  # its sync read the store's commit log, not every node
     # the shard's timings (`shards.stopwatch`): per extension point and per plugin, the
     # series of a histogram as `cluster.histogram.Histograms.to_wire` lays them out
-    observed: list[list[Any]] = field(default_factory=lambda: [[], []])
+    observed: tuple[list[Series], list[Series]] = field(default_factory=lambda: ([], []))
     epoch: str = ""  # the node store's epoch the decisions were made in
-
-    def encode(self) -> bytes:
-        return _pack(
-            [
-                self.shard,
-                self.batch_id,
-                self.store_version,
-                [d.to_wire() for d in self.decisions],
-                self.epoch,
-                self.sync_s,
-                self.decide_s,
-                self.extender_errors,
-                self.rollbacks,
-                self.round_trips,
-                self.versions_behind,
-                self.synced_from_log,
-                self.observed,
-            ]
-        )
-
-    @classmethod
-    def decode(cls, data: bytes) -> ShardResult:
-        try:
-            wire = _unpack(data, "ShardResult")
-            if len(wire) != 13:
-                raise ValueError(f"{len(wire)} fields, expected 13")
-            (
-                shard,
-                batch_id,
-                version,
-                decisions,
-                epoch,
-                sync_s,
-                decide_s,
-                errors,
-                rollbacks,
-                trips,
-                behind,
-                from_log,
-                observed,
-            ) = wire
-            return cls(
-                shard=int(shard),
-                batch_id=int(batch_id),
-                store_version=int(version),
-                decisions=[Decision.from_wire(d) for d in decisions],
-                epoch=str(epoch),
-                sync_s=float(sync_s),
-                decide_s=float(decide_s),
-                extender_errors=int(errors),
-                rollbacks=int(rollbacks),
-                round_trips=int(trips),
-                versions_behind=int(behind),
-                synced_from_log=bool(from_log),
-                observed=_observed(observed),
-            )
-        except _WIRE_ERRORS as err:
-            raise MalformedMessage(f"ShardResult: {err}") from None
-
-
-def _observed(wire: Any) -> list[list[Any]]:
-    """A result's histograms, each a list of [labels, counts per bucket, sum], checked."""
-    if not isinstance(wire, list) or len(wire) != 2:
-        raise ValueError(f"observed: expected two histograms, got {wire!r:.80}")
-    return [
-        [
-            [[str(v) for v in labels], [int(c) for c in counts], float(total)]
-            for labels, counts, total in histogram
-        ]
-        for histogram in wire
-    ]
 
 
 class Status(StrEnum):
@@ -337,7 +179,7 @@ class UnitOutcome:
 
 
 @dataclass(slots=True)
-class CommitRequest:
+class CommitRequest(Wire):
     """Driver → binder actor: placed units of one batch to commit, none needing the
     cross-pod re-check, the keep-away count their routing knew (binder/fences.py), and
     the node store's epoch the shard placed them in."""
@@ -347,65 +189,10 @@ class CommitRequest:
     decisions: list[Decision]
     epoch: str
 
-    def encode(self) -> bytes:
-        return _pack(
-            [
-                self.keep_away_seen,
-                [c.to_wire() for c in self.classes],
-                [d.to_wire() for d in self.decisions],
-                self.epoch,
-            ]
-        )
-
-    @classmethod
-    def decode(cls, data: bytes) -> CommitRequest:
-        try:
-            seen, classes, decisions, epoch = _unpack(data, "CommitRequest")
-            return cls(
-                int(seen),
-                [SchedulingSpec.from_wire(c) for c in classes],
-                [Decision.from_wire(d) for d in decisions],
-                str(epoch),
-            )
-        except _WIRE_ERRORS as err:
-            raise MalformedMessage(f"CommitRequest: {err}") from None
-
 
 @dataclass(slots=True)
-class CommitReply:
+class CommitReply(Wire):
     """Binder actor → driver: the store's verdict on each unit, in request order."""
 
     outcomes: list[UnitOutcome]
     keep_away: int  # the store's keep-away count after the commit
-
-    def encode(self) -> bytes:
-        return _pack(
-            [
-                [
-                    [o.unit, o.status, o.nodes, o.detail, o.gpus, o.conflict or ""]
-                    for o in self.outcomes
-                ],
-                self.keep_away,
-            ]
-        )
-
-    @classmethod
-    def decode(cls, data: bytes) -> CommitReply:
-        try:
-            outcomes, keep_away = _unpack(data, "CommitReply")
-            return cls(
-                [
-                    UnitOutcome(
-                        str(u),
-                        Status(s),
-                        list(n),
-                        str(d),
-                        gpus=[list(g) for g in gpus],
-                        conflict=Conflict(c) if c else None,
-                    )
-                    for u, s, n, d, gpus, c in outcomes
-                ],
-                int(keep_away),
-            )
-        except _WIRE_ERRORS as err:
-            raise MalformedMessage(f"CommitReply: {err}") from None

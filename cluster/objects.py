@@ -14,8 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgpack
-
 from cluster.gpus import GpuTopology, imply_node_milli
 from cluster.selectors import LabelSelector, NodeSelectorTerm
 from cluster.wire import Wire
@@ -117,7 +115,7 @@ class Peer(Wire):
 def _peer_wire(peer: Peer) -> tuple[str, bytes]:
     """A peer's id and packed form, worked out once: many classes share a peer (the
     pods of one app differ in requests, not in labels), and every commit names it."""
-    packed = msgpack.packb(peer.to_wire())
+    packed = peer.encode()
     return hashlib.blake2b(packed, digest_size=12).hexdigest(), packed
 
 

@@ -31,7 +31,7 @@ class CountingRedis(redis.Redis):
 
     def execute_command(self, *args: Any, **options: Any) -> Any:
         self.round_trips += 1
-        return super().execute_command(*args, **options)  # type: ignore[no-untyped-call, unused-ignore]  # redis-py leaves it unannotated (checked only under --strict)
+        return super().execute_command(*args, **options)  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated (checked only under --strict)
 
 
 def find_redis_server() -> str:

@@ -31,6 +31,7 @@ from cluster.explanation import ExplainRequest, Explanation, Standing, UnitExpla
 from cluster.inventory import BoundPods
 from cluster.manifests import pod_from_manifest
 from cluster.objects import Pod, SchedulingSpec
+from cluster.wire import MalformedMessage
 from dispatcher.dispatcher import Dispatcher
 from dispatcher.queue import ANY_SHARD
 
@@ -103,13 +104,13 @@ class Explainer:
         if ask.error is not None:
             raise ask.error
         try:
-            frame = ray.get(ask.answer, timeout=self.reach_s)
+            explained = UnitExplanation.decode(ray.get(ask.answer, timeout=self.reach_s))
         except (ray.exceptions.RayError, TimeoutError) as err:
             raise ExplainError(503, f"the shard did not answer: {err}") from None
+        except MalformedMessage as err:
+            raise ExplainError(502, f"the shard's answer is malformed: {err}") from None
         source = WHAT_IF if what_if else RUNNING
-        return Explanation(
-            ask.pod, source, ask.bound_to, ask.standing, UnitExplanation.decode(frame)
-        )
+        return Explanation(ask.pod, source, ask.bound_to, ask.standing, explained)
 
     def what_if(self, manifest: Mapping[str, Any]) -> Pod:
         """A pod manifest as a pod of a profile optimist schedules, or a 400 that names
@@ -206,7 +207,7 @@ def ask_endpoint(
     request = urllib.request.Request(url, data=data, method="GET" if data is None else "POST")
     try:
         with urllib.request.urlopen(request, timeout=timeout_s) as answer:
-            return Explanation.from_wire(json.loads(answer.read()))
+            return Explanation.from_json(json.loads(answer.read()))
     except urllib.error.HTTPError as err:
         raise ExplainError(err.code, err.read().decode(errors="replace")) from None
     except (urllib.error.URLError, OSError) as err:

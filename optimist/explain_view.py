@@ -132,7 +132,7 @@ def page(found: Explanation) -> str:
     if found.standing is not None:
         rows = "".join(
             f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>"
-            for k, v in found.standing.to_wire().items()
+            for k, v in found.standing.to_json().items()
         )
         body.append(f"<table class=standing>{rows}</table>")
     if unit.error:
@@ -143,7 +143,7 @@ def page(found: Explanation) -> str:
         f"<p class=dim>judged by shard {unit.shard} at store version {unit.store_version} "
         f"in {unit.seconds * 1000:.1f} ms</p>"
     )
-    data = json.dumps(found.to_wire()).replace("</", "<\\/")  # no early </script>
+    data = json.dumps(found.to_json()).replace("</", "<\\/")  # no early </script>
     return _PAGE.format(title=html.escape(found.pod), body="\n".join(body), data=data, script=_SORT)
 
 

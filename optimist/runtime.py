@@ -267,7 +267,7 @@ def _spread(resources: dict[str, float], count: int, setting: str) -> dict[str, 
     """Options that spread `count` actors over the Ray nodes offering `resources`. A
     resource no node offers is refused now, not left for the actors to wait on; too
     little of one is waited for, as an autoscaler adds the nodes that offer it."""
-    offered: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call, unused-ignore]  # ray leaves it unannotated (checked only under --strict)
+    offered: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]  # ray leaves it unannotated (checked only under --strict)
     for name, amount in resources.items():
         if not count or offered.get(name, 0.0) >= amount * count:
             continue

@@ -72,7 +72,7 @@ class ShardActor:
         return {
             "id": self.core.shard_id,
             "ray_node_id": ray.get_runtime_context().get_node_id(),
-            "ray_node_ip": ray.util.get_node_ip_address(),  # type: ignore[no-untyped-call, unused-ignore]  # ray leaves it unannotated (checked only under --strict)
+            "ray_node_ip": ray.util.get_node_ip_address(),  # type: ignore[no-untyped-call]  # ray leaves it unannotated (checked only under --strict)
             "pid": os.getpid(),
         }
 

@@ -14,9 +14,8 @@ every call of every plugin costs more than the rest of a fast batch.
 from __future__ import annotations
 
 import time
-from typing import Any
 
-from cluster.histogram import EXTENSION_POINT_BUCKETS, PLUGIN_BUCKETS, Histograms
+from cluster.histogram import EXTENSION_POINT_BUCKETS, PLUGIN_BUCKETS, Histograms, Series
 
 FILTER, SCORE = 0, 1  # the extension points timed, as indices of `Stopwatch.seconds`
 PLUGIN_SAMPLE_EVERY = 10  # batches
@@ -65,6 +64,6 @@ class Stopwatch:
         """A sampled plugin call begun at `started` (time.perf_counter()) has returned."""
         self.plugins.observe((name, point, "Success"), time.perf_counter() - started)
 
-    def take(self) -> list[list[Any]]:
+    def take(self) -> tuple[list[Series], list[Series]]:
         """What the result carries back: both histograms' counts since the last batch."""
-        return [self.points.take(), self.plugins.take()]
+        return self.points.take(), self.plugins.take()

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import Any, Literal, TypeVar, overload
 
 import yaml
 
@@ -134,6 +134,8 @@ class Templates:
         return go_decoding.canonical(doc), doc["kind"]  # keys' case as upstream reads it
 
 
+T = TypeVar("T")  # what a field's reader reads
+D = TypeVar("D")  # a field's default where it is left out
 _MISSING: Any = object()
 
 
@@ -148,9 +150,13 @@ class Fields:
         self.templates = templates
         self.prefix = prefix
 
-    def take(
-        self, key: str, read: Callable[[Fields, str, Any], Any], default: Any = _MISSING
-    ) -> Any:
+    @overload
+    def take(self, key: str, read: Callable[[Fields, str, Any], T]) -> T: ...
+    @overload
+    def take(self, key: str, read: Callable[[Fields, str, Any], T], default: D) -> T | D: ...
+    def take(self, key: str, read: Callable[[Fields, str, Any], T], default: Any = _MISSING) -> Any:
+        """The field `key` as `read` reads it, taken out of those left to check; without
+        it, `default`, or an error if there is none."""
         if key not in self.raw:
             if default is _MISSING:
                 raise self.where.error(self.prefix + key, None, "is required")
@@ -180,9 +186,10 @@ def count(f: Fields, key: str, value: Any) -> int:
 
 
 def positive(f: Fields, key: str, value: Any) -> int:
-    if count(f, key, value) < 1:
+    n = count(f, key, value)
+    if n < 1:
         raise f.error(key, value, "must be an integer >= 1")
-    return value
+    return n
 
 
 def flag(f: Fields, key: str, value: Any) -> bool:
@@ -225,7 +232,7 @@ def one_of(*choices: str) -> Callable[[Fields, str, Any], str]:
     def read(f: Fields, key: str, value: Any) -> str:
         if value not in choices:
             raise f.error(key, value, f"must be one of {', '.join(choices)}")
-        return value
+        return str(value)
 
     return read
 

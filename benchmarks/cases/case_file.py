@@ -225,7 +225,7 @@ def _parse_op(
     del fields["opcode"]
     f = Fields(fields, where, files)
     try:
-        op = OPS[where.opcode].parse(f, defaults)
+        op: Op = OPS[where.opcode].parse(f, defaults)
     except Unsupported as e:
         return UnsupportedOp(where.opcode, where.index, str(e))
     f.done()

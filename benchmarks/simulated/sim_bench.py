@@ -266,7 +266,7 @@ def _profiled(platform: Platform, directory: Path | None, name: str) -> Iterator
     finally:
         driver.disable()
         driver.dump_stats(directory / f"{stem}.driver.prof")
-        stopped: list[ray.ObjectRef] = [s.stop_profile.remote() for s in platform.shards]
+        stopped: list[ray.ObjectRef[bytes]] = [s.stop_profile.remote() for s in platform.shards]
         for i, stats in enumerate(ray.get(stopped)):
             (directory / f"{stem}.shard-{i}.prof").write_bytes(stats)
 
@@ -291,15 +291,9 @@ def case_report(
     with `explained`, what explaining its pods took (`ExplainProbe.summary`)."""
     run, loop = outcome.run, outcome.loop
     stats = loop.dispatcher.stats
-    measured = list(dict.fromkeys(k for w in outcome.windows for k in w.pods))
+    measured, unschedulable, gated = _pods_of_phase(outcome)
     samples, rates, scheduled = instruments.phase_samples(outcome.windows, outcome.bound_at)
     duration = sum(w.end - w.start for w in outcome.windows)
-    gated = {k for k, reason in outcome.unschedulable.items() if reason.startswith(GATED)}
-    unschedulable = {
-        k: outcome.unschedulable[k]
-        for k in measured
-        if k in outcome.unschedulable and k not in outcome.bound_at and k not in gated
-    }
     created = len(measured)
     c = perf_counters(outcome)
     cpu = cpu_s(outcome)
@@ -388,6 +382,19 @@ def case_report(
         ),
         explain=ExplainFigures.model_validate(explained) if explained else None,
     )
+
+
+def _pods_of_phase(outcome: CaseOutcome) -> tuple[list[str], dict[str, str], set[str]]:
+    """The pods the measured phase made, those of them left unschedulable (with why), and
+    the gated pods of the whole run, which are neither."""
+    measured = list(dict.fromkeys(k for w in outcome.windows for k in w.pods))
+    gated = {k for k, reason in outcome.unschedulable.items() if reason.startswith(GATED)}
+    unschedulable = {
+        k: outcome.unschedulable[k]
+        for k in measured
+        if k in outcome.unschedulable and k not in outcome.bound_at and k not in gated
+    }
+    return measured, unschedulable, gated
 
 
 def shard_figures(outcome: CaseOutcome, platform: Platform, duration: float) -> list[ShardFigures]:
@@ -561,7 +568,7 @@ def cpu_s(outcome: CaseOutcome) -> dict[str, float]:
     return {**roles, "other": max(used["machine"] - sum(roles.values()), 0.0)}
 
 
-def write_placements(run: BenchRun, path: Path) -> None:
+def write_placements(run: BenchRun[Any], path: Path) -> None:
     """namespace,pod,node per bound pod; with several workloads, the workload comes first."""
     several = len(run.clusters) > 1
     with open(path, "w", newline="") as f:
@@ -573,7 +580,7 @@ def write_placements(run: BenchRun, path: Path) -> None:
                 out.writerow(([name] if several else []) + [namespace, pod, node])
 
 
-def write_state(run: BenchRun, path: Path) -> None:
+def write_state(run: BenchRun[Any], path: Path) -> None:
     """The last workload's cluster as it ended, a snapshot (`SimulatedCluster.objects`)."""
     path.write_text(json.dumps(run.cluster.objects()))
 

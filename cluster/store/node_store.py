@@ -267,9 +267,7 @@ class NodeStore:
         version = self.version()
         batch: list[list[object]] = []
         for node in nodes:
-            batch.append(
-                [node.name, msgpack.packb(node.to_wire()), node.allocatable, _groups(node)]
-            )
+            batch.append([node.name, node.encode(), node.allocatable, _groups(node)])
             if len(batch) == _PUT_CHUNK:
                 version = int(self._run("put_nodes", _lua_frame(batch)))
                 batch = []
@@ -305,7 +303,7 @@ class NodeStore:
             names=names,
             versions=table[:, 0],
             usage=table[:, 1:],
-            specs=[Node.from_wire(msgpack.unpackb(blob)) for blob in specs],
+            specs=[Node.decode(blob) for blob in specs],
             deleted=deleted,
             committed=committed,
             ports={name: [tuple(e) for e in entries] for name, entries in ports},
@@ -333,7 +331,7 @@ class NodeStore:
         """The peers stored under these ids (committed pods' affinity-relevant facts), in
         this client's epoch (EpochChanged if the store was lost since the ids were read)."""
         blobs = self._run("peers", _lua_frame(list(ids))) if ids else []
-        return {i: Peer.from_wire(msgpack.unpackb(b)) for i, b in zip(ids, blobs, strict=True) if b}
+        return {i: Peer.decode(b) for i, b in zip(ids, blobs, strict=True) if b}
 
     # --- units ----------------------------------------------------------------
 

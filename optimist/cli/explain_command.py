@@ -100,7 +100,7 @@ def explain(
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(1) from None
     if output is Output.json:
-        typer.echo(json.dumps(found.to_wire(), indent=2))
+        typer.echo(json.dumps(found.to_json(), indent=2))
     elif output is Output.html:
         typer.echo(page(found))
     else:

@@ -104,9 +104,9 @@ class KubeClient:
         """From a kubeconfig file, or in-cluster (the pod's service account) if None."""
         configuration = k8s.Configuration()
         if path is None:
-            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call, unused-ignore]  # kubernetes leaves it unannotated (checked only under --strict)
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]  # kubernetes leaves it unannotated (checked only under --strict)
         else:
-            config.load_kube_config(config_file=path, client_configuration=configuration)  # type: ignore[no-untyped-call, unused-ignore]  # kubernetes leaves it unannotated (checked only under --strict)
+            config.load_kube_config(config_file=path, client_configuration=configuration)  # type: ignore[no-untyped-call]  # kubernetes leaves it unannotated (checked only under --strict)
         return cls.for_configuration(configuration, **kwargs)
 
     @classmethod

@@ -18,9 +18,10 @@ from ray.actor import ActorHandle
 from ray.exceptions import RayError
 
 from binder.binder import Binder
-from cluster.messages import CommitReply, Conflict, Decision, MalformedMessage, UnitOutcome
+from cluster.messages import CommitReply, Conflict, Decision, UnitOutcome
 from cluster.objects import SchedulingSpec
 from cluster.store import STORE_ERRORS, Store
+from cluster.wire import MalformedMessage
 from optimist.loop.faults import Faults
 from optimist.loop.recovery import StoreRecovery
 

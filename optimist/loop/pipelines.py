@@ -12,7 +12,8 @@ import ray
 from ray.actor import ActorHandle
 from ray.exceptions import RayError
 
-from cluster.messages import MalformedMessage, ShardBatch, ShardResult
+from cluster.messages import ShardBatch, ShardResult
+from cluster.wire import MalformedMessage
 from optimist.loop.faults import Faults
 
 if TYPE_CHECKING:

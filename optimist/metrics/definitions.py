@@ -250,7 +250,7 @@ class SchedulerMetrics:
 
     def __init__(self) -> None:
         # kube-scheduler serves no `_created` series
-        disable_created_metrics()  # type: ignore[no-untyped-call, unused-ignore]  # prometheus_client leaves it unannotated (checked only under --strict)
+        disable_created_metrics()  # type: ignore[no-untyped-call]  # prometheus_client leaves it unannotated (checked only under --strict)
         self.registry = r = CollectorRegistry()
         self.attempts, self.attempt_duration, self.sli_duration, self.pod_attempts = (
             _attempt_families(r)

@@ -99,7 +99,7 @@ class MetricsServer:
             found = explainer.explain(query.get("pod", [""])[0], manifest, int(given))
         except ExplainError as err:
             return f"{err.status} {HTTPStatus(err.status).phrase}", "text/plain", str(err).encode()
-        return "200 OK", "application/json", json.dumps(found.to_wire()).encode()
+        return "200 OK", "application/json", json.dumps(found.to_json()).encode()
 
     @staticmethod
     def _profile(environ: dict[str, Any], profiler: Profiler) -> tuple[str, str, bytes]:

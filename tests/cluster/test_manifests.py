@@ -4,6 +4,7 @@ from cluster import resources as res
 from cluster.errors import InvalidObject
 from cluster.manifests import node_from_manifest, pod_from_manifest
 from cluster.objects import SchedulingSpec
+from cluster.wire import MalformedMessage
 from shards.testing import pod_spec
 
 
@@ -406,7 +407,12 @@ def test_forged_wire_is_refused():
     spec = pod_from_manifest(pod_spec({"cpu": "1"})).spec
     wire = spec.to_wire()
     wire[0] = [["cpu", "a lot"]]
-    with pytest.raises(TypeError):
+    with pytest.raises(
+        MalformedMessage, match=r"^SchedulingSpec\.requests\[0\]\[1\]: expected int"
+    ):
         SchedulingSpec.from_wire(wire)
-    with pytest.raises(TypeError):
+    with pytest.raises(
+        MalformedMessage,
+        match=r"^SchedulingSpec: expected the 18 fields of SchedulingSpec, got a list of 3",
+    ):
         SchedulingSpec.from_wire(wire[:3])
