@@ -17,7 +17,7 @@ from benchmarks.report.instruments import comparison_rows
 from benchmarks.report.pages import write_html
 from benchmarks.report.result_file import write_report
 from benchmarks.simulated.sim_bench import progress_bar
-from optimist.cli.shared_options import console, load_or_exit
+from optimist.cli.shared_options import console, load_or_exit, refuse
 
 
 def bench_apiserver(f: ApiServerFlags, *, living: bool) -> NoReturn:
@@ -26,11 +26,9 @@ def bench_apiserver(f: ApiServerFlags, *, living: bool) -> NoReturn:
     schedulers = (f.scheduler, f.compare) if f.compare else (f.scheduler,)
     for name in schedulers:
         if name not in SCHEDULERS:
-            typer.echo(f"error: {name!r}: the schedulers are {', '.join(SCHEDULERS)}", err=True)
-            raise typer.Exit(2)
+            refuse(f"{name!r}: the schedulers are {', '.join(SCHEDULERS)}")
     if len(set(schedulers)) < len(schedulers):
-        typer.echo(f"error: --compare {f.compare}: the same as --scheduler", err=True)
-        raise typer.Exit(2)
+        refuse(f"--compare {f.compare}: the same as --scheduler")
     if f.config:
         load_or_exit(f.config)
     try:

@@ -13,7 +13,7 @@ from benchmarks.chaos import DURATION_S
 from benchmarks.commands import api_bench_command, sim_bench_command
 from benchmarks.commands import bench_options as opt
 from benchmarks.simulated.sim_bench import DEFAULT_TIMEOUT_S
-from optimist.cli.shared_options import ShardResources
+from optimist.cli.shared_options import ShardResources, refuse
 
 CLUSTERS = ("sim", "apiserver", "kwok")
 # what only the simulated bench does, refused through an API server
@@ -73,21 +73,14 @@ def bench(
     configuration is bad."""
     flags: dict[str, Any] = dict(locals())
     if cluster not in CLUSTERS:
-        typer.echo(f"error: --cluster {cluster!r}: sim, apiserver or kwok", err=True)
-        raise typer.Exit(2)
+        refuse(f"--cluster {cluster!r}: sim, apiserver or kwok")
     if cluster == "sim":
         if compare or scheduler != "optimist" or rounds != 1:
-            typer.echo(
-                "error: --scheduler, --compare and --rounds go with --cluster apiserver or kwok",
-                err=True,
-            )
-            raise typer.Exit(2)
+            refuse("--scheduler, --compare and --rounds go with --cluster apiserver or kwok")
         sim_bench_command.bench_simulated(opt.SimulatedFlags.picked(flags))
     if cluster == "kwok" and kubeconfig:
-        typer.echo("error: --kubeconfig: not with --cluster kwok (it starts its own)", err=True)
-        raise typer.Exit(2)
+        refuse("--kubeconfig: not with --cluster kwok (it starts its own)")
     given = ["--" + name.replace("_", "-") for name in SIMULATED_ONLY if flags[name]]
     if given:
-        typer.echo(f"error: {', '.join(given)}: not with --cluster {cluster}", err=True)
-        raise typer.Exit(2)
+        refuse(f"{', '.join(given)}: not with --cluster {cluster}")
     api_bench_command.bench_apiserver(opt.ApiServerFlags.picked(flags), living=cluster == "kwok")

@@ -28,6 +28,7 @@ from benchmarks.sweeps.bench_sweep import SweepError, parse_sweep, run_sweep
 from optimist.cli.shared_options import (
     console,
     load_or_exit,
+    refuse,
     resources_or_exit,
     usage_error,
 )
@@ -47,12 +48,10 @@ def bench_simulated(f: SimulatedFlags) -> NoReturn:
     """The workloads on the platform with the simulated cluster: once, once per value of
     a setting (--sweep), or with the metrics served while it runs."""
     if f.profiling_endpoint and (f.profile or not f.metrics_address):
-        typer.echo(
-            "error: --profiling-endpoint needs --metrics-address, and takes its profiles "
-            "instead of --profile's",
-            err=True,
+        refuse(
+            "--profiling-endpoint needs --metrics-address, and takes its profiles "
+            "instead of --profile's"
         )
-        raise typer.Exit(2)
     with usage_error(ChaosError):
         faults = (
             ChaosPlan.parse(f.chaos, f.chaos_interval, f.chaos_faults, f.chaos_duration)

@@ -13,6 +13,7 @@ import yaml
 from optimist.cli.shared_options import (
     console,
     load_or_exit,
+    refuse,
     usage_error,
 )
 from optimist.configuration import (
@@ -78,11 +79,9 @@ def explain(
     waits for. Exits 1 if the pod cannot be explained (not found, or no optimist answers).
     """
     if (pod is None) == (manifest is None):
-        typer.echo("error: name a pod (NAMESPACE/NAME) or give --manifest, one of them", err=True)
-        raise typer.Exit(2)
+        refuse("name a pod (NAMESPACE/NAME) or give --manifest, one of them")
     if config and not snapshot:
-        typer.echo("error: --config goes with --snapshot (optimist runs with its own)", err=True)
-        raise typer.Exit(2)
+        refuse("--config goes with --snapshot (optimist runs with its own)")
     shown = top if top is not None else (10 if output is Output.table else 0)
     body = None
     if manifest is not None:

@@ -16,6 +16,7 @@ import typer
 from optimist.cli.shared_options import (
     ShardResources,
     load_or_exit,
+    refuse,
     resources_or_exit,
     usage_error,
 )
@@ -77,12 +78,10 @@ def run(
     configuration = load_or_exit(config)
     election = configuration.leader_election
     if election.leader_elect and election.resource_name == "kube-scheduler":
-        typer.echo(
-            "error: leaderElection.resourceName: 'kube-scheduler' is kube-scheduler's own "
-            "lease; give optimist a lease of its own (resourceName: optimist)",
-            err=True,
+        refuse(
+            "leaderElection.resourceName: 'kube-scheduler' is kube-scheduler's own "
+            "lease; give optimist a lease of its own (resourceName: optimist)"
         )
-        raise typer.Exit(2)
     with usage_error(ValueError):
         settings = Settings.from_configuration(
             configuration, shards=shards, redis_url=redis_url, ray_address=ray_address

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -24,6 +24,12 @@ ShardResources = Annotated[
         "a Ray cluster, shards go to the nodes that offer it [default: shardResources]"
     ),
 ]
+
+
+def refuse(problem: str) -> NoReturn:
+    """A usage error: one line saying what is wrong, and exit 2."""
+    typer.echo(f"error: {problem}", err=True)
+    raise typer.Exit(2)
 
 
 @contextmanager
@@ -47,11 +53,7 @@ def resources_or_exit(given: list[str]) -> dict[str, float]:
         except ValueError:
             out[name] = float("nan")
         if not name or not out[name] > 0:
-            typer.echo(
-                f"error: --shard-resource {item!r}: want NAME or NAME=AMOUNT, AMOUNT > 0",
-                err=True,
-            )
-            raise typer.Exit(2)
+            refuse(f"--shard-resource {item!r}: want NAME or NAME=AMOUNT, AMOUNT > 0")
     return out
 
 
