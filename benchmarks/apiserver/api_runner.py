@@ -241,8 +241,16 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
     def _sleep(self, seconds: float) -> None:
         until = time.perf_counter() + seconds
         while time.perf_counter() < until:
+            self._scheduler_runs("during a sleep")
             self._tick()
             time.sleep(POLL_S)
+
+    def _scheduler_runs(self, when: str) -> None:
+        """The case stops the moment the scheduler under test is gone: nothing it has
+        left to measure can happen then, and waiting out a sleep or the timeout would
+        only delay saying so."""
+        if not self.meters["scheduler"].alive():
+            raise SchedulerExited(f"the scheduler exited {when}")
 
     # --- creating ----------------------------------------------------------------------
 
@@ -491,8 +499,7 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
                 return True
             if time.perf_counter() > self.deadline:
                 return False
-            if not self.meters["scheduler"].alive():  # nothing will bind them now
-                raise SchedulerExited(f"the scheduler exited while {len(left)} pods waited")
+            self._scheduler_runs(f"while {len(left)} pods waited")
             self._tick()
             time.sleep(POLL_S)
 

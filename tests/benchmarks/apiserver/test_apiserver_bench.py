@@ -171,11 +171,11 @@ def test_a_scheduler_that_dies_fails_its_case_at_once_not_at_the_timeout(tmp_pat
         scheduler = wait_for(lambda: _scheduler_of(bench), 120, "optimist run", every_s=0.5)
         started = scheduler.children(recursive=True)  # its private Redis among them
         scheduler.kill()
-        output, _ = bench.communicate(timeout=120)  # the sleep, then at once
+        output, _ = bench.communicate(timeout=30)  # mid-sleep: the sleep is not waited out
     finally:
         stop_tree(bench)
     assert bench.returncode == 1, output
-    assert "the scheduler exited while 4 pods waited" in output
+    assert "the scheduler exited during a sleep" in output
     # what the killed scheduler had started, left to init, the bench stopped
     assert [p for p in started if _running(p)] == []
 
