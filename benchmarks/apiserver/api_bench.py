@@ -56,6 +56,7 @@ from optimist.configuration import default_configuration, load_file
 from optimist.kube.client import ApiError, KubeClient
 from optimist.offline import provenance
 from optimist.offline.invariants import check_invariants
+from optimist.offline.simulator import SimulatedCluster
 from optimist.settings import Settings
 
 SCHEDULERS = ("optimist", "kube-scheduler")
@@ -201,12 +202,18 @@ def _unlimited(kubeconfig: Path) -> KubeClient:
     return KubeClient.for_kubeconfig(str(kubeconfig), qps=1e6, burst=10**6)
 
 
+# what a run leaves for the files asked of it: its cluster as the server held it at the
+# end, named by its workload, scheduler and round (from 1)
+Keep = Callable[[tuple[str, str, str], SimulatedCluster], None]
+
+
 def run_stretch(
     bench: ApiBench,
     name: str,
     runs: list[CaseWorkload],
     round_: int,
     progress: Callable[[str], Callable[[int, int], None]],
+    keep: Keep | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Workloads of one scheduler configuration, in order, with one scheduler process
     through one server; on a server given by --kubeconfig, each removes what it made
@@ -236,6 +243,8 @@ def run_stretch(
                     if server.plane is None:
                         runner.remove_made()
             violations = check_invariants(cluster, outcome.watch.unschedulable)
+            if keep is not None:
+                keep((run.name, name, str(round_ + 1)), cluster)
             yield workload_report(outcome, name, round_, len(cluster.nodes), violations)
 
 
@@ -368,10 +377,14 @@ def ceiling(client: KubeClient, pods: int = CEILING_PODS) -> float:
 
 
 def run_apiserver_bench(
-    bench: ApiBench, plan: Plan, progress: Callable[[str], Callable[[int, int], None]]
+    bench: ApiBench,
+    plan: Plan,
+    progress: Callable[[str], Callable[[int, int], None]],
+    keep: Keep | None = None,
 ) -> dict[str, Any]:
     """Every workload with every scheduler, `bench.rounds` times, alternating which
-    goes first; `progress(label)` gives the callback for one run's progress."""
+    goes first; `progress(label)` gives the callback for one run's progress, and `keep`
+    is handed each run's cluster as the server held it at the end."""
     runs: list[dict[str, Any]] = []
     ceilings: list[float] = []
     for round_ in range(bench.rounds):
@@ -381,7 +394,7 @@ def run_apiserver_bench(
         for name, stretch in stretches(bench, plan, order):
             done = 0
             try:
-                for record in run_stretch(bench, name, stretch, round_, progress):
+                for record in run_stretch(bench, name, stretch, round_, progress, keep):
                     runs.append(record)
                     done += 1
             except (ApiBenchError, ControlPlaneError, ApiError, SchedulerExited) as e:

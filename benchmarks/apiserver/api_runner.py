@@ -573,6 +573,7 @@ def build_cluster(
     for obj in nodes:
         node = node_from_manifest(obj)
         cluster.nodes[node.name] = node
+        cluster.node_manifests[node.name] = obj
     for obj in pods:
         key = object_key(obj)
         cluster.pod_manifests[key] = obj

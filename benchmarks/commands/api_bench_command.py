@@ -4,6 +4,7 @@ server, one scheduler or two side by side."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 import typer
@@ -13,11 +14,27 @@ from rich.table import Table
 from benchmarks.apiserver.api_bench import SCHEDULERS, ApiBench, run_apiserver_bench
 from benchmarks.commands.bench_options import ApiServerFlags
 from benchmarks.controlplane.control_plane import ControlPlaneMissing, binaries
+from benchmarks.report.cluster_files import write_placements, write_state
 from benchmarks.report.instruments import comparison_rows
 from benchmarks.report.pages import write_html
 from benchmarks.report.result_file import write_report
 from benchmarks.simulated.sim_bench import progress_bar
 from optimist.cli.shared_options import console, load_or_exit, refuse
+from optimist.offline.simulator import SimulatedCluster
+
+
+@dataclass
+class KeptClusters:
+    """Of each run's cluster as the server held it at the end, what the files asked for
+    need: its bindings (--placements) and the last cluster whole (--save-state); no
+    more, since a run's cluster may hold a hundred thousand pods."""
+
+    placed: dict[tuple[str, ...], dict[str, str]] = field(default_factory=dict)
+    last: SimulatedCluster | None = None
+
+    def __call__(self, run: tuple[str, str, str], cluster: SimulatedCluster) -> None:
+        self.placed[run] = dict(cluster.bindings)
+        self.last = cluster
 
 
 def bench_apiserver(f: ApiServerFlags, *, living: bool) -> NoReturn:
@@ -58,8 +75,14 @@ def bench_apiserver(f: ApiServerFlags, *, living: bool) -> NoReturn:
 
             return update
 
-        result = run_apiserver_bench(bench, plan, callback)
+        kept = KeptClusters()
+        wanted = f.placements or f.save_state
+        result = run_apiserver_bench(bench, plan, callback, kept if wanted else None)
     _show(f, result)
+    if f.placements:
+        write_placements(f.placements, kept.placed, ("case", "scheduler", "round"))
+    if f.save_state and kept.last is not None:
+        write_state(f.save_state, kept.last)
     ok = not result["errors"] and not result["invariant_violations"]
     raise typer.Exit(0 if ok else 1)
 

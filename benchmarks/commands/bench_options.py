@@ -88,7 +88,13 @@ Timeout = Annotated[
     float, typer.Option(min=1, help="seconds a workload may take before it is stopped")
 ]
 
-Placements = Annotated[Path | None, typer.Option(help="write namespace,pod,node CSV here")]
+Placements = Annotated[
+    Path | None,
+    typer.Option(
+        help="write namespace,pod,node CSV here, as each run's cluster held it at the end "
+        "(led by case, scheduler and round where several ran)"
+    ),
+]
 
 ExplainEvery = Annotated[
     float,
@@ -264,6 +270,8 @@ class WorkloadFlags:
     timeout: float
     report: Path | None
     html: Path | None
+    placements: Path | None
+    save_state: Path | None
     progress: bool
 
     @classmethod
@@ -300,9 +308,7 @@ class SimulatedFlags(WorkloadFlags):
     batch_pods: int | None
     conflict_mode: str
     candidates: int
-    placements: Path | None
     explain_every: float
-    save_state: Path | None
     sweep: str | None
     node_partitions: bool | None
     binders: int | None

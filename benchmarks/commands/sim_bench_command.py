@@ -15,14 +15,13 @@ from benchmarks.chaos import ChaosError, ChaosPlan
 from benchmarks.commands.bench_options import SimulatedFlags
 from benchmarks.commands.bench_tables import explained, summary_table, sweep_table
 from benchmarks.report.bench_report import BenchReport, SweepReport
+from benchmarks.report.cluster_files import Run, write_placements, write_state
 from benchmarks.report.pages import write_html
 from benchmarks.report.result_file import write_report
 from benchmarks.simulated.sim_bench import (
     BenchRun,
     Plan,
     run_bench,
-    write_placements,
-    write_state,
 )
 from benchmarks.sweeps.bench_sweep import SweepError, parse_sweep, run_sweep
 from optimist.cli.shared_options import (
@@ -126,9 +125,12 @@ def _show(f: SimulatedFlags, run: BenchRun[BenchReport] | BenchRun[SweepReport])
     if f.html:
         write_html(report.model_dump(), f.html)
     if f.placements:
-        write_placements(run, f.placements)
+        placed: dict[Run, dict[str, str]] = {
+            (name,): cluster.bindings for name, cluster in run.clusters.items()
+        }
+        write_placements(f.placements, placed, ("case",))
     if f.save_state:
-        write_state(run, f.save_state)
+        write_state(f.save_state, run.cluster)
     if f.report:
         write_report(f.report, report)
     # a run's name may hold brackets (`CaseWorkload.name`): text, never markup

@@ -10,8 +10,6 @@ case file, the run is the shipped SchedulingBasic case.
 from __future__ import annotations
 
 import cProfile
-import csv
-import json
 import os
 import sys
 import time
@@ -566,23 +564,6 @@ def cpu_s(outcome: CaseOutcome) -> dict[str, float]:
         used.update(w.counters.cpu_s)
     roles = {role: used[role] for role in ("driver", "shards", "redis")}
     return {**roles, "other": max(used["machine"] - sum(roles.values()), 0.0)}
-
-
-def write_placements(run: BenchRun[Any], path: Path) -> None:
-    """namespace,pod,node per bound pod; with several workloads, the workload comes first."""
-    several = len(run.clusters) > 1
-    with open(path, "w", newline="") as f:
-        out = csv.writer(f)
-        out.writerow((["case"] if several else []) + ["namespace", "pod", "node"])
-        for name, cluster in run.clusters.items():
-            for key, node in sorted(cluster.bindings.items()):
-                namespace, pod = key.split("/", 1)
-                out.writerow(([name] if several else []) + [namespace, pod, node])
-
-
-def write_state(run: BenchRun[Any], path: Path) -> None:
-    """The last workload's cluster as it ended, a snapshot (`SimulatedCluster.objects`)."""
-    path.write_text(json.dumps(run.cluster.objects()))
 
 
 @contextmanager

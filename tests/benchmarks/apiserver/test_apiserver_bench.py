@@ -22,6 +22,7 @@ from benchmarks.controlplane.living_plane import JOB_RUNS_FOR
 from benchmarks.report.instruments import comparison_rows
 from optimist.cli import app
 from optimist.kube.informer import list_all
+from optimist.offline.replay import load_snapshot
 from tests.benchmarks.simulated.test_fidelity import (
     anti_affine_case,
     waited_anti_affine_case,
@@ -36,9 +37,11 @@ def test_both_schedulers_place_an_upstream_case_through_the_api_server(
     """10 pods with required anti-affinity on the hostname over 5 nodes: each scheduler
     binds 5, one a node, and reports 5 unschedulable through the PodScheduled
     condition; the invariant checker reads the server; what each run made is gone
-    after it. The HTML page carries the terminal's figures."""
+    after it. The HTML page carries the terminal's figures; the placements and the
+    snapshot are what the server held at each run's end."""
     path = anti_affine_case(tmp_path)
     report, page = tmp_path / "report.json", tmp_path / "report.html"
+    placements, state = tmp_path / "placements.csv", tmp_path / "state.json"
     result = CliRunner().invoke(
         app,
         [
@@ -59,11 +62,26 @@ def test_both_schedulers_place_an_upstream_case_through_the_api_server(
             str(report),
             "--html",
             str(page),
+            "--placements",
+            str(placements),
+            "--save-state",
+            str(state),
         ],
     )
     assert result.exit_code == 0, result.output
     figures = json.loads(report.read_text())
     assert [r["scheduler"] for r in figures["runs"]] == ["optimist", "kube-scheduler"]
+    # one workload, one round: the scheduler alone tells the runs apart
+    header, *rows = [line.split(",") for line in placements.read_text().splitlines()]
+    assert header == ["scheduler", "namespace", "pod", "node"]
+    for name in ("optimist", "kube-scheduler"):
+        nodes = [node for scheduler, _, _, node in rows if scheduler == name]
+        assert len(nodes) == 5 and len(set(nodes)) == 5  # apart by hostname
+    snapshot = load_snapshot(state, frozenset({"default-scheduler"}))  # the last run's
+    assert len(snapshot.node_manifests) == 5 and len(snapshot.replayed) == 10
+    assert sorted(snapshot.actual.values()) == sorted(
+        node for scheduler, _, _, node in rows if scheduler == "kube-scheduler"
+    )
     for run in figures["runs"]:
         assert run["error"] is None and run["invariant_violations"] == [], run
         assert run["pods_created"] == 10 and run["nodes"] == 5
