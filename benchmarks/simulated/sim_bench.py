@@ -167,12 +167,15 @@ def run_bench(
     chaos: ChaosPlan | None = None,
     explainer: Explainer | None = None,
     explain_every_s: float = 0.0,
+    began: float | None = None,
 ) -> BenchRun[BenchReport]:
     """Run every workload of the plan; with `profile_dir`, write a CPU profile of the
     control process and of each shard per workload there (pstats files); with a
     `profiler`, take profiles whenever it is asked to, while workloads run; with
     `chaos`, inject its faults while they run; with `explain_every_s`, explain a pod of
-    the workload that often while it runs (`ExplainProbe`)."""
+    the workload that often while it runs (`ExplainProbe`). A workload's first decision
+    is timed from when it began (`began`, a perf_counter reading, for the first; None:
+    the command's start, Ray's included)."""
     if chaos:
         chaos.check(settings.binders, own_redis=settings.private_redis)
     if explain_every_s and explainer is None:
@@ -183,7 +186,8 @@ def run_bench(
     versions: dict[str, str] = {}
     own_ray = init_ray(settings.ray_address)  # once for every workload, not once each
     with progress_bar(show_progress) as bar, _closing_ray(own_ray):
-        for run in plan.runs:
+        for i, run in enumerate(plan.runs):
+            started = began if i == 0 else time.perf_counter()
             task = bar.add_task(run.name, total=None) if bar else None
 
             def progress(done: int, total: int, task: Any = task) -> None:
@@ -219,7 +223,8 @@ def run_bench(
                     if explainer:
                         explainer.detach()
                 platform.locate_shards()  # a shard whose Ray node was lost runs elsewhere
-                cases.append(case_report(outcome, platform, probe.summary() if probe else None))
+                explained = probe.summary() if probe else None
+                cases.append(case_report(outcome, platform, started, explained))
                 versions = versions or provenance.versions(platform.store.client.info("server"))
             clusters[run.name] = outcome.cluster
     injected = Counter[str]()
@@ -283,10 +288,14 @@ def pin_shards(shard_info: list[ShardInfo]) -> None:
 
 
 def case_report(
-    outcome: CaseOutcome, platform: Platform, explained: dict[str, Any] | None = None
+    outcome: CaseOutcome,
+    platform: Platform,
+    began: float | None = None,
+    explained: dict[str, Any] | None = None,
 ) -> CaseReport:
     """The figures of one workload: its measured phase, and the whole run where so named;
-    with `explained`, what explaining its pods took (`ExplainProbe.summary`)."""
+    its first decision timed from when it `began` (None: the command's start); with
+    `explained`, what explaining its pods took (`ExplainProbe.summary`)."""
     run, loop = outcome.run, outcome.loop
     stats = loop.dispatcher.stats
     measured, unschedulable, gated = _pods_of_phase(outcome)
@@ -296,9 +305,10 @@ def case_report(
     c = perf_counters(outcome)
     cpu = cpu_s(outcome)
     decided_at = outcome.stages["decided"].values()
-    # from the start of this process (`optimist bench`) to the workload's first
-    # decision: Ray, Redis, the nodes, the shards' first sync included
-    first_decision = instruments.since_process_start(min(decided_at)) if decided_at else None
+    # from the start of the workload's run (of the command, `optimist bench`, for its
+    # first: Ray's start included) to its first decision: Redis, the nodes, the shards'
+    # first sync included; a later workload's is not charged with the ones before it
+    first_decision = _since(began, min(decided_at)) if decided_at else None
     throughput = Throughput(**instruments.throughput(scheduled, duration, rates))
     return CaseReport(
         name=run.name,
@@ -395,6 +405,11 @@ def _pods_of_phase(outcome: CaseOutcome) -> tuple[list[str], dict[str, str], set
     return measured, unschedulable, gated
 
 
+def _since(began: float | None, at: float) -> float:
+    """Seconds from `began` (None: this process's start) to `at`, perf_counter readings."""
+    return at - began if began is not None else instruments.since_process_start(at)
+
+
 def shard_figures(outcome: CaseOutcome, platform: Platform, duration: float) -> list[ShardFigures]:
     """Each shard's share of the workload, how busy it was and where it ran."""
     stats = outcome.loop.dispatcher.stats
@@ -465,7 +480,7 @@ def case_warnings(
     if not failed and first_decision_s is not None and first_decision_s > duration_s:
         warnings.append(
             f"start-up, not scheduling, dominates this run: the first decision came "
-            f"{first_decision_s:.1f} s after the command started, and scheduling took "
+            f"{first_decision_s:.1f} s after the run began, and scheduling took "
             f"{duration_s:.2f} s; ask for more pods (--pods) for figures that mean more"
         )
     for kind in (chaos or {}).get("never_injected", []):

@@ -7,6 +7,7 @@ differ only in what is swept.
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from typing import Any
 
@@ -91,10 +92,13 @@ def run_sweep(
             variants.append((value, change(settings, value)))
         except ValueError as e:
             raise SweepError(f"--sweep {name}: value {value!r}: {e}") from None
-    runs = [
-        (v, run_bench(s, plan, show_progress=show_progress, cpu_affinity=cpu_affinity))
-        for v, s in variants
-    ]
+    runs = []
+    for i, (value, changed) in enumerate(variants):
+        began = None if i == 0 else time.perf_counter()  # a later run: from its own start
+        run = run_bench(
+            changed, plan, show_progress=show_progress, cpu_affinity=cpu_affinity, began=began
+        )
+        runs.append((value, run))
     reports = [(v, r.report) for v, r in runs]
     report = SweepReport(
         sweep=Sweep(variable=name, runs=[SweepRun(value=v, report=r) for v, r in reports]),

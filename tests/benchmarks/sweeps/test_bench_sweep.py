@@ -1,15 +1,23 @@
 """`optimist bench --sweep`: one setting varied over the same pods, and its mistakes."""
 
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from benchmarks.cases import cases_file
+from benchmarks.report.bench_report import BenchReport
+from benchmarks.simulated.sim_bench import BenchRun, Plan
+from benchmarks.sweeps import bench_sweep
 from benchmarks.sweeps.bench_sweep import SweepError, parse_sweep
 from optimist.cli import app
+from optimist.settings import Settings
 
 SHIPPED = cases_file()
+# a run's report with nothing measured, for runs the test does not make
+NOTHING_RAN = Path(__file__).parents[1] / "report" / "results" / "failed-op.json"
 
 
 def test_values_are_read_by_the_variable():
@@ -63,3 +71,23 @@ def test_a_sweep_runs_the_same_pods_once_per_value(tmp_path, redis_url):
 def test_a_bad_conflict_mode_stops_before_any_run():
     result = CliRunner().invoke(app, ["bench", "--sweep", "conflict-mode=fine,sloppy"])
     assert result.exit_code == 2 and "value 'sloppy'" in result.output
+
+
+def test_each_run_of_a_sweep_times_its_start_up_from_its_own_start(monkeypatch):
+    """The first run's first decision is timed from the command's start (Ray's start is
+    its to pay); a later run's from its own, not charged with the runs before it (which
+    made every later run warn that start-up dominated)."""
+    made = json.loads(NOTHING_RAN.read_text())
+    report = BenchReport.model_validate(
+        {k: v for k, v in made.items() if k not in ("command", "commit", "made")}
+    )
+    began: list[float | None] = []
+
+    def run_bench(settings: Settings, plan: Plan, **options: Any) -> BenchRun[BenchReport]:
+        began.append(options["began"])
+        return BenchRun(report, {})
+
+    monkeypatch.setattr(bench_sweep, "run_bench", run_bench)
+    bench_sweep.run_sweep(Settings(), Plan(()), "binders", [1, 2, 3])
+    assert began[0] is None and all(isinstance(b, float) for b in began[1:])
+    assert began[1] < began[2]
