@@ -65,6 +65,21 @@ def terminated(manifest: Mapping[str, Any]) -> bool:
     return isinstance(status, Mapping) and status.get("phase") in TERMINAL_PHASES
 
 
+def condition(manifest: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    """The object's status condition of type `kind` (a pod's PodScheduled, a node's
+    Ready), if it has one."""
+    for c in (manifest.get("status") or {}).get("conditions") or []:
+        if isinstance(c, Mapping) and c.get("type") == kind:
+            return c
+    return None
+
+
+def condition_true(manifest: Mapping[str, Any], kind: str) -> bool:
+    """Whether the object's condition of type `kind` says True."""
+    found = condition(manifest, kind)
+    return found is not None and found.get("status") == "True"
+
+
 def copy_manifest(raw: Any) -> Any:
     """A deep copy of a manifest (maps, lists and scalars, as YAML and JSON give them),
     as an API server keeps its own: three times quicker than `copy.deepcopy`, which

@@ -11,9 +11,7 @@ from typing import Any
 
 from benchmarks.controlplane.control_plane import ControlPlaneError
 from cluster.cluster_adapter import Binding
-from cluster.manifests import (
-    terminated,
-)
+from cluster.manifests import condition, condition_true, terminated
 from optimist.kube.client import KubeClient
 from optimist.kube.informer import Informer, object_key
 
@@ -22,17 +20,10 @@ SETTLE_S = 3.0  # nothing bound for this long, and every pod left reported unsch
 
 def _unschedulable(pod: Mapping[str, Any]) -> str | None:
     """The PodScheduled condition's reason if it says False, else None."""
-    for condition in (pod.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
-            return str(condition.get("reason") or "Unschedulable")
-    return None
-
-
-def _ready(status: Mapping[str, Any]) -> bool:
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in status.get("conditions") or []
-    )
+    scheduled = condition(pod, "PodScheduled")
+    if scheduled is None or scheduled.get("status") != "False":
+        return None
+    return str(scheduled.get("reason") or "Unschedulable")
 
 
 class PodWatch:
@@ -91,7 +82,7 @@ class PodWatch:
                 self.nominated.add(key)
             if status.get("phase") == "Running":
                 self.running_at.setdefault(key, now)
-            if _ready(status):
+            if condition_true(obj, "Ready"):
                 self.ready_at.setdefault(key, now)
             if terminated(obj):
                 self.ended.add(key)

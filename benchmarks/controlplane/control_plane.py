@@ -36,6 +36,7 @@ from typing import Any
 import psutil
 import yaml
 
+from cluster.manifests import condition_true
 from optimist.kube.client import ApiError, KubeClient
 
 KUBE_VERSION = "v1.30.4"
@@ -212,8 +213,7 @@ class ControlPlane:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             crd = self.client.request("GET", f"{_CRD_PATH}/{name}")
-            conditions = (crd.get("status") or {}).get("conditions") or []
-            if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+            if condition_true(crd, "Established"):
                 return
             time.sleep(0.1)
         raise ControlPlaneError(f"CustomResourceDefinition {name} not established in 30 s")

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.controlplane.control_plane import ControlPlane, free_port
+from cluster.manifests import condition_true
 from cluster.objects import HOSTNAME_LABEL
 from optimist.kube.client import ApiError
 
@@ -92,8 +93,7 @@ class LivingPlane(ControlPlane):
             node = self.client.request("GET", f"/api/v1/nodes/{name}")
         except ApiError:
             return False
-        conditions = (node.get("status") or {}).get("conditions") or []
-        return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+        return condition_true(node, "Ready")
 
     def _start_controller_manager(self) -> None:
         d = self.dir

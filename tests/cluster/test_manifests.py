@@ -2,7 +2,7 @@ import pytest
 
 from cluster import resources as res
 from cluster.errors import InvalidObject
-from cluster.manifests import node_from_manifest, pod_from_manifest
+from cluster.manifests import condition, condition_true, node_from_manifest, pod_from_manifest
 from cluster.objects import SchedulingSpec
 from cluster.wire import MalformedMessage
 from shards.testing import pod_spec
@@ -416,3 +416,17 @@ def test_forged_wire_is_refused():
         match=r"^SchedulingSpec: expected the 18 fields of SchedulingSpec, got a list of 3",
     ):
         SchedulingSpec.from_wire(wire[:3])
+
+
+def test_a_condition_is_found_by_its_type_and_true_only_when_it_says_so():
+    pod = {
+        "status": {
+            "conditions": [
+                {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"},
+                {"type": "Ready", "status": "True"},
+            ]
+        }
+    }
+    assert condition(pod, "PodScheduled") == pod["status"]["conditions"][0]
+    assert condition_true(pod, "Ready") and not condition_true(pod, "PodScheduled")
+    assert condition({}, "Ready") is None and not condition_true({"status": {}}, "Ready")
