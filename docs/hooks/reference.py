@@ -50,7 +50,8 @@ def _cell(text: object) -> str:
 
 def cli_page() -> str:
     commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
-    out = ["# Commands", "", "Made from the command line's own definitions (`optimist/cli.py`)."]
+    made = "Made from the command line's own definitions (`optimist/cli/`; the harness's"
+    out = ["# Commands", "", f"{made} commands in `benchmarks/commands/`)."]
     for name in sorted(commands):
         command = commands[name]
         out += ["", f"## `optimist {name}`", "", _cell(command.help or "")]
