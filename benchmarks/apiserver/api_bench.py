@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -51,6 +51,17 @@ from benchmarks.controlplane.control_plane import (
 )
 from benchmarks.controlplane.living_plane import KWOK_POOL, LivingPlane
 from benchmarks.report import instruments
+from benchmarks.report.api_report import (
+    ApiAllPods,
+    ApiBenchReport,
+    ApiCaseComparison,
+    ApiRun,
+    ApiRunNotRun,
+    ApiRunReport,
+    Ceiling,
+    SchedulerFigures,
+)
+from benchmarks.report.bench_report import Latency, Machine, Throughput
 from benchmarks.simulated.sim_bench import Plan, case_warnings, ending
 from optimist.configuration import default_configuration, load_file
 from optimist.kube.client import ApiError, KubeClient
@@ -214,7 +225,7 @@ def run_stretch(
     round_: int,
     progress: Callable[[str], Callable[[int, int], None]],
     keep: Keep | None = None,
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[ApiRunReport]:
     """Workloads of one scheduler configuration, in order, with one scheduler process
     through one server; on a server given by --kubeconfig, each removes what it made
     before the next."""
@@ -265,7 +276,7 @@ def stretches(
 
 def workload_report(
     outcome: ApiOutcome, name: str, round_: int, nodes: int, violations: list[str]
-) -> dict[str, Any]:
+) -> ApiRunReport:
     """scheduler_perf's figures for the measured phase, read from the server: pods/s in
     one-second samples and on average; created -> scheduled; and each process's CPU
     and peak memory."""
@@ -277,51 +288,49 @@ def workload_report(
         for process, seconds in w.cpu_s.items():
             cpu[process] = cpu.get(process, 0.0) + seconds
     duration = sum(w.end - w.start for w in outcome.windows)
-    throughput = instruments.throughput(scheduled, duration, rates)
+    throughput = Throughput(**instruments.throughput(scheduled, duration, rates))
     unschedulable = [k for k in measured if k in watch.unschedulable and k not in watch.bound_at]
     latency = instruments.stage_latencies(
         outcome.created_at,
         {"scheduled": watch.bound_at, "running": watch.running_at, "ready": watch.ready_at},
         measured,
     )
-    return {
-        "name": run.name,
-        "case": run.case,
-        "workload": run.workload,
-        "scheduler": name,
-        "round": round_,
-        "params": run.params,
-        "overrides": run.overrides,
-        **ending(run, outcome.error, outcome.failure, throughput["average"]),
-        "nodes": nodes,
-        "pods_created": len(measured),
-        "pods_scheduled": scheduled,
-        "pods_unschedulable": len(unschedulable),
-        "pods_pending": len(measured) - scheduled - len(unschedulable),
-        "unschedulable_reasons": provenance.reason_counts(
+    return ApiRunReport(
+        name=run.name,
+        case=run.case,
+        workload=run.workload,
+        scheduler=name,
+        round=round_,
+        params=run.params,
+        overrides=run.overrides,
+        **ending(run, outcome.error, outcome.failure, throughput.average),
+        nodes=nodes,
+        pods_created=len(measured),
+        pods_scheduled=scheduled,
+        pods_unschedulable=len(unschedulable),
+        pods_pending=len(measured) - scheduled - len(unschedulable),
+        unschedulable_reasons=provenance.reason_counts(
             {k: watch.unschedulable[k] for k in unschedulable}
         ),
-        "nodes_used": len({watch.nodes[k] for k in measured if k in watch.nodes}),
+        nodes_used=len({watch.nodes[k] for k in measured if k in watch.nodes}),
         # over the whole workload, list included: what every pod watcher decodes
-        "pod_events_per_pod": watch.events / outcome.made if outcome.made else 0.0,
-        "all_pods": {
-            "created": outcome.made,
-            "bound": len(watch.bound_at),
-            "unschedulable": len(watch.unschedulable),
-            "deleted": outcome.deleted,
-        },
-        "duration_s": duration,
-        "throughput_pods_per_s": throughput,
-        "throughput_samples": samples,
-        "latency_s": latency,
-        "cpu_s": cpu,
-        "cpu_s_per_1000_pods": {p: s * 1000 / scheduled for p, s in cpu.items()}
-        if scheduled
-        else {},
-        "memory_peak_bytes": outcome.peak_rss,
-        "invariant_violations": violations[:100],
-        "warnings": case_warnings(duration, None, None, failed=outcome.failure is not None),
-    }
+        pod_events_per_pod=watch.events / outcome.made if outcome.made else 0.0,
+        all_pods=ApiAllPods(
+            created=outcome.made,
+            bound=len(watch.bound_at),
+            unschedulable=len(watch.unschedulable),
+            deleted=outcome.deleted,
+        ),
+        duration_s=duration,
+        throughput_pods_per_s=throughput,
+        throughput_samples=samples,
+        latency_s={stage: Latency.model_validate(f) for stage, f in latency.items()},
+        cpu_s=cpu,
+        cpu_s_per_1000_pods={p: s * 1000 / scheduled for p, s in cpu.items()} if scheduled else {},
+        memory_peak_bytes=outcome.peak_rss,
+        invariant_violations=violations[:100],
+        warnings=case_warnings(duration, None, None, failed=outcome.failure is not None),
+    )
 
 
 # --- the server's ceiling ------------------------------------------------------------
@@ -381,11 +390,11 @@ def run_apiserver_bench(
     plan: Plan,
     progress: Callable[[str], Callable[[int, int], None]],
     keep: Keep | None = None,
-) -> dict[str, Any]:
+) -> ApiBenchReport:
     """Every workload with every scheduler, `bench.rounds` times, alternating which
     goes first; `progress(label)` gives the callback for one run's progress, and `keep`
     is handed each run's cluster as the server held it at the end."""
-    runs: list[dict[str, Any]] = []
+    runs: list[ApiRun] = []
     ceilings: list[float] = []
     for round_ in range(bench.rounds):
         with api_server(bench.kubeconfig) as server:
@@ -400,76 +409,89 @@ def run_apiserver_bench(
             except (ApiBenchError, ControlPlaneError, ApiError, SchedulerExited) as e:
                 runs += [_failed(run, name, round_, str(e)) for run in stretch[done:]]
     cases = compare(runs, statistics.median(ceilings))
-    return {
-        "cluster": "apiserver",
-        "schedulers": list(bench.schedulers),
-        "rounds": bench.rounds,
-        "shards": bench.shards,
-        "ceiling_pods_per_s": {"runs": ceilings, "median": statistics.median(ceilings)},
-        "cases": cases,
-        "runs": runs,
-        "errors": [r["error"] for r in runs if r["error"]],
-        "invariant_violations": [v for r in runs for v in r["invariant_violations"]],
-        "machine": provenance.machine(),
-    }
+    return ApiBenchReport(
+        cluster="apiserver",
+        schedulers=list(bench.schedulers),
+        rounds=bench.rounds,
+        shards=bench.shards,
+        ceiling_pods_per_s=Ceiling(runs=ceilings, median=statistics.median(ceilings)),
+        cases=cases,
+        runs=runs,
+        errors=[r.error for r in runs if r.error],
+        invariant_violations=[v for r in runs for v in r.invariant_violations],
+        machine=Machine.model_validate(provenance.machine()),
+    )
 
 
-def _failed(run: CaseWorkload, name: str, round_: int, error: str) -> dict[str, Any]:
-    return {
-        "name": run.name,
-        "scheduler": name,
-        "round": round_,
-        "error": f"case {run.name}: {error}",
-        "invariant_violations": [],
-        "warnings": [],
-    }
+def _failed(run: CaseWorkload, name: str, round_: int, error: str) -> ApiRunNotRun:
+    return ApiRunNotRun(
+        name=run.name,
+        scheduler=name,
+        round=round_,
+        error=f"case {run.name}: {error}",
+        invariant_violations=[],
+        warnings=[],
+    )
 
 
-def compare(runs: list[dict[str, Any]], ceiling_median: float) -> list[dict[str, Any]]:
+def compare(runs: list[ApiRun], ceiling_median: float) -> list[ApiCaseComparison]:
     """Per workload and scheduler, the medians over the rounds; kube-scheduler's
     pods/s beside optimist's as a ratio, and optimist's as a share of the ceiling."""
     out = []
-    for name in dict.fromkeys(r["name"] for r in runs):
-        per: dict[str, dict[str, Any]] = {}
-        for sched in dict.fromkeys(r["scheduler"] for r in runs if r["name"] == name):
-            mine = [r for r in runs if r["name"] == name and r["scheduler"] == sched]
-            good = [r for r in mine if "throughput_pods_per_s" in r]
-            if not good:
-                continue
-            per[sched] = {
-                "pods_per_s": _median(r["throughput_pods_per_s"]["average"] for r in good),
-                "pods_per_s_runs": [r["throughput_pods_per_s"]["average"] for r in good],
-                "cpu_s_per_1000_pods": {
-                    p: _median(r["cpu_s_per_1000_pods"].get(p, 0.0) for r in good)
-                    for p in good[0]["cpu_s_per_1000_pods"]
-                },
-                "memory_peak_bytes": {
-                    p: max(r["memory_peak_bytes"].get(p, 0) for r in good)
-                    for p in good[0]["memory_peak_bytes"]
-                },
-                **_stage_medians(good, "scheduled", "latency"),
-                **_stage_medians(good, "ready", "ready"),
-                "errors": [r["error"] for r in mine if r["error"]],
-            }
-        entry: dict[str, Any] = {"name": name, "schedulers": per}
+    for name in dict.fromkeys(r.name for r in runs):
+        per: dict[str, SchedulerFigures] = {}
+        for sched in dict.fromkeys(r.scheduler for r in runs if r.name == name):
+            mine = [r for r in runs if r.name == name and r.scheduler == sched]
+            good = [r for r in mine if isinstance(r, ApiRunReport)]
+            if good:
+                per[sched] = scheduler_figures(good, [r.error for r in mine if r.error])
         ours, theirs = per.get("optimist"), per.get("kube-scheduler")
-        if ours and theirs and theirs["pods_per_s"]:
-            entry["ratio"] = ours["pods_per_s"] / theirs["pods_per_s"]
-        if ours and ceiling_median:
-            entry["share_of_ceiling"] = ours["pods_per_s"] / ceiling_median
-        out.append(entry)
+        ratio = share = None
+        if ours is not None and theirs is not None and theirs.pods_per_s:
+            ratio = ours.pods_per_s / theirs.pods_per_s
+        if ours is not None and ceiling_median:
+            share = ours.pods_per_s / ceiling_median
+        out.append(
+            ApiCaseComparison(name=name, schedulers=per, ratio=ratio, share_of_ceiling=share)
+        )
     return out
 
 
-def _stage_medians(runs: list[dict[str, Any]], stage: str, name: str) -> dict[str, float]:
-    """`<name>_p50_s` and `<name>_p99_s`: the medians over `runs` of created -> `stage`,
-    where every run reached it (Ready: on a living cluster only)."""
-    figures = [r["latency_s"].get(f"created_to_{stage}", {}) for r in runs]
-    if not all(f.get("count") for f in figures):
-        return {f"{name}_p50_s": 0.0, f"{name}_p99_s": 0.0} if stage == "scheduled" else {}
-    return {f"{name}_{p}_s": _median(f[p] for f in figures) for p in ("p50", "p99")}
+def scheduler_figures(good: list[ApiRunReport], errors: list[str]) -> SchedulerFigures:
+    """One scheduler's figures on one workload over the rounds it measured: medians, and
+    the largest peak memory."""
+    averages = [r.throughput_pods_per_s.average for r in good]
+    latency = _stage_medians(good, "scheduled") or (0.0, 0.0)
+    ready = _stage_medians(good, "ready") or (None, None)
+    return SchedulerFigures(
+        pods_per_s=_median(averages),
+        pods_per_s_runs=averages,
+        cpu_s_per_1000_pods={
+            p: _median(r.cpu_s_per_1000_pods.get(p, 0.0) for r in good)
+            for p in good[0].cpu_s_per_1000_pods
+        },
+        memory_peak_bytes={
+            p: max(r.memory_peak_bytes.get(p, 0) for r in good) for p in good[0].memory_peak_bytes
+        },
+        latency_p50_s=latency[0],
+        latency_p99_s=latency[1],
+        ready_p50_s=ready[0],
+        ready_p99_s=ready[1],
+        errors=errors,
+    )
 
 
-def _median(values: Any) -> float:
-    values = list(values)
-    return float(statistics.median(values)) if values else 0.0
+def _stage_medians(runs: list[ApiRunReport], stage: str) -> tuple[float, float] | None:
+    """The medians over `runs` of created -> `stage`'s p50 and p99, where every run
+    reached it (Ready: on a living cluster only)."""
+    figures = [r.latency_s.get(f"created_to_{stage}") for r in runs]
+    p50 = [f.p50 for f in figures if f is not None and f.p50 is not None]
+    p99 = [f.p99 for f in figures if f is not None and f.p99 is not None]
+    if len(p50) < len(runs) or len(p99) < len(runs):
+        return None  # a run without the stage, or none of its pods reached it
+    return _median(p50), _median(p99)
+
+
+def _median(values: Iterable[float]) -> float:
+    numbers = list(values)
+    return float(statistics.median(numbers)) if numbers else 0.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import typer
 from rich.markup import escape
@@ -14,6 +14,7 @@ from rich.table import Table
 from benchmarks.apiserver.api_bench import SCHEDULERS, ApiBench, run_apiserver_bench
 from benchmarks.commands.bench_options import ApiServerFlags
 from benchmarks.controlplane.control_plane import ControlPlaneMissing, binaries
+from benchmarks.report.api_report import ApiBenchReport
 from benchmarks.report.cluster_files import write_placements, write_state
 from benchmarks.report.instruments import comparison_rows
 from benchmarks.report.pages import write_html
@@ -83,36 +84,36 @@ def bench_apiserver(f: ApiServerFlags, *, living: bool) -> NoReturn:
         write_placements(f.placements, kept.placed, ("case", "scheduler", "round"))
     if f.save_state and kept.last is not None:
         write_state(f.save_state, kept.last)
-    ok = not result["errors"] and not result["invariant_violations"]
+    ok = not result.errors and not result.invariant_violations
     raise typer.Exit(0 if ok else 1)
 
 
-def _show(f: ApiServerFlags, result: dict[str, Any]) -> None:
+def _show(f: ApiServerFlags, result: ApiBenchReport) -> None:
     """The tables, the files asked for, and what went wrong."""
     for table in apiserver_tables(result):
         console.print(table)
     if f.report:
         write_report(f.report, result)
     if f.html:
-        write_html(result, f.html)
-    for r in result["runs"]:
-        for warning in r["warnings"]:
-            where = escape(f"{r['name']} [{r['scheduler']}]")
+        write_html(result.model_dump(), f.html)
+    for r in result.runs:
+        for warning in r.warnings:
+            where = escape(f"{r.name} [{r.scheduler}]")
             console.print(f"[yellow]warning:[/yellow] {where}: {warning}")
-    for violation in result["invariant_violations"]:
+    for violation in result.invariant_violations:
         console.print(f"[red]invariant violated:[/red] {escape(violation)}")
-    for error in result["errors"]:
+    for error in result.errors:
         console.print(f"[red]case failed:[/red] {escape(error)}")
 
 
-def apiserver_tables(result: dict[str, Any]) -> list[Table]:
+def apiserver_tables(result: ApiBenchReport) -> list[Table]:
     """One table per workload, a column per scheduler (`instruments.comparison_rows`)."""
-    ceiling = result["ceiling_pods_per_s"]["median"]
+    ceiling = result.ceiling_pods_per_s.median
     tables = []
-    for entry in result["cases"]:
-        table = Table(title=escape(entry["name"]), title_justify="left")
+    for entry in result.cases:
+        table = Table(title=escape(entry.name), title_justify="left")
         table.add_column("through a real kube-apiserver")
-        for name in entry["schedulers"]:
+        for name in entry.schedulers:
             table.add_column(name, justify="right")
         for label, cells in comparison_rows(entry, ceiling):
             table.add_row(label, *cells)

@@ -10,13 +10,14 @@ of resident set sizes sampled once a second.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from typing import Any, Protocol, cast
 
 import numpy as np
 import psutil
 
+from benchmarks.report.api_report import ApiCaseComparison, SchedulerFigures
 from cluster.redis_server import connect
 
 
@@ -303,48 +304,52 @@ PROCESSES = ("scheduler", "kube-apiserver", "etcd", "client")  # the API bench's
 LIVING_PROCESSES = ("kube-controller-manager", "kwok")  # and a living cluster's
 
 
-def _cpu_cell(process: str, figures: Mapping[str, Any]) -> str:
+def _cpu_cell(process: str, figures: SchedulerFigures) -> str:
     """A process this bench did not start (a cluster given by --kubeconfig) is not
     measured: "n/a", never a 0 that reads as free."""
-    seconds = figures["cpu_s_per_1000_pods"].get(process)
+    seconds = figures.cpu_s_per_1000_pods.get(process)
     return "n/a" if seconds is None else f"{seconds:.2f}"
 
 
-def comparison_rows(entry: Mapping[str, Any], ceiling: float) -> list[tuple[str, list[str]]]:
+def comparison_rows(entry: ApiCaseComparison, ceiling: float) -> list[tuple[str, list[str]]]:
     """One workload of the API bench as rows of (label, a cell per scheduler; the ratio
     and the share of the ceiling in the first): the terminal and the HTML page show
     these same rows."""
-    per = list(entry["schedulers"].values())
+    per = list(entry.schedulers.values())
     blank = [""] * (len(per) - 1)
 
-    def each(cell: Any) -> list[str]:
+    def each(cell: Callable[[SchedulerFigures], str]) -> list[str]:
         return [cell(figures) for figures in per]
 
-    rows = [("pods/s (median)", each(lambda f: f"{f['pods_per_s']:,.0f}"))]
-    if "ratio" in entry:
-        rows.append(("optimist / kube-scheduler", [f"{entry['ratio']:.2f}x", *blank]))
-    if "share_of_ceiling" in entry:
+    rows = [("pods/s (median)", each(lambda f: f"{f.pods_per_s:,.0f}"))]
+    if entry.ratio is not None:
+        rows.append(("optimist / kube-scheduler", [f"{entry.ratio:.2f}x", *blank]))
+    if entry.share_of_ceiling is not None:
         label = f"of the server's ceiling ({ceiling:,.0f} pods/s)"
-        rows.append((label, [f"{entry['share_of_ceiling']:.0%}", *blank]))
-    living = [p for p in LIVING_PROCESSES if any(p in f["cpu_s_per_1000_pods"] for f in per)]
+        rows.append((label, [f"{entry.share_of_ceiling:.0%}", *blank]))
+    living = [p for p in LIVING_PROCESSES if any(p in f.cpu_s_per_1000_pods for f in per)]
     for process in (*PROCESSES, *living):
         rows.append((f"CPU s per 1,000 pods: {process}", each(partial(_cpu_cell, process))))
     rows.append(
         (
             "peak RSS of the scheduler, MiB",
-            each(lambda f: f"{f['memory_peak_bytes'].get('scheduler', 0) / 2**20:,.0f}"),
+            each(lambda f: f"{f.memory_peak_bytes.get('scheduler', 0) / 2**20:,.0f}"),
         )
     )
     # created -> scheduled always; -> Ready where the pods turned Ready (a living cluster)
-    for stage, key in (("scheduled", "latency"), ("Ready", "ready")):
-        if all(f"{key}_p50_s" in f for f in per):
-            for p in ("p50", "p99"):
-                rows.append((f"created -> {stage} {p}, ms", each(partial(_ms, f"{key}_{p}_s"))))
+    stages: list[tuple[str, Callable[[SchedulerFigures], float | None]]] = [
+        ("scheduled p50", lambda f: f.latency_p50_s),
+        ("scheduled p99", lambda f: f.latency_p99_s),
+    ]
+    if all(f.ready_p50_s is not None for f in per):
+        stages += [("Ready p50", lambda f: f.ready_p50_s), ("Ready p99", lambda f: f.ready_p99_s)]
+    for stage, seconds in stages:
+        rows.append((f"created -> {stage}, ms", each(partial(_ms, seconds))))
     return rows
 
 
-def _ms(key: str, figures: Mapping[str, Any]) -> str:
-    return f"{figures[key] * 1e3:,.0f}"
+def _ms(seconds: Callable[[SchedulerFigures], float | None], figures: SchedulerFigures) -> str:
+    return f"{(seconds(figures) or 0.0) * 1e3:,.0f}"
 
 
 def report_cases(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -34,6 +34,9 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
+from benchmarks.report.api_report import ApiCaseComparison
 from benchmarks.report.charts import Series, bar_chart, line_chart, svg
 from benchmarks.report.instruments import comparison_rows
 
@@ -209,18 +212,28 @@ def _comparison(report: Mapping[str, Any]) -> list[str]:
         "<h2>Through a real kube-apiserver</h2>",
         svg(bar_chart("pods/s (median of the rounds)", [str(c["name"]) for c in cases], series)),
     ]
-    for case in cases:
-        head = "".join(f"<th>{escape(str(s))}</th>" for s in case["schedulers"])
+    for case in _typed_cases(cases):
+        head = "".join(f"<th>{escape(s)}</th>" for s in case.schedulers)
         rows = "".join(
             f"<tr><th>{escape(label)}</th>"
             + "".join(f'<td class="n">{escape(cell)}</td>' for cell in cells)
             + "</tr>"
             for label, cells in comparison_rows(case, float(ceiling))
         )
-        parts.append(
-            f"<h3>{escape(str(case['name']))}</h3>\n<table><tr><th></th>{head}</tr>{rows}</table>"
-        )
+        parts.append(f"<h3>{escape(case.name)}</h3>\n<table><tr><th></th>{head}</tr>{rows}</table>")
     return parts
+
+
+def _typed_cases(cases: list[Mapping[str, Any]]) -> list[ApiCaseComparison]:
+    """The workloads whose figures read as the API bench's (`ApiCaseComparison`); a file
+    of another shape keeps its chart and goes without their tables."""
+    typed = []
+    for case in cases:
+        try:
+            typed.append(ApiCaseComparison.model_validate(case))
+        except ValidationError:
+            continue
+    return typed
 
 
 def _quality(report: Mapping[str, Any]) -> list[str]:

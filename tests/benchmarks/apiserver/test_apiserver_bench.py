@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from benchmarks.controlplane.control_plane import stop_tree
 from benchmarks.controlplane.living_plane import JOB_RUNS_FOR
+from benchmarks.report.api_report import ApiCaseComparison
 from benchmarks.report.instruments import comparison_rows
 from optimist.cli import app
 from optimist.kube.informer import list_all
@@ -95,7 +96,8 @@ def test_both_schedulers_place_an_upstream_case_through_the_api_server(
     assert "optimist / kube-scheduler" in result.output
     html = page.read_text()
     assert "<h2>Through a real kube-apiserver</h2>" in html and "<svg" in html
-    for label, cells in comparison_rows(case, figures["ceiling_pods_per_s"]["median"]):
+    typed = ApiCaseComparison.model_validate(case)
+    for label, cells in comparison_rows(typed, figures["ceiling_pods_per_s"]["median"]):
         assert label in result.output and f"<th>{escape(label)}</th>" in html
         assert all(f'<td class="n">{escape(cell)}</td>' in html for cell in cells)
     client = kube_api.client()

@@ -16,6 +16,7 @@ import pytest
 from benchmarks.apiserver.api_bench import ApiBench, run_apiserver_bench
 from benchmarks.cases import case_file, template
 from benchmarks.controlplane.control_plane import KUBE_VERSION
+from benchmarks.report.api_report import ApiRunReport
 from benchmarks.simulated.sim_bench import Plan, run_bench
 from optimist.settings import Settings
 
@@ -92,16 +93,16 @@ def test_upstream_s_integration_workloads_run_unchanged_through_the_api_server(
         ("optimist",), shards=1, kubeconfig=perf_control_plane.admin_kubeconfig, timeout_s=120
     )
     r = run_apiserver_bench(bench, Plan(runs), lambda label: lambda done, total: None)
-    failed = {c["name"]: c["error"] for c in r["runs"] if c["error"]}
-    assert r["invariant_violations"] == [], (r["invariant_violations"], failed)
+    failed = {c.name: c.error for c in r.runs if c.error}
+    assert r.invariant_violations == [], (r.invariant_violations, failed)
     assert all(any(why in error for why in CANNOT) for error in failed.values()), failed
     assert {name.split("/")[0] for name in failed} == {
         "SchedulingCSIPVs",
         "SchedulingWithResourceClaimTemplate",
         "SchedulingWithResourceClaimTemplateStructured",
     }
-    ran = [c for c in r["runs"] if not c["error"]]
+    ran = [c for c in r.runs if isinstance(c, ApiRunReport) and not c.error]
     assert len(ran) == len(runs) - len(failed) >= 5
-    assert all(c["pods_scheduled"] == c["pods_created"] > 0 for c in ran), [
-        (c["name"], c["pods_scheduled"], c["pods_created"]) for c in ran
+    assert all(c.pods_scheduled == c.pods_created > 0 for c in ran), [
+        (c.name, c.pods_scheduled, c.pods_created) for c in ran
     ]

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import time
 
+from benchmarks.report.api_report import ApiCaseComparison, SchedulerFigures
 from benchmarks.report.instruments import CpuClock, RedisServers, comparison_rows
 from cluster.redis_server import EmbeddedRedis, connect
 
@@ -57,14 +58,17 @@ def test_the_commands_of_a_restarted_redis_keep_counting() -> None:
 
 def test_a_process_the_bench_did_not_start_reads_not_measured_not_zero() -> None:
     """On a cluster given by --kubeconfig the server's processes are not ours to read."""
-    figures = {
-        "pods_per_s": 250.0,
-        "cpu_s_per_1000_pods": {"scheduler": 1.5, "client": 0.4},
-        "memory_peak_bytes": {"scheduler": 2**28},
-        "latency_p50_s": 0.01,
-        "latency_p99_s": 0.05,
-    }
-    rows = dict(comparison_rows({"schedulers": {"optimist": figures}}, 500.0))
+    figures = SchedulerFigures(
+        pods_per_s=250.0,
+        pods_per_s_runs=[250.0],
+        cpu_s_per_1000_pods={"scheduler": 1.5, "client": 0.4},
+        memory_peak_bytes={"scheduler": 2**28},
+        latency_p50_s=0.01,
+        latency_p99_s=0.05,
+        errors=[],
+    )
+    case = ApiCaseComparison(name="a/b", schedulers={"optimist": figures})
+    rows = dict(comparison_rows(case, 500.0))
     assert rows["CPU s per 1,000 pods: scheduler"] == ["1.50"]
     assert rows["CPU s per 1,000 pods: kube-apiserver"] == ["n/a"]
     assert rows["CPU s per 1,000 pods: etcd"] == ["n/a"]

@@ -1,0 +1,131 @@
+"""The API bench's report, typed: what `optimist bench --cluster apiserver|kwok` measures,
+as its result file holds it.
+
+As in `bench_report`, a model's field names are the file's keys and its
+`model_dump(mode="json")` is the file's text, so files written before these models read
+the same; every model forbids keys it does not know. Maps whose keys are data (process
+trees, stages, reasons, schedulers) stay dicts.
+
+The HTML page (`benchmarks.report.pages`) reads any report as a Mapping, old files
+included: it gets a model's dump.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmarks.report.bench_report import (
+    FailedOp,
+    Figures,
+    Latency,
+    Machine,
+    Number,
+    Throughput,
+)
+
+
+class ApiAllPods(Figures):
+    """Pods over the whole workload, not only the measured phase."""
+
+    created: int
+    bound: int
+    unschedulable: int
+    deleted: int
+
+
+class ApiRunReport(Figures):
+    """One workload run by one scheduler in one round: scheduler_perf's figures for its
+    measured phase, read from the server, and each process tree's CPU and memory."""
+
+    name: str
+    case: str
+    workload: str
+    scheduler: str
+    round: int  # from 0
+    params: dict[str, Any]
+    overrides: dict[str, Any]
+    error: str | None  # the runner's, else a threshold missed
+    failed: FailedOp | None
+    nodes: int
+    pods_created: int
+    pods_scheduled: int
+    pods_unschedulable: int
+    pods_pending: int
+    unschedulable_reasons: dict[str, int]
+    nodes_used: int
+    pod_events_per_pod: float
+    all_pods: ApiAllPods
+    duration_s: Number  # the int 0 where no phase was measured
+    throughput_pods_per_s: Throughput
+    throughput_samples: list[int]
+    latency_s: dict[str, Latency]  # by stage: created_to_scheduled, ...
+    cpu_s: dict[str, float]  # by process tree
+    cpu_s_per_1000_pods: dict[str, float]  # by process tree; empty where none was scheduled
+    memory_peak_bytes: dict[str, int]  # by process tree
+    invariant_violations: list[str]
+    warnings: list[str]
+
+
+class ApiRunNotRun(Figures):
+    """A workload that never ran: its server or scheduler failed first, so there are no
+    figures, only why."""
+
+    name: str
+    scheduler: str
+    round: int
+    error: str
+    invariant_violations: list[str]
+    warnings: list[str]
+
+
+# a run in the file: measured, or never started (told apart by their keys)
+ApiRun = ApiRunReport | ApiRunNotRun
+
+
+class SchedulerFigures(Figures):
+    """One scheduler on one workload: the medians over the rounds it measured (peak
+    memory: the largest)."""
+
+    ABSENT_WHEN_NONE = frozenset({"ready_p50_s", "ready_p99_s"})
+    pods_per_s: float
+    pods_per_s_runs: list[float]
+    cpu_s_per_1000_pods: dict[str, float]  # by process tree
+    memory_peak_bytes: dict[str, int]  # by process tree
+    latency_p50_s: float  # created -> scheduled; 0.0 where a round scheduled nothing
+    latency_p99_s: float
+    ready_p50_s: float | None = None  # created -> Ready: only where every round's pods were
+    ready_p99_s: float | None = None
+    errors: list[str]
+
+
+class ApiCaseComparison(Figures):
+    """One workload, each scheduler's figures side by side: optimist's pods/s over
+    kube-scheduler's, and as a share of the server's ceiling, where both are known."""
+
+    ABSENT_WHEN_NONE = frozenset({"ratio", "share_of_ceiling"})
+    name: str
+    schedulers: dict[str, SchedulerFigures]  # by scheduler, in the order first run
+    ratio: float | None = None
+    share_of_ceiling: float | None = None
+
+
+class Ceiling(Figures):
+    """The server's own pods/s for what optimist writes per pod, once per round."""
+
+    runs: list[float]
+    median: float
+
+
+class ApiBenchReport(Figures):
+    """A run of the API bench: every workload with every scheduler, every round."""
+
+    cluster: str
+    schedulers: list[str]
+    rounds: int
+    shards: int
+    ceiling_pods_per_s: Ceiling
+    cases: list[ApiCaseComparison]
+    runs: list[ApiRun]
+    errors: list[str]
+    invariant_violations: list[str]
+    machine: Machine
