@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from benchmarks.simulated.sim_bench import case_warnings
-from optimist.cli import app
+from optimist.cli.main import app
 from tests.process_tree import MarkedCommand
 
 pytestmark = pytest.mark.usefixtures("ray_session")

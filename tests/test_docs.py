@@ -20,7 +20,7 @@ import typer
 from typer.testing import CliRunner
 
 from cluster import explanation
-from optimist.cli import app
+from optimist.cli.main import app
 from optimist.configuration import parse_configuration
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -31,7 +31,7 @@ from cluster.redis_server import EmbeddedRedis, connect
 from cluster.store import Keys
 
 RAY = str(Path(sys.executable).with_name("ray"))
-OPTIMIST = [sys.executable, "-c", "from optimist.cli import app; app()"]
+OPTIMIST = [sys.executable, "-c", "from optimist.cli.main import app; app()"]
 HEAD, WORKERS = "127.0.0.10", ("127.0.0.11", "127.0.0.12")
 STARTED = "Ray runtime started"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from cluster.redis_server import EmbeddedRedis
 
-OPTIMIST = [sys.executable, "-c", "from optimist.cli import app; app()"]
+OPTIMIST = [sys.executable, "-c", "from optimist.cli.main import app; app()"]
 
 
 def bench(url: str, *extra: str) -> subprocess.CompletedProcess[str]:

@@ -128,7 +128,7 @@ def optimist_process(
     config.write_text(yaml.safe_dump_all([first, *rest]))
     port = free_port()
     command = [
-        sys.executable, "-c", "from optimist.cli import entry; entry()",
+        sys.executable, "-c", "from optimist.cli.main import entry; entry()",
         "run", "--config", str(config), "--kubeconfig", str(kubeconfig),
         "--metrics-address", f"127.0.0.1:{port}", "--shards", str(shards),
     ]  # fmt: skip

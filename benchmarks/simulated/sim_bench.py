@@ -304,11 +304,7 @@ def case_report(
     created = len(measured)
     c = perf_counters(outcome)
     cpu = cpu_s(outcome)
-    decided_at = outcome.stages["decided"].values()
-    # from the start of the workload's run (of the command, `optimist bench`, for its
-    # first: Ray's start included) to its first decision: Redis, the nodes, the shards'
-    # first sync included; a later workload's is not charged with the ones before it
-    first_decision = _since(began, min(decided_at)) if decided_at else None
+    first_decision = _first_decision(outcome, began)
     throughput = Throughput(**instruments.throughput(scheduled, duration, rates))
     return CaseReport(
         name=run.name,
@@ -405,9 +401,15 @@ def _pods_of_phase(outcome: CaseOutcome) -> tuple[list[str], dict[str, str], set
     return measured, unschedulable, gated
 
 
-def _since(began: float | None, at: float) -> float:
-    """Seconds from `began` (None: this process's start) to `at`, perf_counter readings."""
-    return at - began if began is not None else instruments.since_process_start(at)
+def _first_decision(outcome: CaseOutcome, began: float | None) -> float | None:
+    """Seconds from the start of the workload's run (`began`; None: the command's, Ray's
+    start included) to its first decision: Redis, the nodes, the shards' first sync
+    included. A later workload's is not charged with the ones before it."""
+    decided_at = outcome.stages["decided"].values()
+    if not decided_at:
+        return None
+    first = min(decided_at)
+    return first - began if began is not None else instruments.since_process_start(first)
 
 
 def shard_figures(outcome: CaseOutcome, platform: Platform, duration: float) -> list[ShardFigures]:

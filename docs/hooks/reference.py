@@ -17,7 +17,7 @@ from pydantic.fields import FieldInfo
 
 from benchmarks.report.instruments import report_cases
 from cluster.durations import GoDuration
-from optimist.cli import app
+from optimist.cli.main import app
 from optimist.configuration import KubeSchedulerConfiguration, OptimistOptions
 from optimist.configuration.arg_readers import ARG_MODELS
 from optimist.configuration.model_reader import field_model

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from benchmarks.commands import sim_bench_command
 from benchmarks.report.bench_report import BenchReport
 from benchmarks.simulated.sim_bench import Workload
-from optimist import cli
+from optimist.cli import main as cli
 from optimist.settings import Settings
 from tests.optimist.conftest import CONFIGS
 

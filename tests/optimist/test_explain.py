@@ -11,7 +11,7 @@ import yaml
 from typer.testing import CliRunner
 
 from cluster.objects import POD_GROUP_LABEL
-from optimist.cli import app
+from optimist.cli.main import app
 from optimist.explain import Explainer, ExplainError, ask_endpoint
 from optimist.loop import SchedulingLoop
 from optimist.metrics.definitions import SchedulerMetrics

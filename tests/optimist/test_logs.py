@@ -6,7 +6,7 @@ import logging
 import pytest
 from typer.testing import CliRunner
 
-from optimist.cli import app
+from optimist.cli.main import app
 from optimist.logs import JsonFormatter, unit_key
 from optimist.loop import SchedulingLoop
 from optimist.offline.simulator import SimulatedCluster

@@ -21,7 +21,7 @@ from benchmarks.controlplane.control_plane import stop_tree
 from benchmarks.controlplane.living_plane import JOB_RUNS_FOR
 from benchmarks.report.api_report import ApiCaseComparison
 from benchmarks.report.instruments import comparison_rows
-from optimist.cli import app
+from optimist.cli.main import app
 from optimist.kube.informer import list_all
 from optimist.offline.replay import load_snapshot
 from tests.benchmarks.simulated.test_fidelity import (
@@ -155,7 +155,7 @@ def _sleepy_case(folder):
 
 
 def _bench(path, *more):
-    command = [sys.executable, "-c", "from optimist.cli import entry; entry()", "bench"]
+    command = [sys.executable, "-c", "from optimist.cli.main import entry; entry()", "bench"]
     command += [str(path), "--cluster", "apiserver", "--shards", "1", "--no-progress", *more]
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from benchmarks.gpu.trace_files import TraceError, read_nodes, read_tasks
 from benchmarks.gpu.trace_replay import arrivals, replay_settings, replay_trace
-from optimist.cli import app
+from optimist.cli.main import app
 from shards.plugins.gpu_placement import POLICIES
 
 TRACES = Path(__file__).resolve().parents[4] / "shared" / "traces" / "alibaba-gpu-v2023"

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from benchmarks.apiserver.api_bench import compare
+from benchmarks.commands.api_bench_command import apiserver_tables
 from benchmarks.report.api_report import ApiBenchReport, ApiRunNotRun, ApiRunReport
 from benchmarks.report.pages import render_html
 
@@ -101,10 +102,6 @@ def test_a_key_the_model_does_not_know_fails(change):
 
 
 def test_the_tables_show_what_they_showed_from_the_dicts():
-    # the command's module loads through `optimist.cli`, which registers the commands
-    import optimist.cli  # noqa: F401
-    from benchmarks.commands.api_bench_command import apiserver_tables
-
     out = Console(width=160, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
     for name in FILES:
         for table in apiserver_tables(ApiBenchReport.model_validate(figures(name))):

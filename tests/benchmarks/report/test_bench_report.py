@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from benchmarks.commands.bench_tables import explained, summary_table, sweep_table
 from benchmarks.report.bench_report import BenchReport, SweepReport
-from optimist.cli import app
+from optimist.cli.main import app
 
 RESULTS = Path(__file__).parent / "results"
 FILES = ("one-workload-chaos-explain", "two-workloads", "failed-op", "sweep")

@@ -14,7 +14,7 @@ import yaml
 from typer.testing import CliRunner
 
 from benchmarks.simulated.sim_bench import load_plan, run_bench
-from optimist.cli import app
+from optimist.cli.main import app
 from optimist.settings import Settings
 
 pytestmark = pytest.mark.usefixtures("ray_session")

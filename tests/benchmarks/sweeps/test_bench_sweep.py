@@ -12,7 +12,7 @@ from benchmarks.report.bench_report import BenchReport
 from benchmarks.simulated.sim_bench import BenchRun, Plan
 from benchmarks.sweeps import bench_sweep
 from benchmarks.sweeps.bench_sweep import SweepError, parse_sweep
-from optimist.cli import app
+from optimist.cli.main import app
 from optimist.settings import Settings
 
 SHIPPED = cases_file()

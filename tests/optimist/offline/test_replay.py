@@ -9,7 +9,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from optimist.cli import app
+from optimist.cli.main import app
 from optimist.offline.replay import SnapshotError, load_snapshot, read_snapshot, run_replay
 from optimist.settings import Settings
 
