@@ -52,8 +52,7 @@ def bench_apiserver(f: ApiServerFlags, *, living: bool) -> NoReturn:
     try:
         binaries()  # kube-scheduler, and the control plane unless one is given
     except ControlPlaneMissing as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2) from None
+        refuse(str(e))
     plan = f.plan()
     bench = ApiBench(
         schedulers,

@@ -5,7 +5,6 @@ scheduler never imports the harness that measures it."""
 
 from __future__ import annotations
 
-import logging
 from importlib.metadata import entry_points
 from typing import Annotated
 
@@ -23,7 +22,6 @@ app = typer.Typer(
     help="The `optimist` command line.",
     pretty_exceptions_show_locals=False,
 )
-log = logging.getLogger("optimist")
 
 COMMANDS = "optimist.commands"  # the entry-point group of commands installed beside
 
