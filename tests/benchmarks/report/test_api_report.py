@@ -9,8 +9,6 @@ must show what they showed.
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -20,16 +18,9 @@ from benchmarks.apiserver.api_bench import compare
 from benchmarks.commands.api_bench_command import apiserver_tables
 from benchmarks.report.api_report import ApiBenchReport, ApiRunNotRun, ApiRunReport
 from benchmarks.report.pages import render_html
+from tests.benchmarks.report.result_files import RESULTS, figures
 
-RESULTS = Path(__file__).parent / "results"
 FILES = ("api-kwok", "api-apiserver")
-PROVENANCE = ("command", "commit", "made")  # `write_report`'s, not the report's
-
-
-def figures(name: str) -> dict[str, Any]:
-    """A result file's report: the file less what made it."""
-    doc = json.loads((RESULTS / f"{name}.json").read_text())
-    return {k: v for k, v in doc.items() if k not in PROVENANCE}
 
 
 @pytest.mark.parametrize("name", FILES)

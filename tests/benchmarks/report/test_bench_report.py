@@ -9,7 +9,6 @@ keys, in the same order.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,16 +19,9 @@ from typer.testing import CliRunner
 from benchmarks.commands.bench_tables import explained, summary_table, sweep_table
 from benchmarks.report.bench_report import BenchReport, SweepReport
 from optimist.cli.main import app
+from tests.benchmarks.report.result_files import RESULTS, figures, report_of
 
-RESULTS = Path(__file__).parent / "results"
 FILES = ("one-workload-chaos-explain", "two-workloads", "failed-op", "sweep")
-PROVENANCE = ("command", "commit", "made")  # `write_report`'s, not the report's
-
-
-def figures(name: str) -> dict[str, Any]:
-    """A result file's report: the file less what made it."""
-    doc = json.loads((RESULTS / f"{name}.json").read_text())
-    return {k: v for k, v in doc.items() if k not in PROVENANCE}
 
 
 def model(doc: dict[str, Any]) -> BenchReport | SweepReport:
@@ -106,5 +98,5 @@ def test_a_run_writes_the_keys_it_always_wrote(tmp_path, redis_url):
     before = json.loads((RESULTS / "one-workload-chaos-explain.json").read_text())
     assert list(doc) == [k for k in before if k != "faults_injected"]  # no --chaos here
     assert list(doc["cases"][0]) == list(before["cases"][0])
-    report = {k: v for k, v in doc.items() if k not in PROVENANCE}
+    report = report_of(doc)
     assert json.dumps(model(report).model_dump(mode="json")) == json.dumps(report)

@@ -1,7 +1,6 @@
 """`optimist bench --sweep`: one setting varied over the same pods, and its mistakes."""
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,10 +13,9 @@ from benchmarks.sweeps import bench_sweep
 from benchmarks.sweeps.bench_sweep import SweepError, parse_sweep
 from optimist.cli.main import app
 from optimist.settings import Settings
+from tests.benchmarks.report.result_files import figures
 
 SHIPPED = cases_file()
-# a run's report with nothing measured, for runs the test does not make
-NOTHING_RAN = Path(__file__).parents[1] / "report" / "results" / "failed-op.json"
 
 
 def test_values_are_read_by_the_variable():
@@ -77,10 +75,7 @@ def test_each_run_of_a_sweep_times_its_start_up_from_its_own_start(monkeypatch):
     """The first run's first decision is timed from the command's start (Ray's start is
     its to pay); a later run's from its own, not charged with the runs before it (which
     made every later run warn that start-up dominated)."""
-    made = json.loads(NOTHING_RAN.read_text())
-    report = BenchReport.model_validate(
-        {k: v for k, v in made.items() if k not in ("command", "commit", "made")}
-    )
+    report = BenchReport.model_validate(figures("failed-op"))  # nothing measured
     began: list[float | None] = []
 
     def run_bench(settings: Settings, plan: Plan, **options: Any) -> BenchRun[BenchReport]:
