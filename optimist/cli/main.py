@@ -12,6 +12,7 @@ import typer
 
 from optimist import logs
 from optimist.cli import check_config_command, explain_command, run_command
+from optimist.cli.shared_options import refuse
 from optimist.lifetime import interrupts, start_reaper, unwind
 from optimist.runtime import RayStartError
 
@@ -50,8 +51,7 @@ def main(
     try:
         logs.configure(log_format, verbose=verbose)
     except ValueError as e:
-        typer.echo(f"error: --log-format: {e}", err=True)
-        raise typer.Exit(2) from e
+        refuse(f"--log-format: {e}")
 
 
 app.command()(run_command.run)

@@ -39,8 +39,7 @@ def usage_error(*errors: type[Exception]) -> Iterator[None]:
     try:
         yield
     except errors as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2) from e
+        refuse(str(e))
 
 
 def resources_or_exit(given: list[str]) -> dict[str, float]:
@@ -62,5 +61,4 @@ def load_or_exit(path: Path) -> Configuration:
     try:
         return load_file(path)
     except (ConfigError, OSError, UnicodeDecodeError) as e:
-        typer.echo(f"error: {path}: {e}", err=True)
-        raise typer.Exit(2) from e
+        refuse(f"{path}: {e}")
