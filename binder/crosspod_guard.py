@@ -18,26 +18,40 @@ from typing import Any, NamedTuple
 from binder.fences import namespaces_watched
 from cluster.crosspod.affinity import filter_node, keeps_away, terms_of
 from cluster.crosspod.committed import CommittedView
-from cluster.crosspod.topology_spread import spread_filter
+from cluster.crosspod.topology_spread import (
+    DO_NOT_SCHEDULE,
+    NO_DEFAULTS,
+    DefaultSpreading,
+    spread_filter,
+    spreads,
+)
 from cluster.crosspod.view import ClusterView
 from cluster.messages import Conflict, Decision, UnitOutcome
 from cluster.objects import Peer, SchedulingSpec
 from cluster.profile_config import ProfileConfig
 from cluster.store import NodeStore, Store
 
-# plugin name -> (args -> the per-node rule: spec, node, view -> reason or None)
+# the per-node rule: spec, node, view -> reason or None
 Rule = Callable[[SchedulingSpec, str, ClusterView], str | None]
+
+
+def _spread_rule(args: dict[str, Any]) -> Rule:
+    defaults = DefaultSpreading.from_args(args)
+    return lambda spec, node, view: spread_filter(spec, node, view, defaults)
+
+
+# plugin name -> (args -> its rule)
 RULES: dict[str, Callable[[dict[str, Any]], Rule]] = {
-    "PodTopologySpread": lambda args: spread_filter,
+    "PodTopologySpread": _spread_rule,
     "InterPodAffinity": lambda args: filter_node,
 }
 
 
-def _constrained(spec: SchedulingSpec) -> bool:
+def _constrained(spec: SchedulingSpec, defaults: DefaultSpreading) -> bool:
     return bool(
         spec.affinity_required
         or spec.anti_affinity_required
-        or any(c.when_unsatisfiable == "DoNotSchedule" for c in spec.topology_spread)
+        or spreads(spec, DO_NOT_SCHEDULE, defaults)
     )
 
 
@@ -55,6 +69,14 @@ class CrossPodGuard:
         self.fenced = fenced  # other binders commit too: read fences with every sync
         self.rules: dict[str, list[Rule]] = {
             p.scheduler_name: [RULES[n](p.args.get(n, {})) for n in p.filters if n in RULES]
+            for p in profiles
+        }
+        # per profile, the default spreading its filter applies (DoNotSchedule defaults
+        # make a pod that a Service or controller selects need the re-check)
+        self.spreading = {
+            p.scheduler_name: DefaultSpreading.from_args(p.args.get("PodTopologySpread", {}))
+            if "PodTopologySpread" in p.filters
+            else NO_DEFAULTS
             for p in profiles
         }
         self.refused = 0
@@ -134,7 +156,7 @@ class CrossPodGuard:
     def _needs_check(self, spec: SchedulingSpec) -> bool:
         if not self.rules.get(spec.profile):
             return False
-        if _constrained(spec):
+        if _constrained(spec, self.spreading[spec.profile]):
             return True
         selected = self._selected.get(spec)
         if selected is None:

@@ -191,7 +191,8 @@ def _term(obj: str, path: str, raw: object) -> NodeSelectorTerm:
     )
 
 
-def _label_selector(obj: str, path: str, raw: object) -> LabelSelector | None:
+def label_selector(obj: str, path: str, raw: object) -> LabelSelector | None:
+    """A metav1.LabelSelector; None where it is absent (which selects nothing)."""
     if raw is None:
         return None
     raw = _map(obj, path, raw)
@@ -232,9 +233,9 @@ def _pod_affinity_term(obj: str, path: str, raw: object) -> PodAffinityTerm:
         raise InvalidObject(obj, f"{path}.topologyKey", key, "must be a non-empty string")
     return PodAffinityTerm(
         topology_key=key,
-        label_selector=_label_selector(obj, f"{path}.labelSelector", raw.get("labelSelector")),
+        label_selector=label_selector(obj, f"{path}.labelSelector", raw.get("labelSelector")),
         namespaces=_strings(obj, f"{path}.namespaces", raw.get("namespaces")),
-        namespace_selector=_label_selector(
+        namespace_selector=label_selector(
             obj, f"{path}.namespaceSelector", raw.get("namespaceSelector")
         ),
         match_label_keys=_strings(obj, f"{path}.matchLabelKeys", raw.get("matchLabelKeys")),
@@ -301,7 +302,7 @@ def _spread_constraint(obj: str, path: str, raw: object) -> TopologySpreadConstr
         max_skew=_int(obj, f"{path}.maxSkew", raw.get("maxSkew"), low=1),
         topology_key=key,
         when_unsatisfiable=when,
-        label_selector=_label_selector(obj, f"{path}.labelSelector", raw.get("labelSelector")),
+        label_selector=label_selector(obj, f"{path}.labelSelector", raw.get("labelSelector")),
         min_domains=min_domains,
         node_affinity_policy=policies["nodeAffinityPolicy"] or "Honor",
         node_taints_policy=policies["nodeTaintsPolicy"] or "Ignore",
@@ -543,7 +544,7 @@ def budget_from_manifest(raw: Mapping[str, Any]) -> DisruptionBudget:
     return DisruptionBudget(
         namespace,
         name,
-        _label_selector(obj, "spec.selector", spec.get("selector")),
+        label_selector(obj, "spec.selector", spec.get("selector")),
         min_available=low,
         max_unavailable=high,
     )
@@ -578,7 +579,7 @@ def reservation_from_manifest(raw: Mapping[str, Any], now: float) -> Reservation
             )
         owner_pod = f"{ref.get('namespace') or namespace or 'default'}/{ref['name']}"
     else:
-        selector = _label_selector(obj, "spec.owners[0].labelSelector", owner.get("labelSelector"))
+        selector = label_selector(obj, "spec.owners[0].labelSelector", owner.get("labelSelector"))
         if selector is None:
             raise InvalidObject(obj, "spec.owners[0]", owner, "needs an object or a labelSelector")
     if spec.get("ttl") is not None and spec.get("expires") is not None:

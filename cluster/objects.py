@@ -144,6 +144,9 @@ class SchedulingSpec(Wire):
     anti_affinity_required: tuple[PodAffinityTerm, ...] = ()
     anti_affinity_preferred: tuple[WeightedPodAffinityTerm, ...] = ()
     gpu_locality: str = ""  # "nvlink" or "numa": its GPUs must share one (cluster/gpus.py)
+    # what the profile's default spreading counts for a pod without constraints of its own:
+    # the selectors of the Services and controller that select it (cluster/workload_selectors)
+    spread_selector: LabelSelector | None = None
 
     @property
     def peer(self) -> Peer:
@@ -203,6 +206,7 @@ class Node(Wire):
 
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 HOSTNAME_LABEL = "kubernetes.io/hostname"  # a kubelet labels its node with its name
+ZONE_LABEL = "topology.kubernetes.io/zone"
 DEFAULT_SCHEDULE_TIMEOUT_S = 300
 
 

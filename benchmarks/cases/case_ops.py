@@ -52,7 +52,7 @@ CREATE_ANY_KINDS = (
 )
 
 
-# Kinds churn may cycle; a Service is recorded and has no effect (no default spreading).
+# Kinds churn may cycle; a Service selects pods for default spreading.
 CHURN_KINDS = ("Node", "Pod", "Service")
 
 

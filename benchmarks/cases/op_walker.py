@@ -40,7 +40,6 @@ W = TypeVar("W")  # a runner's window of collected metrics
 CHURN_NAMESPACE = "churn"
 # a workload (`case_file.WORKLOAD_KINDS`) where no controller runs
 NO_CONTROLLERS = "its pods are made by controllers, which run only on --cluster kwok"
-SERVICE_NOTE = "Services are recorded and have no effect (no default spreading)"
 
 
 class CaseError(Exception):

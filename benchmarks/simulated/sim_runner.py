@@ -29,7 +29,6 @@ from benchmarks.cases.go_template import TextTemplate
 from benchmarks.cases.op_walker import (
     CHURN_NAMESPACE,
     NO_CONTROLLERS,
-    SERVICE_NOTE,
     CaseError,
     ChurnTask,
     DeleteTask,
@@ -335,7 +334,7 @@ class CaseRunner(OpWalker[Window]):
             elif kind == "Node":
                 self.cluster.create_nodes(made, 1)
             elif kind == "Service":
-                self._note(SERVICE_NOTE)
+                self.cluster.create_workload_selector(_in_namespace(made, op.namespace))
             elif kind in WORKLOAD_KINDS:
                 raise ValueError(f"kind {kind}: {NO_CONTROLLERS}")
             else:  # Pod
@@ -423,12 +422,16 @@ class CaseRunner(OpWalker[Window]):
             keys = self.cluster.create_pods(self.priorities.admit(manifest), count, CHURN_NAMESPACE)
             self._ours += len(keys) if self._is_ours(keys) else 0
             return [("Pod", key) for key in keys]
-        self._note(f"churn: {SERVICE_NOTE}")
-        return []
+        made = _in_namespace(manifest, CHURN_NAMESPACE)  # a Service
+        return [("Service", self.cluster.create_workload_selector(made)) for _ in range(count)]
 
     def _remove_churned(self, objects_: list[tuple[str, str]]) -> None:
         nodes = [name for kind, name in objects_ if kind == "Node"]
         pods = [key for kind, key in objects_ if kind == "Pod"]
+        for kind, key in objects_:
+            if kind == "Service":
+                namespace, _, name = key.partition("/")
+                self.cluster.selectors.remove(kind, namespace, name)
         if nodes:
             self.cluster.delete_nodes(nodes)
         if pods:

@@ -24,6 +24,13 @@ functions. Upstream's rules, as implemented here:
   hostname key the count is the node's own pods and the domains are the
   scored nodes. Normalizing reverses: fewer matching pods score higher.
 
+- Default constraints (the profile's PodTopologySpreadArgs) apply to a pod
+  without constraints of its own that a Service or controller selects, with
+  that selector (`SchedulingSpec.spread_selector`). The system defaults
+  (hostname and zone, ScheduleAnyway) score without ignoring nodes that lack a
+  key: such a node still spreads by the keys it has, and a missing zone is one
+  more domain, of value "", in the count of domains.
+
 API validation forbids two constraints of one kind on the same key, so
 upstream's keying of counts by topology key equals keying by constraint here.
 """
@@ -33,9 +40,18 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from cluster.crosspod.topology_spread_args import PodTopologySpreadArgs
 from cluster.crosspod.view import ClusterView
-from cluster.objects import HOSTNAME_LABEL, Node, Peer, SchedulingSpec
+from cluster.objects import (
+    HOSTNAME_LABEL,
+    ZONE_LABEL,
+    Node,
+    Peer,
+    SchedulingSpec,
+    TopologySpreadConstraint,
+)
 from cluster.selectors import LabelSelector
 
 REASON = "node(s) didn't match pod topology spread constraints"
@@ -73,12 +89,73 @@ class Spread:
         )
 
 
-def spreads(spec: SchedulingSpec, when: str) -> tuple[Spread, ...]:
-    """The pod's own constraints of one kind (DoNotSchedule or ScheduleAnyway).
+@dataclass(frozen=True, slots=True)
+class DefaultSpreading:
+    """A profile's default constraints, for pods without their own."""
 
-    Upstream's default constraints need the selectors of the pod's Services
-    and owning controllers, which optimist does not know: it applies none.
-    """
+    constraints: tuple[TopologySpreadConstraint, ...] = ()
+    # upstream's systemDefaulted: scoring keeps nodes that lack a key (a node without a
+    # zone label still spreads by hostname)
+    system: bool = False
+
+    @classmethod
+    def from_args(cls, wire: Mapping[str, Any]) -> DefaultSpreading:
+        """From the plugin's args (already validated where the configuration was read)."""
+        args = PodTopologySpreadArgs.from_wire(wire)
+        if args.defaulting_type == "System":
+            return SYSTEM_DEFAULTS
+        return cls(
+            tuple(
+                TopologySpreadConstraint(
+                    max_skew=c.max_skew,
+                    topology_key=c.topology_key,
+                    when_unsatisfiable=c.when_unsatisfiable,
+                    label_selector=None,  # each pod's own spread_selector
+                    min_domains=c.min_domains,
+                    node_affinity_policy=c.node_affinity_policy or "Honor",
+                    node_taints_policy=c.node_taints_policy or "Ignore",
+                    match_label_keys=tuple(c.match_label_keys or ()),
+                )
+                for c in args.default_constraints or ()
+            )
+        )
+
+
+NO_DEFAULTS = DefaultSpreading()
+SYSTEM_DEFAULTS = DefaultSpreading(
+    (
+        TopologySpreadConstraint(3, HOSTNAME_LABEL, SCHEDULE_ANYWAY, None),
+        TopologySpreadConstraint(5, ZONE_LABEL, SCHEDULE_ANYWAY, None),
+    ),
+    system=True,
+)
+
+
+def requires_every_key(spec: SchedulingSpec, defaults: DefaultSpreading) -> bool:
+    """Whether scoring ignores feasible nodes lacking a topology key: always, but for
+    a pod spread by the system defaults."""
+    return bool(spec.topology_spread) or not defaults.system
+
+
+def spreads(
+    spec: SchedulingSpec, when: str, defaults: DefaultSpreading = NO_DEFAULTS
+) -> tuple[Spread, ...]:
+    """The pod's constraints of one kind (DoNotSchedule or ScheduleAnyway): its own, or
+    where it has none and something selects it, the defaults with that selector (upstream
+    replaces the defaults' selector whole, so their matchLabelKeys add nothing)."""
+    if not spec.topology_spread:
+        return tuple(
+            Spread(
+                max_skew=c.max_skew,
+                topology_key=c.topology_key,
+                selector=spec.spread_selector,
+                min_domains=c.min_domains or 1,
+                honor_affinity=c.node_affinity_policy == "Honor",
+                honor_taints=c.node_taints_policy == "Honor",
+            )
+            for c in defaults.constraints
+            if c.when_unsatisfiable == when and spec.spread_selector is not None
+        )
     labels = dict(spec.labels)
     out = []
     for c in spec.topology_spread:
@@ -134,7 +211,10 @@ def pods_counted(spread: Spread, namespace: str, peers: Mapping[Peer, int]) -> i
 
 
 def domain_counts(
-    spec: SchedulingSpec, constraints: Sequence[Spread], view: ClusterView
+    spec: SchedulingSpec,
+    constraints: Sequence[Spread],
+    view: ClusterView,
+    every_key: bool = True,
 ) -> list[dict[str, int]]:
     """Per constraint, the counted pods of each eligible domain (domains with none included).
 
@@ -144,7 +224,8 @@ def domain_counts(
     """
     out = []
     placed = view.placed()
-    for spread, value_of in zip(constraints, eligible_nodes(spec, constraints, view), strict=True):
+    eligible = eligible_nodes(spec, constraints, view, every_key)
+    for spread, value_of in zip(constraints, eligible, strict=True):
         domains = dict.fromkeys(value_of.values(), 0)
         for peer, nodes in placed.items():
             if spread.counts(peer, spec.namespace):
@@ -157,41 +238,53 @@ def domain_counts(
 
 
 def eligible_nodes(
-    spec: SchedulingSpec, constraints: Sequence[Spread], view: ClusterView
+    spec: SchedulingSpec,
+    constraints: Sequence[Spread],
+    view: ClusterView,
+    every_key: bool = True,
 ) -> list[dict[str, str]]:
-    """Per constraint, each node whose pods count for it, with its domain: nodes carrying
-    every constraint's key that the constraint's inclusion policies admit."""
+    """Per constraint, each node whose pods count for it, with its domain: nodes that the
+    constraint's inclusion policies admit, carrying every constraint's key (or, without
+    `every_key`, any node, a missing key read as the value "")."""
     key = (
         "topology-spread",
         constraints,
+        every_key,
         spec.node_selector,
         spec.required_terms,
         spec.tolerations if any(c.honor_taints for c in constraints) else (),
     )
-    return view.derived(key, lambda: _eligible_nodes(spec, constraints, view))
+    return view.derived(key, lambda: _eligible_nodes(spec, constraints, view, every_key))
 
 
 def _eligible_nodes(
-    spec: SchedulingSpec, constraints: Sequence[Spread], view: ClusterView
+    spec: SchedulingSpec, constraints: Sequence[Spread], view: ClusterView, every_key: bool
 ) -> list[dict[str, str]]:
     out: list[dict[str, str]] = [{} for _ in constraints]
     for name in view.node_names():
         node = view.node(name)
-        if has_keys(node, constraints):
+        if not every_key or has_keys(node, constraints):
             for spread, value_of in zip(constraints, out, strict=True):
                 if includes(spread, spec, node):
-                    value_of[name] = node.labels[spread.topology_key]
+                    value_of[name] = node.labels.get(spread.topology_key, "")
     return out
 
 
-def spread_filter(spec: SchedulingSpec, node_name: str, view: ClusterView) -> str | None:
+def spread_filter(
+    spec: SchedulingSpec,
+    node_name: str,
+    view: ClusterView,
+    defaults: DefaultSpreading = NO_DEFAULTS,
+) -> str | None:
     """Upstream's PreFilter and Filter for one node: None if it passes, else the reason."""
-    constraints = spreads(spec, DO_NOT_SCHEDULE)
+    constraints = spreads(spec, DO_NOT_SCHEDULE, defaults)
     if not constraints:
         return None
     node = view.node(node_name)
     labels = dict(spec.labels)
-    counts = view.counted(("topology-spread", spec), lambda: domain_counts(spec, constraints, view))
+    counts = view.counted(
+        ("topology-spread", spec, defaults), lambda: domain_counts(spec, constraints, view)
+    )
     for spread, domains in zip(constraints, counts, strict=True):
         value = node.labels.get(spread.topology_key)
         if value is None:
@@ -216,30 +309,36 @@ def normalizing_weight(domains: int) -> float:
 
 
 def spread_scores(
-    spec: SchedulingSpec, feasible: Sequence[str], view: ClusterView
+    spec: SchedulingSpec,
+    feasible: Sequence[str],
+    view: ClusterView,
+    defaults: DefaultSpreading = NO_DEFAULTS,
 ) -> dict[str, int]:
     """Upstream's PreScore, Score and NormalizeScore over the feasible nodes: 0..100 each.
 
     A pod without ScheduleAnyway constraints is skipped upstream: 0 everywhere.
     """
-    constraints = spreads(spec, SCHEDULE_ANYWAY)
+    constraints = spreads(spec, SCHEDULE_ANYWAY, defaults)
     if not constraints:
         return dict.fromkeys(feasible, 0)
+    every_key = requires_every_key(spec, defaults)
     nodes = [view.node(name) for name in feasible]
-    scored = [node for node in nodes if has_keys(node, constraints)]
+    scored = [node for node in nodes if not every_key or has_keys(node, constraints)]
     weights = [
         normalizing_weight(
             len(scored)
             if c.topology_key == HOSTNAME_LABEL
-            else len({node.labels[c.topology_key] for node in scored})
+            else len({node.labels.get(c.topology_key, "") for node in scored})
         )
         for c in constraints
     ]
-    domains = domain_counts(spec, constraints, view)
+    domains = domain_counts(spec, constraints, view, every_key)
     raw: dict[str, int] = {}
     for node in scored:
         total = 0.0
         for c, weight, counts in zip(constraints, weights, domains, strict=True):
+            if c.topology_key not in node.labels:
+                continue  # only where not every key is required: the others count
             if c.topology_key == HOSTNAME_LABEL:
                 count = pods_counted(c, spec.namespace, view.peers_on(node.name))
             else:

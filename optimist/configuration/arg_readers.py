@@ -9,6 +9,7 @@ from pydantic import field_validator
 
 from binder.preemption_args import DefaultPreemptionArgs
 from cluster.config_types import Int64, PluginArgs
+from cluster.crosspod.topology_spread_args import PodTopologySpreadArgs
 from optimist.configuration.model_reader import read_model
 from shards.plugins.gpu_placement import GPUPlacementArgs
 from shards.plugins.inter_pod_affinity import InterPodAffinityArgs
@@ -17,7 +18,6 @@ from shards.plugins.noderesources import (
     NodeResourcesBalancedAllocationArgs,
     NodeResourcesFitArgs,
 )
-from shards.plugins.pod_topology_spread.pod_topology_spread_args import PodTopologySpreadArgs
 
 
 class VolumeBindingArgs(PluginArgs):

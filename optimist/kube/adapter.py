@@ -7,7 +7,10 @@ scheduler, or before optimist started) for the usage shards see; deletions;
 namespaces' labels; PodGroups, PodDisruptionBudgets, ElasticQuotas and
 Reservations (custom resources: where their definitions are not installed,
 there are none). PriorityClasses fill in `spec.priority` where admission has
-not.
+not. The selectors of Services, ReplicationControllers, ReplicaSets and
+StatefulSets give each new pod the selector its default spreading counts by;
+a pod whose controller has not been seen yet (its watch is a moment behind the
+pods') waits for it, `controller_wait_s` at most.
 
 Bindings go out through the `pods/binding` subresource from a pool of
 threads, as many at once as the client's rate limit lets through. Reports
@@ -19,6 +22,7 @@ broadcaster drops them.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import queue
@@ -47,6 +51,7 @@ from cluster.manifests import (
 from cluster.objects import Node, Pod, PodGroup
 from cluster.quota import Quota, quota_from_manifest
 from cluster.reservations import Reservation
+from cluster.workload_selectors import WorkloadSelectors, workload_selector_from_manifest
 from optimist.kube.client import ApiError, KubeClient
 from optimist.kube.informer import Informer, list_all, object_key
 
@@ -61,7 +66,19 @@ PATHS = {
     "namespaces": "/api/v1/namespaces",
     "elasticquotas": "/apis/scheduling.x-k8s.io/v1alpha1/elasticquotas",
     "reservations": "/apis/scheduling.koordinator.sh/v1alpha1/reservations",
+    "services": "/api/v1/services",
+    "replicationcontrollers": "/api/v1/replicationcontrollers",
+    "replicasets": "/apis/apps/v1/replicasets",
+    "statefulsets": "/apis/apps/v1/statefulsets",
 }
+# the selector kinds, each watched before pods are
+_SELECTOR_KINDS = {
+    "services": "Service",
+    "replicationcontrollers": "ReplicationController",
+    "replicasets": "ReplicaSet",
+    "statefulsets": "StatefulSet",
+}
+CONTROLLER_WAIT_S = 2.0
 
 
 _WRITTEN_KEPT = 100_000  # pods whose last report is remembered, to aggregate repeats
@@ -115,6 +132,7 @@ class KubernetesAdapter:
         report_queue: int = 10_000,
         watch_timeout_s: float = 300.0,
         explain_hint: bool = False,
+        controller_wait_s: float = CONTROLLER_WAIT_S,
     ) -> None:
         self.client = client
         self.explain_hint = explain_hint  # see `report_unschedulable`
@@ -139,6 +157,9 @@ class KubernetesAdapter:
         self._reservations: list[Reservation] = []
         self._priorities: dict[str, int] = {}  # PriorityClass name -> value
         self._default_priority: tuple[str, int] | None = None  # the globalDefault class
+        self.selectors = WorkloadSelectors()
+        self.controller_wait_s = controller_wait_s
+        self.awaiting: dict[str, float] = {}  # pod key -> when it began to wait for its controller
         self._pending: dict[str, str] = {}  # our unbound pods: key -> what a change compares
         self._bound: dict[str, str] = {}  # key -> node, of every pod bound we know of
         self._uids: dict[str, str] = {}  # pod key -> uid, for events
@@ -161,6 +182,10 @@ class KubernetesAdapter:
             "poddisruptionbudgets": self._on_budget,
             "elasticquotas": self._on_quota,
             "reservations": self._on_reservation,
+            **{
+                path: functools.partial(self._on_selector, kind)
+                for path, kind in _SELECTOR_KINDS.items()
+            },
             "pods": self._on_pod,
         }
         self.informers = {
@@ -288,6 +313,18 @@ class KubernetesAdapter:
             with self._lock:
                 self._reservations.append(reservation)
 
+    def _on_selector(self, kind: str, event: str, obj: dict[str, Any]) -> None:
+        """A Service's or controller's selector (its status changes change nothing here)."""
+        if event == "DELETED":
+            meta = obj.get("metadata") or {}
+            namespace = str(meta.get("namespace") or "default")
+            self.selectors.remove(kind, namespace, str(meta.get("name")))
+            return
+        try:
+            self.selectors.put(workload_selector_from_manifest({**obj, "kind": kind}))
+        except InvalidObject as err:
+            self._left_out(f"{kind} {object_key(obj)}", str(err))
+
     def _on_pod(self, kind: str, obj: dict[str, Any]) -> None:
         key = object_key(obj)
         meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
@@ -389,11 +426,24 @@ class KubernetesAdapter:
             manifests = [(key, self._with_priority(obj)) for key, obj in taken.items()]
         pods: list[Pod] = []
         errors: list[tuple[str, InvalidObject]] = []
+        now = time.monotonic()
         for key, manifest in manifests:
             try:
-                pods.append(pod_from_manifest(manifest))
+                pod = pod_from_manifest(manifest)
             except InvalidObject as err:
                 errors.append((key, err))
+                continue
+            if self.selectors.awaits_controller(pod):
+                began = self.awaiting.setdefault(key, now)
+                if now - began < self.controller_wait_s:
+                    with self._lock:  # taken again next time (as changed, if it changed)
+                        if key in self._pending:
+                            self._new_pods.setdefault(key, taken[key])
+                            continue
+                    self.awaiting.pop(key)
+                    continue  # deleted or bound meanwhile
+            self.awaiting.pop(key, None)
+            pods.append(self.selectors.with_spread_selector(pod))
         return pods, errors
 
     def take_running_pods(self) -> list[Pod]:

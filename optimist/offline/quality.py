@@ -39,10 +39,9 @@ from cluster import resources as res
 from cluster.errors import InvalidObject
 from cluster.gpus import GPU, GPU_MILLI
 from cluster.manifests import pod_from_manifest
-from cluster.objects import Node, Pod
+from cluster.objects import ZONE_LABEL, Node, Pod
 from optimist.offline.simulator import SimulatedCluster
 
-ZONE_LABEL = "topology.kubernetes.io/zone"
 REPORTED = (res.CPU, res.MEMORY, GPU, GPU_MILLI)
 WHOLE_GPU_NODE = 8
 

@@ -31,6 +31,7 @@ from cluster.manifests import (
 from cluster.objects import HOSTNAME_LABEL, Node, Pod, PodGroup
 from cluster.quota import Quota, quota_from_manifest
 from cluster.reservations import Reservation
+from cluster.workload_selectors import WorkloadSelectors, workload_selector_from_manifest
 
 # Kubernetes' generateName alphabet: no vowels, no look-alike characters.
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -76,6 +77,8 @@ class SimulatedCluster:
     _deleted_nodes: list[str] = field(default_factory=list)
     _deleted_pods: list[str] = field(default_factory=list)
     _parsed: dict[str, Pod] = field(default_factory=dict)  # pods created like a parsed one
+    # Services' and controllers' selectors, for the default spreading of the pods taken
+    selectors: WorkloadSelectors = field(default_factory=WorkloadSelectors)
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
@@ -177,6 +180,17 @@ class SimulatedCluster:
         self.pod_groups[group.key] = group
         self._new_groups.append(group)
         return group
+
+    def create_workload_selector(self, manifest: Mapping[str, Any]) -> str:
+        """A Service (or a controller without its pods), named as the API server names it:
+        what default spreading reads of it. Its key (namespace/name)."""
+        meta = dict(manifest.get("metadata") or {})
+        namespace = str(meta.get("namespace") or "default")
+        meta["name"] = self._name(meta, namespace)
+        self._names.add(f"{namespace}/{meta['name']}")
+        made = workload_selector_from_manifest({**manifest, "metadata": meta})
+        self.selectors.put(made)
+        return f"{made.namespace}/{made.name}"
 
     def create_disruption_budget(self, manifest: Mapping[str, Any]) -> DisruptionBudget:
         """A policy/v1 PodDisruptionBudget."""
@@ -313,9 +327,11 @@ class SimulatedCluster:
                 continue  # deleted before the watch delivered it
             parsed = self._parsed.pop(key, None)
             try:
-                pods.append(parsed or pod_from_manifest(self.pod_manifests[key]))
+                pod = parsed or pod_from_manifest(self.pod_manifests[key])
             except InvalidObject as err:
                 errors.append((key, err))
+                continue
+            pods.append(self.selectors.with_spread_selector(pod))
         self._new.clear()
         return pods, errors
 

@@ -40,10 +40,13 @@ RESOURCES = {
     "reservations": ("/apis/scheduling.koordinator.sh/v1alpha1", False, "Reservation"),
     "deployments": ("/apis/apps/v1", True, "Deployment"),
     "replicasets": ("/apis/apps/v1", True, "ReplicaSet"),
+    "statefulsets": ("/apis/apps/v1", True, "StatefulSet"),
+    "replicationcontrollers": ("/api/v1", True, "ReplicationController"),
     "jobs": ("/apis/batch/v1", True, "Job"),
+    "services": ("/api/v1", True, "Service"),
 }
 # what makes pods: removed, and gone, before the pods are (on the living plane)
-_WORKLOADS = ("deployments", "replicasets", "jobs")
+_WORKLOADS = ("deployments", "replicasets", "statefulsets", "replicationcontrollers", "jobs")
 _SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 _WITH_STATUS = frozenset({"pods", "nodes", "podgroups"})  # status is a subresource
 
@@ -244,6 +247,7 @@ class Api:
                 self._delete_all(resource, namespace)
             for resource in ("podgroups", "elasticquotas"):
                 self._delete_all(resource, namespace)
+            self._delete_services(namespace)
         for resource in ("nodes", "reservations"):
             self._delete_all(resource)
         for pc in self.items("priorityclasses"):
@@ -256,6 +260,12 @@ class Api:
                     self.put("namespaces", {"metadata": {"name": namespace, "labels": {}}})
             else:
                 self.delete("namespaces", "", namespace)
+
+    def _delete_services(self, namespace: str) -> None:
+        """Services one by one (they take no collection DELETE), but the API server's own."""
+        for service in self.items("services", namespace):
+            if (namespace, service["metadata"]["name"]) != ("default", "kubernetes"):
+                self.delete("services", namespace, service["metadata"]["name"])
 
     def _delete_all(self, resource: str, namespace: str = "") -> None:
         query = {"gracePeriodSeconds": "0"} if resource == "pods" else None

@@ -18,6 +18,13 @@ from typing import Any
 
 BINARY = Path(__file__).resolve().parents[2] / "build" / "oracle" / "oracle"
 SUCCESS = "Success"
+# a workload's kind -> where the request gives it
+WORKLOAD_FIELDS = {
+    "Service": "services",
+    "ReplicationController": "replicationControllers",
+    "ReplicaSet": "replicaSets",
+    "StatefulSet": "statefulSets",
+}
 Manifest = Mapping[str, Any]
 
 
@@ -96,9 +103,11 @@ class Oracle:
         namespaces: Sequence[Manifest],
         pod: Manifest,
         profile: str = "",
+        workloads: Sequence[Manifest] = (),
     ) -> Verdict:
-        """Upstream's verdict on `pod`, with `pods` bound to `nodes`; raises OracleError
-        with upstream's message where it refuses the request."""
+        """Upstream's verdict on `pod`, with `pods` bound to `nodes` and `workloads`
+        (Services, ReplicationControllers, ReplicaSets, StatefulSets) selecting pods;
+        raises OracleError with upstream's message where it refuses the request."""
         request = {
             "configuration": configuration,
             "profile": profile,
@@ -106,6 +115,10 @@ class Oracle:
             "pods": pods,
             "namespaces": namespaces,
             "pod": pod,
+            **{
+                field: [w for w in workloads if w["kind"] == kind]
+                for kind, field in WORKLOAD_FIELDS.items()
+            },
         }
         assert self._process.stdin and self._process.stdout
         self._process.stdin.write(json.dumps(request).encode() + b"\n")

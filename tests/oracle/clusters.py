@@ -65,6 +65,8 @@ class Case:
     # pods bound to the nodes, each with whether the store holds it (committed) or
     # only the shard that placed it does (assumed): upstream sees both as bound
     bound: list[tuple[Manifest, bool]] = field(default_factory=list)
+    # Services and controllers, whose selectors default spreading counts by
+    workloads: list[Manifest] = field(default_factory=list)
 
 
 # --- nodes ---------------------------------------------------------------------------------
@@ -281,6 +283,53 @@ spread = st.builds(
     ),
 )
 
+# the pod's Services and controller, for default spreading: selectors over the pod labels
+SERVICE_SELECTORS = (
+    {"app": "web"},
+    {"tier": "front"},
+    {"app": "db"},
+    {"app": "web", "tier": "front"},
+)
+service = st.builds(
+    lambda i, namespace, selector: {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": f"svc-{i}", "namespace": namespace},
+        "spec": {"selector": selector} if selector else {},
+    },
+    st.integers(0, 9),
+    st.sampled_from(tuple(NAMESPACES)),
+    st.sampled_from((*SERVICE_SELECTORS, None)),
+)
+CONTROLLERS = {  # kind -> apiVersion
+    "ReplicaSet": "apps/v1",
+    "StatefulSet": "apps/v1",
+    "ReplicationController": "v1",
+}
+
+
+@st.composite
+def controller(draw: st.DrawFn, namespace: str) -> Manifest:
+    """A controller named `owner` in the namespace, with a selector of its kind's form."""
+    kind = draw(st.sampled_from(tuple(CONTROLLERS)))
+    if kind == "ReplicationController":
+        selector: Manifest = draw(st.sampled_from(SERVICE_SELECTORS))
+    else:
+        selector = draw(st.sampled_from(POD_SELECTORS))
+    return {
+        "apiVersion": CONTROLLERS[kind],
+        "kind": kind,
+        "metadata": {"name": "owner", "namespace": namespace},
+        "spec": {"selector": selector},
+    }
+
+
+def owner_reference(workload: Manifest, controls: bool) -> Manifest:
+    kind = workload["kind"]
+    ref = {"apiVersion": CONTROLLERS[kind], "kind": kind, "name": "owner", "uid": "owner"}
+    return {**ref, "controller": controls}
+
+
 # --- pods ------------------------------------------------------------------------------------
 
 core_requests = {
@@ -455,7 +504,33 @@ PLUGIN_ARGS = {
             "ignorePreferredTermsOfExistingPods": st.booleans(),
         },
     ),
-    "PodTopologySpread": st.just({"defaultingType": "List"}),
+    "PodTopologySpread": st.one_of(
+        st.just({"defaultingType": "List"}),
+        st.just({"defaultingType": "System"}),
+        st.fixed_dictionaries(
+            {
+                "defaultingType": st.just("List"),
+                "defaultConstraints": st.lists(
+                    st.fixed_dictionaries(
+                        {
+                            "maxSkew": st.integers(1, 3),
+                            "topologyKey": st.sampled_from((ZONE, HOST, "disk")),
+                            "whenUnsatisfiable": st.sampled_from(
+                                ("DoNotSchedule", "ScheduleAnyway")
+                            ),
+                        },
+                        optional={
+                            "nodeAffinityPolicy": st.sampled_from(("Honor", "Ignore")),
+                            "nodeTaintsPolicy": st.sampled_from(("Honor", "Ignore")),
+                        },
+                    ),
+                    min_size=1,
+                    max_size=2,
+                    unique_by=lambda c: (c["topologyKey"], c["whenUnsatisfiable"]),
+                ),
+            }
+        ),
+    ),
 }
 SCORERS = (
     "TaintToleration",
@@ -538,4 +613,10 @@ def cases(draw: st.DrawFn) -> Case:
         {"metadata": {"name": name, "labels": {NAMESPACE_NAME: name, **labels}}}
         for name, labels in NAMESPACES.items()
     ]
-    return Case(draw(configuration()), nodes, namespaces, draw(incoming()), bound)
+    pod = draw(incoming())
+    workloads = draw(st.lists(service, max_size=3, unique_by=lambda s: s["metadata"]["name"]))
+    if draw(st.booleans()):  # a controller; the pod its own, or another's (not its controller)
+        owner = draw(controller(pod["metadata"]["namespace"]))
+        workloads.append(owner)
+        pod["metadata"]["ownerReferences"] = [owner_reference(owner, draw(st.booleans()))]
+    return Case(draw(configuration()), nodes, namespaces, pod, bound, workloads)

@@ -17,11 +17,13 @@ import (
 	"fmt"
 	"os"
 
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	_ "k8s.io/kubernetes/pkg/apis/core/install" // the API server's defaults for pods and nodes
@@ -39,7 +41,12 @@ type request struct {
 	Nodes         []v1.Node       `json:"nodes"`
 	Pods          []v1.Pod        `json:"pods"` // bound pods, spec.nodeName set
 	Namespaces    []v1.Namespace  `json:"namespaces"`
-	Pod           v1.Pod          `json:"pod"`
+	// what selects pods for PodTopologySpread's default constraints
+	Services               []v1.Service               `json:"services"`
+	ReplicationControllers []v1.ReplicationController `json:"replicationControllers"`
+	ReplicaSets            []appsv1.ReplicaSet        `json:"replicaSets"`
+	StatefulSets           []appsv1.StatefulSet       `json:"statefulSets"`
+	Pod                    v1.Pod                     `json:"pod"`
 }
 
 type status struct {
@@ -139,15 +146,26 @@ func judge(req *request) (*verdict, error) {
 	}
 	snap := newSnapshot(nodes, bound)
 
-	// the listers some plugins build on (namespaces for namespaceSelector; services
-	// and the like for PodTopologySpread's system defaults), filled straight into
-	// their informers' stores: starting informers would cost a resync wait per request
+	// the listers some plugins build on (namespaces for namespaceSelector; Services
+	// and controllers for PodTopologySpread's default constraints), filled straight
+	// into their informers' stores: starting informers would cost a resync wait per request
 	client := fake.NewSimpleClientset()
 	factory := informers.NewSharedInformerFactory(client, 0)
-	namespaces := factory.Core().V1().Namespaces().Informer().GetStore()
-	for i := range req.Namespaces {
-		if err := namespaces.Add(req.Namespaces[i].DeepCopy()); err != nil {
-			return nil, fmt.Errorf("namespace %s: %w", req.Namespaces[i].Name, err)
+	stores := []struct {
+		store   cache.Store
+		objects []runtime.Object
+	}{
+		{factory.Core().V1().Namespaces().Informer().GetStore(), objects(req.Namespaces)},
+		{factory.Core().V1().Services().Informer().GetStore(), objects(req.Services)},
+		{factory.Core().V1().ReplicationControllers().Informer().GetStore(), objects(req.ReplicationControllers)},
+		{factory.Apps().V1().ReplicaSets().Informer().GetStore(), objects(req.ReplicaSets)},
+		{factory.Apps().V1().StatefulSets().Informer().GetStore(), objects(req.StatefulSets)},
+	}
+	for _, s := range stores {
+		for _, obj := range s.objects {
+			if err := s.store.Add(obj); err != nil {
+				return nil, fmt.Errorf("%T: %w", obj, err)
+			}
 		}
 	}
 
@@ -241,6 +259,19 @@ func judge(req *request) (*verdict, error) {
 		}
 	}
 	return v, nil
+}
+
+// objects are the items of a list, each a copy, as an informer's store holds them.
+func objects[T any, P interface {
+	*T
+	runtime.Object
+}](items []T) []runtime.Object {
+	out := make([]runtime.Object, len(items))
+	for i := range items {
+		item := items[i]
+		out[i] = P(&item)
+	}
+	return out
 }
 
 // alone runs one Filter plugin, with its own PreFilter, on every node, as if the

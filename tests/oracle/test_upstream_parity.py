@@ -30,7 +30,9 @@ from hypothesis import HealthCheck, event, given, note, settings
 
 from cluster.errors import InvalidObject
 from cluster.manifests import node_from_manifest, pod_from_manifest
+from cluster.objects import Pod
 from cluster.store import Delta
+from cluster.workload_selectors import WorkloadSelectors, workload_selector_from_manifest
 from optimist.configuration import ConfigError, parse_configuration
 from shards.class_state import ClassState
 from shards.framework import PodClass, Profile
@@ -76,7 +78,17 @@ def ask(oracle: Oracle, case: Case) -> Verdict:
         [manifest for manifest, _ in case.bound],
         case.namespaces,
         case.pod,
+        workloads=case.workloads,
     )
+
+
+def selected(case: Case, pod: Pod) -> Pod:
+    """The pod as optimist takes it: with the selector of what selects it among the case's
+    Services and controllers."""
+    selectors = WorkloadSelectors()
+    for workload in case.workloads:
+        selectors.put(workload_selector_from_manifest(workload))
+    return selectors.with_spread_selector(pod)
 
 
 def agree_on_filters(
@@ -144,7 +156,7 @@ def agree(oracle: Oracle, case: Case, state: ClassState, bare: NodeTable) -> int
 @given(case=cases())
 def test_plugins_agree_with_kube_scheduler(oracle: Oracle, case: Case) -> None:
     try:
-        spec = pod_from_manifest(case.pod).spec
+        spec = selected(case, pod_from_manifest(case.pod)).spec
     except InvalidObject as refused:
         # a node selector value that is no label value: upstream takes the pod and then
         # skips the term or fails the attempt; optimist refuses it (docs/plugins.md, departures)
@@ -169,6 +181,8 @@ def test_plugins_agree_with_kube_scheduler(oracle: Oracle, case: Case) -> None:
     for name in inactive & set(verdict.filters):
         assert all(s.passed for s in verdict.alone[name].values()), name
 
+    if spec.spread_selector is not None:
+        event("spread by the profile's default constraints, if it has any")
     table = shard_table(case)
     state = ClassState(PodClass.compile(spec, table), build_profile(config), table)
     bare = shard_table(replace(case, bound=[]))

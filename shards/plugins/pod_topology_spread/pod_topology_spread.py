@@ -16,11 +16,11 @@ rows only to `normalize`, so `score` leaves the raw scores at zero and
 `normalize` counts and computes upstream's Score and NormalizeScore over
 exactly those rows.
 
-Default constraints (PodTopologySpreadArgs) take effect upstream only for pods
-without constraints of their own, with a selector built from the pod's
-Services, ReplicationControllers, ReplicaSets and StatefulSets. optimist does
-not know those, so the args are accepted and kept but, as upstream does for a
-pod that no Service or controller selects, no default constraint applies.
+Default constraints (PodTopologySpreadArgs; upstream's system defaults unless
+the args say List) take effect only for pods without constraints of their own,
+with the selector of the pod's Services and controller, which the pod's spec
+carries (`spread_selector`, cluster/workload_selectors.py). A pod that nothing
+selects has no default constraint, as upstream.
 """
 
 from __future__ import annotations
@@ -36,19 +36,21 @@ import numpy.typing as npt
 from cluster.crosspod.topology_spread import (
     DO_NOT_SCHEDULE,
     MAX_NODE_SCORE,
+    NO_DEFAULTS,
     REASON,
     REASON_MISSING_LABEL,
     SCHEDULE_ANYWAY,
+    DefaultSpreading,
     Spread,
     normalizing_weight,
+    requires_every_key,
     spreads,
 )
-from cluster.objects import HOSTNAME_LABEL, Peer, TopologySpreadConstraint
+from cluster.objects import HOSTNAME_LABEL, Peer
 from cluster.selectors import LabelSelector
 from shards.framework import FilterPlugin, PodClass, Rows, ScorePlugin
 from shards.node_table import NodeTable
 from shards.plugins.node_affinity import NodeAffinity
-from shards.plugins.pod_topology_spread.pod_topology_spread_args import PodTopologySpreadArgs
 from shards.plugins.taint_toleration.taint_toleration import first_untolerated
 
 _PASSES, _SKEWED, _MISSING_LABEL = 0, 1, 2
@@ -63,9 +65,13 @@ class _Counted:
 
     constraints: tuple[Spread, ...]
     codes: list[np.ndarray]  # per constraint, each row's domain code (-1: no such label)
-    scorable: np.ndarray  # rows with every topology key; the others are ignored
-    # per constraint, the counted pods: per domain code, with a last slot (0) that code -1
-    # gathers; on the hostname key per row, as a node's own pods count there
+    # per constraint, the code a row counts in: where a missing key is the value ""
+    # (the system defaults), rows lacking it share that value's code
+    domains: list[np.ndarray]
+    scorable: np.ndarray  # rows with every topology key, or every row; the others are ignored
+    # per constraint, the counted pods: per domain code, with a last slot that code -1
+    # reads (0 where every key is required); on the hostname key per row, as a node's own
+    # pods count there
     counts: list[np.ndarray]
 
 
@@ -128,42 +134,23 @@ class PodTopologySpread(FilterPlugin, ScorePlugin):
     dynamic = True  # counts of placed pods
     normalizes = True
 
-    def __init__(
-        self,
-        defaulting_type: str = "System",
-        default_constraints: tuple[TopologySpreadConstraint, ...] = (),
-    ) -> None:
-        self.defaulting_type = defaulting_type
-        self.default_constraints = default_constraints  # kept, never applied: see the module
+    def __init__(self, defaults: DefaultSpreading = NO_DEFAULTS) -> None:
+        self.defaults = defaults
         self._masks = _PeerMasks()
 
     @classmethod
     def from_args(cls, wire: Mapping[str, Any]) -> PodTopologySpread:
-        args = PodTopologySpreadArgs.from_wire(wire)
-        return cls(
-            args.defaulting_type,
-            tuple(
-                TopologySpreadConstraint(
-                    max_skew=c.max_skew,
-                    topology_key=c.topology_key,
-                    when_unsatisfiable=c.when_unsatisfiable,
-                    label_selector=None,  # deduced per pod upstream
-                    min_domains=c.min_domains,
-                    node_affinity_policy=c.node_affinity_policy or "Honor",
-                    node_taints_policy=c.node_taints_policy or "Ignore",
-                    match_label_keys=tuple(c.match_label_keys or ()),
-                )
-                for c in args.default_constraints or ()
-            ),
-        )
+        return cls(DefaultSpreading.from_args(wire))
 
     def spans_nodes(self, pod: PodClass, table: NodeTable) -> bool:
-        return bool(pod.spec.topology_spread)
+        return bool(pod.spec.topology_spread) or (
+            pod.spec.spread_selector is not None and bool(self.defaults.constraints)
+        )
 
     # --- filter -------------------------------------------------------------------
 
     def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> npt.NDArray[np.bool_]:
-        if not pod.spec.topology_spread:
+        if not self.spans_nodes(pod, table):
             return np.ones(table.alive[rows].shape, dtype=bool)
         passes: npt.NDArray[np.bool_] = self._verdicts(pod, table)[rows] == _PASSES
         return passes
@@ -175,7 +162,7 @@ class PodTopologySpread(FilterPlugin, ScorePlugin):
     def _verdicts(self, pod: PodClass, table: NodeTable) -> npt.NDArray[np.int8]:
         """Per row of the table, _PASSES or why the first failing constraint rejects it."""
         verdicts = np.full(table.size, _PASSES, dtype=np.int8)
-        constraints = spreads(pod.spec, DO_NOT_SCHEDULE)
+        constraints = spreads(pod.spec, DO_NOT_SCHEDULE, self.defaults)
         if not constraints:
             return verdicts
         every = slice(0, table.size)
@@ -204,47 +191,55 @@ class PodTopologySpread(FilterPlugin, ScorePlugin):
         """Nothing yet: the score depends on which nodes are feasible, so `normalize` makes it."""
         return np.zeros(table.alive[rows].shape, dtype=np.int64)
 
-    def _count(self, pod: PodClass, table: NodeTable) -> _Counted:
+    def _count(self, pod: PodClass, table: NodeTable, constraints: tuple[Spread, ...]) -> _Counted:
         """Per ScheduleAnyway constraint, the matching pods per domain (or node, for hostname)."""
-        constraints = spreads(pod.spec, SCHEDULE_ANYWAY)
         every = slice(0, table.size)
+        every_key = requires_every_key(pod.spec, self.defaults)
         coded = [table.label_codes(c.topology_key) for c in constraints]
         scorable = table.alive[every].copy()
-        for code, _ in coded:
-            scorable &= code >= 0
+        domains = [code for code, _ in coded]
+        if every_key:
+            for code in domains:
+                scorable &= code >= 0
+        else:  # a missing key is the value "": its own domain, shared with a label set to ""
+            domains = [np.where(code < 0, vocab.get("", len(vocab)), code) for code, vocab in coded]
         counts = []
-        for c, (code, vocab), admitted in zip(
-            constraints, coded, _included(constraints, pod, table), strict=True
+        for c, domain, (_, vocab), admitted in zip(
+            constraints, domains, coded, _included(constraints, pod, table), strict=True
         ):
             pods = table.pods_of(self._masks.of(c, pod.spec.namespace, table), every)
             if c.topology_key == HOSTNAME_LABEL:
                 counts.append(pods)
                 continue
             counted = scorable if admitted is None else scorable & admitted
-            counts.append(_with_absent(_per_domain(code[counted], pods[counted], len(vocab))))
-        return _Counted(constraints, [code for code, _ in coded], scorable, counts)
+            # one slot more than there are values: the missing key's, where it is no value's
+            counts.append(_per_domain(domain[counted], pods[counted], len(vocab) + 1))
+        return _Counted(constraints, [code for code, _ in coded], domains, scorable, counts)
 
     def normalize(
         self, pod: PodClass, table: NodeTable, rows: np.ndarray, scores: np.ndarray
     ) -> np.ndarray:
         """Upstream's PreScore, Score and NormalizeScore over the feasible `rows`."""
         out = np.zeros_like(scores)
-        if not any(c.when_unsatisfiable == SCHEDULE_ANYWAY for c in pod.spec.topology_spread):
+        constraints = spreads(pod.spec, SCHEDULE_ANYWAY, self.defaults)
+        if not constraints:
             return out  # upstream skips the plugin for this pod
-        counted = self._count(pod, table)
+        counted = self._count(pod, table, constraints)
         scored = counted.scorable[rows]
         if not scored.any():
             return out
         total = np.zeros(len(rows))
-        for c, codes, counts in zip(
-            counted.constraints, counted.codes, counted.counts, strict=True
+        for c, codes, domains, counts in zip(
+            constraints, counted.codes, counted.domains, counted.counts, strict=True
         ):
+            labelled = codes[rows] >= 0  # a row lacking the key scores nothing for it
             if c.topology_key == HOSTNAME_LABEL:  # upstream: every scored node is its own domain
                 size, pods = int(scored.sum()), counts[rows]
             else:
-                code = codes[rows]
-                size, pods = len(np.unique(code[scored])), counts[code]
-            total = total + (pods * normalizing_weight(size) + (c.max_skew - 1))
+                domain = domains[rows]
+                size, pods = len(np.unique(domain[scored])), counts[domain]
+            share = pods * normalizing_weight(size) + (c.max_skew - 1)
+            total = total + np.where(labelled, share, 0)
         whole = np.floor(total)
         raw = (whole + (total - whole >= 0.5)).astype(np.int64)[scored]  # Go's math.Round
         top, bottom = int(raw.max()), int(raw.min())

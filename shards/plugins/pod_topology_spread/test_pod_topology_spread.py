@@ -4,6 +4,7 @@ Every case is checked against the per-node rule of cluster.crosspod too.
 """
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -15,9 +16,12 @@ from cluster.crosspod.topology_spread import (
     spread_scores,
 )
 from cluster.crosspod.view import StaticView
+from cluster.objects import ZONE_LABEL as ZONE
 from cluster.objects import Peer
 from cluster.profile_config import ProfileConfig
+from cluster.selectors import LabelSelector
 from shards.class_state import ClassState
+from shards.framework import PodClass
 from shards.plugins import build_profile
 from shards.plugins.pod_topology_spread import PodTopologySpread
 from shards.testing import compile_pod, every, node, pod_spec, table_of
@@ -70,20 +74,22 @@ def incoming(table, *constraints, labels=None, **spec):
 
 def feasible(table, view, pod, plugin=None):
     """Names of the nodes the plugin lets through; the per-node rule must agree."""
-    ok = (plugin or PodTopologySpread()).filter(pod, table, every(table))
+    plugin = plugin or PodTopologySpread()
+    ok = plugin.filter(pod, table, every(table))
     names = [n for n, passes in zip(table.names, ok.tolist(), strict=True) if passes]
-    assert names == [n for n in table.names if spread_filter(pod.spec, n, view) is None]
+    want = [n for n in table.names if spread_filter(pod.spec, n, view, plugin.defaults) is None]
+    assert names == want
     return names
 
 
-def scores(table, view, pod, names=None):
+def scores(table, view, pod, names=None, plugin=None):
     """Normalized scores over the given feasible nodes (default all); the rule must agree."""
-    plugin = PodTopologySpread()
+    plugin = plugin or PodTopologySpread()
     names = table.names if names is None else names
     rows = np.array([table.index[n] for n in names], dtype=np.intp)
     raw = plugin.score(pod, table, every(table))
     got = dict(zip(names, plugin.normalize(pod, table, rows, raw[rows]).tolist(), strict=True))
-    assert got == spread_scores(pod.spec, names, view)
+    assert got == spread_scores(pod.spec, names, view, plugin.defaults)
     return got
 
 
@@ -309,18 +315,72 @@ def test_a_shard_spreads_a_class_evenly_over_zones(when):
     assert per_zone.tolist() == [3, 3, 3]
 
 
-def test_from_args_keeps_list_defaults_that_optimist_cannot_apply():
-    args = {
-        "defaultingType": "List",
-        "defaultConstraints": [
-            {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
-        ],
-    }
-    plugin = PodTopologySpread.from_args(args)
-    assert plugin.defaulting_type == "List"
-    [default] = plugin.default_constraints
+# --- default constraints ------------------------------------------------------------
+
+
+def selected(table, *constraints, selector=(("app", "shop"),), labels=None):
+    """A pod that a Service or controller selects: its spec carries their selector."""
+    pod = incoming(table, *constraints, labels=labels)
+    spec = replace(pod.spec, spread_selector=LabelSelector(selector) if selector else None)
+    return PodClass.compile(spec, table)
+
+
+LIST_ZONE = {
+    "defaultingType": "List",
+    "defaultConstraints": [
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+    ],
+}
+
+
+def test_list_defaults_filter_a_selected_pod_as_its_own_constraint_would():
+    plugin = PodTopologySpread.from_args(LIST_ZONE)
+    [default] = plugin.defaults.constraints
     assert (default.max_skew, default.topology_key, default.label_selector) == (1, "zone", None)
-    assert PodTopologySpread.from_args({}).defaulting_type == "System"
+    table, view = world(NODES, SHOP)  # amber 3, blue 1
+    assert feasible(table, view, selected(table), plugin) == ["b1", "b2"]
+    assert plugin.spans_nodes(selected(table), table)
+
+
+def test_defaults_leave_alone_a_pod_nothing_selects_and_one_with_its_own_constraints():
+    plugin = PodTopologySpread.from_args(LIST_ZONE)
     table, view = world(NODES, SHOP)
-    pod = incoming(table)  # no constraints of its own, no owners known: no default applies
-    assert feasible(table, view, pod, plugin) == ["a1", "a2", "b1", "b2"]
+    assert feasible(table, view, selected(table, selector=()), plugin) == ["a1", "a2", "b1", "b2"]
+    own = selected(table, spread(skew=3))  # its own, looser constraint wins
+    assert feasible(table, view, own, plugin) == ["a1", "a2", "b1", "b2"]
+
+
+def test_system_defaults_spread_by_hostname_and_zone_and_keep_nodes_without_a_zone():
+    plugin = PodTopologySpread.from_args({})
+    assert plugin.defaults.system
+    nodes = [
+        *(node(f"{z}{i}", labels={HOST: f"{z}{i}", ZONE: z}) for z in "ab" for i in (1, 2)),
+        node("c1", labels={HOST: "c1"}),  # no zone: still scored, by hostname
+    ]
+    table, view = world(nodes, {"a1": 3, "a2": 2, "b1": 1})
+    got = scores(table, view, selected(table), plugin=plugin)
+    # raw: per node its pods * log(5 + 2) + 2, plus where it has a zone its zone's pods *
+    # log(3 + 2) + 4, the domains being amber, blue and c1's missing zone; then reversed
+    assert got == {"a1": 10, "a2": 20, "b1": 60, "b2": 70, "c1": 100}
+    assert feasible(table, view, selected(table), plugin) == table.names  # scoring only
+
+
+def test_system_defaults_fill_zones_and_nodes_evenly():
+    plugin = PodTopologySpread.from_args({})
+    profile = build_profile(
+        ProfileConfig(
+            "default-scheduler",
+            ("PodTopologySpread",),
+            (("PodTopologySpread", 2),),
+            percentage_of_nodes_to_score=100,
+        )
+    )
+    nodes = [node(f"{z}{i}", labels={HOST: f"{z}{i}", ZONE: z}) for z in "abc" for i in (1, 2, 3)]
+    table, _ = world(nodes, {})
+    pod = selected(table)
+    assert profile.spans_nodes(pod, table) and plugin.spans_nodes(pod, table)
+    state, rng = ClassState(pod, profile, table), np.random.default_rng(3)
+    for _ in range(9):
+        row, _ = state.best(rng, 0)
+        table.assume(row, pod.request, pod.ports, pod.peer)
+    assert table.assumed_peer_pods[: table.size, pod.peer].tolist() == [1] * 9

@@ -4,6 +4,9 @@ import pytest
 
 from cluster.cluster_adapter import Binding
 from cluster.gpus import GPU_INDICES_ANNOTATION, GPU_LOCALITY_ANNOTATION
+from cluster.manifests import pod_from_manifest
+from cluster.objects import Pod
+from cluster.selectors import LabelSelector, Requirement
 from optimist.kube.adapter import KubernetesAdapter
 from optimist.kube.client import ApiError
 from tests.optimist.kube.test_informer import until
@@ -309,3 +312,73 @@ def test_a_snapshot_reads_every_bound_pod_afresh_beside_the_watched_nodes(adapte
         ("default/theirs", "n2"),
     ]
     assert dict(next(p for p in state.pods if p.key == "default/mine").spec.requests)["cpu"] == 2000
+
+
+def owned_by(kind, name, api_version="apps/v1"):
+    ref = {"apiVersion": api_version, "kind": kind, "name": name, "uid": f"uid-{name}"}
+    return {"ownerReferences": [{**ref, "controller": True}]}
+
+
+def labelled_pod(name, labels, owner=None, **spec):
+    doc = pod_doc(name, **spec)
+    doc["metadata"].update(labels=labels, **(owner or {}))
+    return doc
+
+
+def test_each_pod_carries_the_selector_of_the_services_and_controller_that_select_it(adapter):
+    api, adapter = adapter
+    port = [{"port": 80}]
+    api.put(
+        "services",
+        {"metadata": {"name": "web"}, "spec": {"selector": {"app": "web"}, "ports": port}},
+    )
+    api.put("services", {"metadata": {"name": "all"}, "spec": {"ports": port}})
+    replicas = {
+        "selector": {"matchLabels": {"app": "shop"}},
+        "template": {
+            "metadata": {"labels": {"app": "shop"}},
+            "spec": {"containers": [{"name": "c", "image": "x"}]},
+        },
+    }
+    api.put("replicasets", {"metadata": {"name": "shop"}, "spec": {"replicas": 0, **replicas}})
+    own = [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]
+    web = labelled_pod("a", {"app": "web", "tier": "front"})
+    # a Service is read when a pod is taken: this one's watch has told it by then
+    until(lambda: adapter.selectors.selector_for(pod_from_manifest(web)) is not None)
+    api.put("pods", web)
+    api.put("pods", labelled_pod("b", {"app": "shop"}, owned_by("ReplicaSet", "shop")))
+    api.put("pods", labelled_pod("c", {"app": "web"}, topologySpreadConstraints=own))
+    api.put("pods", labelled_pod("d", {"app": "db"}))
+    pods = {p.name: p.spec.spread_selector for p in take_pods(adapter, 4)}
+    assert pods["a"] == LabelSelector((("app", "web"),))
+    assert pods["b"] == LabelSelector((), (Requirement("app", "In", ("shop",)),))
+    assert pods["c"] is None and pods["d"] is None  # its own constraints; nothing selects it
+
+
+def test_a_pod_waits_for_its_controller_to_be_seen(kube_api):
+    api = kube_api
+    adapter = KubernetesAdapter(api.client(), OURS, controller_wait_s=600).start()
+    try:
+        api.put("pods", labelled_pod("late", {"app": "late"}, owned_by("StatefulSet", "late")))
+        held: list[Pod] = []
+        until(lambda: held.extend(adapter.take_new_pods()[0]) or "default/late" in adapter.awaiting)
+        assert held == []
+        _set_made_of(api, "late")
+        [pod] = take_pods(adapter, 1)
+    finally:
+        adapter.stop()
+    assert pod.spec.spread_selector == LabelSelector((), (Requirement("app", "In", ("late",)),))
+    assert adapter.awaiting == {}
+
+
+def _set_made_of(api, name):
+    set_spec = {
+        "serviceName": name,
+        "replicas": 0,
+        "selector": {"matchLabels": {"app": name}},
+        "template": {
+            "metadata": {"labels": {"app": name}},
+            "spec": {"containers": [{"name": "c", "image": "x"}]},
+        },
+    }
+    api.put("statefulsets", {"metadata": {"name": name}, "spec": set_spec})
