@@ -5,11 +5,13 @@ namespace. The invariants are checked on what the API server holds."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pytest
 
 from benchmarks.controlplane.living_plane import JOB_RUNS_FOR, KWOK_POOL, NODE_GRACE_S, kwok_node
+from cluster.objects import ZONE_LABEL
 from cluster.redis_server import connect
 from cluster.store import Keys, NodeStore
 from optimist.configuration import parse_configuration
@@ -183,3 +185,25 @@ def _on(api: Api, node: str) -> list[dict]:
 def _tainted(api: Api, node: str) -> bool:
     taints = (api.get("nodes", "", node) or {}).get("spec", {}).get("taints") or []
     return any(t["key"] in GONE and t["effect"] == "NoExecute" for t in taints)
+
+
+def test_a_deployment_s_replicas_spread_over_zones_and_nodes_by_default(
+    living_api, redis_url, key_prefix
+):
+    """Upstream's system default spreading, by the ReplicaSet's selector: by room alone
+    the big node would take seven of the nine (each small node's free share falls
+    faster), but spreading over hostnames and zones, weighed twice, evens them out."""
+    api = living_api
+    room = {"big": ("64", "a"), "b1": ("8", "b"), "c1": ("8", "c")}
+    for name, (cpu, zone) in room.items():
+        node = kwok_node(name, cpu=cpu)
+        node["metadata"]["labels"][ZONE_LABEL] = zone
+        api.put("nodes", node)
+    wait_for(lambda: all(api.plane.node_ready(n) for n in room), what="the nodes Ready")
+    container = {"name": "app", "image": "app", "resources": {"requests": {"cpu": "500m"}}}
+    with Running(service(api, redis_url, key_prefix)):
+        api.put("deployments", deployment("web", 9, containers=[container]))
+        wait_for(lambda: len(running(api, "web")) == 9, 60, "9 replicas Running")
+    per_node = Counter(p["spec"]["nodeName"] for p in running(api, "web"))
+    assert per_node == {"big": 3, "b1": 3, "c1": 3}
+    assert invariants(api, redis_url, key_prefix) == []
