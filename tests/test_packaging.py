@@ -36,6 +36,7 @@ def test_the_wheel_holds_the_packages_and_their_data_and_no_test(tmp_path):
     assert tops == set(PACKAGES)
     assert [n for n in names if Path(n).name.startswith(("test_", "conftest"))] == []
     assert "benchmarks/cases/shipped/performance-config.yaml" in names
+    assert "benchmarks/cases/shipped/day.yaml" in names
     assert "benchmarks/cases/shipped/templates/node-default.yaml" in names
     assert "benchmarks/controlplane/kwok.yaml" in names
     assert "cluster/store/commit.lua" in names
@@ -45,6 +46,7 @@ def test_the_wheel_holds_the_packages_and_their_data_and_no_test(tmp_path):
     commands = zipfile.ZipFile(wheel).read(points).decode().partition("[optimist.commands]")[2]
     assert {line.split(" = ")[0] for line in commands.split("[")[0].split("\n") if line} == {
         "bench",
+        "day",
         "replay",
         "replay-gpu-trace",
     }

@@ -113,11 +113,16 @@ def scheduler_names(path: Path | None) -> frozenset[str]:
 
 @contextmanager
 def optimist_process(
-    kubeconfig: Path, documents: list[dict[str, Any]], shards: int, folder: Path
+    kubeconfig: Path,
+    documents: list[dict[str, Any]],
+    shards: int,
+    folder: Path,
+    port: int | None = None,
 ) -> Iterator[int]:
     """`optimist run` in a process of its own, with the configuration's profiles, no
-    leader election and scheduler_perf's client limits; yields its PID once it is
-    ready (scheduling). Stopped by SIGTERM, then whatever of its tree is left by PID."""
+    leader election and scheduler_perf's client limits, serving metrics on `port` (one
+    free by default); yields its PID once it is ready (scheduling). Stopped by SIGTERM,
+    then whatever of its tree is left by PID."""
     first, *rest = documents
     first = {
         **first,
@@ -126,7 +131,7 @@ def optimist_process(
     }
     config = folder / "optimist.yaml"
     config.write_text(yaml.safe_dump_all([first, *rest]))
-    port = free_port()
+    port = port or free_port()
     command = [
         sys.executable, "-c", "from optimist.cli.main import entry; entry()",
         "run", "--config", str(config), "--kubeconfig", str(kubeconfig),
@@ -162,16 +167,28 @@ def _wait_ready(process: subprocess.Popen[bytes], url: str, log_path: Path) -> N
 
 @contextmanager
 def scheduler(
-    name: str, server: Server, documents: list[dict[str, Any]], shards: int
+    name: str,
+    server: Server,
+    documents: list[dict[str, Any]],
+    shards: int,
+    port: int | None = None,
 ) -> Iterator[int]:
+    """The scheduler `name` in a process of its own, serving on `port` (its metrics:
+    `metrics_url`); yields its PID once it is ready."""
     if name == "optimist":
-        with optimist_process(server.kubeconfig, documents, shards, server.folder) as pid:
+        with optimist_process(server.kubeconfig, documents, shards, server.folder, port) as pid:
             yield pid
     elif name == "kube-scheduler":  # its connection and election are set by kube_scheduler
-        with kube_scheduler(server.kubeconfig, server.folder, documents[0]) as pid:
+        with kube_scheduler(server.kubeconfig, server.folder, documents[0], port=port) as pid:
             yield pid
     else:
         raise ApiBenchError(f"--scheduler {name!r}: not one of {', '.join(SCHEDULERS)}")
+
+
+def metrics_url(name: str, port: int) -> str:
+    """Where the scheduler `name` started on `port` serves its Prometheus metrics."""
+    scheme = "https" if name == "kube-scheduler" else "http"  # its own certificate
+    return f"{scheme}://127.0.0.1:{port}/metrics"
 
 
 # --- one workload, one scheduler -----------------------------------------------------

@@ -2,7 +2,7 @@
 (`case_file`, with Go's decoding rules in `go_decoding`), the manifests its ops ask for
 (`workload_objects`, from `go_template`s), and the walk through a workload's ops that
 both runners share (`op_walker`). `shipped/` holds the case file optimist ships, its
-templates and scheduler configurations."""
+templates and scheduler configurations, and the day file of `optimist day`."""
 
 from importlib import resources
 from pathlib import Path
@@ -11,6 +11,11 @@ from pathlib import Path
 def template(name: str) -> Path:
     """Path of a template shipped with optimist, e.g. `node-default.yaml`."""
     return Path(str(resources.files(__package__) / "shipped" / "templates" / name))
+
+
+def day_file() -> Path:
+    """The shipped day file, for `optimist day` (`benchmarks.day.day_file`)."""
+    return Path(str(resources.files(__package__) / "shipped" / "day.yaml"))
 
 
 def cases_file() -> Path:

@@ -407,13 +407,15 @@ def kube_scheduler(
     configuration: Mapping[str, Any] | None = None,
     bin_dir: Path | None = None,
     ready_timeout_s: float = 120.0,
+    port: int | None = None,
 ) -> Iterator[int]:
     """The real kube-scheduler v1.30 against the server `kubeconfig` names, for as long
     as the context lasts; yields the PID, once it answers /healthz. `configuration`
     is a KubeSchedulerConfiguration document (its profiles; v1.30's one
     default-scheduler profile without it); the connection and the election are set
     as scheduler_perf runs it: its client unthrottled (qps and burst 5000), no
-    leader election. Its configuration and log go to `folder`."""
+    leader election. Its configuration and log go to `folder`. It serves on `port` (one
+    free by default), /metrics to anyone on loopback as /healthz is."""
     doc = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
@@ -423,7 +425,7 @@ def kube_scheduler(
     }
     config = folder / "kube-scheduler.yaml"
     config.write_text(yaml.safe_dump(doc))
-    port = free_port()
+    port = port or free_port()
     log_path = folder / "kube-scheduler.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
@@ -433,6 +435,7 @@ def kube_scheduler(
                 "--bind-address=127.0.0.1",
                 f"--secure-port={port}",
                 f"--cert-dir={folder / 'scheduler-certs'}",
+                "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
                 "--v=1",
             ],
             stdin=subprocess.DEVNULL,

@@ -139,6 +139,7 @@ class LivingPlane(ControlPlane):
             binary="kwok",
         )
         probe = kwok_node(f"{name}-probe", pool=pool)
+        probe["spec"] = {"unschedulable": True}  # no scheduler's pods for its few seconds
         self.client.request("POST", "/api/v1/nodes", body=probe)
         self._wait_until(name, lambda: self.node_ready(probe["metadata"]["name"]))
         self.client.request("DELETE", f"/api/v1/nodes/{probe['metadata']['name']}")

@@ -89,8 +89,11 @@ def render_html(report: Mapping[str, Any]) -> str:
         title = "optimist replay"
     elif "gpu_mix_sweep" in report:
         title = "GPU policies on workload mixes"
+    elif "happenings" in report:
+        title = "a day in a living cluster"
     parts = [f"<h1>{escape(title)}</h1>", _headlines(report)]
-    for chart in (_workloads, _throughput, _latency, _sweep, _quality, _comparison, _gpu_mixes):
+    sections = (_workloads, _throughput, _latency, _sweep, _quality, _comparison, _gpu_mixes, _day)
+    for chart in sections:
         parts.extend(chart(report))
     body = "\n".join(p for p in parts if p)
     return (
@@ -351,6 +354,47 @@ def _quality_table(placements: Mapping[str, Mapping[str, Any]]) -> str:
 
 
 # --- reading the report --------------------------------------------------------
+
+
+# (title, y label, series key) of the day's charts over time, a line per scheduler
+DAY_CHARTS = (
+    ("pods bound per second", "pods", ("bound",)),
+    (
+        "the oldest pod still waiting (made to fit nowhere: left out)",
+        "seconds",
+        ("oldest_pending_s",),
+    ),
+    ("pods in the active queue", "pods", ("pending", "active")),
+    ("pods in the backoff queue", "pods", ("pending", "backoff")),
+    ("pods in the unschedulable queue", "pods", ("pending", "unschedulable")),
+    ("conflicts so far", "conflicts", ("conflicts",)),
+    ("scheduler CPU per second", "CPU seconds", ("scheduler_cpu_s",)),
+)
+
+
+def _day(report: Mapping[str, Any]) -> list[str]:
+    """`optimist day`: each figure over the day, a line per scheduler, and what happened."""
+    lived = [s for s in report.get("schedulers") or [] if isinstance(s, Mapping) and "series" in s]
+    if not lived:
+        return []
+    parts = ["<h2>The day, second by second</h2>"]
+    for title, y_label, path in DAY_CHARTS:
+        series = [
+            Series(
+                str(s["scheduler"]),
+                _numbers(_get(s["series"], path)),
+                [float(t) for t in s["series"]["t_s"]],
+            )
+            for s in lived
+        ]
+        chart = line_chart(title, "seconds into the day", series, y_label=y_label)
+        parts.append(svg(chart))
+    happened = lived[0].get("happened") or []
+    rows = "".join(
+        f'<tr><td class="n">{t:g}</td><td>{escape(str(what))}</td></tr>' for t, what in happened
+    )
+    parts += ["<h2>What happened</h2>", f"<table><tr><th>s</th><th>what</th></tr>{rows}</table>"]
+    return parts
 
 
 def _get(data: object, path: Sequence[str]) -> Any:

@@ -1,0 +1,58 @@
+"""A short day in the living cluster, lived by `optimist run` in a process of its own:
+every kind of happening comes to pass, and the day's own checks find nothing wrong."""
+
+from pathlib import Path
+
+from benchmarks.apiserver.api_bench import metrics_url, optimist_process, scheduler_documents
+from benchmarks.cases import day_file
+from benchmarks.controlplane.control_plane import free_port
+from benchmarks.day.day_file import load_day
+from benchmarks.day.day_plan import plan_day
+from benchmarks.day.day_report import day_figures
+from benchmarks.day.day_runner import DayRunner
+from benchmarks.report.instruments import ProcessTree
+from tests.kube.api import Api
+
+DURATION_S = 60.0
+NAMES = frozenset({"default-scheduler"})
+
+
+def test_a_short_day_keeps_every_invariant_and_explains_what_it_leaves_pending(
+    living_api: Api, tmp_path: Path
+):
+    api = living_api
+    # the shipped day, its node pool gone from the sixth second to three quarters of the
+    # day: the node lifecycle controller needs its grace (10 s) to see it NotReady
+    day = load_day(day_file())
+    assert day.node_down is not None and day.drain is not None
+    day = day.model_copy(
+        update={
+            "node_down": day.node_down.model_copy(update={"at": 0.1, "back": 0.75}),
+            "drain": day.drain.model_copy(update={"at": 0.8}),
+        }
+    )
+    plan = plan_day(day, 12, DURATION_S, seed=3, scheduler_name="default-scheduler")
+    port = free_port()
+    kubeconfig = api.plane.admin_kubeconfig
+    with optimist_process(kubeconfig, scheduler_documents(None), 1, tmp_path, port) as pid:
+        runner = DayRunner(
+            plan, api.plane, api.admin, "optimist", {"scheduler": ProcessTree(pid)},
+            metrics_url("optimist", port), NAMES, check_every_s=15, settle_s=60,
+            explain_address=f"127.0.0.1:{port}",
+        )  # fmt: skip
+        figures = day_figures(runner.run(), DURATION_S)
+    assert figures.violations_during == figures.violations_at_end == []
+    assert figures.placed_on_closed_nodes == []
+    assert figures.checks >= 3
+    flaky = sum(1 for n in plan.nodes if n["metadata"]["name"].startswith("flaky"))
+    drained = sum(1 for n in plan.nodes if n["metadata"]["name"].startswith("batch"))
+    assert figures.nodes_closed == {"not_ready": flaky, "cordoned": drained}
+    assert figures.pods_bound == figures.pods_created > 0
+    assert figures.end.deployments_ready == figures.end.deployments > 0
+    assert figures.end.daemon_pods_ready == figures.end.daemon_pods_desired > 0
+    # what is left pending is the pods made to fit nowhere, each explained, and
+    # `optimist explain` agrees that no node can take them
+    assert figures.end.unexplained == []
+    assert [p.never_fits and p.explain_agrees for p in figures.end.pending] == [True] * 3
+    assert any("drained, nothing left to evict" in what for _, what in figures.happened)
+    assert figures.series.t_s and max(figures.series.bound) > 0
