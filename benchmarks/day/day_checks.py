@@ -123,7 +123,7 @@ def end_state(client: KubeClient, names: frozenset[str]) -> EndState:
     daemons, _ = list_all(client, f"/apis/apps/v1/namespaces/{NAMESPACE}/daemonsets")
     jobs, _ = list_all(client, f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs")
     pods, _ = list_all(client, f"/api/v1/namespaces/{NAMESPACE}/pods")
-    ready = [d for d in deployments if _rolled_out(d)]
+    ready = [d for d in deployments if rolled_out(d)]
     job_states = [_job_state(j) for j in jobs]
     return EndState(
         deployments_ready=len(ready),
@@ -139,7 +139,8 @@ def end_state(client: KubeClient, names: frozenset[str]) -> EndState:
     )
 
 
-def _rolled_out(deployment: Mapping[str, Any]) -> bool:
+def rolled_out(deployment: Mapping[str, Any]) -> bool:
+    """Every replica of the Deployment's current template updated and Ready."""
     want = deployment["spec"].get("replicas", 1)
     status = deployment.get("status") or {}
     return bool(

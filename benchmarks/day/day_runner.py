@@ -6,9 +6,10 @@ its own: it waits on disruption budgets). Once a second a sampler reads what a
 user's dashboard would: pods bound, the scheduler's queues by kind (its own
 `scheduler_pending_pods`, which both schedulers serve), the age of the oldest
 pod still waiting (no upstream metric gives it; those made to fit nowhere left
-out), conflicts, and the scheduler's CPU. The invariants are checked on the
-API server's state at intervals, and at the end, after the cluster has had
-`settle_s` to settle, with the controllers' pods and the pending ones read.
+out), conflicts, and the scheduler's CPU. A checker thread checks the
+invariants on the API server's state at intervals; they are checked again at
+the end, after the cluster has had `settle_s` to settle, with the controllers'
+pods and the pending ones read.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -33,10 +35,11 @@ from benchmarks.day.day_checks import (
     end_state,
     invariants_at_end,
     invariants_now,
+    rolled_out,
 )
 from benchmarks.day.day_plan import NAMESPACE, NEVER_FITS_LABEL, POOL_LABEL, DayPlan, Happening
 from benchmarks.report.instruments import ProcessTree
-from cluster.manifests import condition_true, terminated
+from cluster.manifests import condition, condition_true
 from optimist.explain import ExplainError, ask_endpoint
 from optimist.kube.client import ApiError, Backoff, KubeClient
 from optimist.kube.informer import list_all
@@ -131,6 +134,7 @@ class DayRunner:
         self.samples: list[Sample] = []
         self.created_at: dict[str, float] = {}
         self.waiting: dict[str, float] = {}  # pods of ours not yet bound, oldest first
+        self.daemon_pods: set[str] = set()  # a drain leaves them be
         self.checks: list[tuple[float, list[str]]] = []
         self.not_ready, self.cordoned = Closures(), Closures()
         self.watched_pools: set[str] = set()  # pools whose readiness the sampler follows
@@ -149,6 +153,7 @@ class DayRunner:
             cpu_before = {name: m.cpu_s() for name, m in self.meters.items()}
             self.start = time.perf_counter()
             self._spawn(self._sample_forever, "sampler")
+            self._spawn(self._check_forever, "checker")
             try:
                 self._play()
                 self._settle()
@@ -161,8 +166,6 @@ class DayRunner:
             if self.explain_address:
                 for pending in end.pending:
                     pending.explain_agrees = _finds_no_node(self.explain_address, pending.pod)
-            for pending in end.pending:
-                self.watch.unschedulable.setdefault(pending.pod, pending.reason)
             explained = [p.pod for p in end.pending if p.message]
             violations = invariants_at_end(self.client, self.names, self.watch.bind_log, explained)
             pods, _ = list_all(self.client, f"/api/v1/namespaces/{NAMESPACE}/pods")
@@ -240,63 +243,74 @@ class DayRunner:
 
     def _drain(self, pool: str) -> None:
         """As `kubectl drain --ignore-daemonsets`: cordon, then evict until nothing is left,
-        retrying what a disruption budget refuses."""
-        names = [n["metadata"]["name"] for n in self._listed("nodes", f"{POOL_LABEL}={pool}")]
+        retrying what a disruption budget refuses. What is on the nodes is read from the
+        watch: listing each node's pods each second would load the server."""
+        names = {n["metadata"]["name"] for n in self._listed("nodes", f"{POOL_LABEL}={pool}")}
         cordon = {"spec": {"unschedulable": True}}
-        for name in names:
+        for name in sorted(names):
             path = f"/api/v1/nodes/{name}"
             self.client.request("PATCH", path, body=cordon, content_type=MERGE_PATCH)
             self.cordoned.close(name, time.time())
         while not self._stop.is_set():
-            left = [p for name in names for p in self._evictable(name)]
+            with self.watch.lock:
+                done = self.watch.gone | self.watch.ended | self.watch.terminating
+                left = [
+                    k
+                    for k, node in self.watch.nodes.items()
+                    if node in names and k not in done and k not in self.daemon_pods
+                ]
             if not left:
                 t_s = time.perf_counter() - self.start
                 self.happened.append((t_s, f"pool {pool}: drained, nothing left to evict"))
                 return
-            for pod in left:
-                self._evict(pod)
+            for key in left:
+                self._evict(key)
             self._stop.wait(DRAIN_RETRY_S)
 
-    def _evictable(self, node: str) -> list[dict[str, Any]]:
-        return [
-            p
-            for p in self._listed("pods", field=f"spec.nodeName={node}")
-            if not p["metadata"].get("deletionTimestamp")
-            and not terminated(p)
-            and not daemon_pod(p)
-        ]
-
-    def _listed(self, resource: str, labels: str = "", field: str = "") -> list[dict[str, Any]]:
-        """A cluster-wide list by selector (a pool's nodes, a node's pods: one page)."""
-        query = {k: v for k, v in (("labelSelector", labels), ("fieldSelector", field)) if v}
+    def _listed(self, resource: str, labels: str) -> list[dict[str, Any]]:
+        """A cluster-wide list by label selector (a pool's nodes: one page)."""
+        query = {"labelSelector": labels}
         return list(self.client.request("GET", f"/api/v1/{resource}", query).get("items") or [])
 
-    def _evict(self, pod: dict[str, Any]) -> None:
-        meta = pod["metadata"]
+    def _evict(self, key: str) -> None:
+        namespace, name = key.split("/", 1)
         eviction = {
             "apiVersion": "policy/v1",
             "kind": "Eviction",
-            "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+            "metadata": {"name": name, "namespace": namespace},
         }
-        path = f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/eviction"
+        path = f"/api/v1/namespaces/{namespace}/pods/{name}/eviction"
         with suppress(ApiError):  # 429: a budget says not now; 404: gone already
             self.evictor.request("POST", path, body=eviction)
 
     def _settle(self) -> None:
-        """After the day: until every pod of ours is bound or told why not, and every
+        """After the day: until every pod of ours is bound or told why not (as the watch
+        shows them: listing every pod each time would load the server), and every
         Deployment rolled out, `settle_s` at most."""
         deadline = time.perf_counter() + self.settle_s
+        path = PATHS["Deployment"].format(ns=NAMESPACE)
         while time.perf_counter() < deadline and not self._stop.is_set():
-            end = end_state(self.client, self.names)
-            if not end.unexplained and end.deployments_ready == end.deployments:
+            with self.watch.lock:
+                told = self.watch.bound_at.keys() | self.watch.gone | self.watch.ended
+                told |= self.watch.unschedulable.keys()
+            untold = [k for k in self.created_at if k not in told]
+            deployments, _ = list_all(self.client, path)
+            if not untold and all(rolled_out(d) for d in deployments):
                 return
             self._stop.wait(2.0)
         self._note(f"the cluster had not settled {self.settle_s:g} s after the day")
 
     # --- watching ---------------------------------------------------------------------
 
+    def _check_forever(self) -> None:
+        """The invariants on the server's state every `check_every_s` (a thread of its own:
+        listing every pod takes seconds on a large cluster, and the sampler keeps time)."""
+        while not self._stop.wait(self.check_every_s):
+            t_s = time.perf_counter() - self.start
+            log = list(self.watch.bind_log)
+            self.checks.append((t_s, invariants_now(self.client, self.names, log)))
+
     def _sample_forever(self) -> None:
-        next_check = self.check_every_s
         bound_before = 0
         cpu_before = self.meters["scheduler"].cpu_s()
         while not self._stop.wait(self._till_next_sample()):
@@ -316,10 +330,6 @@ class DayRunner:
             )  # fmt: skip
             bound_before, cpu_before = bound, cpu
             self._follow_readiness()
-            if t_s >= next_check:
-                log = list(self.watch.bind_log)
-                self.checks.append((t_s, invariants_now(self.client, self.names, log)))
-                next_check += self.check_every_s
             if len(self.samples) % 10 == 0:
                 self.progress(f"{self.scheduler}: {t_s:.0f} s, {bound} pods bound")
 
@@ -328,6 +338,8 @@ class DayRunner:
 
     def _arrivals(self) -> None:
         for key, when, pod in self.watch.take_arrived():
+            if daemon_pod(pod):
+                self.daemon_pods.add(key)
             spec, labels = pod.get("spec") or {}, pod["metadata"].get("labels") or {}
             if (spec.get("schedulerName") or "default-scheduler") not in self.names:
                 continue
@@ -347,14 +359,18 @@ class DayRunner:
         return 0.0
 
     def _follow_readiness(self) -> None:
-        """The nodes of the pools made to fail: when each turned NotReady and Ready again."""
+        """The nodes of the pools made to fail: when each turned NotReady and Ready again,
+        as the API server stamps its Ready condition (the sampler looks once a second; a
+        scheduler may act within the same second)."""
         for pool in self.watched_pools:
             for node in self._listed("nodes", f"{POOL_LABEL}={pool}"):
-                name = node["metadata"]["name"]
-                if condition_true(node, "Ready"):
-                    self.not_ready.reopen(name, time.time())
+                name, ready = node["metadata"]["name"], condition(node, "Ready") or {}
+                stamp = ready.get("lastTransitionTime")
+                at = datetime.fromisoformat(stamp).timestamp() if stamp else time.time()
+                if ready.get("status") == "True":
+                    self.not_ready.reopen(name, at)
                 else:
-                    self.not_ready.close(name, time.time())
+                    self.not_ready.close(name, at)
 
     def _spawn(self, target: Callable[[], object], name: str) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from benchmarks.day.day_report import ROWS, DayReport
 from benchmarks.report.instruments import report_cases
 from optimist.offline.provenance import short_commit
 
@@ -27,7 +28,10 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
 def figures(path: Path, link: str) -> str:
     """The table of one result file (the simulated bench's, or beside kube-scheduler)."""
     report = json.loads(path.read_text())
-    rows = _beside(report) if "cluster" in report else _simulated(report)
+    if "happenings" in report:
+        rows = _day(report)
+    else:
+        rows = _beside(report) if "cluster" in report else _simulated(report)
     return "\n".join([*rows, "", _made_by(report, path.name, link)])
 
 
@@ -81,6 +85,16 @@ def _beside(report: dict[str, Any]) -> list[str]:
                 f"{s['memory_peak_bytes']['scheduler'] / 2**20:,.0f} MiB | "
                 f"{s['latency_p99_s']:.2f} s |"
             )
+    return out
+
+
+def _day(report: dict[str, Any]) -> list[str]:
+    """`optimist day`: its figures, a column per scheduler, as the terminal shows them."""
+    day = DayReport.model_validate({k: v for k, v in report.items() if k in DayReport.model_fields})
+    names = [f.scheduler for f in day.schedulers]
+    out = [f"| figure | {' | '.join(names)} |", "|---" * (len(names) + 1) + "|"]
+    for label, cell in ROWS:
+        out.append(f"| {label} | {' | '.join(cell(f) for f in day.schedulers)} |")
     return out
 
 
