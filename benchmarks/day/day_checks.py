@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from benchmarks.apiserver.api_runner import cluster_of
+from benchmarks.apiserver.api_runner import build_cluster, cluster_of
 from benchmarks.day.day_plan import NAMESPACE, NEVER_FITS_LABEL
 from cluster.cluster_adapter import Binding
 from cluster.manifests import condition, terminated
@@ -30,9 +30,19 @@ def invariants_now(client: KubeClient, names: frozenset[str], bind_log: list[Bin
 
 
 def invariants_at_end(
-    client: KubeClient, names: frozenset[str], bind_log: list[Binding], explained: Iterable[str]
+    client: KubeClient,
+    names: frozenset[str],
+    bind_log: list[Binding],
+    pods: list[dict[str, Any]],
+    explained: Iterable[str],
 ) -> list[str]:
-    return check_invariants(cluster_of(client, names, bind_log), explained)
+    """Every invariant, nothing lost included, on `pods` as listed once at the end (with
+    what `end_state` read of the same list: a controller may make pods meanwhile)."""
+    nodes, _ = list_all(client, "/api/v1/nodes")
+    groups, _ = list_all(
+        client, f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{NAMESPACE}/podgroups"
+    )
+    return check_invariants(build_cluster(nodes, pods, groups, names, bind_log), explained)
 
 
 @dataclass
@@ -117,12 +127,11 @@ class EndState:
         return [p.pod for p in self.pending if not p.message]
 
 
-def end_state(client: KubeClient, names: frozenset[str]) -> EndState:
-    """Read from the API server at the end."""
+def end_state(client: KubeClient, names: frozenset[str], pods: list[dict[str, Any]]) -> EndState:
+    """The workloads read from the API server at the end, and `pods` (the day's, listed)."""
     deployments, _ = list_all(client, f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments")
     daemons, _ = list_all(client, f"/apis/apps/v1/namespaces/{NAMESPACE}/daemonsets")
     jobs, _ = list_all(client, f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs")
-    pods, _ = list_all(client, f"/api/v1/namespaces/{NAMESPACE}/pods")
     ready = [d for d in deployments if rolled_out(d)]
     job_states = [_job_state(j) for j in jobs]
     return EndState(

@@ -162,13 +162,14 @@ class DayRunner:
                 for thread in self._threads:
                     thread.join(30)
             cpu_s = {name: m.cpu_s() - cpu_before[name] for name, m in self.meters.items()}
-            end = end_state(self.client, self.names)
+            pods, _ = list_all(self.client, f"/api/v1/namespaces/{NAMESPACE}/pods")
+            end = end_state(self.client, self.names, pods)
             if self.explain_address:
                 for pending in end.pending:
                     pending.explain_agrees = _finds_no_node(self.explain_address, pending.pod)
             explained = [p.pod for p in end.pending if p.message]
-            violations = invariants_at_end(self.client, self.names, self.watch.bind_log, explained)
-            pods, _ = list_all(self.client, f"/api/v1/namespaces/{NAMESPACE}/pods")
+            log = self.watch.bind_log
+            violations = invariants_at_end(self.client, self.names, log, pods, explained)
             closed = [
                 *self.not_ready.placed_while_closed(pods),
                 *self.cordoned.placed_while_closed(pods),

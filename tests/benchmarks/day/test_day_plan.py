@@ -14,10 +14,10 @@ from optimist.configuration import ConfigError
 
 def test_the_shipped_day_scales_with_the_nodes_and_is_the_same_for_the_same_seed():
     day = load_day(day_file())
-    small = plan_day(day, 20, 60, 0, "default-scheduler")
-    large = plan_day(day, 200, 60, 0, "default-scheduler")
-    assert small.counts() == plan_day(day, 20, 60, 0, "default-scheduler").counts()
-    assert len(small.nodes) == 20 and len(large.nodes) == 200
+    small = plan_day(day, 100, 60, 0, "default-scheduler")
+    large = plan_day(day, 1000, 60, 0, "default-scheduler")
+    assert small.counts() == plan_day(day, 100, 60, 0, "default-scheduler").counts()
+    assert len(small.nodes) == 100 and len(large.nodes) == 1000
     assert large.counts()["create Deployment"] == 10 * small.counts()["create Deployment"]
     pools = {n["metadata"]["labels"][POOL_LABEL] for n in small.nodes}
     assert pools == {"general", "batch", "flaky"}
