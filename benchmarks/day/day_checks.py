@@ -11,6 +11,7 @@ from typing import Any
 
 from benchmarks.apiserver.api_runner import build_cluster, cluster_of
 from benchmarks.day.day_plan import NAMESPACE, NEVER_FITS_LABEL
+from benchmarks.report.bench_report import Figures
 from cluster.cluster_adapter import Binding
 from cluster.manifests import condition, terminated
 from optimist.kube.client import KubeClient
@@ -98,19 +99,17 @@ def _scheduled_at(pod: Mapping[str, Any]) -> float | None:
     return datetime.fromisoformat(scheduled["lastTransitionTime"]).timestamp()
 
 
-@dataclass
-class Pending:
+class PendingPod(Figures):
     """A pod of ours left unbound at the end, and what its PodScheduled condition says."""
 
     pod: str
     reason: str
     message: str
     never_fits: bool  # one the day made to fit nowhere
-    explain_agrees: bool | None = None  # optimist explain finds no node for it either
+    explain_agrees: bool | None = None  # optimist explain finds no node for it (None: not asked)
 
 
-@dataclass
-class EndState:
+class EndState(Figures):
     """The controllers' pods at the end of the day, and the pods still pending."""
 
     deployments_ready: int  # Deployments with every replica updated and Ready
@@ -120,11 +119,8 @@ class EndState:
     jobs_complete: int
     jobs_running: int
     jobs_failed: int
-    pending: list[Pending]
-
-    @property
-    def unexplained(self) -> list[str]:
-        return [p.pod for p in self.pending if not p.message]
+    pending: list[PendingPod]
+    unexplained: list[str]  # pending pods whose condition says nothing
 
 
 def end_state(client: KubeClient, names: frozenset[str], pods: list[dict[str, Any]]) -> EndState:
@@ -134,6 +130,7 @@ def end_state(client: KubeClient, names: frozenset[str], pods: list[dict[str, An
     jobs, _ = list_all(client, f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs")
     ready = [d for d in deployments if rolled_out(d)]
     job_states = [_job_state(j) for j in jobs]
+    pending = [_pending(p) for p in pods if _ours_pending(p, names)]
     return EndState(
         deployments_ready=len(ready),
         deployments=len(deployments),
@@ -144,7 +141,8 @@ def end_state(client: KubeClient, names: frozenset[str], pods: list[dict[str, An
         jobs_complete=job_states.count("Complete"),
         jobs_running=job_states.count(""),
         jobs_failed=job_states.count("Failed"),
-        pending=[_pending(p) for p in pods if _ours_pending(p, names)],
+        pending=pending,
+        unexplained=[p.pod for p in pending if not p.message],
     )
 
 
@@ -177,12 +175,12 @@ def _ours_pending(pod: Mapping[str, Any], names: frozenset[str]) -> bool:
     )
 
 
-def _pending(pod: Mapping[str, Any]) -> Pending:
+def _pending(pod: Mapping[str, Any]) -> PendingPod:
     scheduled = condition(pod, "PodScheduled") or {}
     said = scheduled.get("status") == "False"
-    return Pending(
-        object_key(dict(pod)),
-        str(scheduled.get("reason") or "") if said else "",
-        str(scheduled.get("message") or "") if said else "",
-        (pod["metadata"].get("labels") or {}).get(NEVER_FITS_LABEL) == "true",
+    return PendingPod(
+        pod=object_key(dict(pod)),
+        reason=str(scheduled.get("reason") or "") if said else "",
+        message=str(scheduled.get("message") or "") if said else "",
+        never_fits=(pod["metadata"].get("labels") or {}).get(NEVER_FITS_LABEL) == "true",
     )

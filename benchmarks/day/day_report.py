@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from rich.table import Table
 
-from benchmarks.day.day_checks import Pending
+from benchmarks.day.day_checks import EndState
 from benchmarks.day.day_runner import QUEUES, DayOutcome
 from benchmarks.report.bench_report import Figures, Latency, Machine, Number, Throughput
 from benchmarks.report.instruments import latency, stage_latencies, throughput
@@ -26,26 +26,6 @@ class DaySeries(Figures):
     oldest_pending_s: list[float]
     conflicts: list[float]
     scheduler_cpu_s: list[float]
-
-
-class PendingPod(Figures):
-    pod: str
-    reason: str  # its PodScheduled condition's
-    message: str
-    never_fits: bool
-    explain_agrees: bool | None  # optimist explain finds no node for it (None: not asked)
-
-
-class EndFigures(Figures):
-    deployments_ready: int
-    deployments: int
-    daemon_pods_ready: int
-    daemon_pods_desired: int
-    jobs_complete: int
-    jobs_running: int
-    jobs_failed: int
-    pending: list[PendingPod]
-    unexplained: list[str]
 
 
 class DayFigures(Figures):
@@ -68,7 +48,7 @@ class DayFigures(Figures):
     placed_on_closed_nodes: list[str]
     nodes_closed: dict[str, int]  # seen NotReady, and cordoned, at some time of the day
     violations_at_end: list[str]
-    end: EndFigures
+    end: EndState
     happened: list[tuple[float, str]]
     notes: list[str]
     series: DaySeries
@@ -135,35 +115,10 @@ def day_figures(outcome: DayOutcome, duration_s: float) -> DayFigures:
         placed_on_closed_nodes=outcome.closed,
         nodes_closed=outcome.closed_nodes,
         violations_at_end=outcome.violations,
-        end=_end(outcome),
+        end=outcome.end,
         happened=[(round(t, 1), what) for t, what in outcome.happened],
         notes=outcome.notes,
         series=series,
-    )
-
-
-def _end(outcome: DayOutcome) -> EndFigures:
-    end = outcome.end
-    return EndFigures(
-        deployments_ready=end.deployments_ready,
-        deployments=end.deployments,
-        daemon_pods_ready=end.daemon_pods_ready,
-        daemon_pods_desired=end.daemon_pods_desired,
-        jobs_complete=end.jobs_complete,
-        jobs_running=end.jobs_running,
-        jobs_failed=end.jobs_failed,
-        pending=[_pending(p) for p in end.pending],
-        unexplained=end.unexplained,
-    )
-
-
-def _pending(p: Pending) -> PendingPod:
-    return PendingPod(
-        pod=p.pod,
-        reason=p.reason,
-        message=p.message,
-        never_fits=p.never_fits,
-        explain_agrees=p.explain_agrees,
     )
 
 

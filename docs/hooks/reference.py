@@ -277,6 +277,14 @@ def _figures(report: dict[str, Any]) -> str:
             f" ± {r['unallocated_gpu_pct_at_100']['std']:.2f} unallocated at 100%"
             for r in replays
         )
+    if "happenings" in report:  # `optimist day`
+        return "; ".join(
+            f"{f['scheduler']}: {f['pods_bound']:,} pods bound over {report['duration_s']:g} s "
+            f"on {report['nodes']:,} nodes, oldest pending at most "
+            f"{f['oldest_pending_s'].get('max', 0):.1f} s, "
+            f"{len(f['violations_during']) + len(f['violations_at_end'])} violations"
+            for f in report["schedulers"]
+        )
     if "workloads" in report:  # upstream's own harness
         return "; ".join(f"{n}: {w['Average']:,.0f} pods/s" for n, w in report["workloads"].items())
     shown = []

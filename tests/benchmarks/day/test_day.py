@@ -13,7 +13,7 @@ from benchmarks.day.day_runner import DayRunner
 from benchmarks.report.instruments import ProcessTree
 from tests.kube.api import Api
 
-DURATION_S = 60.0
+DURATION_S = 45.0
 NAMES = frozenset({"default-scheduler"})
 
 
@@ -21,14 +21,14 @@ def test_a_short_day_keeps_every_invariant_and_explains_what_it_leaves_pending(
     living_api: Api, tmp_path: Path
 ):
     api = living_api
-    # the shipped day, its node pool gone from the sixth second to three quarters of the
-    # day: the node lifecycle controller needs its grace (10 s) to see it NotReady
+    # the shipped day, its node pool gone from the fifth second to 70% of the day: the
+    # node lifecycle controller needs its grace (10 s) to see it NotReady
     day = load_day(day_file())
     assert day.node_down is not None and day.drain is not None
     day = day.model_copy(
         update={
-            "node_down": day.node_down.model_copy(update={"at": 0.1, "back": 0.75}),
-            "drain": day.drain.model_copy(update={"at": 0.8}),
+            "node_down": day.node_down.model_copy(update={"at": 0.1, "back": 0.7}),
+            "drain": day.drain.model_copy(update={"at": 0.75}),
         }
     )
     plan = plan_day(day, 12, DURATION_S, seed=3, scheduler_name="default-scheduler")
@@ -37,7 +37,7 @@ def test_a_short_day_keeps_every_invariant_and_explains_what_it_leaves_pending(
     with optimist_process(kubeconfig, scheduler_documents(None), 1, tmp_path, port) as pid:
         runner = DayRunner(
             plan, api.plane, api.admin, "optimist", {"scheduler": ProcessTree(pid)},
-            metrics_url("optimist", port), NAMES, check_every_s=15, settle_s=60,
+            metrics_url("optimist", port), NAMES, check_every_s=10, settle_s=60,
             explain_address=f"127.0.0.1:{port}",
         )  # fmt: skip
         figures = day_figures(runner.run(), DURATION_S)
