@@ -82,7 +82,7 @@ def controller_of(manifest: Mapping[str, Any] | None) -> tuple[str, str] | None:
     meta = (manifest or {}).get("metadata") or {}
     for ref in meta.get("ownerReferences") or ():
         if isinstance(ref, Mapping) and ref.get("controller") is True:
-            kind = CONTROLLERS.get((ref.get("apiVersion"), ref.get("kind")))  # type: ignore[arg-type]
+            kind = CONTROLLERS.get((str(ref.get("apiVersion")), str(ref.get("kind"))))
             return (kind, str(ref.get("name"))) if kind else None
     return None
 
@@ -99,8 +99,18 @@ class WorkloadSelectors:
         self._memo = {}
 
     def put(self, workload: WorkloadSelector) -> None:
-        """A Service or controller created or changed."""
+        """A Service or controller created or changed (its selector unchanged, as with
+        every status update of a ReplicaSet, keeps what is worked out)."""
         with self._lock:
+            if workload.kind == SERVICE:
+                known = self._services.get(workload.namespace, {}).get(workload.name)
+                if known is not None and known == workload.labels:
+                    return
+            elif (
+                self._controllers.get((workload.namespace, workload.kind, workload.name))
+                == workload
+            ):
+                return
             self._memo.clear()
             if workload.kind == SERVICE:
                 services = self._services.setdefault(workload.namespace, {})
