@@ -93,42 +93,26 @@ class WorkloadSelectors:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._services: dict[str, dict[str, tuple[tuple[str, str], ...]]] = {}
-        self._controllers: dict[tuple[str, str, str], WorkloadSelector] = {}
+        # namespace -> (kind, name) -> what default spreading reads of it
+        self._known: dict[str, dict[tuple[str, str], WorkloadSelector]] = {}
         self._memo: dict[tuple[str, tuple[tuple[str, str], ...], object], LabelSelector | None]
         self._memo = {}
 
     def put(self, workload: WorkloadSelector) -> None:
         """A Service or controller created or changed (its selector unchanged, as with
         every status update of a ReplicaSet, keeps what is worked out)."""
+        key = (workload.kind, workload.name)
         with self._lock:
-            if workload.kind == SERVICE:
-                known = self._services.get(workload.namespace, {}).get(workload.name)
-                if known is not None and known == workload.labels:
-                    return
-            elif (
-                self._controllers.get((workload.namespace, workload.kind, workload.name))
-                == workload
-            ):
-                return
-            self._memo.clear()
-            if workload.kind == SERVICE:
-                services = self._services.setdefault(workload.namespace, {})
-                services.pop(workload.name, None)
-                if workload.labels is not None:
-                    services[workload.name] = workload.labels
-            else:
-                key = (workload.namespace, workload.kind, workload.name)
-                self._controllers[key] = workload
+            known = self._known.setdefault(workload.namespace, {})
+            if known.get(key) != workload:
+                known[key] = workload
+                self._memo.clear()
 
     def remove(self, kind: str, namespace: str, name: str) -> None:
         """A Service or controller deleted."""
         with self._lock:
-            self._memo.clear()
-            if kind == SERVICE:
-                self._services.get(namespace, {}).pop(name, None)
-            else:
-                self._controllers.pop((namespace, kind, name), None)
+            if self._known.get(namespace, {}).pop((kind, name), None) is not None:
+                self._memo.clear()
 
     def awaits_controller(self, pod: Pod) -> bool:
         """Whether the pod names a controller of these kinds that has not been told yet (its
@@ -137,7 +121,7 @@ class WorkloadSelectors:
             return False
         owner = controller_of(pod.manifest)
         with self._lock:
-            return owner is not None and (pod.namespace, *owner) not in self._controllers
+            return owner is not None and owner not in self._known.get(pod.namespace, {})
 
     def with_spread_selector(self, pod: Pod) -> Pod:
         """The pod, its spec given the selector its default spreading counts by (none for a
@@ -165,12 +149,18 @@ class WorkloadSelectors:
     def _select(
         self, namespace: str, labels: dict[str, str], owner: tuple[str, str] | None
     ) -> LabelSelector | None:
+        known = self._known.get(namespace, {})
         merged: dict[str, str] = {}
-        for wanted in self._services.get(namespace, {}).values():
-            if all(labels.get(k) == v for k, v in wanted):
+        for (kind, _), service in known.items():
+            wanted = service.labels
+            if (
+                kind == SERVICE
+                and wanted is not None
+                and all(labels.get(k) == v for k, v in wanted)
+            ):
                 merged.update(wanted)
         extra: tuple[Requirement, ...] = ()
-        controller = self._controllers.get((namespace, *owner)) if owner else None
+        controller = known.get(owner) if owner else None
         if controller is not None and controller.labels is not None:
             merged.update(controller.labels)
         elif controller is not None and controller.selector is not None:

@@ -63,7 +63,6 @@ _MASKS = 4096  # (namespace, selector) pairs whose peer masks are kept
 class _Counted:
     """What a class's spreading counts, for `normalize` to score over the feasible rows."""
 
-    constraints: tuple[Spread, ...]
     codes: list[np.ndarray]  # per constraint, each row's domain code (-1: no such label)
     # per constraint, the code a row counts in: where a missing key is the value ""
     # (the system defaults), rows lacking it share that value's code
@@ -214,7 +213,7 @@ class PodTopologySpread(FilterPlugin, ScorePlugin):
             counted = scorable if admitted is None else scorable & admitted
             # one slot more than there are values: the missing key's, where it is no value's
             counts.append(_per_domain(domain[counted], pods[counted], len(vocab) + 1))
-        return _Counted(constraints, [code for code, _ in coded], domains, scorable, counts)
+        return _Counted([code for code, _ in coded], domains, scorable, counts)
 
     def normalize(
         self, pod: PodClass, table: NodeTable, rows: np.ndarray, scores: np.ndarray
