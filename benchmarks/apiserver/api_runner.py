@@ -546,13 +546,17 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
 
 
 def cluster_of(
-    client: KubeClient, scheduler_names: frozenset[str], bind_log: list[Binding]
+    client: KubeClient,
+    scheduler_names: frozenset[str],
+    bind_log: list[Binding],
+    pods: list[dict[str, Any]] | None = None,
 ) -> SimulatedCluster:
     """The server's state as the invariant checker reads a cluster: its nodes, its pods
-    and where they are bound, `bind_log` (every binding seen), its PodGroups if it
-    serves them."""
+    (`pods` where the caller listed them already) and where they are bound, `bind_log`
+    (every binding seen), its PodGroups if it serves them."""
     nodes, _ = list_all(client, "/api/v1/nodes")
-    pods, _ = list_all(client, "/api/v1/pods")
+    if pods is None:
+        pods, _ = list_all(client, "/api/v1/pods")
     try:
         groups, _ = list_all(client, "/apis/scheduling.x-k8s.io/v1alpha1/podgroups")
     except ApiError as err:

@@ -9,15 +9,20 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from benchmarks.apiserver.api_runner import build_cluster, cluster_of
+from benchmarks.apiserver.api_runner import cluster_of
 from benchmarks.day.day_plan import NAMESPACE, NEVER_FITS_LABEL
 from benchmarks.report.bench_report import Figures
 from cluster.cluster_adapter import Binding
 from cluster.manifests import condition, terminated
 from optimist.kube.client import KubeClient
 from optimist.kube.informer import list_all, object_key
-from optimist.offline.invariants import bound_once, check_invariants, gangs_whole, no_over_commit
-from optimist.offline.invariants import recount as recount_usage
+from optimist.offline.invariants import (
+    bound_once,
+    check_invariants,
+    gangs_whole,
+    no_over_commit,
+    recount,
+)
 
 SLACK_S = 1.0  # the API's timestamps are whole seconds
 
@@ -26,7 +31,7 @@ def invariants_now(client: KubeClient, names: frozenset[str], bind_log: list[Bin
     """The invariants that hold at every moment: bound once, no over-commit, gangs whole
     (nothing lost is for the end, when every pod has had its chance)."""
     cluster = cluster_of(client, names, bind_log)
-    counted = recount_usage(cluster)
+    counted = recount(cluster)
     return [*bound_once(cluster), *no_over_commit(cluster, counted), *gangs_whole(cluster, counted)]
 
 
@@ -39,11 +44,7 @@ def invariants_at_end(
 ) -> list[str]:
     """Every invariant, nothing lost included, on `pods` as listed once at the end (with
     what `end_state` read of the same list: a controller may make pods meanwhile)."""
-    nodes, _ = list_all(client, "/api/v1/nodes")
-    groups, _ = list_all(
-        client, f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{NAMESPACE}/podgroups"
-    )
-    return check_invariants(build_cluster(nodes, pods, groups, names, bind_log), explained)
+    return check_invariants(cluster_of(client, names, bind_log, pods), explained)
 
 
 @dataclass

@@ -78,7 +78,6 @@ class DayOutcome:
     samples: list[Sample]
     created_at: dict[str, float]  # pod -> when the watch first saw it (perf_counter)
     watch: PodWatch
-    start: float  # perf_counter at the start of the day
     checks: list[tuple[float, list[str]]]  # (t_s, violations) of each check while it ran
     closed: list[str]  # pods placed on a node that was NotReady or cordoned
     end: EndState
@@ -175,7 +174,7 @@ class DayRunner:
                 *self.cordoned.placed_while_closed(pods),
             ]
         return DayOutcome(
-            self.scheduler, self.samples, self.created_at, self.watch, self.start, self.checks,
+            self.scheduler, self.samples, self.created_at, self.watch, self.checks,
             closed, end, violations, cpu_s, self.happened,
             {"not_ready": len(self.not_ready.closed), "cordoned": len(self.cordoned.closed)},
             self.notes,

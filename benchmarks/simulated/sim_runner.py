@@ -430,8 +430,7 @@ class CaseRunner(OpWalker[Window]):
         pods = [key for kind, key in objects_ if kind == "Pod"]
         for kind, key in objects_:
             if kind == "Service":
-                namespace, _, name = key.partition("/")
-                self.cluster.selectors.remove(kind, namespace, name)
+                self.cluster.delete_workload_selector(kind, key)
         if nodes:
             self.cluster.delete_nodes(nodes)
         if pods:

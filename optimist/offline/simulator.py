@@ -192,6 +192,11 @@ class SimulatedCluster:
         self.selectors.put(made)
         return f"{made.namespace}/{made.name}"
 
+    def delete_workload_selector(self, kind: str, key: str) -> None:
+        """A Service (or controller) `create_workload_selector` made, deleted."""
+        namespace, _, name = key.partition("/")
+        self.selectors.remove(kind, namespace, name)
+
     def create_disruption_budget(self, manifest: Mapping[str, Any]) -> DisruptionBudget:
         """A policy/v1 PodDisruptionBudget."""
         budget = budget_from_manifest(manifest)
