@@ -125,6 +125,33 @@ def test_a_node_that_stops_heartbeating_gets_no_new_pods_and_its_pods_run_elsewh
     assert invariants(api, redis_url, key_prefix) == []
 
 
+def test_a_node_that_comes_back_makes_its_pods_ready_again(living_api, redis_url, key_prefix):
+    """The node lifecycle controller marks the pods of a node that stopped heartbeating
+    not Ready; once the node's agent runs again they are Ready again, and their
+    Deployment is whole without a new pod."""
+    api = living_api
+    kwok = api.plane.start_kwok("flaky")
+    try:
+        [node] = nodes(api, 1, "flaky")
+        stay = [  # long enough not to be evicted while the node is away
+            {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 3600}
+            for key in GONE
+        ]
+        with Running(service(api, redis_url, key_prefix)):
+            api.put("deployments", deployment("back", 3, tolerations=stay))
+            wait_for(lambda: len(running(api, "back")) == 3, 60, "3 replicas Running")
+            names = {p["metadata"]["name"] for p in running(api, "back")}
+            api.plane.stop(kwok)
+            wait_for(lambda: not running(api, "back"), 6 * NODE_GRACE_S, "its pods not Ready")
+            kwok = api.plane.start_kwok("flaky")
+            wait_for(lambda: len(running(api, "back")) == 3, 60, "its pods Ready again")
+    finally:
+        if kwok in api.plane.running:
+            api.plane.stop(kwok)
+    assert {p["metadata"]["name"] for p in running(api, "back")} == names
+    assert {p["spec"]["nodeName"] for p in running(api, "back")} == {node}
+
+
 def test_a_deleted_namespace_s_pods_leave_optimist_s_state(living_api, redis_url, key_prefix):
     api = living_api
     nodes(api, 2)

@@ -105,6 +105,9 @@ def day(
         happenings=plan.counts(), schedulers=lived, machine=Machine.model_validate(machine()),
     )  # fmt: skip
     console.print(day_table(result))
+    for f in lived:
+        for line in f.end.not_rolled_out:
+            console.print(f"[yellow]{f.scheduler}: Deployment {escape(line)}[/yellow]")
     failed = _failures(lived)
     for line in failed:
         console.print(f"[red]{escape(line)}[/red]")

@@ -115,6 +115,7 @@ class EndState(Figures):
 
     deployments_ready: int  # Deployments with every replica updated and Ready
     deployments: int
+    not_rolled_out: list[str] = []  # the others, each with what its status says
     daemon_pods_ready: int
     daemon_pods_desired: int
     jobs_complete: int
@@ -129,12 +130,13 @@ def end_state(client: KubeClient, names: frozenset[str], pods: list[dict[str, An
     deployments, _ = list_all(client, f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments")
     daemons, _ = list_all(client, f"/apis/apps/v1/namespaces/{NAMESPACE}/daemonsets")
     jobs, _ = list_all(client, f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs")
-    ready = [d for d in deployments if rolled_out(d)]
+    lagging = [d for d in deployments if not rolled_out(d)]
     job_states = [_job_state(j) for j in jobs]
     pending = [_pending(p) for p in pods if _ours_pending(p, names)]
     return EndState(
-        deployments_ready=len(ready),
+        deployments_ready=len(deployments) - len(lagging),
         deployments=len(deployments),
+        not_rolled_out=[_rollout_state(d) for d in lagging],
         daemon_pods_ready=sum(d.get("status", {}).get("numberReady", 0) for d in daemons),
         daemon_pods_desired=sum(
             d.get("status", {}).get("desiredNumberScheduled", 0) for d in daemons
@@ -156,6 +158,18 @@ def rolled_out(deployment: Mapping[str, Any]) -> bool:
         and status.get("updatedReplicas", 0) == want
         and status.get("readyReplicas", 0) == want
         and status.get("replicas", 0) == want
+    )
+
+
+def _rollout_state(deployment: Mapping[str, Any]) -> str:
+    """What a Deployment's status says of its rollout, for one not rolled out."""
+    status = deployment.get("status") or {}
+    seen, generation = status.get("observedGeneration"), deployment["metadata"].get("generation")
+    return (
+        f"{deployment['metadata']['name']}: {deployment['spec'].get('replicas', 1)} wanted, "
+        f"{status.get('updatedReplicas', 0)} updated, {status.get('readyReplicas', 0)} ready, "
+        f"{status.get('replicas', 0)} in all"
+        + ("" if seen == generation else f"; generation {generation}, status of {seen}")
     )
 
 
