@@ -29,6 +29,10 @@ from optimist.settings import Settings
 log = logging.getLogger(__name__)
 
 ELECTION_QPS, ELECTION_BURST = 5.0, 10  # a renewal every retryPeriod needs far less
+# how long an idle loop sleeps when no watch event wakes it: what comes with time alone
+# (a backoff ended, a hold expired, an explain or profile asked for, the stop) waits
+# that long at most; upstream flushes its backoff queue once a second
+IDLE_WAIT_S = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +117,7 @@ class Service:
                 while not stop.is_set() and not lost.is_set():
                     self.loop.step(timeout_s=0.05)
                     if not self.loop.busy() and self.loop.dispatcher.idle():
-                        stop.wait(0.01)  # nothing to do until a watch brings something
+                        adapter.wait_for_events(IDLE_WAIT_S)
         finally:
             self.ready.clear()
             if self.metrics is not None:

@@ -142,6 +142,7 @@ class KubernetesAdapter:
         self.scheduler_names = scheduler_names
         self.component = component
         self._lock = threading.Lock()
+        self._arrived = threading.Event()  # set by every watch event: wakes an idle loop
         self._new_pods: dict[str, dict[str, Any]] = {}  # key -> manifest, in arrival order
         self._deleted_pods: list[str] = []
         self._running: dict[str, Pod] = {}  # bound by others, not yet taken
@@ -189,7 +190,9 @@ class KubernetesAdapter:
             "pods": self._on_pod,
         }
         self.informers = {
-            name: Informer(client, PATHS[name], handle, watch_timeout_s=watch_timeout_s)
+            name: Informer(
+                client, PATHS[name], self._waking(handle), watch_timeout_s=watch_timeout_s
+            )
             for name, handle in handlers.items()
         }
         self._reporters = [
@@ -217,7 +220,23 @@ class KubernetesAdapter:
         for reports in self._reports:
             reports.put(None)
 
+    def wait_for_events(self, timeout_s: float) -> bool:
+        """Until a watch brings something (True), `timeout_s` at most: an idle loop sleeps
+        here rather than polling the queues (which cost it a few per cent of a core)."""
+        woken = self._arrived.wait(timeout_s)
+        self._arrived.clear()  # before the loop takes what came: nothing is missed
+        return woken
+
     # --- watch handlers (informer threads) -------------------------------
+
+    def _waking(
+        self, handle: Callable[[str, dict[str, Any]], None]
+    ) -> Callable[[str, dict[str, Any]], None]:
+        def handled(kind: str, obj: dict[str, Any]) -> None:
+            handle(kind, obj)
+            self._arrived.set()
+
+        return handled
 
     def _on_priority_class(self, kind: str, obj: dict[str, Any]) -> None:
         name = str(obj["metadata"]["name"])

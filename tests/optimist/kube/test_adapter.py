@@ -65,6 +65,15 @@ def test_only_our_profiles_unbound_pods_are_ours_to_place(adapter):
     assert adapter.take_new_pods() == ([], [])
 
 
+def test_an_idle_loop_is_woken_by_the_watch_not_by_its_timeout(adapter):
+    api, adapter = adapter
+    adapter.take_node_events()
+    adapter.wait_for_events(0)  # what came before is taken
+    api.put("pods", pod_doc("woken"))
+    assert adapter.wait_for_events(timeout_s=300)  # woken by the pod's event
+    assert [p.key for p in take_pods(adapter, 1)] == ["default/woken"]
+
+
 def test_a_status_change_is_no_reason_to_schedule_again_a_spec_change_is(adapter):
     """(Of a pod's spec, the server lets tolerations be added, and little else.)"""
     api, adapter = adapter
