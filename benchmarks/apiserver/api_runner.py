@@ -31,7 +31,6 @@ from benchmarks.cases.case_file import CaseWorkload
 from benchmarks.cases.case_ops import WORKLOAD_KINDS, CreateAny, CreatePodGroups, DeletePods
 from benchmarks.cases.go_template import TextTemplate
 from benchmarks.cases.op_walker import (
-    CHURN_NAMESPACE,
     NO_CONTROLLERS,
     CaseError,
     ChurnTask,
@@ -223,10 +222,17 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
             "not install (and kube-scheduler has no gangs to compare with)"
         )
 
-    def _barrier(self, namespaces: tuple[str, ...]) -> None:
+    def _barrier(self, namespaces: tuple[str, ...], selector: dict[str, str] | None) -> None:
         spaces = namespaces or tuple({*self.by_namespace, *self.expected})
         self._await_made(spaces)
-        self._wait([k for ns in spaces for k in self.by_namespace.get(ns, [])])
+        self._wait(
+            [
+                k
+                for ns in spaces
+                for k in self.by_namespace.get(ns, [])
+                if phase_takes((), selector, ns, self.labels[k])
+            ]
+        )
 
     def _await_made(self, namespaces: tuple[str, ...]) -> None:
         """Until the controllers have made the pods the workloads of `namespaces` ask
@@ -429,14 +435,12 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
             ]
         self._delete("Pod", orphans)
 
-    def _churn_make(self, manifest: Manifest, count: int) -> list[tuple[str, str]]:
+    def _churn_make(self, manifest: Manifest, namespace: str) -> list[tuple[str, str]]:
         kind = str(manifest["kind"])
         if kind == "Node":
-            return [("Node", name) for name in self._create_nodes(manifest, count)]
-        self._create_namespace(CHURN_NAMESPACE)
-        made = self._post(
-            kind, CHURN_NAMESPACE, self._named(manifest, count, f"churn-{kind.lower()}-")
-        )
+            return [("Node", name) for name in self._create_nodes(manifest, 1)]
+        self._create_namespace(namespace)
+        made = self._post(kind, namespace, self._named(manifest, 1, f"churn-{kind.lower()}-"))
         if kind == "Pod":
             self.pods_made += [object_key(obj) for obj, _ in made]
         else:

@@ -12,7 +12,7 @@ from typing import Any, Literal, TypeVar, overload
 import yaml
 
 from benchmarks.cases import go_decoding
-from benchmarks.cases.go_template import TemplateError, TextTemplate
+from benchmarks.cases.go_template import NotRendered, TemplateError, TextTemplate, check
 from cluster.durations import parse_duration
 
 NO_VOLUMES = "optimist does not model volumes (PersistentVolumes, claims, CSI)"
@@ -21,9 +21,23 @@ NO_VOLUMES = "optimist does not model volumes (PersistentVolumes, claims, CSI)"
 NO_DRA = "optimist does not model dynamic resource allocation (DRA)"
 
 
+NO_WORKLOAD_API = (
+    "optimist models gangs as coscheduling PodGroups (scheduling.x-k8s.io/v1alpha1, "
+    "pods labelled scheduling.x-k8s.io/pod-group), not the Workload API's "
+    "scheduling.k8s.io PodGroups that pods name in spec.schedulingGroup"
+)
+
+
+NO_UPDATES = (
+    "objects are not updated in place here: the simulated cluster cannot change a node "
+    "or a bound pod once made (taints, capacity, labels, a resize), and the API runner "
+    "sends no updates"
+)
+
+
 NO_GO_TEMPLATE = (
-    "a Go template ({{.Index}} and the like, upstream's since v1.31), which optimist "
-    "renders for createPods, createNodes and createAny only"
+    "a Go template ({{.Index}} and the like, upstream's since v1.31), which upstream "
+    "renders for createPods, createNodes, createAny, createPodGroups and updateAny only"
 )
 
 
@@ -94,6 +108,7 @@ class Templates:
         value: object,
         kinds: tuple[str, ...],
         indexed: bool,
+        params: Mapping[str, Any] | None = None,
     ) -> Template: ...
 
     def load(
@@ -103,35 +118,61 @@ class Templates:
         value: object,
         kinds: tuple[str, ...],
         indexed: bool = False,
+        params: Mapping[str, Any] | None = None,
     ) -> Template:
         """The template at `value`; one with Go template fields is a TextTemplate where
-        the op renders one per object (`indexed`), and cannot be run elsewhere."""
+        the op renders one per object (`indexed`), and cannot be run elsewhere. A Go
+        template's kind is checked once `params` (the op's templateParams) are bound
+        (`bound`): the case's defaultPodTemplatePath is bound by each op using it."""
         if not isinstance(value, str) or not value:
             raise where.error(field, value, "must be a path")
         path = self.resolve(value)
         if path not in self._loaded:
             self._loaded[path] = self._read(where, field, value, path)
         doc, kind = self._loaded[path]
-        if isinstance(doc, TextTemplate) and not indexed:
-            # left as text, every object made of it would be one
-            raise Unsupported(f"{field}={value!r}: {NO_GO_TEMPLATE}")
+        if isinstance(doc, TextTemplate):
+            if not indexed:  # left as text, every object made of it would be one
+                raise Unsupported(f"{field}={value!r}: {NO_GO_TEMPLATE}")
+            return doc if params is None else bound(where, field, doc, kinds, params)
         if kinds and kind not in kinds:
             raise where.error(field, value, f"kind {kind}: must be {' or '.join(kinds)}")
         return doc
 
     def _read(self, where: Where, field: str, value: str, path: Path) -> tuple[Template, str]:
-        """The template and its kind (a Go template's as its first object renders)."""
+        """The template and its kind (a Go template's once its params are bound)."""
         try:
             source = path.read_text()
             if "{{" in source:
-                made = TextTemplate(value, source)
-                return made, made.kind
+                check(value, source)
+                return TextTemplate(value, source), ""
             doc = yaml.safe_load(source)
+        except NotRendered as e:
+            raise Unsupported(str(e)) from e
         except (OSError, yaml.YAMLError, TemplateError) as e:
             raise where.error(field, value, f"cannot read: {e}") from e
         if not isinstance(doc, Mapping) or not isinstance(doc.get("kind"), str):
             raise where.error(field, value, "not a Kubernetes object (no kind)")
         return go_decoding.canonical(doc), doc["kind"]  # keys' case as upstream reads it
+
+
+def bound(
+    where: Where,
+    field: str,
+    template: TextTemplate,
+    kinds: tuple[str, ...],
+    params: Mapping[str, Any],
+    count: int | None = 1,
+) -> TextTemplate:
+    """The Go template with an op's templateParams, its first object rendered (with
+    `.Count` as `count`, none where None) to check that it can be, and its kind."""
+    made = template.bind(params)
+    try:
+        kind = made.render(0, count)["kind"]
+    except TemplateError as e:
+        raise where.error(field, template.name, f"cannot render: {e}") from e
+    if kinds and kind not in kinds:
+        raise where.error(field, template.name, f"kind {kind}: must be {' or '.join(kinds)}")
+    return made
 
 
 T = TypeVar("T")  # what a field's reader reads
@@ -244,13 +285,24 @@ def template(*kinds: str) -> Callable[[Fields, str, Any], Manifest]:
     return read
 
 
-def indexed_template(*kinds: str) -> Callable[[Fields, str, Any], Template]:
-    """A template an op makes its objects of one by one: Go template fields allowed."""
+def indexed_template(
+    *kinds: str, params: Mapping[str, Any] | None = None
+) -> Callable[[Fields, str, Any], Template]:
+    """A template an op makes its objects of one by one: Go template fields allowed,
+    rendered with the op's templateParams (`params`; None: bound later, by the ops
+    that use the case's defaultPodTemplatePath)."""
 
     def read(f: Fields, key: str, value: Any) -> Template:
-        return f.templates.load(f.where, f.prefix + key, value, kinds, indexed=True)
+        return f.templates.load(f.where, f.prefix + key, value, kinds, True, params)
 
     return read
+
+
+def template_params(f: Fields, key: str, value: Any) -> dict[str, Any]:
+    """templateParams, their `$name` values already the workload's (`case_file`)."""
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise f.error(key, value, "must be a map of names to values")
+    return dict(value)
 
 
 def templates(*kinds: str) -> Callable[[Fields, str, Any], tuple[Manifest, ...]]:

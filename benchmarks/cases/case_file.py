@@ -37,13 +37,14 @@ _IGNORED_CASE_FIELDS = ("metricsCollectorConfig", "defaultThresholdMetricSelecto
 _IGNORED_WORKLOAD_FIELDS = ("thresholdMetricSelector",)
 
 
-# --- readers: (fields, key, raw value) -> value -------------------------------------
+class MissingParam(PerfConfigError):
+    """An op's `$name` that its workload does not give: upstream's harness fails the
+    workload at that op, and the others run; so does the op here (an UnsupportedOp)."""
 
 
-# --- strategies ---------------------------------------------------------------------
-
-
-# --- ops ----------------------------------------------------------------------------
+# Params whose field upstream names with the Param suffix alone (no field without it):
+# their value is the workload's, under the same key.
+_PARAM_ONLY = ("countMultiplierParam",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +62,9 @@ class CaseWorkload:
     scheduler_config: Path | None = None
     # the params the command line set to other values than the file's (--nodes, --pods)
     overrides: dict[str, Any] = field(default_factory=dict)
+    # params no op uses: upstream's Go test code for the file may read them (its
+    # WithPreRunFn and WithNodeUpdateFn hooks), which optimist does not have
+    unused_params: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -71,7 +75,18 @@ class CaseWorkload:
         return f"{self.case}/{self.workload}" + (f"[{changed}]" if changed else "")
 
     def unsupported(self) -> UnsupportedOp | None:
-        return next((op for op in self.ops if isinstance(op, UnsupportedOp)), None)
+        """The first op optimist cannot run; or, if params are left unused, that (as
+        upstream says it once the last op ran, after it)."""
+        found = next((op for op in self.ops if isinstance(op, UnsupportedOp)), None)
+        if found is None and self.unused_params:
+            return UnsupportedOp(
+                "params",
+                len(self.ops),
+                f"params={list(self.unused_params)!r}: not used by any op (upstream's Go "
+                "test code for a file may read some, e.g. to change its nodes; optimist "
+                "runs what the file says alone)",
+            )
+        return found
 
 
 def load(
@@ -174,8 +189,6 @@ def _instantiate(
     for i, raw_op in enumerate(ops):
         where = Where(case, name, i, _opcode(Where(case, name, i), raw_op))
         made.append(_parse_op(where, raw_op, params, used, defaults, files))
-    if unused := sorted(params.keys() - used):
-        raise Where(case, name).error("params", unused, "not used by any op")
     return CaseWorkload(
         case,
         name,
@@ -185,6 +198,7 @@ def _instantiate(
         case_labels + labels,
         {**(case_gates or {}), **(gates or {})} or None,
         overrides=changed,
+        unused_params=tuple(sorted(params.keys() - used)),
     )
 
 
@@ -194,10 +208,13 @@ def _params(f: Fields, key: str, value: Any) -> dict[str, Any]:
     return dict(value)
 
 
-def _threshold(f: Fields, key: str, value: Any) -> float:
-    if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
-        raise f.error(key, value, "must be a number >= 0")
-    return float(value)
+def _threshold(f: Fields, key: str, value: Any) -> float | None:
+    """A number, or upstream's map of topic to number (its Go test names the topic:
+    `dra`...), which gives no one threshold here: None."""
+    values = value.values() if isinstance(value, Mapping) else (value,)
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in values):
+        raise f.error(key, value, "must be a number >= 0, or a map of topics to numbers >= 0")
+    return None if isinstance(value, Mapping) else float(value)
 
 
 def _opcode(where: Where, raw: object) -> str:
@@ -219,7 +236,10 @@ def _parse_op(
     files: Templates,
 ) -> Op | UnsupportedOp:
     assert where.index is not None
-    fields = _filled(where, dict(raw), params, used)  # an op not run uses its params too
+    try:
+        fields = _filled(where, dict(raw), params, used)  # an op not run uses its params too
+    except MissingParam as e:
+        return UnsupportedOp(where.opcode, where.index, str(e))
     if where.opcode in UNSUPPORTED_OPCODES:
         return UnsupportedOp(where.opcode, where.index, UNSUPPORTED_OPCODES[where.opcode])
     del fields["opcode"]
@@ -239,25 +259,52 @@ def _filled(
     used: set[str],
     prefix: str = "",
 ) -> dict[str, Any]:
-    """The op's `<field>Param: $name` fields given the workload's values, in the ops
-    nested in it too (createPodSets' createPodsOp); `used` gathers the names."""
+    """The op's `<field>Param: $name` fields and `templateParams` given the workload's
+    values, in the ops nested in it too (createPodSets' createPodsOp); `used` gathers
+    the names."""
     for key in [k for k in fields if k.endswith("Param")]:
         value = fields.pop(key)
-        base = key[: -len("Param")]
+        base = key if key in _PARAM_ONLY else key[: -len("Param")]
         if base in fields:
             raise where.error(prefix + key, value, f"give {base} or {key}, not both")
         if not isinstance(value, str) or not value.startswith("$"):
             raise where.error(prefix + key, value, "must be $name, a param of the workload")
-        if value[1:] not in params:
-            raise where.error(
-                prefix + key, value, f"no param {value[1:]!r} in the workload's params"
-            )
-        used.add(value[1:])
-        fields[base] = params[value[1:]]
+        fields[base] = _param(where, prefix + key, value, params, used)
+    if isinstance(given := fields.get("templateParams"), Mapping):
+        fields["templateParams"] = {
+            k: _param(where, f"{prefix}templateParams.{k}", v, params, used, defaults=True)
+            if isinstance(v, str) and v.startswith("$")
+            else v
+            for k, v in given.items()
+        }
     for key, value in fields.items():
         if key.endswith("Op") and isinstance(value, Mapping):
             fields[key] = _filled(where, dict(value), params, used, f"{prefix}{key}.")
     return fields
+
+
+def _param(
+    where: Where,
+    key: str,
+    value: str,
+    params: Mapping[str, Any],
+    used: set[str],
+    defaults: bool = False,
+) -> Any:
+    """The workload's param `$name`; in templateParams, `$name|default` gives the
+    default (YAML) where the workload has no such param."""
+    name, default = value[1:], None
+    if defaults and value.find("|") > 1:
+        name, default = value[1:].split("|", 1)
+    if name in params:
+        used.add(name)
+        return params[name]
+    if default is not None:
+        try:
+            return yaml.safe_load(default)
+        except yaml.YAMLError as e:
+            raise where.error(key, value, f"the default is not YAML: {e}") from e
+    raise MissingParam(str(where.error(key, value, f"no param {name!r} in the workload's params")))
 
 
 def select(runs: list[CaseWorkload], case: str | None, workload: str | None) -> list[CaseWorkload]:

@@ -10,13 +10,16 @@ from typing import Any, ClassVar
 from benchmarks.cases.case_fields import (
     NO_DRA,
     NO_GO_TEMPLATE,
+    NO_UPDATES,
     NO_VOLUMES,
+    NO_WORKLOAD_API,
     Fields,
     LabelValues,
     Manifest,
     PerIndex,
     Template,
     Unsupported,
+    bound,
     count,
     duration,
     flag,
@@ -25,6 +28,7 @@ from benchmarks.cases.case_fields import (
     one_of,
     positive,
     template,
+    template_params,
     templates,
     text,
     text_map,
@@ -56,12 +60,17 @@ CREATE_ANY_KINDS = (
 CHURN_KINDS = ("Node", "Pod", "Service")
 
 
+NO_PROFILES = "it profiles kube-scheduler's process; optimist profiles its own (--profile)"
+
+
 UNSUPPORTED_OPCODES = {
     "createResourceClaims": NO_DRA,
     "createResourceDriver": NO_DRA,
     "allocResourceClaims": NO_DRA,
     "createResourceClass": NO_DRA,  # v1.30's DRA ops, before createAny took them
     "createResourceClaimTemplate": NO_DRA,
+    "startCollectingProfile": NO_PROFILES,
+    "stopCollectingProfile": NO_PROFILES,
 }
 
 
@@ -76,9 +85,10 @@ class CreateNodes:
 
     @classmethod
     def parse(cls, f: Fields, case: CaseDefaults) -> CreateNodes:
+        params = f.take("templateParams", template_params, {})
         return cls(
             f.take("count", count),
-            f.take("nodeTemplatePath", indexed_template("Node"), case.node_template),
+            f.take("nodeTemplatePath", indexed_template("Node", params=params), case.node_template),
             f.take("nodeAllocatableStrategy", node_allocatable, None),
             f.take("labelNodePrepareStrategy", LabelValues.read, None),
             f.take("uniqueNodeLabelStrategy", unique_label, None),
@@ -104,7 +114,13 @@ class CreateNamespaces:
 
 @dataclass(frozen=True, slots=True)
 class CreatePods:
-    """Pods from a template; without `namespace`, in `namespace-<op index>` as upstream does."""
+    """Pods from a template; without `namespace`, in `namespace-<op index>` as upstream does.
+
+    With `signatureBatchSize` b, pod i is labelled `signature: signature-label-<i // b>`.
+    Upstream labels every pod made from a template file so (b defaulting to 1: each
+    its own); optimist does only where the file sets b, the label's one use, so that
+    pods alike are still made and read as one batch.
+    """
 
     opcode: ClassVar[str] = "createPods"
     count: int
@@ -113,18 +129,26 @@ class CreatePods:
     collect_metrics: bool = False
     skip_wait: bool = False
     per_index: PerIndex | None = None
+    signature_batch: int | None = None
 
     @classmethod
     def parse(cls, f: Fields, case: CaseDefaults) -> CreatePods:
         for key in ("persistentVolumeTemplatePath", "persistentVolumeClaimTemplatePath"):
             f.unsupported_if_present(key, NO_VOLUMES)
-        for key in ("steadyState", "duration"):
-            f.unsupported_if_present(key, "steady-state pod creation is not implemented")
-        return cls(
-            f.take("count", count),
-            *_pod_fields(f, case),
-            per_index=f.take("perIndexStrategy", PerIndex.read, None),
-        )
+        pods = f.take("count", count) * f.take("countMultiplierParam", count, 1)
+        steady = f.take("steadyState", flag, False)
+        lasting = f.take("duration", duration, 0.0)
+        batch = f.take("signatureBatchSize", count, None)
+        fields = _pod_fields(f, case, pods)
+        if steady and fields[3]:
+            raise f.error("steadyState", True, "skipWaitToCompletion waits for nothing to hold")
+        if steady and lasting <= 0:
+            raise f.error("duration", lasting, "must be > 0 when creating pods in a steady state")
+        per_index = f.take("perIndexStrategy", PerIndex.read, None)
+        if steady:
+            f.done()
+            raise Unsupported("steadyState: steady-state pod creation is not implemented")
+        return cls(pods, *fields, per_index=per_index, signature_batch=batch or None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +186,11 @@ def _nested_create_pods(case: CaseDefaults) -> Callable[[Fields, str, Any], Crea
 
 @dataclass(frozen=True, slots=True)
 class CreatePodGroups:
-    """`count` PodGroups `<namePrefix>-<i>`, each with `podsPerGroup` pods `<group>-<j>`."""
+    """`count` PodGroups `<namePrefix>-<i>`, each with `podsPerGroup` pods `<group>-<j>`.
+
+    Upstream's op of this name (since v1.35) takes a `templatePath` instead: PodGroups
+    of the Workload API alone, whose pods a createPods op makes; read as upstream
+    reads it, it cannot run here (NO_WORKLOAD_API)."""
 
     opcode: ClassVar[str] = "createPodGroups"
     count: int
@@ -176,11 +204,13 @@ class CreatePodGroups:
 
     @classmethod
     def parse(cls, f: Fields, case: CaseDefaults) -> CreatePodGroups:
+        if "templatePath" in f.raw:
+            _workload_pod_groups(f)
         counts = f.take("count", count), f.take("minMember", positive)
         pods_per_group = f.take("podsPerGroup", positive)
         if counts[1] > pods_per_group:
             raise f.error("minMember", counts[1], f"exceeds podsPerGroup {pods_per_group}")
-        manifest, namespace, collect, skip_wait = _pod_fields(f, case)
+        manifest, namespace, collect, skip_wait = _pod_fields(f, case, 1)
         if isinstance(manifest, TextTemplate):
             raise Unsupported(f"podTemplatePath={manifest.name!r}: {NO_GO_TEMPLATE}")
         return cls(
@@ -194,6 +224,20 @@ class CreatePodGroups:
         )
 
 
+def _workload_pod_groups(f: Fields) -> None:
+    """Upstream's createPodGroups read strictly (its PodGroups are rendered without
+    `.Count`); Unsupported once read."""
+    params = f.take("templateParams", template_params, {})
+    made = f.take("templatePath", indexed_template("PodGroup", params=params))
+    f.take("namespace", text)
+    groups = f.take("count", count)
+    if groups < 1:
+        raise f.error("count", groups, "must be an integer >= 1")
+    f.done()
+    version = made.render(0, None) if isinstance(made, TextTemplate) else made
+    raise Unsupported(f"templatePath: {version.get('apiVersion')} PodGroup: {NO_WORKLOAD_API}")
+
+
 @dataclass(frozen=True, slots=True)
 class CreateAny:
     opcode: ClassVar[str] = "createAny"
@@ -203,14 +247,44 @@ class CreateAny:
 
     @classmethod
     def parse(cls, f: Fields, case: CaseDefaults) -> CreateAny:
-        manifest = f.take("templatePath", indexed_template())
-        first = manifest.render(0, 1) if isinstance(manifest, TextTemplate) else manifest
-        if first["kind"] not in CREATE_ANY_KINDS:
-            raise Unsupported(
-                f"templatePath: kind {first['kind']} ({first.get('apiVersion')}): optimist "
-                f"cannot act on it (createAny takes {', '.join(CREATE_ANY_KINDS)})"
-            )
-        return cls(manifest, f.take("count", count, 1), f.take("namespace", text, "default"))
+        params = f.take("templateParams", template_params, {})
+        made = f.take("count", count, 1)
+        manifest = f.take("templatePath", indexed_template(params=params))
+        if isinstance(manifest, TextTemplate):
+            manifest = bound(f.where, "templatePath", manifest, (), params, made)
+        _can_act_on(manifest.render(0, made) if isinstance(manifest, TextTemplate) else manifest)
+        return cls(manifest, made, f.take("namespace", text, "default"))
+
+
+def _can_act_on(first: Manifest) -> None:
+    """Unsupported for an object createAny makes that optimist has no model of."""
+    kind, version = first["kind"], str(first.get("apiVersion", ""))
+    if version.startswith("resource.k8s.io/"):
+        raise Unsupported(f"templatePath: kind {kind} ({version}): {NO_DRA}")
+    if kind == "PodGroup" and version.startswith("scheduling.k8s.io/"):
+        raise Unsupported(f"templatePath: kind {kind} ({version}): {NO_WORKLOAD_API}")
+    if kind not in CREATE_ANY_KINDS:
+        raise Unsupported(
+            f"templatePath: kind {kind} ({version}): optimist "
+            f"cannot act on it (createAny takes {', '.join(CREATE_ANY_KINDS)})"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateAny:
+    """Upstream's updateAny, read strictly: each object its template renders replaced."""
+
+    opcode: ClassVar[str] = "updateAny"
+
+    @classmethod
+    def parse(cls, f: Fields, case: CaseDefaults) -> UpdateAny:
+        made = f.take("count", count, 1)
+        f.take("templatePath", indexed_template(params={}))
+        f.take("namespace", text, None)
+        f.take("updatePerSecond", count, 0)
+        f.take("subresources", texts, ())
+        f.done()
+        raise Unsupported(f"updating {made} object(s): {NO_UPDATES}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,20 +303,22 @@ class DeletePods:
             f.take("namespace", text),
             f.take("deletePodsPerSecond", count, 0),
             f.take("labelSelector", text_map, None),
-            f.take("skipWaitForPodsRemoval", flag, False),
+            f.take("skipWaitToCompletion", flag, False),
         )
 
 
 @dataclass(frozen=True, slots=True)
 class Churn:
-    """In the background until the workload ends, every `interval_s`: `create` makes `number`
-    objects of each template; `recreate` keeps `number` of each alive, replacing the oldest."""
+    """In the background until the workload ends, every `interval_s`, in `namespace`:
+    `create` makes one object of each template, `number` times (0: until the end);
+    `recreate` keeps `number` of each alive, replacing the oldest."""
 
     opcode: ClassVar[str] = "churn"
     mode: str
     templates: tuple[Manifest, ...]
+    namespace: str
     interval_s: float = 0.5
-    number: int = 1
+    number: int = 0
 
     @classmethod
     def parse(cls, f: Fields, case: CaseDefaults) -> Churn:
@@ -251,11 +327,15 @@ class Churn:
         made = f.take("templatePaths", templates(*CHURN_KINDS), ())
         if service is None and not made:
             raise f.error("templatePaths", None, "is required")
+        number = f.take("number", count, 0)
+        if mode == "recreate" and number == 0:
+            raise f.error("number", number, "must be an integer >= 1 in recreate mode")
         return cls(
             mode,
             made + ((service,) if service is not None else ()),
-            f.take("intervalMilliseconds", positive, 500) / 1000,
-            f.take("number", positive, 1),
+            f.take("namespace", text, f"namespace-{f.where.index}"),
+            (f.take("intervalMilliseconds", count, 0) or 500) / 1000,
+            number,
         )
 
 
@@ -269,11 +349,12 @@ class Barrier:
 
     opcode: ClassVar[str] = "barrier"
     namespaces: tuple[str, ...] = ()
+    label_selector: dict[str, str] | None = None
 
     @classmethod
     def parse(cls, f: Fields, case: CaseDefaults) -> Barrier:
         f.take("stageRequirement", one_of("Attempted", "Scheduled"), None)
-        return cls(f.take("namespaces", texts, ()))
+        return cls(f.take("namespaces", texts, ()), f.take("labelSelector", text_map, None))
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,6 +416,10 @@ Op = (
 )
 
 
+# ops read as upstream reads them, then Unsupported: never instantiated
+_READ_ONLY = (UpdateAny,)
+
+
 OPS: dict[str, Any] = {
     op.opcode: op
     for op in (
@@ -350,13 +435,23 @@ OPS: dict[str, Any] = {
         Sleep,
         StartCollectingMetrics,
         StopCollectingMetrics,
+        *_READ_ONLY,
     )
 }
 
 
-def _pod_fields(f: Fields, case: CaseDefaults) -> tuple[Template, str, bool, bool]:
-    """What every op that makes pods takes: template, namespace, whether measured and waited."""
-    manifest = f.take("podTemplatePath", indexed_template("Pod"), None) or case.pod_template(f)
+def _pod_fields(f: Fields, case: CaseDefaults, pods: int) -> tuple[Template, str, bool, bool]:
+    """What every op that makes pods takes: template (rendered with its templateParams,
+    `pods` of them), namespace, whether measured and waited."""
+    params = f.take("templateParams", template_params, {})
+    manifest = f.take("podTemplatePath", indexed_template("Pod", params=params), None)
+    if manifest is None:
+        manifest = case.pod_template()
+        if isinstance(manifest, TextTemplate):
+            manifest = bound(f.where, "defaultPodTemplatePath", manifest, ("Pod",), params, pods)
+    first = manifest.render(0, pods) if isinstance(manifest, TextTemplate) else manifest
+    if (first.get("spec") or {}).get("schedulingGroup") is not None:
+        raise Unsupported(f"podTemplatePath: spec.schedulingGroup: {NO_WORKLOAD_API}")
     namespace = f.take("namespace", text, f"namespace-{f.where.index}")
     collect = f.take("collectMetrics", flag, False)
     skip_wait = f.take("skipWaitToCompletion", flag, False)
@@ -378,11 +473,29 @@ class CaseDefaults:
     node_template: Manifest
     unreadable_pod: str = ""  # why defaultPodTemplatePath cannot be run, if it cannot
 
-    def pod_template(self, f: Fields) -> Template:
+    def pod_template(self) -> Template:
         """For an op without podTemplatePath: the case's defaultPodTemplatePath (one
-        optimist cannot run makes the op so), or the field is required."""
+        optimist cannot run makes the op so), or upstream's own pod (`BASE_POD`)."""
         if self.unreadable_pod:
             raise Unsupported(self.unreadable_pod)
-        if self.default_pod is None:
-            raise f.error("podTemplatePath", None, "is required")
-        return self.default_pod
+        return BASE_POD if self.default_pod is None else self.default_pod
+
+
+# The pod upstream's createPods makes without a template (its makeBasePod): one
+# container asking for, and limited to, 100m of CPU and 500Mi of memory.
+_AMOUNTS = {"cpu": "100m", "memory": "500Mi"}
+BASE_POD: Manifest = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"generateName": "pod-"},
+    "spec": {
+        "containers": [
+            {
+                "name": "pause",
+                "image": "registry.k8s.io/pause:3.10",
+                "ports": [{"containerPort": 80}],
+                "resources": {"limits": dict(_AMOUNTS), "requests": dict(_AMOUNTS)},
+            }
+        ]
+    },
+}

@@ -37,7 +37,6 @@ from benchmarks.cases.case_ops import (
 
 W = TypeVar("W")  # a runner's window of collected metrics
 
-CHURN_NAMESPACE = "churn"
 # a workload (`case_file.WORKLOAD_KINDS`) where no controller runs
 NO_CONTROLLERS = "its pods are made by controllers, which run only on --cluster kwok"
 
@@ -80,22 +79,23 @@ class ChurnTask:
     def turn(
         self,
         now: float,
-        make: Callable[[Manifest, int], list[tuple[str, str]]],
+        make: Callable[[Manifest, str], list[tuple[str, str]]],
         remove: Callable[[list[tuple[str, str]]], None],
     ) -> None:
-        """One turn, if it is due: in recreate mode, slot by slot, what the slot made
-        last is removed and made again; in create mode, `number` of each are made."""
-        if now < self.due:
-            return
+        """One turn, if it is due, in the op's namespace: in recreate mode, slot by
+        slot, what the slot made last is removed and made again; in create mode, one
+        of each template is made, for `number` turns (all of them, if 0)."""
         op = self.op
+        if now < self.due or (op.mode == "create" and 0 < op.number <= self.ticks):
+            return
         self.due = now + op.interval_s
-        slot = self.ticks % op.number
+        slot = self.ticks % op.number if op.number else 0
         self.ticks += 1
         if op.mode == "recreate":
             remove(self.alive.pop(slot, []))
         made = []
         for manifest in op.templates:
-            made += make(manifest, op.number if op.mode == "create" else 1)
+            made += make(manifest, op.namespace)
         if op.mode == "recreate":
             self.alive[slot] = made
 
@@ -171,7 +171,7 @@ class OpWalker(ABC, Generic[W]):
             case Churn():
                 self.churn.append(ChurnTask(op, time.perf_counter()))
             case Barrier():
-                self._barrier(op.namespaces)
+                self._barrier(op.namespaces, op.label_selector)
             case Sleep():
                 self._sleep(op.seconds)
             case StartCollectingMetrics() | StopCollectingMetrics():
@@ -189,14 +189,12 @@ class OpWalker(ABC, Generic[W]):
                 for i in range(op.count):
                     self._create_namespace(f"{op.prefix}-{i}", op.labels)
             case CreatePods():
-                batches = workload_objects.pod_batches(op.template, op.count, op.per_index)
+                batches = workload_objects.pod_batches(op)
                 self._create_pods(index, op.namespace, batches, op.collect_metrics, op.skip_wait)
             case CreatePodSets():
                 pods = op.pods
                 for namespace in op.namespaces():
-                    batches = workload_objects.pod_batches(
-                        pods.template, pods.count, pods.per_index
-                    )
+                    batches = workload_objects.pod_batches(pods)
                     self._create_pods(
                         index, namespace, batches, pods.collect_metrics, pods.skip_wait
                     )
@@ -238,8 +236,9 @@ class OpWalker(ABC, Generic[W]):
     def _delete_pods(self, op: DeletePods) -> None: ...
 
     @abstractmethod
-    def _barrier(self, namespaces: tuple[str, ...]) -> None:
-        """Wait until the pods of `namespaces` (of every namespace, if none) are settled."""
+    def _barrier(self, namespaces: tuple[str, ...], selector: dict[str, str] | None) -> None:
+        """Wait until the pods of `namespaces` (of every namespace, if none) that
+        `selector` matches (all, if None) are settled."""
 
     @abstractmethod
     def _sleep(self, seconds: float) -> None:

@@ -13,8 +13,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.cases.case_fields import Manifest, PerIndex, Template
-from benchmarks.cases.case_ops import CreateNodes
+from benchmarks.cases.case_fields import Manifest, PerIndex
+from benchmarks.cases.case_ops import CreateNodes, CreatePods
 from benchmarks.cases.go_template import TextTemplate
 from cluster.manifests import copy_manifest
 from cluster.objects import POD_GROUP_LABEL
@@ -70,17 +70,33 @@ def _labelled(
     return node
 
 
-def pod_batches(template: Template, count: int, per_index: PerIndex | None) -> list[Batch]:
-    """`count` pods of the template; with a per-index strategy or a Go template, each
-    one different."""
-    if isinstance(template, TextTemplate):
-        made = [template.render(i, count) for i in range(count)]
-        if per_index is not None:
-            return [(indexed_pod(pod, per_index, i), 1) for i, pod in enumerate(made)]
-        return [(dict(pod), 1) for pod in made]
-    if per_index is None:
-        return [(dict(template), count)] if count else []
-    return [(indexed_pod(template, per_index, i), 1) for i in range(count)]
+def pod_batches(op: CreatePods) -> list[Batch]:
+    """The op's pods; with a per-index strategy or a Go template, each one different;
+    with a signature batch size, alike by batches."""
+    if isinstance(op.template, TextTemplate):
+        made = [op.template.render(i, op.count) for i in range(op.count)]
+        if op.per_index is not None:
+            made = [indexed_pod(pod, op.per_index, i) for i, pod in enumerate(made)]
+        return [(_signed(pod, op, i), 1) for i, pod in enumerate(made)]
+    if op.per_index is not None:
+        return [
+            (_signed(indexed_pod(op.template, op.per_index, i), op, i), 1) for i in range(op.count)
+        ]
+    size = op.signature_batch or op.count
+    return [
+        (_signed(op.template, op, start), min(size, op.count - start))
+        for start in range(0, op.count, size)
+    ]
+
+
+def _signed(pod: Manifest, op: CreatePods, index: int) -> dict[str, Any]:
+    """Pod `index` of the op, labelled with its signature if the op gives a batch size."""
+    if op.signature_batch is None:
+        return dict(pod)
+    signed: dict[str, Any] = copy_manifest(dict(pod))
+    labels = signed.setdefault("metadata", {}).setdefault("labels", {})
+    labels["signature"] = f"signature-label-{index // op.signature_batch}"
+    return signed
 
 
 def indexed_pod(template: Manifest, s: PerIndex, i: int) -> dict[str, Any]:

@@ -27,7 +27,6 @@ from benchmarks.cases.case_file import CaseWorkload
 from benchmarks.cases.case_ops import WORKLOAD_KINDS, CreateAny, CreatePodGroups, DeletePods
 from benchmarks.cases.go_template import TextTemplate
 from benchmarks.cases.op_walker import (
-    CHURN_NAMESPACE,
     NO_CONTROLLERS,
     CaseError,
     ChurnTask,
@@ -239,9 +238,23 @@ class CaseRunner(OpWalker[Window]):
     def _create_nodes(self, manifest: Manifest, count: int) -> None:
         self.cluster.create_nodes(manifest, count, hostname_label=True)
 
-    def _barrier(self, namespaces: tuple[str, ...]) -> None:
-        tallies = [self.by_namespace.get(ns, Tally()) for ns in namespaces]
-        self._wait(tallies or list(self.by_namespace.values()))
+    def _barrier(self, namespaces: tuple[str, ...], selector: dict[str, str] | None) -> None:
+        if selector is None:
+            tallies = [self.by_namespace.get(ns, Tally()) for ns in namespaces]
+            self._wait(tallies or list(self.by_namespace.values()))
+            return
+        manifests = self.cluster.pod_manifests
+        keys = [
+            key
+            for key in self.pod_keys
+            if key in manifests
+            and phase_takes(
+                namespaces, selector, self.tags[key][1], workload_objects.labels_of(manifests[key])
+            )
+        ]
+        # settled: bound or deleted (a pod no node takes ends the wait as `_wait`'s do)
+        if not self._drive(lambda: all(k in self.bound_at or k not in manifests for k in keys)):
+            raise TimeoutError(f"pods not scheduled within {self.timeout_s:.0f}s")
 
     def _sleep(self, seconds: float) -> None:
         until = time.perf_counter() + seconds
@@ -414,16 +427,16 @@ class CaseRunner(OpWalker[Window]):
         for task in self.churn:
             task.turn(now, self._churn_make, self._remove_churned)
 
-    def _churn_make(self, manifest: Manifest, count: int) -> list[tuple[str, str]]:
+    def _churn_make(self, manifest: Manifest, namespace: str) -> list[tuple[str, str]]:
         kind = manifest["kind"]
         if kind == "Node":
-            return [("Node", n.name) for n in self.cluster.create_nodes(manifest, count)]
+            return [("Node", n.name) for n in self.cluster.create_nodes(manifest, 1)]
         if kind == "Pod":
-            keys = self.cluster.create_pods(self.priorities.admit(manifest), count, CHURN_NAMESPACE)
+            keys = self.cluster.create_pods(self.priorities.admit(manifest), 1, namespace)
             self._ours += len(keys) if self._is_ours(keys) else 0
             return [("Pod", key) for key in keys]
-        made = _in_namespace(manifest, CHURN_NAMESPACE)  # a Service
-        return [("Service", self.cluster.create_workload_selector(made)) for _ in range(count)]
+        made = _in_namespace(manifest, namespace)  # a Service
+        return [("Service", self.cluster.create_workload_selector(made))]
 
     def _remove_churned(self, objects_: list[tuple[str, str]]) -> None:
         nodes = [name for kind, name in objects_ if kind == "Node"]

@@ -53,7 +53,7 @@ def test_upstream_format_is_read_and_params_are_filled():
     assert isinstance(init, case_ops.CreatePods) and init.count == 10 and init.namespace == "init-0"
     assert init.template["metadata"]["generateName"] == "fixture-pod-"  # defaultPodTemplatePath
     assert ops[8] == case_ops.DeletePods("init-0", 50, {"app": "web"}, False)
-    assert ops[9] == case_ops.Churn("create", (ops[9].templates[0],), 0.2, 2)
+    assert ops[9] == case_ops.Churn("create", (ops[9].templates[0],), "namespace-9", 0.2, 2)
     assert isinstance(ops[12], case_ops.CreatePodGroups) and ops[12].name_prefix == "group"
     assert ops[14] == case_ops.Sleep(0.3)
     assert run.params["measurePods"] == 12 and ops[11].count == 12
@@ -86,16 +86,6 @@ def test_ops_optimist_cannot_run_load_and_name_themselves():
             [{"opcode": "createNodes", "count": 1, "nodeTemplatPath": "x.yaml"}],
             {},
             "case Bad/w: op 0 (createNodes): nodeTemplatPath='x.yaml': unknown field",
-        ),
-        (
-            [{"opcode": "createPods", "countParam": "$pods"}],
-            {},
-            "case Bad/w: op 0 (createPods): countParam='$pods': no param 'pods'",
-        ),
-        (
-            [{"opcode": "createPods", "countParam": "$pods"}],
-            {"pods": 1, "spare": 2},
-            "case Bad/w: params=['spare']: not used by any op",
         ),
         (
             [{"opcode": "createPods", "count": -1}],
@@ -140,6 +130,36 @@ def test_bad_files_are_refused_naming_case_op_field_and_value(tmp_path, ops, par
     with pytest.raises(case_fields.PerfConfigError) as err:
         pc.load(write(tmp_path, ops, params), NODE)
     assert expected in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("ops", "params", "opcode", "index", "reason"),
+    [
+        (
+            [{"opcode": "createPods", "countParam": "$pods"}],
+            {},
+            "createPods",
+            0,
+            "case Bad/w: op 0 (createPods): countParam='$pods': no param 'pods' in the "
+            "workload's params",
+        ),
+        (
+            [{"opcode": "createPods", "countParam": "$pods"}],
+            {"pods": 1, "spare": 2},
+            "params",
+            1,
+            "params=['spare']: not used by any op (upstream's Go test code",
+        ),
+    ],
+)
+def test_what_upstream_s_harness_fails_when_it_runs_a_workload_fails_that_one_alone(
+    tmp_path, ops, params, opcode, index, reason
+):
+    """A missing or an unused param fails upstream's workload as it runs, not the file."""
+    [run] = pc.load(write(tmp_path, ops, params), NODE)
+    refused = run.unsupported()
+    assert refused is not None and (refused.opcode, refused.index) == (opcode, index)
+    assert refused.reason.startswith(reason)
 
 
 def test_selection_by_case_workload_or_both():
@@ -219,7 +239,9 @@ def test_per_index_strategy_makes_every_pod_different():
     pods = [
         m
         for m, n in workload_objects.pod_batches(
-            yaml.safe_load(template("pod-default.yaml").read_text()), 100, strategy
+            case_ops.CreatePods(
+                100, yaml.safe_load(template("pod-default.yaml").read_text()), "n", per_index=strategy
+            )
         )
     ]
     requests = {tuple(p["spec"]["containers"][0]["resources"]["requests"].values()) for p in pods}
