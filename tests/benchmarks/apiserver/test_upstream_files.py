@@ -7,8 +7,6 @@ and the invariants holding."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,28 +17,14 @@ from benchmarks.controlplane.control_plane import KUBE_VERSION
 from benchmarks.report.api_report import ApiRunReport
 from benchmarks.simulated.sim_bench import Plan, run_bench
 from optimist.settings import Settings
+from tests.upstream_modules import scheduler_perf
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 
 
 def upstream_file() -> Path:
-    """scheduler_perf's performance-config.yaml in the module cache, or a skip (a
-    failure under CI) saying how to get it."""
-    try:
-        cache = subprocess.run(
-            ["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError) as err:
-        cache, why = "", f"no Go toolchain ({err})"
-    path = Path(cache) / f"k8s.io/kubernetes@{KUBE_VERSION}/test/integration/scheduler_perf"
-    path = path / "config" / "performance-config.yaml"
-    if cache and path.is_file():
-        return path
-    why = why if not cache else f"{path} is not there"
-    message = f"{why}: `make kube` downloads k8s.io/kubernetes {KUBE_VERSION} into the cache"
-    if os.environ.get("CI") == "true":
-        pytest.fail(message)
-    pytest.skip(message)
+    """scheduler_perf's performance-config.yaml in the module cache, or a skip."""
+    return scheduler_perf(KUBE_VERSION, "config/performance-config.yaml")
 
 
 CANNOT = ("optimist does not model volumes", "optimist does not model dynamic resource")

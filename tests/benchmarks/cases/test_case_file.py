@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmarks.cases import case_fields, case_ops, cases_file, template, workload_objects
+from benchmarks.cases import (
+    case_fields,
+    case_ops,
+    cases_file,
+    op_walker,
+    template,
+    workload_objects,
+)
 from benchmarks.cases import case_file as pc
 
 FIXTURE = Path(__file__).parent / "performance-config.yaml"
@@ -240,7 +247,10 @@ def test_per_index_strategy_makes_every_pod_different():
         m
         for m, n in workload_objects.pod_batches(
             case_ops.CreatePods(
-                100, yaml.safe_load(template("pod-default.yaml").read_text()), "n", per_index=strategy
+                100,
+                yaml.safe_load(template("pod-default.yaml").read_text()),
+                "n",
+                per_index=strategy,
             )
         )
     ]
@@ -283,3 +293,144 @@ def test_a_case_may_name_its_own_scheduler_configuration(tmp_path):
     path.write_text(yaml.safe_dump([case]))
     with pytest.raises(case_fields.PerfConfigError, match=r"schedulerConfigPath.*no such file"):
         pc.load(path, NODE)
+
+
+def test_upstream_s_v1_37_fields_are_read_as_its_harness_reads_them(tmp_path):
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "g.yaml").write_text(
+        "kind: Pod\nmetadata:\n  name: p-{{.Index}}\n  labels: {n: '{{.n}}', d: '{{.d}}', l: x}\n"
+    )
+    ops = [
+        {"opcode": "createNodes", "countParam": "$nodes", "templateParams": {"n": "$nodes"}},
+        {
+            "opcode": "createPods",
+            "countParam": "$groups",
+            "countMultiplierParam": "$per",
+            "podTemplatePath": "templates/g.yaml",
+            "templateParams": {"n": "$per", "d": "$absent|7"},
+            "signatureBatchSizeParam": "$per",
+            "skipWaitToCompletion": True,
+        },
+        {"opcode": "createPods", "count": 2, "namespace": "plain", "steadyState": False},
+        {"opcode": "deletePods", "namespace": "plain", "skipWaitToCompletion": True},
+        {"opcode": "churn", "mode": "create", "templatePaths": ["templates/pod.yaml"]},
+        {
+            "opcode": "churn",
+            "mode": "recreate",
+            "number": 3,
+            "namespace": "c",
+            "templatePaths": ["templates/pod.yaml"],
+            "intervalMilliseconds": 0,
+        },
+        {"opcode": "barrier", "labelSelector": {"l": "x"}, "stageRequirement": "Attempted"},
+    ]
+    [run] = pc.load(write(tmp_path, ops, {"nodes": 2, "groups": 2, "per": 3}), NODE)
+    nodes, pods, plain, delete, create, recreate, barrier = run.ops
+    assert run.unsupported() is None and nodes.count == 2
+    assert (pods.count, pods.signature_batch, pods.template.params) == (6, 3, {"n": 3.0, "d": 7.0})
+    made = workload_objects.pod_batches(pods)
+    assert [m["metadata"]["labels"] for m, _ in made[2:4]] == [
+        {"n": "3", "d": "7", "l": "x", "signature": f"signature-label-{i}"} for i in (0, 1)
+    ]
+    assert plain.template["metadata"]["generateName"] == "fixture-pod-"  # the case's default
+    path = write(tmp_path, [ops[2]])
+    path.write_text(path.read_text().replace("defaultPodTemplatePath: templates/pod.yaml\n  ", ""))
+    assert pc.load(path, NODE)[0].ops[0].template is case_ops.BASE_POD  # else upstream's pod
+    assert delete == case_ops.DeletePods("plain", 0, None, True)
+    assert (create.namespace, create.interval_s, create.number) == ("namespace-4", 0.5, 0)
+    assert (recreate.namespace, recreate.interval_s, recreate.number) == ("c", 0.5, 3)
+    assert barrier == case_ops.Barrier((), {"l": "x"})
+
+
+def test_batches_of_one_signature_are_made_alike():
+    op = case_ops.CreatePods(5, {"kind": "Pod"}, "n", signature_batch=2)
+    assert [
+        (m["metadata"]["labels"]["signature"], n) for m, n in workload_objects.pod_batches(op)
+    ] == [("signature-label-0", 2), ("signature-label-1", 2), ("signature-label-2", 1)]
+
+
+@pytest.mark.parametrize(
+    ("op", "opcode", "said"),
+    [
+        (
+            {"opcode": "updateAny", "templatePath": "templates/pod.yaml", "count": 2},
+            "updateAny",
+            "updating 2 object(s): objects are not updated in place",
+        ),
+        (
+            {"opcode": "createPods", "count": 1, "steadyState": True, "duration": "1s"},
+            "createPods",
+            "steadyState: steady-state pod creation is not implemented",
+        ),
+        (
+            {
+                "opcode": "createPodGroups",
+                "templatePath": "templates/wl-group.yaml",
+                "namespace": "g",
+                "count": 1,
+            },
+            "createPodGroups",
+            "scheduling.k8s.io/v1beta1 PodGroup: optimist models gangs",
+        ),
+        (
+            {"opcode": "createAny", "templatePath": "templates/slice.yaml"},
+            "createAny",
+            "kind ResourceSlice (resource.k8s.io/v1): optimist does not model dynamic resource",
+        ),
+        ({"opcode": "startCollectingProfile"}, "startCollectingProfile", "profiles kube-scheduler"),
+    ],
+)
+def test_what_optimist_cannot_run_of_v1_37_is_refused_for_its_case(tmp_path, op, opcode, said):
+    path = write(tmp_path, [op])
+    (tmp_path / "templates" / "wl-group.yaml").write_text(
+        "apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {name: g-{{.Index}}}\n"
+    )
+    (tmp_path / "templates" / "slice.yaml").write_text(
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: s}\n"
+    )
+    refused = pc.load(path, NODE)[0].unsupported()
+    assert refused is not None and refused.opcode == opcode and said in refused.reason
+
+
+@pytest.mark.parametrize(
+    ("op", "expected"),
+    [
+        (
+            {"opcode": "updateAny", "templatePath": "templates/pod.yaml", "cont": 2},
+            "op 0 (updateAny): cont=2: unknown field",
+        ),
+        (
+            {"opcode": "churn", "mode": "recreate", "templatePaths": ["templates/pod.yaml"]},
+            "op 0 (churn): number=0: must be an integer >= 1 in recreate mode",
+        ),
+        (
+            {"opcode": "createPods", "count": 1, "steadyState": True},
+            "op 0 (createPods): duration=0.0",
+        ),
+        (
+            {"opcode": "createPods", "count": 1, "signatureBatchSize": -1},
+            "op 0 (createPods): signatureBatchSize=-1: must be an integer >= 0",
+        ),
+        ({"opcode": "barrier", "labelSelector": ["x"]}, "op 0 (barrier): labelSelector=['x']"),
+    ],
+)
+def test_v1_37_fields_written_wrong_are_errors_naming_them(tmp_path, op, expected):
+    with pytest.raises(case_fields.PerfConfigError) as err:
+        pc.load(write(tmp_path, [op]), NODE)
+    assert expected in str(err.value)
+
+
+def test_upstream_s_map_threshold_gives_none_here(tmp_path):
+    path = write(tmp_path, [{"opcode": "createPods", "count": 1}])
+    [case] = yaml.safe_load(path.read_text())
+    case["workloads"][0]["threshold"] = {"dra": 56}
+    path.write_text(yaml.safe_dump([case]))
+    assert pc.load(path, NODE)[0].threshold is None
+
+
+def test_churn_s_create_mode_makes_one_of_each_template_number_times():
+    made = []
+    task = op_walker.ChurnTask(case_ops.Churn("create", ({"kind": "Pod"},), "ns", 0.0, 2), 0.0)
+    for now in range(4):
+        task.turn(float(now), lambda m, ns: made.append(ns) or [("Pod", ns)], lambda gone: None)
+    assert made == ["ns", "ns"]

@@ -1,0 +1,116 @@
+"""Every scheduler_perf file of Kubernetes v1.37.2, unchanged, where it lives in the Go
+module cache (`make kube` fetches it): each is read; the cases optimist cannot run
+are refused alone, each for its reason; the `integration-test` workloads of the
+others run on the simulated cluster, every pod bound."""
+
+from __future__ import annotations
+
+from benchmarks.cases import case_fields, case_file, template
+from benchmarks.simulated.sim_bench import Plan, run_bench
+from optimist.settings import Settings
+from tests.upstream_modules import scheduler_perf
+
+VERSION = "v1.37.2"
+UNUSED = "not used by any op"
+
+# (file, case) -> (opcode, why) of every case optimist cannot run; every workload of
+# each is refused, every workload of every other case is not
+REFUSED = {
+    **{
+        ("default_preemption", "PreemptionPodGroupDisruptionMode"): (
+            "createPodGroups",
+            case_fields.NO_WORKLOAD_API,
+        ),
+        ("event_handling", "EventHandlingPodDelete"): ("createNodes", case_fields.NO_VOLUMES),
+        ("event_handling", "EventHandlingPodUpdate"): ("updateAny", case_fields.NO_UPDATES),
+        ("event_handling", "EventHandlingNodeUpdate"): ("updateAny", case_fields.NO_UPDATES),
+        ("nodedeclaredfeatures", "NodeDeclaredFeaturesEnabled"): ("params", UNUSED),
+        ("starvation", "StarvationPodGroup"): ("createPodGroups", case_fields.NO_WORKLOAD_API),
+        ("volumes", "SchedulingInTreePVs"): ("createPods", case_fields.NO_VOLUMES),
+        ("volumes", "SchedulingMigratedInTreePVs"): ("createNodes", case_fields.NO_VOLUMES),
+        ("volumes", "SchedulingCSIPVs"): ("createNodes", case_fields.NO_VOLUMES),
+        ("volumes", "PreemptionPVs"): ("createPods", case_fields.NO_VOLUMES),
+    },
+    **{
+        (f"podgroup/{folder}", case): ("createPodGroups", case_fields.NO_WORKLOAD_API)
+        for folder, case in (
+            ("basicscheduling", "BasicScheduling"),
+            ("gangscheduling", "GangScheduling"),
+            ("tas", "TopologyAwareScheduling"),
+        )
+    },
+    **{
+        ("workload_preemption", case): ("createPodGroups", case_fields.NO_WORKLOAD_API)
+        for case in ("GangPreemptionBasic", "GangPreemptionPodGroups", "GangPreemptionAffinity")
+    },
+    **{
+        (folder, case): ("createAny", case_fields.NO_DRA)
+        for folder, cases in {
+            "dra": (
+                "PublishResourceSlices",
+                "SchedulingWithResourceClaimTemplate",
+                "SchedulingWithResourceClaim",
+            ),
+            "dra/compatibilitygroups": ("CompatibilityGroups",),
+            "dra/consumablecapacity": ("ConsumableCapacity",),
+            "dra/devicetaints": ("DeviceTaintToleration",),
+            "dra/extendedresource": ("ExtendedResource",),
+            "dra/extendedresource/scoring": ("ExtendedResourceScoring",),
+            "dra/listattributes": ("SchedulingWithResourceClaimTemplateListAttributes",),
+            "dra/partitionabledevices": ("Partitionable", "PartitionableBacktracking"),
+            "dra/prioritizedlist": ("FirstAvailable",),
+            "dra/workloadresourceclaims": (
+                "SharedPodGroupResourceClaim",
+                "SharedPodGroupResourceClaimTemplate",
+            ),
+        }.items()
+        for case in cases
+    },
+}
+
+
+def files() -> dict[str, list[case_file.CaseWorkload]]:
+    """Each file's workloads, by its folder under scheduler_perf."""
+    root = scheduler_perf(VERSION)
+    return {
+        str(path.parent.relative_to(root)): case_file.load(path, template("node-default.yaml"))
+        for path in sorted(root.rglob("performance-config.yaml"))
+    }
+
+
+def test_every_file_is_read_and_only_the_cases_optimist_cannot_run_are_refused():
+    read = files()
+    assert len(read) == 23
+    refused = {}
+    for folder, runs in read.items():
+        for run in runs:
+            if (why := run.unsupported()) is not None:
+                refused.setdefault((folder, run.case), set()).add(why.opcode)
+                expected = REFUSED[(folder, run.case)]
+                assert (why.opcode, expected[1] in why.reason) == (expected[0], True), why
+            else:
+                assert (folder, run.case) not in REFUSED, run.name
+    assert {k: v.pop() for k, v in refused.items()} == {k: v[0] for k, v in REFUSED.items()}
+    runnable = [r for runs in read.values() for r in runs if r.unsupported() is None]
+    assert len(runnable) == 124
+
+
+def test_the_integration_workloads_of_the_files_without_dra_run_on_the_simulated_cluster(
+    redis_url, key_prefix, ray_session
+):
+    runs = tuple(
+        r
+        for folder, runs in files().items()
+        if not folder.startswith("dra")
+        for r in runs
+        if "integration-test" in r.labels and r.unsupported() is None and "short" in r.labels
+    )
+    assert len(runs) >= 30
+    settings = Settings(shards=2, redis_url=redis_url, key_prefix=key_prefix, seed=1)
+    bench = run_bench(settings, Plan(runs, timeout_s=60))
+    r = bench.report.model_dump()
+    assert r["invariant_violations"] == []
+    assert {c["name"]: c["error"] for c in r["cases"] if c["error"]} == {}
+    assert all(c["pods_scheduled"] > 0 for c in r["cases"]), [
+        (c["name"], c["pods_scheduled"], c["pods_pending"]) for c in r["cases"]
+    ]
