@@ -27,7 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.controlplane.control_plane import KUBE_VERSION, binaries, stop_tree
+from benchmarks.controlplane.control_plane import binaries, stop_tree
+from benchmarks.controlplane.releases import PINNED
 from optimist.offline.provenance import provenance
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,7 +40,7 @@ def source_folder() -> Path:
     cache = subprocess.run(
         ["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True
     ).stdout.strip()
-    return Path(cache) / f"k8s.io/kubernetes@{KUBE_VERSION}/test/integration/scheduler_perf"
+    return Path(cache) / f"k8s.io/kubernetes@{PINNED}/test/integration/scheduler_perf"
 
 
 def run(workloads: list[str], labels: str, limit_s: float = LIMIT_S) -> dict[str, Any]:
@@ -58,7 +59,7 @@ def run(workloads: list[str], labels: str, limit_s: float = LIMIT_S) -> dict[str
             f"-test.timeout={int(limit_s)}s", f"-perf-scheduling-label-filter={labels}",
             f"-data-items-dir={items}",
         ]  # fmt: skip
-        env = {**os.environ, "PATH": f"{binaries()}{os.pathsep}{os.environ.get('PATH', '')}"}
+        env = {**os.environ, "PATH": f"{binaries(PINNED)}{os.pathsep}{os.environ.get('PATH', '')}"}
         log = Path(folder) / "scheduler_perf.log"
         started = time.monotonic()
         with log.open("wb") as out:
@@ -82,7 +83,7 @@ def run(workloads: list[str], labels: str, limit_s: float = LIMIT_S) -> dict[str
         }
     return {
         **provenance(["python", "-m", "benchmarks.upstream_perf", *workloads, "--labels", labels]),
-        "kubernetes": KUBE_VERSION,
+        "kubernetes": PINNED,
         "harness": "k8s.io/kubernetes/test/integration/scheduler_perf BenchmarkPerfScheduling",
         "took_s": time.monotonic() - started,
         "workloads": figures,

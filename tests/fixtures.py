@@ -18,6 +18,7 @@ from benchmarks.controlplane.control_plane import (
     scheduler_perf_plane,
 )
 from benchmarks.controlplane.living_plane import LivingPlane
+from benchmarks.controlplane.releases import RELEASES, kube_version
 from cluster.redis_server import EmbeddedRedis, connect
 from cluster.store import Keys, NodeStore
 from optimist.offline.simulator import SimulatedCluster
@@ -71,8 +72,9 @@ def _need_kube() -> None:
 
 @pytest.fixture(scope="session")
 def control_plane() -> Iterator[ControlPlane]:
-    """etcd and kube-apiserver v1.30, built from source by `make kube`, once for the
-    session, with the CRDs optimist meets (../shared/kubernetes/crds) installed.
+    """etcd and kube-apiserver of the release OPTIMIST_KUBE_VERSION names (the newest
+    by default: `benchmarks.controlplane.releases`), built from source by `make kube`,
+    once for the session, with the CRDs optimist meets (../shared/kubernetes/crds) installed.
     Skipped, saying what to install, where they are not built; under CI, a failure."""
     _need_kube()
     with ControlPlane(crds=_shared_crds()) as plane:
@@ -127,6 +129,24 @@ def kube_api(control_plane: ControlPlane) -> Iterator[Api]:
     """The session's real API server behind a fault proxy of this test's own; what the
     test made is removed after it, pass or fail."""
     yield from _api(control_plane)
+
+
+@pytest.fixture(scope="session")
+def other_control_plane() -> Iterator[ControlPlane]:
+    """`control_plane` of the other release `make kube` builds (v1.30.4 where the tests
+    run the newest), for the tests that matter most on both."""
+    _need_kube()
+    other = next(r for r in RELEASES if r != kube_version())
+    with ControlPlane(crds=_shared_crds(), bin_dir=binaries(other)) as plane:
+        yield plane
+
+
+@pytest.fixture(params=RELEASES)
+def each_release(request: pytest.FixtureRequest) -> Iterator[tuple[ControlPlane, Api]]:
+    """`control_plane` and `kube_api` of each release `make kube` builds, one per test."""
+    ours = request.param == kube_version()
+    plane = request.getfixturevalue("control_plane" if ours else "other_control_plane")
+    yield from ((plane, api) for api in _api(plane))
 
 
 @pytest.fixture

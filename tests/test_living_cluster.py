@@ -1,5 +1,5 @@
 """optimist in a cluster that lives (`benchmarks.controlplane.living_plane`): workloads made by the
-real controllers of kube-controller-manager v1.30, on KWOK's nodes, whose pods turn
+real controllers of kube-controller-manager (the plane's release), on KWOK's nodes, whose pods turn
 Running and Ready, are evicted when their node stops heartbeating, and go with their
 namespace. The invariants are checked on what the API server holds."""
 

@@ -44,12 +44,14 @@ from benchmarks.controlplane.control_plane import (
     ControlPlane,
     ControlPlaneError,
     answers,
+    binaries,
     free_port,
     kube_scheduler,
     scheduler_perf_plane,
     stop_tree,
 )
 from benchmarks.controlplane.living_plane import KWOK_POOL, LivingPlane
+from benchmarks.controlplane.releases import NEWEST
 from benchmarks.report import instruments
 from benchmarks.report.api_report import (
     ApiAllPods,
@@ -91,6 +93,7 @@ class ApiBench:
     timeout_s: float = 1800.0
     seed: int = 0
     living: bool = False  # --cluster kwok: controllers and KWOK's nodes beside the server
+    kube_version: str = NEWEST  # the release of the server started and of kube-scheduler
 
 
 # --- the schedulers under test -------------------------------------------------------
@@ -179,7 +182,9 @@ def scheduler(
         with optimist_process(server.kubeconfig, documents, shards, server.folder, port) as pid:
             yield pid
     elif name == "kube-scheduler":  # its connection and election are set by kube_scheduler
-        with kube_scheduler(server.kubeconfig, server.folder, documents[0], port=port) as pid:
+        with kube_scheduler(
+            server.kubeconfig, server.folder, documents[0], server.bin_dir, port=port
+        ) as pid:
             yield pid
     else:
         raise ApiBenchError(f"--scheduler {name!r}: not one of {', '.join(SCHEDULERS)}")
@@ -202,6 +207,7 @@ class Server:
     kubeconfig: Path
     folder: Path  # the schedulers' configurations and logs
     plane: ControlPlane | None  # None: a server given by --kubeconfig
+    bin_dir: Path  # the binaries of the release: its kube-scheduler
 
     def meters(self) -> dict[str, instruments.ProcessTree]:
         """The server's processes (and a living plane's controllers and KWOK), where
@@ -212,18 +218,20 @@ class Server:
 
 
 @contextmanager
-def api_server(kubeconfig: Path | None, living: bool = False) -> Iterator[Server]:
-    """A fresh etcd and kube-apiserver as scheduler_perf starts its own (`living`:
-    with kube-controller-manager and KWOK), or the server `kubeconfig` names (what a
-    run makes there, it removes after)."""
+def api_server(
+    kubeconfig: Path | None, living: bool = False, version: str = NEWEST
+) -> Iterator[Server]:
+    """A fresh etcd and kube-apiserver of the release `version` as scheduler_perf starts
+    its own (`living`: with kube-controller-manager and KWOK), or the server
+    `kubeconfig` names (what a run makes there, it removes after)."""
     if kubeconfig is None:
-        with scheduler_perf_plane(LivingPlane if living else ControlPlane) as plane:
-            yield Server(
-                _unlimited(plane.admin_kubeconfig), plane.admin_kubeconfig, plane.dir, plane
-            )
+        kind = LivingPlane if living else ControlPlane
+        with scheduler_perf_plane(kind, version) as plane:
+            admin = plane.admin_kubeconfig
+            yield Server(_unlimited(admin), admin, plane.dir, plane, plane.bin_dir)
         return
     with tempfile.TemporaryDirectory(prefix="optimist-apibench-") as folder:
-        yield Server(_unlimited(kubeconfig), kubeconfig, Path(folder), None)
+        yield Server(_unlimited(kubeconfig), kubeconfig, Path(folder), None, binaries(version))
 
 
 def _unlimited(kubeconfig: Path) -> KubeClient:
@@ -249,7 +257,7 @@ def run_stretch(
     path = runs[0].scheduler_config or bench.configuration
     names = scheduler_names(path)
     with (
-        api_server(bench.kubeconfig, bench.living) as server,
+        api_server(bench.kubeconfig, bench.living, bench.kube_version) as server,
         scheduler(name, server, scheduler_documents(path), bench.shards) as pid,
     ):
         meters = {
@@ -414,7 +422,7 @@ def run_apiserver_bench(
     runs: list[ApiRun] = []
     ceilings: list[float] = []
     for round_ in range(bench.rounds):
-        with api_server(bench.kubeconfig) as server:
+        with api_server(bench.kubeconfig, version=bench.kube_version) as server:
             ceilings.append(ceiling(server.client))
         order = bench.schedulers if round_ % 2 == 0 else bench.schedulers[::-1]
         for name, stretch in stretches(bench, plan, order):
@@ -428,6 +436,7 @@ def run_apiserver_bench(
     cases = compare(runs, statistics.median(ceilings))
     return ApiBenchReport(
         cluster="apiserver",
+        kubernetes=bench.kube_version,
         schedulers=list(bench.schedulers),
         rounds=bench.rounds,
         shards=bench.shards,

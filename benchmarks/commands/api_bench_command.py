@@ -14,6 +14,7 @@ from rich.table import Table
 from benchmarks.apiserver.api_bench import SCHEDULERS, ApiBench, run_apiserver_bench
 from benchmarks.commands.bench_options import ApiServerFlags
 from benchmarks.controlplane.control_plane import ControlPlaneMissing, binaries
+from benchmarks.controlplane.releases import UnknownRelease
 from benchmarks.report.api_report import ApiBenchReport
 from benchmarks.report.cluster_files import write_placements, write_state
 from benchmarks.report.instruments import comparison_rows
@@ -50,8 +51,8 @@ def bench_apiserver(f: ApiServerFlags, *, living: bool) -> NoReturn:
     if f.config:
         load_or_exit(f.config)
     try:
-        binaries()  # kube-scheduler, and the control plane unless one is given
-    except ControlPlaneMissing as e:
+        binaries(f.kube_version)  # kube-scheduler, and the control plane unless one is given
+    except (ControlPlaneMissing, UnknownRelease) as e:
         refuse(str(e))
     plan = f.plan()
     bench = ApiBench(
@@ -63,6 +64,7 @@ def bench_apiserver(f: ApiServerFlags, *, living: bool) -> NoReturn:
         plan.timeout_s,
         f.seed or 0,
         living,
+        f.kube_version,
     )
     with progress_bar(f.progress) as bar:
 

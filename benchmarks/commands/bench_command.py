@@ -12,6 +12,7 @@ import typer
 from benchmarks.chaos import DURATION_S
 from benchmarks.commands import api_bench_command, sim_bench_command
 from benchmarks.commands import bench_options as opt
+from benchmarks.controlplane.releases import NEWEST
 from benchmarks.simulated.sim_bench import DEFAULT_TIMEOUT_S
 from optimist.cli.shared_options import ShardResources, refuse
 
@@ -66,6 +67,7 @@ def bench(
     scheduler: opt.Scheduler = "optimist",
     compare: opt.Compare = None,
     rounds: opt.Rounds = 1,
+    kube_version: opt.KubeVersion = NEWEST,
     kubeconfig: opt.Kubeconfig = None,
 ) -> None:
     """Run scheduler_perf cases on a simulated cluster (or through a real API server) and
@@ -75,8 +77,11 @@ def bench(
     if cluster not in CLUSTERS:
         refuse(f"--cluster {cluster!r}: sim, apiserver or kwok")
     if cluster == "sim":
-        if compare or scheduler != "optimist" or rounds != 1:
-            refuse("--scheduler, --compare and --rounds go with --cluster apiserver or kwok")
+        if compare or scheduler != "optimist" or rounds != 1 or kube_version != NEWEST:
+            refuse(
+                "--scheduler, --compare, --rounds and --kube-version go with --cluster "
+                "apiserver or kwok"
+            )
         sim_bench_command.bench_simulated(opt.SimulatedFlags.picked(flags))
     if cluster == "kwok" and kubeconfig:
         refuse("--kubeconfig: not with --cluster kwok (it starts its own)")

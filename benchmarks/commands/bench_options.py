@@ -13,6 +13,7 @@ import typer
 
 from benchmarks.cases.case_fields import PerfConfigError
 from benchmarks.chaos import FAULTS, FAULTS_PER_KIND
+from benchmarks.controlplane.releases import RELEASES
 from benchmarks.simulated.sim_bench import Plan, load_plan
 from optimist.cli.shared_options import usage_error
 
@@ -219,7 +220,7 @@ Scheduler = Annotated[
     str,
     typer.Option(
         help="with --cluster apiserver or kwok: the scheduler under test, optimist (`optimist "
-        "run`) or kube-scheduler (upstream's v1.30)"
+        "run`) or kube-scheduler (upstream's, of --kube-version)"
     ),
 ]
 
@@ -237,6 +238,14 @@ Rounds = Annotated[
         min=1,
         help="with --cluster apiserver or kwok: run every workload this many times with each "
         "scheduler, alternating which goes first; figures are the medians",
+    ),
+]
+
+KubeVersion = Annotated[
+    str,
+    typer.Option(
+        help="with --cluster apiserver or kwok: the Kubernetes release of the control plane "
+        f"started and of kube-scheduler, one of {', '.join(RELEASES)}",
     ),
 ]
 
@@ -330,4 +339,5 @@ class ApiServerFlags(WorkloadFlags):
     scheduler: str
     compare: str | None
     rounds: int
+    kube_version: str
     kubeconfig: Path | None

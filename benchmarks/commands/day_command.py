@@ -20,8 +20,10 @@ from benchmarks.apiserver.api_bench import (
     scheduler_names,
 )
 from benchmarks.cases import day_file as shipped_day
+from benchmarks.commands.bench_options import KubeVersion
 from benchmarks.controlplane.control_plane import ControlPlaneMissing, binaries, free_port
 from benchmarks.controlplane.living_plane import LivingPlane
+from benchmarks.controlplane.releases import NEWEST, UnknownRelease
 from benchmarks.day.day_file import load_day
 from benchmarks.day.day_plan import DayPlan, plan_day
 from benchmarks.day.day_report import DayFigures, DayReport, day_figures, day_table
@@ -71,6 +73,7 @@ def day(
     settle: Annotated[
         float, typer.Option(min=0, help="seconds the cluster gets to settle after the day")
     ] = 60.0,
+    kube_version: KubeVersion = NEWEST,
     report: Annotated[Path | None, typer.Option(help="write the JSON result file here")] = None,
     html: Annotated[Path | None, typer.Option(help="write an HTML page with charts")] = None,
 ) -> NoReturn:
@@ -88,21 +91,22 @@ def day(
     if config:
         load_or_exit(config)
     try:
-        binaries()
+        binaries(kube_version)
         the_day = load_day(day_file)
-    except (ControlPlaneMissing, ConfigError) as e:
+    except (ControlPlaneMissing, ConfigError, UnknownRelease) as e:
         refuse(str(e))
     names = scheduler_names(config)
     plan = plan_day(the_day, nodes, duration, seed, sorted(names)[0])
     crd_folder = crds or SHARED_CRDS
     crd_files = sorted(crd_folder.glob("*.yaml")) if crd_folder.is_dir() else []
     lived = [
-        live(name, plan, config, names, shards, crd_files, check_every, settle)
+        live(name, plan, config, names, shards, crd_files, check_every, settle, kube_version)
         for name in schedulers
     ]
     result = DayReport(
-        day=str(day_file), nodes=nodes, duration_s=duration, seed=seed, shards=shards,
-        happenings=plan.counts(), schedulers=lived, machine=Machine.model_validate(machine()),
+        day=str(day_file), kubernetes=kube_version, nodes=nodes, duration_s=duration,
+        seed=seed, shards=shards, happenings=plan.counts(), schedulers=lived,
+        machine=Machine.model_validate(machine()),
     )  # fmt: skip
     console.print(day_table(result))
     for f in lived:
@@ -127,10 +131,11 @@ def live(
     crds: list[Path],
     check_every_s: float,
     settle_s: float,
+    kube_version: str,
 ) -> DayFigures:
     """The day, with the scheduler `name` on a living plane of its own."""
     port = free_port()
-    with api_server(None, living=True) as server:
+    with api_server(None, living=True, version=kube_version) as server:
         plane = server.plane
         assert isinstance(plane, LivingPlane)
         for crd in crds:  # before the scheduler starts: its informers look for them once

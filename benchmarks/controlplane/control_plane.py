@@ -36,10 +36,10 @@ from typing import Any
 import psutil
 import yaml
 
+from benchmarks.controlplane.releases import RELEASES, kube_version, release_folder
 from cluster.manifests import condition_true
 from optimist.kube.client import ApiError, KubeClient
 
-KUBE_VERSION = "v1.30.4"
 BINARIES = (
     "etcd",
     "kube-apiserver",
@@ -48,8 +48,6 @@ BINARIES = (
     "kube-controller-manager",
     "kwok",
 )
-# `make kube` links build/kube to the binaries of the pinned build
-_BUILT = Path(__file__).resolve().parents[2] / "build" / "kube"
 ADMIN_GROUP = "system:masters"  # bypasses RBAC: the tests' and the bench's own user
 _CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 ADMISSION_OFF = ("ServiceAccount", "TaintNodesByCondition")  # they wait on controllers
@@ -74,15 +72,18 @@ class ControlPlaneError(RuntimeError):
     """etcd or kube-apiserver did not start; the message quotes its log."""
 
 
-def binaries() -> Path:
-    """The folder of the pinned build: $OPTIMIST_KUBE_BIN, or build/kube."""
-    folder = Path(os.environ.get("OPTIMIST_KUBE_BIN") or _BUILT)
+def binaries(version: str | None = None) -> Path:
+    """The folder of the release `version` (`releases.kube_version`'s by default):
+    $OPTIMIST_KUBE_BIN for the default release, or where `make kube` links it."""
+    chosen = kube_version(version)
+    override = os.environ.get("OPTIMIST_KUBE_BIN") if version is None else None
+    folder = Path(override or release_folder(chosen))
     missing = [b for b in BINARIES if not (folder / b).is_file()]
     if missing:
         raise ControlPlaneMissing(
-            f"no {', '.join(missing)} in {folder}: run `make kube` (it needs Go 1.24 or "
+            f"no {', '.join(missing)} in {folder}: run `make kube` (it needs Go 1.26 or "
             "newer and the Go module proxy, and builds etcd and Kubernetes "
-            f"{KUBE_VERSION} from source)"
+            f"{' and '.join(RELEASES)} from source)"
         )
     return folder
 
@@ -226,7 +227,8 @@ class ControlPlane:
         return revision
 
     def kube_scheduler(self, configuration: Mapping[str, Any] | None = None) -> KubeScheduler:
-        """The real kube-scheduler v1.30 beside it, as a context (see `kube_scheduler`)."""
+        """The real kube-scheduler of its release beside it, as a context (see
+        `kube_scheduler`)."""
         return kube_scheduler(self.admin_kubeconfig, self.dir, configuration, self.bin_dir)
 
     @property
@@ -409,12 +411,12 @@ def kube_scheduler(
     ready_timeout_s: float = 120.0,
     port: int | None = None,
 ) -> Iterator[int]:
-    """The real kube-scheduler v1.30 against the server `kubeconfig` names, for as long
-    as the context lasts; yields the PID, once it answers /healthz. `configuration`
-    is a KubeSchedulerConfiguration document (its profiles; v1.30's one
-    default-scheduler profile without it); the connection and the election are set
-    as scheduler_perf runs it: its client unthrottled (qps and burst 5000), no
-    leader election. Its configuration and log go to `folder`. It serves on `port` (one
+    """The real kube-scheduler (of `bin_dir`'s release) against the server `kubeconfig`
+    names, for as long as the context lasts; yields the PID, once it answers /healthz.
+    `configuration` is a KubeSchedulerConfiguration document (its profiles; the one
+    default-scheduler profile without it); the connection and the election are set as
+    scheduler_perf runs it: its client unthrottled (qps and burst 5000), no leader
+    election. Its configuration and log go to `folder`. It serves on `port` (one
     free by default), /metrics to anyone on loopback as /healthz is."""
     doc = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
@@ -504,8 +506,14 @@ def _stop(process: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:
             process.wait()
 
 
-def scheduler_perf_plane(kind: type[ControlPlane] = ControlPlane) -> ControlPlane:
-    """A control plane (of `kind`: a living one too) as scheduler_perf's harness starts
-    its own: throughput flags, and the Priority and StorageObjectInUseProtection
-    admission plugins off."""
-    return kind(extra_args=THROUGHPUT_FLAGS, admission_off=SCHEDULER_PERF_ADMISSION_OFF)
+def scheduler_perf_plane(
+    kind: type[ControlPlane] = ControlPlane, version: str | None = None
+) -> ControlPlane:
+    """A control plane (of `kind`: a living one too; of the release `version`) as
+    scheduler_perf's harness starts its own: throughput flags, and the Priority and
+    StorageObjectInUseProtection admission plugins off."""
+    return kind(
+        extra_args=THROUGHPUT_FLAGS,
+        admission_off=SCHEDULER_PERF_ADMISSION_OFF,
+        bin_dir=binaries(version),
+    )

@@ -55,7 +55,11 @@ class DayFigures(Figures):
 
 
 class DayReport(Figures):
+    ABSENT_WHEN_NONE = frozenset({"kubernetes"})
+
     day: str  # the day file
+    # the control plane's release (None: a file from before there were two, v1.30.4)
+    kubernetes: str | None = None
     nodes: int
     duration_s: float
     seed: int

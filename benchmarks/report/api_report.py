@@ -119,7 +119,12 @@ class Ceiling(Figures):
 class ApiBenchReport(Figures):
     """A run of the API bench: every workload with every scheduler, every round."""
 
+    ABSENT_WHEN_NONE = frozenset({"kubernetes"})
+
     cluster: str
+    # the release of the server and of kube-scheduler (None: a file from before there
+    # were two, all of v1.30.4)
+    kubernetes: str | None = None
     schedulers: list[str]
     rounds: int
     shards: int

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from benchmarks.controlplane.releases import PINNED
 from benchmarks.day.day_report import ROWS, DayReport
 from benchmarks.report.instruments import report_cases
 from optimist.offline.provenance import short_commit
@@ -105,6 +106,8 @@ def _each(rates: Iterable[float]) -> str:
 def _made_by(report: dict[str, Any], name: str, link: str) -> str:
     machine = report.get("machine") or {}
     cores = f", {machine['cores']} cores" if "cores" in machine else ""
+    if "cluster" in report or "happenings" in report:  # a control plane's: its release
+        cores += f", Kubernetes {report.get('kubernetes') or PINNED}"
     if not report.get("command"):
         return f"From [{name}]({link}){cores}; its day's README says how it was made."
     commit = short_commit(str(report.get("commit", "")))  # the day's README says what "+dirty" was

@@ -32,7 +32,7 @@ import zlib
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from cluster.cluster_adapter import Binding, ClusterState
@@ -621,6 +621,13 @@ class KubernetesAdapter:
         written[report.pod] = last  # the most recent last, for the cap below
         if len(written) > _WRITTEN_KEPT // REPORTERS:
             written.popitem(last=False)
+        if report.status and "nominatedNodeName" in report.status:
+            with self._lock:
+                if report.pod in self._bound:
+                    # bound meanwhile: the nomination says nothing more, and servers from
+                    # v1.35 (ClearingNominatedNodeNameAfterBinding) refuse it on a bound
+                    # pod, whose binding cleared it
+                    report = replace(report, status=None)
         try:
             status = _sameness(report.status)
             if report.status is not None and status != last.status:

@@ -13,7 +13,7 @@ import pytest
 
 from benchmarks.apiserver.api_bench import ApiBench, run_apiserver_bench
 from benchmarks.cases import case_file, template
-from benchmarks.controlplane.control_plane import KUBE_VERSION
+from benchmarks.controlplane.releases import PINNED
 from benchmarks.report.api_report import ApiRunReport
 from benchmarks.simulated.sim_bench import Plan, run_bench
 from optimist.settings import Settings
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.usefixtures("ray_session")
 
 def upstream_file() -> Path:
     """scheduler_perf's performance-config.yaml in the module cache, or a skip."""
-    return scheduler_perf(KUBE_VERSION, "config/performance-config.yaml")
+    return scheduler_perf(PINNED, "config/performance-config.yaml")
 
 
 CANNOT = ("optimist does not model volumes", "optimist does not model dynamic resource")
