@@ -31,6 +31,7 @@ from typing import Any
 import psutil
 import yaml
 
+from benchmarks.apiserver import null_scheduler
 from benchmarks.apiserver.api_runner import (
     ApiCaseRunner,
     ApiOutcome,
@@ -54,6 +55,7 @@ from benchmarks.controlplane.living_plane import KWOK_POOL, LivingPlane
 from benchmarks.controlplane.releases import NEWEST
 from benchmarks.report import instruments
 from benchmarks.report.api_report import (
+    NULL_SCHEDULER,
     ApiAllPods,
     ApiBenchReport,
     ApiCaseComparison,
@@ -73,6 +75,8 @@ from optimist.offline.simulator import SimulatedCluster
 from optimist.settings import Settings
 
 SCHEDULERS = ("optimist", "kube-scheduler")
+# and what the API bench can run besides them: the null scheduler, the limit of the path
+BENCHED = (*SCHEDULERS, NULL_SCHEDULER)
 CEILING_PODS = 2000  # pods the ceiling is measured on
 CEILING_THREADS = 16
 READY_TIMEOUT_S = 180.0  # `optimist run`: Ray, Redis, the informers' first lists
@@ -145,27 +149,51 @@ def optimist_process(
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
     started: list[psutil.Process] = []  # its Redis and Ray's daemons, once it is ready
     try:
-        _wait_ready(process, f"http://127.0.0.1:{port}/readyz", log_path)
+        _wait_ready(process, lambda: answers(f"http://127.0.0.1:{port}/readyz"), log_path)
         started = psutil.Process(process.pid).children(recursive=True)
         yield process.pid
     finally:
         stop_tree(process, STOP_GRACE_S, started)
 
 
-def _wait_ready(process: subprocess.Popen[bytes], url: str, log_path: Path) -> None:
+@contextmanager
+def null_scheduler_process(kubeconfig: Path, names: frozenset[str], folder: Path) -> Iterator[int]:
+    """The null scheduler (`null_scheduler`) in a process of its own for the profiles
+    `names`; yields its PID once it has listed the nodes and pods. It ends when its
+    input closes; SIGTERM if it lingers."""
+    command = [sys.executable, "-m", null_scheduler.__name__, str(kubeconfig), *sorted(names)]
+    log_path = folder / "null-scheduler.log"
+    with log_path.open("wb") as out:
+        process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT
+        )
+    try:
+        _wait_ready(process, lambda: log_path.read_bytes().startswith(b"ready"), log_path)
+        yield process.pid
+    finally:
+        if process.stdin is not None:
+            process.stdin.close()
+        stop_tree(process, STOP_GRACE_S)
+
+
+def _wait_ready(
+    process: subprocess.Popen[bytes], ready: Callable[[], bool], log_path: Path
+) -> None:
+    """Until `ready()` while the process lives; ApiBenchError with its log if it ends, or
+    READY_TIMEOUT_S goes by, first."""
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
-        # ready: it answers, and it is still ours that answers (not another process
-        # that took the port while this one started)
-        if answers(url) and process.poll() is None:
+        # ready, and still ours that is (not another process that took the port while
+        # this one started)
+        if ready() and process.poll() is None:
             return
         if process.poll() is not None:
             raise ApiBenchError(
-                f"optimist run exited ({process.returncode}) before it was ready: "
+                f"{process.args!r} exited ({process.returncode}) before it was ready: "
                 f"{log_path.read_text(errors='replace')[-2000:]}"
             )
         time.sleep(0.2)
-    raise ApiBenchError(f"optimist run not ready within {READY_TIMEOUT_S:.0f} s ({log_path})")
+    raise ApiBenchError(f"{process.args!r} not ready within {READY_TIMEOUT_S:.0f} s ({log_path})")
 
 
 @contextmanager
@@ -173,11 +201,13 @@ def scheduler(
     name: str,
     server: Server,
     documents: list[dict[str, Any]],
+    names: frozenset[str],
     shards: int,
     port: int | None = None,
 ) -> Iterator[int]:
-    """The scheduler `name` in a process of its own, serving on `port` (its metrics:
-    `metrics_url`); yields its PID once it is ready."""
+    """The scheduler `name` in a process of its own for the profiles `names` of
+    `documents`, serving on `port` (its metrics: `metrics_url`); yields its PID once it
+    is ready."""
     if name == "optimist":
         with optimist_process(server.kubeconfig, documents, shards, server.folder, port) as pid:
             yield pid
@@ -186,8 +216,11 @@ def scheduler(
             server.kubeconfig, server.folder, documents[0], server.bin_dir, port=port
         ) as pid:
             yield pid
+    elif name == NULL_SCHEDULER:
+        with null_scheduler_process(server.kubeconfig, names, server.folder) as pid:
+            yield pid
     else:
-        raise ApiBenchError(f"--scheduler {name!r}: not one of {', '.join(SCHEDULERS)}")
+        raise ApiBenchError(f"--scheduler {name!r}: not one of {', '.join(BENCHED)}")
 
 
 def metrics_url(name: str, port: int) -> str:
@@ -258,7 +291,7 @@ def run_stretch(
     names = scheduler_names(path)
     with (
         api_server(bench.kubeconfig, bench.living, bench.kube_version) as server,
-        scheduler(name, server, scheduler_documents(path), bench.shards) as pid,
+        scheduler(name, server, scheduler_documents(path), names, bench.shards) as pid,
     ):
         meters = {
             "scheduler": instruments.ProcessTree(pid),
@@ -278,7 +311,12 @@ def run_stretch(
                 finally:
                     if server.plane is None:
                         runner.remove_made()
-            violations = check_invariants(cluster, outcome.watch.unschedulable)
+            # the null scheduler decides nothing: where it puts pods is not a placement
+            violations = (
+                check_invariants(cluster, outcome.watch.unschedulable)
+                if name != NULL_SCHEDULER
+                else []
+            )
             if keep is not None:
                 keep((run.name, name, str(round_ + 1)), cluster)
             yield workload_report(outcome, name, round_, len(cluster.nodes), violations)
@@ -380,20 +418,7 @@ def ceiling(client: KubeClient, pods: int = CEILING_PODS) -> float:
         client.request("POST", pods_path, body=pod)
 
     def bind(i: int) -> None:
-        body = {
-            "metadata": {"name": f"p{i}", "namespace": namespace},
-            "target": {"kind": "Node", "name": node},
-        }
-        client.request("POST", f"{pods_path}/p{i}/binding", body=body)
-        event = {
-            "metadata": {"generateName": f"p{i}.", "namespace": namespace},
-            "involvedObject": {"kind": "Pod", "name": f"p{i}", "namespace": namespace},
-            "type": "Normal",
-            "reason": "Scheduled",
-            "message": f"Successfully assigned {namespace}/p{i} to {node}",
-            "source": {"component": "ceiling"},
-        }
-        client.request("POST", f"/api/v1/namespaces/{namespace}/events", body=event)
+        null_scheduler.place(client, namespace, f"p{i}", node, "ceiling")
 
     try:
         with ThreadPoolExecutor(CEILING_THREADS) as pool:

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from benchmarks.apiserver.api_bench import SCHEDULERS, ApiBench, run_apiserver_bench
+from benchmarks.apiserver.api_bench import BENCHED, ApiBench, run_apiserver_bench
 from benchmarks.commands.bench_options import ApiServerFlags
 from benchmarks.controlplane.control_plane import ControlPlaneMissing, binaries
 from benchmarks.controlplane.releases import UnknownRelease
@@ -42,12 +42,12 @@ class KeptClusters:
 def bench_apiserver(f: ApiServerFlags, *, living: bool) -> NoReturn:
     """The workloads through a real API server (`living`: with kube-controller-manager
     and KWOK's nodes), with one scheduler or (--compare) two side by side."""
-    schedulers = (f.scheduler, f.compare) if f.compare else (f.scheduler,)
+    schedulers = (f.scheduler, *(f.compare or ()))
     for name in schedulers:
-        if name not in SCHEDULERS:
-            refuse(f"{name!r}: the schedulers are {', '.join(SCHEDULERS)}")
+        if name not in BENCHED:
+            refuse(f"{name!r}: the schedulers are {', '.join(BENCHED)}")
     if len(set(schedulers)) < len(schedulers):
-        refuse(f"--compare {f.compare}: the same as --scheduler")
+        refuse(f"--compare {' '.join(f.compare or ())}: a scheduler named twice")
     if f.config:
         load_or_exit(f.config)
     try:

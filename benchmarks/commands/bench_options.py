@@ -225,10 +225,11 @@ Scheduler = Annotated[
 ]
 
 Compare = Annotated[
-    str | None,
+    list[str] | None,
     typer.Option(
-        help="with --cluster apiserver or kwok: kube-scheduler, to run it too on every "
-        "workload and print the two side by side"
+        help="with --cluster apiserver or kwok: kube-scheduler, or null-scheduler (the "
+        "limit of the path: binds round-robin, deciding nothing), to run it too on every "
+        "workload and print them side by side; repeatable"
     ),
 ]
 
@@ -337,7 +338,7 @@ class ApiServerFlags(WorkloadFlags):
     """`--cluster apiserver` or `kwok`: the schedulers under test, and how often each."""
 
     scheduler: str
-    compare: str | None
+    compare: list[str] | None
     rounds: int
     kube_version: str
     kubeconfig: Path | None

@@ -140,7 +140,7 @@ def live(
         assert isinstance(plane, LivingPlane)
         for crd in crds:  # before the scheduler starts: its informers look for them once
             plane.install_crd(crd)
-        with scheduler(name, server, scheduler_documents(config), shards, port) as pid:
+        with scheduler(name, server, scheduler_documents(config), names, shards, port) as pid:
             meters = {
                 "scheduler": ProcessTree(pid),
                 **server.meters(),

@@ -98,6 +98,10 @@ class SchedulerFigures(Figures):
     errors: list[str]
 
 
+# the bench's limit of the path (`benchmarks.apiserver.null_scheduler`), run as a scheduler
+NULL_SCHEDULER = "null-scheduler"
+
+
 class ApiCaseComparison(Figures):
     """One workload, each scheduler's figures side by side: optimist's pods/s over
     kube-scheduler's, and as a share of the server's ceiling, where both are known."""

@@ -17,7 +17,7 @@ from typing import Any, Protocol, cast
 import numpy as np
 import psutil
 
-from benchmarks.report.api_report import ApiCaseComparison, SchedulerFigures
+from benchmarks.report.api_report import NULL_SCHEDULER, ApiCaseComparison, SchedulerFigures
 from cluster.redis_server import connect
 
 
@@ -327,6 +327,12 @@ def comparison_rows(entry: ApiCaseComparison, ceiling: float) -> list[tuple[str,
     if entry.share_of_ceiling is not None:
         label = f"of the server's ceiling ({ceiling:,.0f} pods/s)"
         rows.append((label, [f"{entry.share_of_ceiling:.0%}", *blank]))
+    null = entry.schedulers.get(NULL_SCHEDULER)
+    if null is not None and null.pods_per_s:
+        limit = null.pods_per_s
+        rows.append(
+            ("of the null scheduler's pods/s", each(lambda f: f"{f.pods_per_s / limit:.0%}"))
+        )
     living = [p for p in LIVING_PROCESSES if any(p in f.cpu_s_per_1000_pods for f in per)]
     for process in (*PROCESSES, *living):
         rows.append((f"CPU s per 1,000 pods: {process}", each(partial(_cpu_cell, process))))

@@ -108,6 +108,41 @@ def test_both_schedulers_place_an_upstream_case_through_the_api_server(
     assert Counter(p["metadata"]["namespace"] for p in pods) == Counter()
 
 
+def test_the_null_scheduler_binds_every_pod_round_robin_deciding_nothing(tmp_path, control_plane):
+    """The limit of the path beside optimist: it binds the measured pods in turn over
+    the nodes, each once, with optimist's writes (a Scheduled event each), and both
+    read as a share of its pods/s."""
+    path = write_case(
+        tmp_path,
+        [
+            {"opcode": "createNodes", "count": 4},
+            {"opcode": "startCollectingMetrics"},
+            {"opcode": "createPods", "count": 12},  # upstream's default pod
+            {"opcode": "stopCollectingMetrics"},
+        ],
+        {},
+    )
+    report = tmp_path / "report.json"
+    placements = tmp_path / "placements.csv"
+    kubeconfig = str(control_plane.admin_kubeconfig)
+    result = CliRunner().invoke(
+        app,
+        [
+            "bench", str(path), "--cluster", "apiserver", "--compare", "null-scheduler",
+            "--kubeconfig", kubeconfig, "--shards", "1", "--timeout", "120", "--no-progress",
+            "--report", str(report), "--placements", str(placements),
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    figures = json.loads(report.read_text())
+    assert [r["scheduler"] for r in figures["runs"]] == ["optimist", "null-scheduler"]
+    assert all(r["pods_scheduled"] == 12 and r["error"] is None for r in figures["runs"])
+    _, *rows = [line.split(",") for line in placements.read_text().splitlines()]
+    spread = Counter(node for scheduler, _, _, node in rows if scheduler == "null-scheduler")
+    assert sorted(spread.values()) == [3, 3, 3, 3]  # in turn: 12 pods over 4 nodes
+    assert "of the null scheduler's pods/s" in result.output and "100%" in result.output
+
+
 def test_a_failed_case_keeps_what_it_measured_through_the_api_server(tmp_path, control_plane):
     """As in the simulated bench: a createPods that waits for 10 pods that keep apart by
     hostname over 5 nodes fails the case (exit 1) naming the op, and the run keeps what
