@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from benchmarks.controlplane.living_plane import JOB_RUNS_FOR, KWOK_POOL, NODE_GRACE_S, kwok_node
-from cluster.objects import ZONE_LABEL
+from cluster.objects import HOSTNAME_LABEL, ZONE_LABEL
 from cluster.redis_server import connect
 from cluster.store import Keys, NodeStore
 from optimist.configuration import parse_configuration
@@ -130,20 +130,21 @@ def test_a_node_that_comes_back_makes_its_pods_ready_again(living_api, redis_url
     not Ready; once the node's agent runs again they are Ready again, and their
     Deployment is whole without a new pod."""
     api = living_api
-    kwok = api.plane.start_kwok("flaky")
+    kwok = api.plane.start_kwok("returning")
     try:
-        [node] = nodes(api, 1, "flaky")
+        [node] = nodes(api, 1, "returning")
         stay = [  # long enough not to be evicted while the node is away
             {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 3600}
             for key in GONE
         ]
         with Running(service(api, redis_url, key_prefix)):
-            api.put("deployments", deployment("back", 3, tolerations=stay))
+            on_it = {HOSTNAME_LABEL: node}  # whatever other nodes the session holds
+            api.put("deployments", deployment("back", 3, tolerations=stay, nodeSelector=on_it))
             wait_for(lambda: len(running(api, "back")) == 3, 60, "3 replicas Running")
             names = {p["metadata"]["name"] for p in running(api, "back")}
             api.plane.stop(kwok)
             wait_for(lambda: not running(api, "back"), 6 * NODE_GRACE_S, "its pods not Ready")
-            kwok = api.plane.start_kwok("flaky")
+            kwok = api.plane.start_kwok("returning")
             wait_for(lambda: len(running(api, "back")) == 3, 60, "its pods Ready again")
     finally:
         if kwok in api.plane.running:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchmarks.controlplane.control_plane import ControlPlane, free_port
+from benchmarks.controlplane.control_plane import ControlPlane, ControlPlaneError, free_port
 from cluster.manifests import condition_true
 from cluster.objects import HOSTNAME_LABEL
 from optimist.kube.client import ApiError
@@ -126,6 +126,8 @@ class LivingPlane(ControlPlane):
         returns its name, which `stop` takes: its nodes then stop heartbeating, as
         when a node's kubelet dies."""
         name = "kwok" if pool == KWOK_POOL else f"kwok-{pool}"
+        if name in self.running:  # two would both keep the pool's nodes alive
+            raise ControlPlaneError(f"{name} runs already")
         self._spawn(
             name,
             f"--config={CONFIGURATION}",  # and not a ~/.kwok of the user's

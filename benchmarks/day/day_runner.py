@@ -147,6 +147,16 @@ class DayRunner:
     # --- the whole day ------------------------------------------------------------------
 
     def run(self) -> DayOutcome:
+        """The day, its settling and its checks; the KWOKs of its own pools stop after it
+        (the plane may serve more than the day: a test session's does)."""
+        try:
+            return self._live()
+        finally:
+            for pool in self.plan.own_kwok:
+                if f"kwok-{pool}" in self.plane.running:
+                    self.plane.stop(f"kwok-{pool}")
+
+    def _live(self) -> DayOutcome:
         with self.watch:
             self._make_nodes()
             cpu_before = {name: m.cpu_s() for name, m in self.meters.items()}

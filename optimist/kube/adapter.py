@@ -191,7 +191,7 @@ class KubernetesAdapter:
         }
         self.informers = {
             name: Informer(
-                client, PATHS[name], self._waking(handle), watch_timeout_s=watch_timeout_s
+                client, PATHS[name], handle, watch_timeout_s=watch_timeout_s, arrived=self._arrived
             )
             for name, handle in handlers.items()
         }
@@ -228,15 +228,6 @@ class KubernetesAdapter:
         return woken
 
     # --- watch handlers (informer threads) -------------------------------
-
-    def _waking(
-        self, handle: Callable[[str, dict[str, Any]], None]
-    ) -> Callable[[str, dict[str, Any]], None]:
-        def handled(kind: str, obj: dict[str, Any]) -> None:
-            handle(kind, obj)
-            self._arrived.set()
-
-        return handled
 
     def _on_priority_class(self, kind: str, obj: dict[str, Any]) -> None:
         name = str(obj["metadata"]["name"])
@@ -623,11 +614,8 @@ class KubernetesAdapter:
             written.popitem(last=False)
         if report.status and "nominatedNodeName" in report.status:
             with self._lock:
-                if report.pod in self._bound:
-                    # bound meanwhile: the nomination says nothing more, and servers from
-                    # v1.35 (ClearingNominatedNodeNameAfterBinding) refuse it on a bound
-                    # pod, whose binding cleared it
-                    report = replace(report, status=None)
+                if report.pod in self._bound:  # bound meanwhile: from v1.35 the binding
+                    report = replace(report, status=None)  # clears it, and it is refused
         try:
             status = _sameness(report.status)
             if report.status is not None and status != last.status:

@@ -61,8 +61,11 @@ class Informer:
         watch_timeout_s: float = 300.0,
         backoff: Backoff = WATCH_BACKOFF,
         page_size: int = 500,
+        arrived: threading.Event | None = None,
     ) -> None:
         self.client, self.path, self.handle = client, path, handle
+        # set after each event is handled: what waits for news wakes without polling
+        self.arrived = arrived or threading.Event()
         self.watch_timeout_s = watch_timeout_s
         self.page_size = page_size
         self.backoff = backoff
@@ -116,6 +119,10 @@ class Informer:
                 self._stop.wait(self.backoff.wait_s(failures, None))
                 failures = min(failures + 1, 16)
 
+    def _handle(self, kind: str, obj: dict[str, Any]) -> None:
+        self.handle(kind, obj)
+        self.arrived.set()
+
     def _list(self) -> None:
         """Every object, a page of `page_size` at a time as client-go's pager reads them;
         all pages are one snapshot, at the first page's version (an expired continue
@@ -127,12 +134,12 @@ class Informer:
             seen[key] = known
             before = self._known.get(key)
             if before is None:
-                self.handle("ADDED", obj)
+                self._handle("ADDED", obj)
             elif before != known:
-                self.handle("MODIFIED", obj)
+                self._handle("MODIFIED", obj)
         for key in self._known.keys() - seen.keys():  # deleted while nobody watched
             namespace, _, name = key.rpartition("/")
-            self.handle("DELETED", {"metadata": {"name": name, "namespace": namespace}})
+            self._handle("DELETED", {"metadata": {"name": name, "namespace": namespace}})
         self._known = seen
         self.version = version
         self.lists += 1
@@ -164,5 +171,5 @@ class Informer:
                 self._known.pop(key, None)
             else:
                 self._known[key] = version
-            self.handle(str(kind), obj)
+            self._handle(str(kind), obj)
             self.version = version or self.version

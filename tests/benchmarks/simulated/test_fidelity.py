@@ -350,7 +350,7 @@ def test_a_go_template_where_optimist_does_not_render_one_stops_its_case_alone(
     assert templated_run["error"] == (
         "case Templated/small: op 1 (createPodGroups): optimist cannot run it: "
         "podTemplatePath='config/pod-indexed.yaml': a Go template ({{.Index}} and the "
-        "like, upstream's since v1.31), which optimist renders for createPods, createNodes "
-        "and createAny only"
+        "like, upstream's since v1.31), which upstream renders for createPods, createNodes, "
+        "createAny, createPodGroups and updateAny only"
     )
     assert plain["error"] is None and plain["pods_scheduled"] == 2
