@@ -62,7 +62,7 @@ class NullScheduler:
         self._nodes: list[str] = []
         self._turn = itertools.count()
         self._sent: set[str] = set()  # pods handed to a worker, never twice
-        self._early: list[tuple[str, str]] = []  # pods seen before any node was
+        self._waiting: list[tuple[str, str]] = []  # pods not yet handed to a worker
         self._lock = threading.Lock()
         self._workers = ThreadPoolExecutor(WORKERS, thread_name_prefix="bind")
         self.informers = [
@@ -88,9 +88,7 @@ class NullScheduler:
                 self._nodes = [n for n in self._nodes if n != name]
             elif name not in self._nodes and not (obj.get("spec") or {}).get("unschedulable"):
                 self._nodes.append(name)
-            early, self._early = (self._early, []) if self._nodes else ([], self._early)
-        for namespace, pod in early:
-            self._workers.submit(self._place, namespace, pod, self._next_node())
+        self._dispatch()  # the pods that came before any node
 
     def _on_pod(self, kind: str, obj: dict[str, Any]) -> None:
         spec, meta = obj.get("spec") or {}, obj["metadata"]
@@ -109,14 +107,19 @@ class NullScheduler:
             if key in self._sent:
                 return
             self._sent.add(key)
-            if not self._nodes:
-                self._early.append((meta["namespace"], meta["name"]))
-                return
-        self._workers.submit(self._place, meta["namespace"], meta["name"], self._next_node())
+            self._waiting.append((meta["namespace"], meta["name"]))
+        self._dispatch()
 
-    def _next_node(self) -> str:
+    def _dispatch(self) -> None:
+        """Hand the waiting pods to the workers, each with the next node in turn; while
+        no node is known they wait."""
         with self._lock:
-            return self._nodes[next(self._turn) % len(self._nodes)]
+            if not self._nodes:
+                return
+            ready, self._waiting = self._waiting, []
+            nodes = [self._nodes[next(self._turn) % len(self._nodes)] for _ in ready]
+        for (namespace, name), node in zip(ready, nodes, strict=True):
+            self._workers.submit(self._place, namespace, name, node)
 
     def _place(self, namespace: str, name: str, node: str) -> None:
         with suppress(ApiError):  # deleted or bound meanwhile: nothing to decide
