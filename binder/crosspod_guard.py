@@ -13,7 +13,7 @@ need the check all go through this one, and fences.py keeps it exact.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from binder.fences import namespaces_watched
 from cluster.crosspod.affinity import filter_node, keeps_away, terms_of
@@ -35,15 +35,14 @@ from cluster.store import NodeStore, Store
 Rule = Callable[[SchedulingSpec, str, ClusterView], str | None]
 
 
-def _spread_rule(args: dict[str, Any]) -> Rule:
-    defaults = DefaultSpreading.from_args(args)
+def _spread_rule(defaults: DefaultSpreading) -> Rule:
     return lambda spec, node, view: spread_filter(spec, node, view, defaults)
 
 
-# plugin name -> (args -> its rule)
-RULES: dict[str, Callable[[dict[str, Any]], Rule]] = {
+# plugin name -> (the profile's default spreading -> its rule)
+RULES: dict[str, Callable[[DefaultSpreading], Rule]] = {
     "PodTopologySpread": _spread_rule,
-    "InterPodAffinity": lambda args: filter_node,
+    "InterPodAffinity": lambda defaults: filter_node,
 }
 
 
@@ -67,16 +66,18 @@ class CrossPodGuard:
     ) -> None:
         self.store = store
         self.fenced = fenced  # other binders commit too: read fences with every sync
-        self.rules: dict[str, list[Rule]] = {
-            p.scheduler_name: [RULES[n](p.args.get(n, {})) for n in p.filters if n in RULES]
-            for p in profiles
-        }
         # per profile, the default spreading its filter applies (DoNotSchedule defaults
         # make a pod that a Service or controller selects need the re-check)
         self.spreading = {
             p.scheduler_name: DefaultSpreading.from_args(p.args.get("PodTopologySpread", {}))
             if "PodTopologySpread" in p.filters
             else NO_DEFAULTS
+            for p in profiles
+        }
+        self.rules: dict[str, list[Rule]] = {
+            p.scheduler_name: [
+                RULES[n](self.spreading[p.scheduler_name]) for n in p.filters if n in RULES
+            ]
             for p in profiles
         }
         self.refused = 0
