@@ -25,6 +25,8 @@ from optimist.kube.client import ApiError, KubeClient
 
 log = logging.getLogger(__name__)
 
+GIVE_UP_TRIES = 3  # a 409 on giving up: read the lease again, it may still be ours
+
 
 @dataclass(frozen=True, slots=True)
 class LeaseConfig:
@@ -51,6 +53,7 @@ class LeaderElector:
         self._observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
         self._observed_at = 0.0  # time.monotonic() when the record last changed
         self._stop = threading.Event()
+        self._renewer: threading.Thread | None = None
 
     def acquire(self, stop: threading.Event) -> bool:
         """Wait until this process holds the lease (True), or `stop` is set (False); then
@@ -58,21 +61,36 @@ class LeaderElector:
         while not stop.is_set():
             if self._try():
                 log.info("%s leads (lease %s/%s)", self.identity, *self._where())
-                threading.Thread(target=self._renew_forever, daemon=True).start()
+                self._renewer = threading.Thread(target=self._renew_forever, daemon=True)
+                self._renewer.start()
                 return True
             stop.wait(self.config.retry_period_s)
         return False
 
     def release(self) -> None:
-        """Stop renewing and give the lease up at once, so a standby need not wait it out."""
+        """Stop renewing and give the lease up at once, so a standby need not wait it out.
+
+        The renewal in flight finishes first: were it to write after the lease was read
+        here, the give-up would meet a 409 and the lease would stay held until it ran out.
+        """
         self._stop.set()
+        if self._renewer is not None:
+            self._renewer.join(self.config.renew_deadline_s)
         if self.lost.is_set():
             return
+        url = f"{self.path}/{self.config.name}"
         try:
-            lease = self.client.request("GET", f"{self.path}/{self.config.name}")
-            if lease.get("spec", {}).get("holderIdentity") == self.identity:
+            for _ in range(GIVE_UP_TRIES):
+                lease = self.client.request("GET", url)
+                if lease.get("spec", {}).get("holderIdentity") != self.identity:
+                    break
                 lease["spec"].update(holderIdentity="", leaseDurationSeconds=1)
-                self.client.request("PUT", f"{self.path}/{self.config.name}", body=lease)
+                try:
+                    self.client.request("PUT", url, body=lease)
+                    break
+                except ApiError as err:
+                    if err.status != 409:
+                        raise
         except ApiError as err:
             log.warning("giving up the lease failed: %s", err)
         self.lost.set()

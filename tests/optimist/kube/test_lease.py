@@ -96,3 +96,42 @@ def test_a_leader_that_cannot_renew_stops_leading_before_its_lease_runs_out(kube
     api.throttle(1000, retry_after_s=0)  # the API refuses everything for a while
     assert a.lost.wait(FAST.renew_deadline_s + 1.0)
     api.throttle(0)
+
+
+class RenewalBetween:
+    """A client that lets the renewal thread's write land between a give-up's read and
+    its write, if the give-up reads while a renewal is in flight: the interleaving that
+    left a stopped leader holding its lease."""
+
+    def __init__(self, client):
+        self.client = client
+        self.renewing = threading.Event()  # the renewal has read and is about to write
+        self.given_up_read = threading.Event()
+        self.renewed = threading.Event()
+        self.caller = threading.current_thread()
+
+    def request(self, method, path, **kwargs):
+        own = threading.current_thread() is self.caller
+        if method == "GET" and own:
+            answer = self.client.request(method, path, **kwargs)
+            self.given_up_read.set()
+            return answer
+        if method == "PUT" and not own and not self.renewed.is_set():
+            self.renewing.set()
+            self.given_up_read.wait(1.0)  # a release that joins first never reads here
+            try:
+                return self.client.request(method, path, **kwargs)
+            finally:
+                self.renewed.set()
+        if method == "PUT" and own:
+            self.renewed.wait(1.0)
+        return self.client.request(method, path, **kwargs)
+
+
+def test_a_leader_gives_its_lease_up_even_with_a_renewal_in_flight(kube_api):
+    client = RenewalBetween(elector(kube_api, "a").client)
+    a = LeaderElector(client, "a", FAST)
+    assert a.acquire(threading.Event())
+    assert client.renewing.wait(10)
+    a.release()
+    assert holder(kube_api) == ""
