@@ -211,6 +211,12 @@ class Platform:
         for info in self.shard_info:
             info["ray_nodes"] = [_node(info)]
 
+    def start_over(self) -> None:
+        """An empty store and shards that know nothing, on the processes already running:
+        a new workload without the second a shard's process takes to start."""
+        self.store.clear()
+        ray.get([shard.start_over.remote() for shard in self.shards])
+
     def locate_shards(self, timeout_s: float = 10.0) -> None:
         """Where each shard runs now, noted in its info: Ray starts a shard whose node was
         lost on another node, and its `ray_nodes` then names both. A shard whose node was

@@ -104,6 +104,11 @@ class ShardActor:
                 raise  # no store to decide against yet: the batch goes back to the queue
             # the store was built again: everything this shard knew or assumed is void
             log.warning("shard %d: %s; starting over", self.core.shard_id, err)
-            self.core.store.close()
-            self.core = self._new_core()
+            self.start_over()
             return self.core.handle(batch).encode()
+
+    def start_over(self) -> None:
+        """Forget every node, pod and assumption, as a shard just started would know
+        nothing: for a store built again, or a new workload on the same actors."""
+        self.core.store.close()
+        self.core = self._new_core()

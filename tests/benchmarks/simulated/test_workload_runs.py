@@ -15,6 +15,7 @@ import pytest
 from benchmarks.cases import case_file as pc
 from benchmarks.cases import cases_file, template
 from benchmarks.report import instruments
+from benchmarks.simulated import sim_bench
 from benchmarks.simulated.sim_bench import Plan, Workload, run_bench
 from benchmarks.simulated.sim_runner import CREATE_CHUNK
 from cluster.gpus import GPU_INDICES_ANNOTATION
@@ -191,3 +192,32 @@ def test_pods_are_scheduled_while_an_op_is_still_creating_them(redis_url, key_pr
     assert bench.ok and bench.report.cases[0].pods_scheduled == pods
     assert [created for created, _ in seen[:3]] == [k * CREATE_CHUNK for k in (1, 2, 3)]
     assert all(out for _, out in seen[:3])
+
+
+def test_workloads_in_a_row_share_the_shards_and_each_begins_knowing_nothing(
+    redis_url, key_prefix, monkeypatch
+):
+    """The second workload runs on the first one's shard processes, started over: had
+    a shard kept the first cluster's twenty nodes, it would offer them, and its pods
+    would conflict at the store, which holds only the second's two. (A shard also
+    starts over by itself on finding the store emptied; the platform tells it to, so
+    that no workload begins on that path, which warns in every shard's log.)"""
+    started = []
+
+    class Counted(sim_bench.Platform):
+        def __enter__(self):
+            started.append(self)
+            return super().__enter__()
+
+    monkeypatch.setattr(sim_bench, "Platform", Counted)
+    node, pod = template("node-default.yaml"), template("pod-default.yaml")
+    first, second = Workload(20, 100, node, pod).case(), Workload(2, 10, node, pod).case()
+    bench = run_bench(settings(redis_url, key_prefix), Plan((first, second), timeout_s=60))
+    r = bench.report
+    assert r.errors == [] and r.invariant_violations == []
+    assert len(started) == 1
+    assert [c.pods_scheduled for c in r.cases] == [100, 10]
+    assert r.cases[1].conflicts == 0
+    assert set(bench.clusters[second.name].bindings.values()) <= set(
+        bench.clusters[second.name].nodes
+    )
