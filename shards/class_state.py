@@ -303,7 +303,7 @@ class ClassState:
         """The first pod of a class, searched as upstream does: judge the rows from
         `start` on, a window's worth at a time, until more than enough are feasible
         (or none is left), and score only the first that are enough. None when the
-        window is every row: judging every row then costs no more.
+        window is every row, or no row is feasible: judging every row then costs no more.
 
         The spec-only filters' answer is shared between classes (`Profile.static_rows`),
         so only the usage-dependent filters walk the rows, over those it lets through."""
@@ -327,6 +327,8 @@ class ClassState:
             # the filters costs the same few microseconds however few rows it is given
             step = max(wanted, int((wanted + 1 - count) * went / max(count, 1) * 1.25))
         self._searched_at = len(self.table.changed_rows)
+        if not count:  # no row is feasible: judging every row says why, at no more cost
+            return None
         window = np.concatenate(found)[:wanted]
         # too few feasible rows: upstream went through every row and scores all it found
         searched = total if count <= wanted else (int(window[-1]) - start) % total + 1

@@ -429,3 +429,32 @@ def test_a_result_carries_each_pods_share_of_the_time_at_each_extension_point(st
     again = core.handle(batch([spec("100m")], [[0]]))
     assert again.observed[1] == []
     assert sum(sum(c) for _, c, _ in again.observed[0]) == 2  # Filter and Score, one pod
+
+
+@pytest.mark.parametrize(
+    ("manifest", "cpu", "reason"),
+    [
+        ({"nodeSelector": {"rack": "c"}}, "500m", "didn't match Pod's node affinity/selector"),
+        ({}, "2", "Insufficient cpu"),
+    ],
+    ids=["no node it may go to", "no node with room"],
+)
+def test_a_pod_no_node_takes_is_unschedulable_where_only_some_nodes_are_searched(
+    store, manifest, cpu, reason
+):
+    """Past a hundred nodes the first pod of a class is searched a window at a time
+    (percentageOfNodesToScore); a search that finds no feasible node at all ends
+    unschedulable, with the filters' reasons, never as the batch's failure (a
+    DaemonSet's pod whose node was cordoned or went NotReady, in a day on 1,000
+    nodes, failed every batch it was in)."""
+    from optimist.settings import DEFAULT_PROFILE
+    from shards.plugins import build_profile
+
+    store.put_nodes([node(f"n{i:04}", cpu="1", labels={"rack": "ab"[i % 2]}) for i in range(1000)])
+    profile = build_profile(DEFAULT_PROFILE)
+    assert profile.percentage_of_nodes_to_score is None  # adaptive: 42% of 1,000 nodes
+    core = ShardCore(0, store, [profile], seed=1)
+    pod = pod_from_manifest(pod_spec({"cpu": cpu, "memory": "1Mi"}, **manifest)).spec
+    [decision] = core.handle(batch([pod], [[0]])).decisions
+    assert not decision.placed
+    assert decision.reasons == {reason: 1000} or reason in decision.summary(), decision.reasons
