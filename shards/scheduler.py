@@ -8,6 +8,7 @@ placed whole in the shard's own table or not at all.
 from __future__ import annotations
 
 import copy
+import logging
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
@@ -28,6 +29,8 @@ from shards.home_nodes import HomeNodes
 from shards.node_table import NodeTable
 from shards.plugin_verdicts import explain_pod
 from shards.stopwatch import Stopwatch
+
+log = logging.getLogger(__name__)
 
 _CLASS_CACHE = 4096
 Taken = tuple[int, PodClass, tuple[int, ...]]  # a pod assumed: its row, class and GPUs
@@ -192,10 +195,13 @@ class ShardCore:
         while i < len(units):
             run = self._run_length(units, i, classes)
             mark = watch.mark()
-            if run > 1:
-                outcomes = self._place_run(units[i : i + run], classes, states)
-            else:
-                outcomes = [self._place(units[i], classes, states)]
+            try:
+                if run > 1:
+                    outcomes = self._place_run(units[i : i + run], classes, states)
+                else:
+                    outcomes = [self._place(units[i], classes, states)]
+            except Exception as err:  # a fault met on these units fails them, not the batch
+                outcomes = self._faulted(units[i : i + run], classes, states, err)
             pods_placed = pods_failed = 0
             for unit, (decision, assumed) in zip(units[i : i + run], outcomes, strict=True):
                 if assumed:
@@ -254,8 +260,23 @@ class ShardCore:
         state = states.get(cls)
         if state is None:
             state = states[cls] = ClassState(pod, self.profiles[pod.spec.profile], self.table)
-        names = self.table.names
         out: list[tuple[Decision, list[Taken]]] = []
+        try:
+            self._run_into(out, units, cls, state)
+        except Exception:
+            self._forget([taken for _, assumed in out for taken in assumed])
+            raise
+        return out
+
+    def _run_into(
+        self,
+        out: list[tuple[Decision, list[Taken]]],
+        units: list[UnitRequest],
+        cls: int,
+        state: ClassState,
+    ) -> None:
+        """`_place_run`'s loop: each unit's outcome appended to `out` as it is decided."""
+        pod, names = state.pod, self.table.names
         while len(out) < len(units):
             left = len(units) - len(out)
             for row, searched, runners in state.best_of_run(
@@ -275,7 +296,6 @@ class ShardCore:
                     unit.pods[0][0], cls, [names[r] for r in rows], versions, list(taken[2])
                 )
                 out.append((Decision(unit.key, [placement]), [taken]))
-        return out
 
     def _choose(
         self, unit: UnitRequest, i: int, state: ClassState
@@ -305,6 +325,20 @@ class ShardCore:
         out of the placement, as long as enough of them did.
         """
         chosen: list[Taken] = []
+        try:
+            return self._place_pods(unit, classes, states, chosen)
+        except Exception:
+            self._forget(chosen)  # nothing of the unit stays assumed
+            raise
+
+    def _place_pods(
+        self,
+        unit: UnitRequest,
+        classes: list[PodClass],
+        states: dict[int, ClassState],
+        chosen: list[Taken],
+    ) -> tuple[Decision, list[Taken]]:
+        """`_place`'s work, each pod assumed added to `chosen` as it is placed."""
         offered: list[list[int]] = []
         placed: list[tuple[str, int]] = []
         rejection: Rejection | None = None
@@ -380,9 +414,30 @@ class ShardCore:
         )
 
     def _undo(self, chosen: list[Taken]) -> None:
-        """Take a unit's pods placed so far out of the table again: a rollback, if any were."""
+        """Take a unit's pods placed so far out of the table again: a rollback, if any were.
+        The list is emptied: nothing in it is assumed any more."""
         self._forget(chosen)
         self._rollbacks += bool(chosen)
+        chosen.clear()
+
+    def _faulted(
+        self,
+        units: list[UnitRequest],
+        classes: list[PodClass],
+        states: dict[int, ClassState],
+        err: Exception,
+    ) -> list[tuple[Decision, list[Taken]]]:
+        """Units a fault (a bug) was met on, failed alone with it as their reason, as
+        upstream fails a pod whose plugin returned an error: the rest of the batch goes
+        on. What their classes had judged is dropped, as the fault may have left it half
+        done; the pods wait as unschedulable, and are tried again after the wait's
+        timeout or on an event."""
+        log.exception("shard %d: %d unit(s) failed on a fault", self.shard_id, len(units))
+        for unit in units:
+            for _, cls in unit.pods:
+                states.pop(cls, None)
+        why = f"the shard failed on it: {type(err).__name__}: {err} (see the shard's log)"
+        return [(Decision(unit.key, [], {why: 1}, self.table.size), []) for unit in units]
 
     def _consult(
         self, state: ClassState, manifest: dict[str, Any], extenders: list[HTTPExtender]

@@ -458,3 +458,44 @@ def test_a_pod_no_node_takes_is_unschedulable_where_only_some_nodes_are_searched
     [decision] = core.handle(batch([pod], [[0]])).decisions
     assert not decision.placed
     assert decision.reasons == {reason: 1000} or reason in decision.summary(), decision.reasons
+
+
+def test_a_fault_met_on_one_unit_fails_it_alone_and_leaves_nothing_assumed(store):
+    """A plugin that raises (a bug) on the pods labelled `faulty`: their unit fails with
+    the fault as its reason, as upstream fails a pod whose plugin returned an error;
+    the other units of the batch are placed, and a gang whose second pod met the fault
+    leaves nothing of its first assumed."""
+    from collections import Counter
+
+    from shards.framework import FilterPlugin, Profile
+
+    class Faulty(FilterPlugin):
+        name = "Faulty"
+        dynamic = True
+
+        def filter(self, pod, table, rows):
+            if ("faulty", "yes") in pod.spec.labels:
+                raise RuntimeError("a bug")
+            return np.ones(len(np.arange(table.size)[rows]), dtype=bool)
+
+        def reasons(self, pod, table, rows):
+            return Counter()
+
+    base = default_profile()
+    profile = Profile(base.name, [*base.filters, Faulty()], base.scorers)
+    store.put_nodes([node(f"n{i}", cpu="1") for i in range(2)])
+    core = ShardCore(0, store, [profile], seed=1)
+    good = spec("400m")
+    bad = pod_from_manifest(
+        {**pod_spec({"cpu": "400m"}), "metadata": {"name": "p", "labels": {"faulty": "yes"}}}
+    ).spec
+    # a gang of a good pod and a faulty one, then two good pods (a run), then a faulty pod
+    result = core.handle(batch([good, bad], [[0, 1], [0], [0], [1]]))
+    gang, first, second, alone = result.decisions
+    assert not gang.placed and not alone.placed
+    assert gang.summary().endswith("RuntimeError: a bug (see the shard's log).")
+    assert first.placed and second.placed
+    # the gang's first pod is not assumed: each node holds one good pod and room for one
+    again = core.handle(batch([good], [[0], [0]]))
+    assert all(d.placed for d in again.decisions)
+    assert sorted(d.placements[0].nodes[0] for d in again.decisions) == ["n0", "n1"]
