@@ -21,7 +21,7 @@ from cluster.events import EVENTS
 from cluster.explanation import ExplainRequest, PodExplanation, UnitExplanation
 from cluster.messages import Decision, PodPlacement, ShardBatch, ShardResult, UnitRequest
 from cluster.objects import SchedulingSpec
-from cluster.store import Delta, Store
+from cluster.store import Delta, EpochChanged, Store
 from shards.class_state import ClassState, pick
 from shards.extender import ExtenderError, HTTPExtender
 from shards.framework import PodClass, Profile, Rejection
@@ -200,8 +200,10 @@ class ShardCore:
                     outcomes = self._place_run(units[i : i + run], classes, states)
                 else:
                     outcomes = [self._place(units[i], classes, states)]
+            except EpochChanged:
+                raise  # the store was built again: the actor starts over
             except Exception as err:  # a fault met on these units fails them, not the batch
-                outcomes = self._faulted(units[i : i + run], classes, states, err)
+                outcomes = self._faulted(units[i : i + run], states, err)
             pods_placed = pods_failed = 0
             for unit, (decision, assumed) in zip(units[i : i + run], outcomes, strict=True):
                 if assumed:
@@ -421,11 +423,7 @@ class ShardCore:
         chosen.clear()
 
     def _faulted(
-        self,
-        units: list[UnitRequest],
-        classes: list[PodClass],
-        states: dict[int, ClassState],
-        err: Exception,
+        self, units: list[UnitRequest], states: dict[int, ClassState], err: Exception
     ) -> list[tuple[Decision, list[Taken]]]:
         """Units a fault (a bug) was met on, failed alone with it as their reason, as
         upstream fails a pod whose plugin returned an error: the rest of the batch goes
