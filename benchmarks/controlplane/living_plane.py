@@ -121,11 +121,16 @@ class LivingPlane(ControlPlane):
             lambda: self._exists("/api/v1/namespaces/default/serviceaccounts/default"),
         )
 
+    @staticmethod
+    def kwok_name(pool: str) -> str:
+        """The name of the KWOK process that keeps `pool`'s nodes, as `running` holds it."""
+        return "kwok" if pool == KWOK_POOL else f"kwok-{pool}"
+
     def start_kwok(self, pool: str = KWOK_POOL) -> str:
         """A KWOK of its own for the nodes annotated with `pool`, once it runs them;
         returns its name, which `stop` takes: its nodes then stop heartbeating, as
         when a node's kubelet dies."""
-        name = "kwok" if pool == KWOK_POOL else f"kwok-{pool}"
+        name = self.kwok_name(pool)
         if name in self.running:  # two would both keep the pool's nodes alive
             raise ControlPlaneError(f"{name} runs already")
         self._spawn(

@@ -153,8 +153,8 @@ class DayRunner:
             return self._live()
         finally:
             for pool in self.plan.own_kwok:
-                if f"kwok-{pool}" in self.plane.running:
-                    self.plane.stop(f"kwok-{pool}")
+                if (name := self.plane.kwok_name(pool)) in self.plane.running:
+                    self.plane.stop(name)
 
     def _live(self) -> DayOutcome:
         with self.watch:
@@ -230,10 +230,10 @@ class DayRunner:
             self._change(h)
         elif h.what == "node-down":
             self.watched_pools.add(h.pool)
-            self.plane.stop(f"kwok-{h.pool}")
+            self.plane.stop(self.plane.kwok_name(h.pool))
             self.happened.append((t_s, f"pool {h.pool}: its KWOK stopped"))
         elif h.what == "node-up":
-            self._spawn(lambda: self.plane.start_kwok(h.pool), f"kwok-{h.pool}")
+            self._spawn(lambda: self.plane.start_kwok(h.pool), self.plane.kwok_name(h.pool))
             self.happened.append((t_s, f"pool {h.pool}: its KWOK started again"))
         elif h.what == "drain":
             self._spawn(lambda: self._drain(h.pool), f"drain-{h.pool}")
