@@ -487,10 +487,17 @@ def pod_from_manifest(raw: Mapping[str, Any]) -> Pod:
         ),
         node_name=node_name,
         manifest=raw,
-        group=f"{namespace}/{labels[POD_GROUP_LABEL]}" if labels.get(POD_GROUP_LABEL) else "",
+        group=pod_group(raw),
         gates=_scheduling_gates(obj, spec),
         preempts=policy == PREEMPT_LOWER_PRIORITY,
     )
+
+
+def pod_group(raw: Mapping[str, Any]) -> str:
+    """The `namespace/name` of the PodGroup a pod's label puts it in, or ""."""
+    meta = raw.get("metadata") or {}
+    name = (meta.get("labels") or {}).get(POD_GROUP_LABEL)
+    return f"{meta.get('namespace') or 'default'}/{name}" if name else ""
 
 
 def _scheduling_gates(obj: str, spec: Mapping[str, Any]) -> tuple[str, ...]:

@@ -307,7 +307,7 @@ def run_stretch(
             with runner:
                 try:
                     outcome = runner.execute()
-                    cluster = cluster_of(server.client, names, outcome.watch.bind_log)
+                    cluster = cluster_of(server.client, names, outcome.watch)
                 finally:
                     if server.plane is None:
                         runner.remove_made()

@@ -552,12 +552,13 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
 def cluster_of(
     client: KubeClient,
     scheduler_names: frozenset[str],
-    bind_log: list[Binding],
+    watch: PodWatch,
     pods: list[dict[str, Any]] | None = None,
 ) -> SimulatedCluster:
     """The server's state as the invariant checker reads a cluster: its nodes, its pods
-    (`pods` where the caller listed them already) and where they are bound, `bind_log`
-    (every binding seen), its PodGroups if it serves them."""
+    (`pods` where the caller listed them already) and where they are bound, its PodGroups
+    if it serves them; and from `watch`, every binding seen and the gangs' pods deleted
+    since they were bound."""
     nodes, _ = list_all(client, "/api/v1/nodes")
     if pods is None:
         pods, _ = list_all(client, "/api/v1/pods")
@@ -567,7 +568,8 @@ def cluster_of(
         if err.status != 404:
             raise
         groups = []
-    return build_cluster(nodes, pods, groups, scheduler_names, bind_log)
+    bind_log, departed = watch.history()
+    return build_cluster(nodes, pods, groups, scheduler_names, bind_log, departed)
 
 
 def build_cluster(
@@ -576,8 +578,9 @@ def build_cluster(
     groups: Iterable[dict[str, Any]],
     scheduler_names: frozenset[str],
     bind_log: list[Binding],
+    departed_members: Counter[str],
 ) -> SimulatedCluster:
-    cluster = SimulatedCluster(scheduler_names)
+    cluster = SimulatedCluster(scheduler_names, departed_members=departed_members)
     for obj in nodes:
         node = node_from_manifest(obj)
         cluster.nodes[node.name] = node

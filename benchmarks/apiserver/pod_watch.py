@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from benchmarks.controlplane.control_plane import ControlPlaneError
 from cluster.cluster_adapter import Binding
-from cluster.manifests import condition, condition_true, terminated
+from cluster.manifests import condition, condition_true, pod_group, terminated
 from optimist.kube.client import KubeClient
 from optimist.kube.informer import Informer, object_key
 
@@ -41,6 +42,8 @@ class PodWatch:
         self.arrived: list[tuple[str, float, dict[str, Any]]] = []
         self.nodes: dict[str, str] = {}
         self.bind_log: list[Binding] = []
+        # PodGroup -> its pods deleted after they were bound (a finished gang may go)
+        self.departed_members: Counter[str] = Counter()
         self.unschedulable: dict[str, str] = {}  # pod -> the condition's reason
         self.gone: set[str] = set()
         self.terminating: set[str] = set()  # deleted with a grace period, not yet gone
@@ -67,6 +70,8 @@ class PodWatch:
         with self.lock:
             self.events += 1
             if kind == "DELETED":
+                if key in self.nodes and key not in self.gone and (group := pod_group(obj)):
+                    self.departed_members[group] += 1
                 self.gone.add(key)
                 self.terminating.discard(key)
                 self.nominated.discard(key)
@@ -96,6 +101,12 @@ class PodWatch:
                 self.nominated.discard(key)
             elif (reason := _unschedulable(obj)) is not None:
                 self.unschedulable[key] = reason
+
+    def history(self) -> tuple[list[Binding], Counter[str]]:
+        """Every binding seen, and each gang's pods deleted since they were bound: what
+        the checker needs beyond the server's state now."""
+        with self.lock:
+            return list(self.bind_log), Counter(self.departed_members)
 
     def take_arrived(self) -> list[tuple[str, float, dict[str, Any]]]:
         with self.lock:

@@ -10,9 +10,9 @@ from datetime import datetime
 from typing import Any
 
 from benchmarks.apiserver.api_runner import cluster_of
+from benchmarks.apiserver.pod_watch import PodWatch
 from benchmarks.day.day_plan import NAMESPACE, NEVER_FITS_LABEL
 from benchmarks.report.bench_report import Figures
-from cluster.cluster_adapter import Binding
 from cluster.manifests import condition, terminated
 from optimist.kube.client import KubeClient
 from optimist.kube.informer import list_all, object_key
@@ -27,10 +27,10 @@ from optimist.offline.invariants import (
 SLACK_S = 1.0  # the API's timestamps are whole seconds
 
 
-def invariants_now(client: KubeClient, names: frozenset[str], bind_log: list[Binding]) -> list[str]:
+def invariants_now(client: KubeClient, names: frozenset[str], watch: PodWatch) -> list[str]:
     """The invariants that hold at every moment: bound once, no over-commit, gangs whole
     (nothing lost is for the end, when every pod has had its chance)."""
-    cluster = cluster_of(client, names, bind_log)
+    cluster = cluster_of(client, names, watch)
     counted = recount(cluster)
     return [*bound_once(cluster), *no_over_commit(cluster, counted), *gangs_whole(cluster, counted)]
 
@@ -38,13 +38,13 @@ def invariants_now(client: KubeClient, names: frozenset[str], bind_log: list[Bin
 def invariants_at_end(
     client: KubeClient,
     names: frozenset[str],
-    bind_log: list[Binding],
+    watch: PodWatch,
     pods: list[dict[str, Any]],
     explained: Iterable[str],
 ) -> list[str]:
     """Every invariant, nothing lost included, on `pods` as listed once at the end (with
     what `end_state` read of the same list: a controller may make pods meanwhile)."""
-    return check_invariants(cluster_of(client, names, bind_log, pods), explained)
+    return check_invariants(cluster_of(client, names, watch, pods), explained)
 
 
 @dataclass

@@ -177,8 +177,7 @@ class DayRunner:
                 for pending in end.pending:
                     pending.explain_agrees = _finds_no_node(self.explain_address, pending.pod)
             explained = [p.pod for p in end.pending if p.message]
-            log = self.watch.bind_log
-            violations = invariants_at_end(self.client, self.names, log, pods, explained)
+            violations = invariants_at_end(self.client, self.names, self.watch, pods, explained)
             closed = [
                 *self.not_ready.placed_while_closed(pods),
                 *self.cordoned.placed_while_closed(pods),
@@ -317,8 +316,7 @@ class DayRunner:
         listing every pod takes seconds on a large cluster, and the sampler keeps time)."""
         while not self._stop.wait(self.check_every_s):
             t_s = time.perf_counter() - self.start
-            log = list(self.watch.bind_log)
-            self.checks.append((t_s, invariants_now(self.client, self.names, log)))
+            self.checks.append((t_s, invariants_now(self.client, self.names, self.watch)))
 
     def _sample_forever(self) -> None:
         bound_before = 0

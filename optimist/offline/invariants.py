@@ -48,7 +48,7 @@ class Recount:
     usage: dict[str, dict[str, int]]  # node -> resource -> requested, by pods not ended
     gpus: dict[str, Counter[int]]  # node -> GPU index -> milli, by pods not ended
     unknown_gpus: set[str]  # nodes with GPU pods whose GPUs nobody wrote down
-    members: Counter[str]  # PodGroup -> its pods bound, ended or not
+    members: Counter[str]  # PodGroup -> its pods bound, ended or deleted since or not
     # what reading the bindings found: a pod on an unknown node, a host port held twice,
     # GPU indices missing or not as many as asked
     problems: list[str] = field(default_factory=list)
@@ -63,7 +63,7 @@ def recount(cluster: SimulatedCluster) -> Recount:
         {name: {} for name in cluster.nodes},
         {name: Counter() for name in cluster.nodes},
         set(),
-        Counter(),
+        Counter(cluster.departed_members),
     )
     ports: dict[str, list[tuple[str, HostPort]]] = {name: [] for name in cluster.nodes}
     scheduled = {b.pod for b in cluster.bind_log}
@@ -120,7 +120,8 @@ def no_over_commit(cluster: SimulatedCluster, counted: Recount) -> list[str]:
 
 
 def gangs_whole(cluster: SimulatedCluster, counted: Recount) -> list[str]:
-    """Gangs are whole: a PodGroup has no pod bound, or at least minMember."""
+    """Gangs are whole: a PodGroup has no pod bound, or at least minMember (counting
+    those deleted since they were bound: a gang's finished pods may go)."""
     return [
         f"PodGroup {key} has {counted.members[key]} pods bound, "
         f"fewer than minMember {group.min_member}"

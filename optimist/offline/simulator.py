@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,6 +26,7 @@ from cluster.manifests import (
     copy_manifest,
     node_from_manifest,
     pod_from_manifest,
+    pod_group,
     podgroup_from_manifest,
     reservation_from_manifest,
 )
@@ -60,6 +62,9 @@ class SimulatedCluster:
     pod_manifests: dict[str, dict[str, Any]] = field(default_factory=dict)
     bindings: dict[str, str] = field(default_factory=dict)
     bind_log: list[Binding] = field(default_factory=list)
+    # PodGroup -> its pods deleted after they were bound: a gang placed whole stays whole
+    # when its pods finish and go
+    departed_members: Counter[str] = field(default_factory=Counter)
     evicted: list[str] = field(default_factory=list)  # pods deleted by preemption, in order
     reservations: dict[str, Reservation] = field(default_factory=dict)  # by name
     pod_groups: dict[str, PodGroup] = field(default_factory=dict)
@@ -279,8 +284,10 @@ class SimulatedCluster:
         """Delete pods, bound or pending; a deleted pod is never bound afterwards."""
         for key in keys:
             self._parsed.pop(key, None)
-            if self.pod_manifests.pop(key, None) is not None:
-                self.bindings.pop(key, None)
+            manifest = self.pod_manifests.pop(key, None)
+            if manifest is not None:
+                if self.bindings.pop(key, None) is not None and (group := pod_group(manifest)):
+                    self.departed_members[group] += 1
                 self._deleted_pods.append(key)
                 if not self.keep_history:
                     self._names.discard(key)

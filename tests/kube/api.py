@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -188,7 +189,7 @@ class Api:
             for r in self.bindings()
         ]
         return build_cluster(
-            self.items("nodes"), pods, self.items("podgroups"), scheduler_names, log
+            self.items("nodes"), pods, self.items("podgroups"), scheduler_names, log, Counter()
         )
 
     @contextmanager

@@ -78,6 +78,16 @@ def test_gangs_whole_names_a_gang_bound_short_of_min_member():
     ]
 
 
+def test_a_gang_placed_whole_stays_whole_when_its_finished_pods_are_deleted():
+    gang = cluster_with({"a": "Succeeded", "b": "Succeeded"})
+    for key in ("default/a", "default/b"):
+        gang.pod_manifests[key]["metadata"]["labels"] = {POD_GROUP_LABEL: "g"}
+    gang.pod_groups["default/g"] = PodGroup("default", "g", 2)
+    gang.delete_pods(["default/a"])
+    assert gang.departed_members == {"default/g": 1}
+    assert gangs_whole(gang, recount(gang)) == []
+
+
 def test_nothing_lost_names_a_pod_neither_bound_nor_reported_and_one_both():
     cluster = cluster_with({"a": "Running"})
     cluster.pod_manifests["default/b"] = {
