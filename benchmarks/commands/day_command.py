@@ -5,6 +5,7 @@ kube-scheduler on a plane of its own: the same day, drawn from the same seed."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -76,6 +77,14 @@ def day(
     kube_version: KubeVersion = NEWEST,
     report: Annotated[Path | None, typer.Option(help="write the JSON result file here")] = None,
     html: Annotated[Path | None, typer.Option(help="write an HTML page with charts")] = None,
+    logs: Annotated[
+        Path | None,
+        typer.Option(
+            file_okay=False,
+            help="keep every process's log here, a folder for each scheduler's day "
+            "(the plane's folder goes when the day ends)",
+        ),
+    ] = None,
 ) -> NoReturn:
     """A day in a living cluster: Deployments scaled and rolled out, Jobs that finish, a
     gang, a DaemonSet, pods that never fit, a pool gone NotReady and back, a pool
@@ -99,10 +108,8 @@ def day(
     plan = plan_day(the_day, nodes, duration, seed, sorted(names)[0])
     crd_folder = crds or SHARED_CRDS
     crd_files = sorted(crd_folder.glob("*.yaml")) if crd_folder.is_dir() else []
-    lived = [
-        live(name, plan, config, names, shards, crd_files, check_every, settle, kube_version)
-        for name in schedulers
-    ]
+    setting = (plan, config, names, shards, crd_files, check_every, settle, kube_version)
+    lived = [live(name, *setting, logs / name if logs else None) for name in schedulers]
     result = DayReport(
         day=str(day_file), kubernetes=kube_version, nodes=nodes, duration_s=duration,
         seed=seed, shards=shards, happenings=plan.counts(), schedulers=lived,
@@ -132,27 +139,35 @@ def live(
     check_every_s: float,
     settle_s: float,
     kube_version: str,
+    logs: Path | None,
 ) -> DayFigures:
-    """The day, with the scheduler `name` on a living plane of its own."""
+    """The day, with the scheduler `name` on a living plane of its own (every process's
+    log copied to `logs` at its end, the scheduler's whole)."""
     port = free_port()
     with api_server(None, living=True, version=kube_version) as server:
         plane = server.plane
         assert isinstance(plane, LivingPlane)
         for crd in crds:  # before the scheduler starts: its informers look for them once
             plane.install_crd(crd)
-        with scheduler(name, server, scheduler_documents(config), names, shards, port) as pid:
-            meters = {
-                "scheduler": ProcessTree(pid),
-                **server.meters(),
-                "client": ProcessTree(os.getpid(), descendants=False),
-            }
-            runner = DayRunner(
-                plan, plane, server.client, name, meters, metrics_url(name, port), names,
-                check_every_s=check_every_s, settle_s=settle_s,
-                explain_address=f"127.0.0.1:{port}" if name == "optimist" else "",
-                progress=lambda line: console.print(escape(line)),
-            )  # fmt: skip
-            return day_figures(runner.run(), plan.duration_s)
+        try:
+            with scheduler(name, server, scheduler_documents(config), names, shards, port) as pid:
+                meters = {
+                    "scheduler": ProcessTree(pid),
+                    **server.meters(),
+                    "client": ProcessTree(os.getpid(), descendants=False),
+                }
+                runner = DayRunner(
+                    plan, plane, server.client, name, meters, metrics_url(name, port), names,
+                    check_every_s=check_every_s, settle_s=settle_s,
+                    explain_address=f"127.0.0.1:{port}" if name == "optimist" else "",
+                    progress=lambda line: console.print(escape(line)),
+                )  # fmt: skip
+                return day_figures(runner.run(), plan.duration_s)
+        finally:  # the scheduler has stopped: its log is whole
+            if logs:
+                logs.mkdir(parents=True, exist_ok=True)
+                for log in server.folder.glob("*.log"):
+                    shutil.copyfile(log, logs / log.name)
 
 
 def _failures(lived: list[DayFigures]) -> list[str]:
