@@ -19,12 +19,12 @@ from optimist.kube.informer import Informer, object_key
 SETTLE_S = 3.0  # nothing bound for this long, and every pod left reported unschedulable
 
 
-def _unschedulable(pod: Mapping[str, Any]) -> str | None:
-    """The PodScheduled condition's reason if it says False, else None."""
+def _unschedulable(pod: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The PodScheduled condition's reason and message if it says False, else None."""
     scheduled = condition(pod, "PodScheduled")
     if scheduled is None or scheduled.get("status") != "False":
         return None
-    return str(scheduled.get("reason") or "Unschedulable")
+    return str(scheduled.get("reason") or "Unschedulable"), str(scheduled.get("message") or "")
 
 
 class PodWatch:
@@ -45,6 +45,9 @@ class PodWatch:
         # PodGroup -> its pods deleted after they were bound (a finished gang may go)
         self.departed_members: Counter[str] = Counter()
         self.unschedulable: dict[str, str] = {}  # pod -> the condition's reason
+        # pod -> the message of the last PodScheduled False it was given, kept once it is
+        # bound: why a pod waited as long as it did
+        self.last_said: dict[str, str] = {}
         self.gone: set[str] = set()
         self.terminating: set[str] = set()  # deleted with a grace period, not yet gone
         self.nominated: set[str] = set()  # unbound, waiting for the victims it preempted
@@ -99,8 +102,8 @@ class PodWatch:
                     self.last_change = now
                 self.unschedulable.pop(key, None)
                 self.nominated.discard(key)
-            elif (reason := _unschedulable(obj)) is not None:
-                self.unschedulable[key] = reason
+            elif (said := _unschedulable(obj)) is not None:
+                self.unschedulable[key], self.last_said[key] = said
 
     def history(self) -> tuple[list[Binding], Counter[str]]:
         """Every binding seen, and each gang's pods deleted since they were bound: what

@@ -117,6 +117,9 @@ def day(
     )  # fmt: skip
     console.print(day_table(result))
     for f in lived:
+        for pod, waited_s in f.slowest:
+            told = f.slowest_told.get(pod, "never told unschedulable")
+            console.print(f"{f.scheduler}: {pod} waited {waited_s:.1f} s: {escape(told)}")
         for line in f.end.not_rolled_out:
             console.print(f"[yellow]{f.scheduler}: Deployment {escape(line)}[/yellow]")
     failed = _failures(lived)

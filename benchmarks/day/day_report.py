@@ -38,6 +38,8 @@ class DayFigures(Figures):
     stages: dict[str, Latency]  # created -> scheduled -> running -> ready
     oldest_pending_s: Latency  # the per-second samples of the oldest pod's wait
     slowest: list[tuple[str, float]]  # the pods longest from created to scheduled, seconds
+    # what the scheduler last said of each of them while it waited (PodScheduled's message)
+    slowest_told: dict[str, str] = {}
     pending_max: dict[str, int]  # by queue
     conflicts: Number
     scheduler_cpu_ms_per_pod: float
@@ -90,6 +92,10 @@ def day_figures(outcome: DayOutcome, duration_s: float) -> DayFigures:
         scheduler_cpu_s=[round(s.scheduler_cpu_s, 3) for s in samples],
     )
     stages = {"scheduled": watch.bound_at, "running": watch.running_at, "ready": watch.ready_at}
+    slowest = sorted(
+        ((k, round(watch.bound_at[k] - outcome.created_at[k], 2)) for k in bound),
+        key=lambda pair: -pair[1],
+    )[:SLOWEST]
     return DayFigures(
         scheduler=outcome.scheduler,
         pods_created=len(pods),
@@ -102,10 +108,8 @@ def day_figures(outcome: DayOutcome, duration_s: float) -> DayFigures:
             for k, v in stage_latencies(outcome.created_at, stages, bound).items()
         },
         oldest_pending_s=Latency.model_validate(latency([s.oldest_pending_s for s in samples])),
-        slowest=sorted(
-            ((k, round(watch.bound_at[k] - outcome.created_at[k], 2)) for k in bound),
-            key=lambda pair: -pair[1],
-        )[:SLOWEST],
+        slowest=slowest,
+        slowest_told={k: watch.last_said[k] for k, _ in slowest if k in watch.last_said},
         pending_max={q: max(series.pending[q], default=0) for q in QUEUES},
         conflicts=max((s.conflicts for s in samples), default=0),
         scheduler_cpu_ms_per_pod=1000 * scheduler_cpu / max(len(bound), 1),
