@@ -18,7 +18,7 @@ import ssl
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -42,10 +42,12 @@ from benchmarks.report.instruments import ProcessTree
 from cluster.manifests import condition, condition_true
 from optimist.explain import ExplainError, ask_endpoint
 from optimist.kube.client import ApiError, Backoff, KubeClient
-from optimist.kube.informer import list_all
+from optimist.kube.informer import list_all, object_key
 
 QUEUES = ("active", "backoff", "unschedulable", "gated")
 SAMPLE_S = 1.0
+# what the pods made before a day that never settled get, beyond it: two of the longest backoffs
+LAST_CHANCE_S = 20.0
 DRAIN_RETRY_S = 1.0
 # where each kind the day makes is created ({ns}: the day's namespace)
 PATHS = {
@@ -140,6 +142,7 @@ class DayRunner:
         self.happened: list[tuple[float, str]] = []
         self.notes: list[str] = []
         self.rollouts = 0
+        self.cut: set[str] | None = None  # the pods the end judges, where the day never settled
         self.start = 0.0
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -171,7 +174,8 @@ class DayRunner:
                 for thread in self._threads:
                     thread.join(30)
             cpu_s = {name: m.cpu_s() - cpu_before[name] for name, m in self.meters.items()}
-            pods, _ = list_all(self.client, f"/api/v1/namespaces/{NAMESPACE}/pods")
+            listed, _ = list_all(self.client, f"/api/v1/namespaces/{NAMESPACE}/pods")
+            pods = self._checked(listed)
             end = end_state(self.client, self.names, pods)
             if self.explain_address:
                 for pending in end.pending:
@@ -295,19 +299,38 @@ class DayRunner:
     def _settle(self) -> None:
         """After the day: until every pod of ours is bound or told why not (as the watch
         shows them: listing every pod each time would load the server), and every
-        Deployment rolled out, `settle_s` at most."""
+        Deployment rolled out, `settle_s` at most. Running Jobs make pods all the while:
+        at the deadline, the pods made so far get LAST_CHANCE_S more, and those made
+        after are left out of the end's checks while still pending (`self.cut`)."""
         deadline = time.perf_counter() + self.settle_s
         path = PATHS["Deployment"].format(ns=NAMESPACE)
         while time.perf_counter() < deadline and not self._stop.is_set():
-            with self.watch.lock:
-                told = self.watch.bound_at.keys() | self.watch.gone | self.watch.ended
-                told |= self.watch.unschedulable.keys()
-            untold = [k for k in self.created_at if k not in told]
             deployments, _ = list_all(self.client, path)
-            if not untold and all(rolled_out(d) for d in deployments):
+            if not self._untold(list(self.created_at)) and all(rolled_out(d) for d in deployments):
                 return
             self._stop.wait(2.0)
         self._note(f"the cluster had not settled {self.settle_s:g} s after the day")
+        self.cut = set(self.created_at)
+        last = time.perf_counter() + LAST_CHANCE_S
+        while self._untold(self.cut) and time.perf_counter() < last:
+            self._stop.wait(0.5)
+
+    def _untold(self, pods: Iterable[str]) -> list[str]:
+        """The pods of `pods` neither bound, gone, ended nor told why not."""
+        with self.watch.lock:
+            told = self.watch.bound_at.keys() | self.watch.gone | self.watch.ended
+            told |= self.watch.unschedulable.keys()
+        return [k for k in pods if k not in told]
+
+    def _checked(self, pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The pods the end's checks judge: all but those made after the cut and still
+        pending (they have had no chance yet), which are noted."""
+        if self.cut is None:
+            return pods
+        checked = [p for p in pods if p["spec"].get("nodeName") or object_key(p) in self.cut]
+        if late := len(pods) - len(checked):
+            self._note(f"{late} pods made after the settling ended were left out, pending")
+        return checked
 
     # --- watching ---------------------------------------------------------------------
 
