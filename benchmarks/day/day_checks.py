@@ -47,6 +47,15 @@ def invariants_at_end(
     return check_invariants(cluster_of(client, names, watch, pods), explained)
 
 
+def made_in_time(pods: list[dict[str, Any]], cut: set[str] | None) -> list[dict[str, Any]]:
+    """The pods the end's checks judge: all but those still pending that are not in
+    `cut`, the pods made before a day that never settled ended (the ones made after
+    have had no chance yet). None: the day settled, and every pod is judged."""
+    if cut is None:
+        return pods
+    return [p for p in pods if p["spec"].get("nodeName") or object_key(p) in cut]
+
+
 @dataclass
 class Closures:
     """When each node stopped taking new pods (NotReady seen, or cordoned) and when it

@@ -35,6 +35,7 @@ from benchmarks.day.day_checks import (
     end_state,
     invariants_at_end,
     invariants_now,
+    made_in_time,
     rolled_out,
 )
 from benchmarks.day.day_plan import NAMESPACE, NEVER_FITS_LABEL, POOL_LABEL, DayPlan, Happening
@@ -42,7 +43,7 @@ from benchmarks.report.instruments import ProcessTree
 from cluster.manifests import condition, condition_true
 from optimist.explain import ExplainError, ask_endpoint
 from optimist.kube.client import ApiError, Backoff, KubeClient
-from optimist.kube.informer import list_all, object_key
+from optimist.kube.informer import list_all
 
 QUEUES = ("active", "backoff", "unschedulable", "gated")
 SAMPLE_S = 1.0
@@ -323,11 +324,7 @@ class DayRunner:
         return [k for k in pods if k not in told]
 
     def _checked(self, pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The pods the end's checks judge: all but those made after the cut and still
-        pending (they have had no chance yet), which are noted."""
-        if self.cut is None:
-            return pods
-        checked = [p for p in pods if p["spec"].get("nodeName") or object_key(p) in self.cut]
+        checked = made_in_time(pods, self.cut)
         if late := len(pods) - len(checked):
             self._note(f"{late} pods made after the settling ended were left out, pending")
         return checked

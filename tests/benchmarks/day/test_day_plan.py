@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.cases import day_file
-from benchmarks.day.day_checks import Closures
+from benchmarks.day.day_checks import Closures, made_in_time
 from benchmarks.day.day_file import load_day
 from benchmarks.day.day_plan import POOL_LABEL, plan_day
 from optimist.configuration import ConfigError
@@ -78,3 +78,13 @@ def test_a_pod_bound_to_a_node_while_it_was_closed_is_named():
     assert (
         found.startswith("pod day/p-2026-12-06T10:00:05Z was bound to n1") and "5 s after" in found
     )
+
+
+def test_a_day_that_never_settled_judges_the_pods_made_before_it_ended():
+    def pod(name: str, node: str = "") -> dict[str, object]:
+        return {"metadata": {"name": name, "namespace": "day"}, "spec": {"nodeName": node}}
+
+    pods = [pod("early"), pod("early-bound", "n1"), pod("late"), pod("late-bound", "n1")]
+    assert made_in_time(pods, None) == pods  # the day settled: every pod is judged
+    # made after the cut and still pending: no chance yet; bound, it counts all the same
+    assert made_in_time(pods, {"day/early", "day/early-bound"}) == [pods[0], pods[1], pods[3]]
