@@ -54,6 +54,7 @@ class Dispatcher:
         *,
         send_manifests: bool = False,
         max_conflicts: int = 5,
+        max_lost: int = 3,
         node_partitions: int = 0,
         unschedulable_timeout_s: float = UNSCHEDULABLE_TIMEOUT_S,
         quotas: QuotaTree | None = None,
@@ -72,6 +73,9 @@ class Dispatcher:
         self.unschedulable_timeout_s = unschedulable_timeout_s
         self.node_partitions = node_partitions  # one per shard; 0: none
         self.max_conflicts = max_conflicts  # conflicts in a row before a unit backs off
+        # batches in a row a unit was lost in before it backs off: a unit that kills its
+        # shard each time must not be sent again at once, for ever
+        self.max_lost = max_lost
         self.send_manifests = send_manifests  # scheduler extenders need whole pods
         self.gangs = Gangs()
         self.queue = SchedulingQueue(backoff or Backoff())
@@ -391,6 +395,7 @@ class Dispatcher:
             if unit is None or unit.state is not PodState.IN_FLIGHT or decision.unit not in sent:
                 continue  # not ours to act on: a late or forged answer
             answered.add(decision.unit)
+            unit.lost = 0
             if decision.placed:
                 unit.move(PodState.AWAITING_COMMIT)
                 unit.placed = [p.pod for p in decision.placements]
@@ -405,6 +410,11 @@ class Dispatcher:
         for key in batch.units:
             unit = self.units.get(key)
             if key not in answered and unit is not None and unit.state is PodState.IN_FLIGHT:
+                unit.lost += 1
+                if unit.lost % self.max_lost == 0:
+                    self._back_off(unit, f"no shard answered its last {unit.lost} attempts")
+                    failed.append(unit)
+                    continue
                 self.quota.given_back(unit.pods)
                 unit.move(PodState.ACTIVE)  # the shard dropped it: try again
                 self.queue.push_active(unit)

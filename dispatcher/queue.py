@@ -43,6 +43,7 @@ class QueuedUnit:
     state: PodState = PodState.ACTIVE
     attempts: int = 0  # scheduling attempts that ended without a commit
     conflicts: int = 0
+    lost: int = 0  # batches in a row it went out in and came back without its answer
     reason: str = ""  # why the last attempt found no node
     plugins: tuple[str, ...] = ()  # the filters that rejected nodes in that attempt
     requeue_on: frozenset[str] = frozenset()  # the cluster events that may let it fit

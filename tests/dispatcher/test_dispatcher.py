@@ -215,6 +215,30 @@ def test_answers_for_units_not_in_flight_are_ignored(dispatcher):
     assert dispatcher.units["default/a"].state is PodState.ACTIVE
 
 
+def test_a_unit_no_shard_answers_three_times_in_a_row_backs_off(dispatcher, clock):
+    """A unit that kills its shard each time (a whole batch lost) is not sent again at
+    once, for ever: the third loss in a row backs it off, with the reason told."""
+    dispatcher.add(pod("poison"))
+    for _ in range(2):
+        batch = dispatcher.next_batch(0, 10)
+        reading = dispatcher.on_result(ShardResult(0, batch.batch_id, 0, []))
+        assert [u.unit for u in reading.dropped] == ["default/poison"] and not reading.failed
+    batch = dispatcher.next_batch(0, 10)
+    reading = dispatcher.on_result(ShardResult(0, batch.batch_id, 0, []))
+    assert not reading.dropped
+    assert [(u.unit, u.reason) for u in reading.failed] == [
+        ("default/poison", "no shard answered its last 3 attempts")
+    ]
+    assert dispatcher.units["default/poison"].state is PodState.BACKOFF
+    assert dispatcher.next_batch(0, 10) is None
+    clock.now += 1.0  # its first backoff over, it is tried again
+    batch = dispatcher.next_batch(0, 10)
+    assert [u.key for u in batch.units] == ["default/poison"]
+    # an answer ends the run of losses: the next loss alone sends it straight back
+    dispatcher.on_result(ShardResult(0, batch.batch_id, 1, unschedulable(batch)))
+    assert dispatcher.units["default/poison"].lost == 0
+
+
 def test_on_result_names_the_units_that_failed_and_those_dropped(dispatcher):
     for name in ("fits", "refused", "dropped"):
         dispatcher.add(pod(name))
