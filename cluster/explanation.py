@@ -172,6 +172,11 @@ class Standing:
     group: str = ""  # its PodGroup, for a gang
     min_member: int = 1
 
+    @classmethod
+    def held_back(cls, state: str, reason: str, group: str = "", min_member: int = 1) -> Standing:
+        """A pod held back before any attempt (gated, or its gang short)."""
+        return cls(state, 0, reason, [], [], 0.0, 0.0, "", "", group, min_member)
+
     def to_json(self) -> dict[str, Any]:
         return _flat(self)
 

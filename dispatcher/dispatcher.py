@@ -41,9 +41,7 @@ class InFlightBatch:
     units: list[str]
 
 
-def _waiting(state: str, reason: str, group: str = "", min_member: int = 1) -> Standing:
-    """The standing of a pod held back before any attempt (gated, or its gang short)."""
-    return Standing(state, 0, reason, [], [], 0.0, 0.0, "", "", group, min_member)
+MAX_LOST = 3  # batches in a row a unit may go unanswered in before it backs off
 
 
 class Dispatcher:
@@ -54,7 +52,6 @@ class Dispatcher:
         *,
         send_manifests: bool = False,
         max_conflicts: int = 5,
-        max_lost: int = 3,
         node_partitions: int = 0,
         unschedulable_timeout_s: float = UNSCHEDULABLE_TIMEOUT_S,
         quotas: QuotaTree | None = None,
@@ -73,9 +70,6 @@ class Dispatcher:
         self.unschedulable_timeout_s = unschedulable_timeout_s
         self.node_partitions = node_partitions  # one per shard; 0: none
         self.max_conflicts = max_conflicts  # conflicts in a row before a unit backs off
-        # batches in a row a unit was lost in before it backs off: a unit that kills its
-        # shard each time must not be sent again at once, for ever
-        self.max_lost = max_lost
         self.send_manifests = send_manifests  # scheduler extenders need whole pods
         self.gangs = Gangs()
         self.queue = SchedulingQueue(backoff or Backoff())
@@ -411,7 +405,7 @@ class Dispatcher:
             unit = self.units.get(key)
             if key not in answered and unit is not None and unit.state is PodState.IN_FLIGHT:
                 unit.lost += 1
-                if unit.lost % self.max_lost == 0:
+                if unit.lost % MAX_LOST == 0:  # one that kills its shard each time
                     self._back_off(unit, f"no shard answered its last {unit.lost} attempts")
                     failed.append(unit)
                     continue
@@ -606,12 +600,12 @@ class Dispatcher:
         gated = self.gated.get(pod_key)
         if gated is not None:
             why = f"blocked by scheduling gates {', '.join(gated.gates)}"
-            return Held(pod_key, [gated], 1, ANY_SHARD, _waiting("gated", why))
+            return Held(pod_key, [gated], 1, ANY_SHARD, Standing.held_back("gated", why))
         for group, pods in self.gangs.waiting.items():
             if any(p.key == pod_key for p in pods):
                 why = self.gangs.waiting_reasons({}, only=[group])[pod_key]
                 needed = self.gangs.needed(group)
-                standing = _waiting("gang-wait", why, group, needed)
+                standing = Standing.held_back("gang-wait", why, group, needed)
                 return Held(group, list(pods), needed, ANY_SHARD, standing)
         return None
 
