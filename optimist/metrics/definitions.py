@@ -77,10 +77,17 @@ class _Api:
     def __init__(self) -> None:
         self.read: Callable[[], ApiSample] | None = None
 
+    def describe(self) -> Iterator[Metric]:
+        """Its families' names, for a scrape that asks for some by name (`name[]`)."""
+        return self._families(ApiSample())
+
     def collect(self) -> Iterator[Metric]:
         if self.read is None:
-            return
-        sample = self.read()
+            return iter(())
+        return self._families(self.read())
+
+    @staticmethod
+    def _families(sample: ApiSample) -> Iterator[Metric]:
         yield CounterMetricFamily(
             "optimist_api_retries",
             "API requests retried after a 429, a 5xx or a broken connection.",
@@ -251,7 +258,9 @@ class SchedulerMetrics:
     def __init__(self) -> None:
         # kube-scheduler serves no `_created` series
         disable_created_metrics()  # type: ignore[no-untyped-call]  # prometheus_client leaves it unannotated (checked only under --strict)
-        self.registry = r = CollectorRegistry()
+        # the collectors of our own make tell their names by collecting once (a scrape may
+        # ask for some by name, `name[]`)
+        self.registry = r = CollectorRegistry(auto_describe=True)
         self.attempts, self.attempt_duration, self.sli_duration, self.pod_attempts = (
             _attempt_families(r)
         )

@@ -69,7 +69,7 @@ class MetricsServer:
         elif path == "/debug/explain" and self.explainer is not None:
             status, kind, body = self._explain(environ, self.explainer)
         elif path == "/metrics":
-            body, kind = generate_latest(self.metrics.registry), CONTENT_TYPE_LATEST
+            body, kind = self._exposition(environ), CONTENT_TYPE_LATEST
             status = "200 OK"
         elif path == "/healthz":
             body, kind, status = b"ok", "text/plain", "200 OK"
@@ -81,6 +81,13 @@ class MetricsServer:
             body, kind, status = b"not found", "text/plain", "404 Not Found"
         start(status, [("Content-Type", kind), ("Content-Length", str(len(body)))])
         return [body]
+
+    def _exposition(self, environ: dict[str, Any]) -> bytes:
+        """Every metric, or those `?name[]=` names (as Prometheus's client libraries
+        serve them): a frequent scraper that wants a few need not pay for all."""
+        names = urllib.parse.parse_qs(environ.get("QUERY_STRING", "")).get("name[]")
+        registry = self.metrics.registry
+        return generate_latest(registry.restricted_registry(names) if names else registry)
 
     @staticmethod
     def _explain(environ: dict[str, Any], explainer: Explainer) -> tuple[str, str, bytes]:

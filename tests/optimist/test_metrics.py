@@ -75,17 +75,27 @@ def served(ray_session, redis_url):
     settings = Settings(shards=2, redis_url=redis_url, key_prefix="metrics:", seed=3)
     with MetricsServer(metrics, "127.0.0.1:0") as server:
         run = run_bench(settings, plan, metrics=LoopMetrics(metrics))
-        text = urllib.request.urlopen(f"http://{server.address}/metrics").read().decode()
-    return run.report.model_dump(), families(text)
+        url = f"http://{server.address}/metrics"
+        text = urllib.request.urlopen(url).read().decode()
+        asked = "name[]=scheduler_pending_pods&name[]=scheduler_schedule_attempts_total"
+        some = urllib.request.urlopen(f"{url}?{asked}").read().decode()
+    return run.report.model_dump(), families(text), families(some)
 
 
 def test_every_upstream_metric_is_served_with_its_labels(served):
-    _, found = served
+    _, found, _ = served
     for name, (kind, labels) in UPSTREAM.items():
         assert found[name].type == kind, name
         for sample in found[name].samples:
             assert labels <= set(sample.labels) <= labels | {"le"}, (name, sample)
     assert not any(name.endswith("_created") for name in found)
+
+
+def test_a_scrape_that_asks_for_metrics_by_name_gets_those_alone(served):
+    _, found, some = served
+    assert set(some) == {"scheduler_pending_pods", "scheduler_schedule_attempts"}
+    for name in some:
+        assert some[name].samples == found[name].samples
 
 
 def value(found, name, suffix="", **labels):
@@ -97,7 +107,7 @@ def value(found, name, suffix="", **labels):
 
 
 def test_the_counts_agree_with_the_run(served):
-    report, found = served
+    report, found, _ = served
     scheduled = report["pods_scheduled"] + 80  # the run's 80 fill pods were scheduled too
     assert value(found, "scheduler_schedule_attempts", "_total", result="scheduled") == scheduled
     # each measured pod failed once, then preempted
@@ -217,7 +227,7 @@ def test_conflicts_are_counted_by_kind_and_by_the_partition_of_their_node():
 def test_label_sets_known_in_advance_are_served_before_their_first_event(served):
     """rate() and alerts over a counter with no sample read nothing, not 0: every kind
     of conflict is there, at 0 where none came."""
-    _, found = served
+    _, found, _ = served
     conflicts = {
         (s.labels["reason"], s.labels["partition"]): s.value
         for s in found["optimist_conflicts"].samples
