@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.cases import case_file, template
+
 
 def scheduler_perf(version: str, inside: str = "") -> Path:
     """`inside` (a file, or the folder itself) of k8s.io/kubernetes@`version`'s
@@ -26,3 +28,13 @@ def scheduler_perf(version: str, inside: str = "") -> Path:
     if os.environ.get("CI") == "true":
         pytest.fail(message)
     pytest.skip(message)
+
+
+def scheduler_perf_files(version: str) -> dict[str, list[case_file.CaseWorkload]]:
+    """Each scheduler_perf file of `version` read, by its folder under scheduler_perf
+    (the newer releases split the cases by area, one file a folder)."""
+    root = scheduler_perf(version)
+    return {
+        str(path.parent.relative_to(root)): case_file.load(path, template("node-default.yaml"))
+        for path in sorted(root.rglob("performance-config.yaml"))
+    }

@@ -1,9 +1,8 @@
-"""Upstream's own scheduler_perf file (v1.30.4, from the Go module cache `make kube`
-fills), unchanged and where it lives: every workload labelled `fast` runs on the
-simulated cluster, those upstream runs in its integration tests through a real API
-server too; the cases optimist cannot run
-(volumes, DRA) fail alone, saying so, and every other ends with its pods bound
-and the invariants holding."""
+"""Upstream's own scheduler_perf files (from the Go module cache `make kube` fills),
+unchanged and where they live: v1.30.4's workloads labelled `fast` on the simulated
+cluster, the newest release's short integration workloads through a real API server;
+the cases optimist cannot run (volumes, DRA) fail alone, saying so, and every other
+ends with its pods bound and the invariants holding."""
 
 from __future__ import annotations
 
@@ -13,11 +12,11 @@ import pytest
 
 from benchmarks.apiserver.api_bench import ApiBench, run_apiserver_bench
 from benchmarks.cases import case_file, template
-from benchmarks.controlplane.releases import PINNED
+from benchmarks.controlplane.releases import NEWEST, PINNED
 from benchmarks.report.api_report import ApiRunReport
 from benchmarks.simulated.sim_bench import Plan, run_bench
 from optimist.settings import Settings
-from tests.upstream_modules import scheduler_perf
+from tests.upstream_modules import scheduler_perf, scheduler_perf_files
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 
@@ -38,11 +37,16 @@ CANNOT_RUN = {
 }
 
 
-# the integration workloads run through the API server in `make test`
-REPRESENTATIVE = {"SchedulingBasic", "SchedulingPodAntiAffinity", "TopologySpreading"}
-# and the v1.30 workloads run on the simulated cluster besides (the newest release's
-# files, which have every other case of these, run there in full: test_upstream_v137)
-SIMULATED = {*REPRESENTATIVE, "PreemptionBasic", "Unschedulable", "SchedulingWithMixedChurn"}
+# the v1.30 workloads run on the simulated cluster (the newest release's files, which
+# have every other case of these, run there in full: test_upstream_v137)
+SIMULATED = {
+    "SchedulingBasic",
+    "SchedulingPodAntiAffinity",
+    "TopologySpreading",
+    "PreemptionBasic",
+    "Unschedulable",
+    "SchedulingWithMixedChurn",
+}
 
 
 def test_every_fast_workload_is_read_and_a_representative_set_runs(redis_url, key_prefix):
@@ -72,37 +76,33 @@ def test_every_fast_workload_is_read_and_a_representative_set_runs(redis_url, ke
     ]
 
 
-def test_upstream_s_integration_workloads_run_unchanged_through_the_api_server(
+def test_the_newest_release_s_short_integration_workloads_run_through_the_api_server(
     perf_control_plane,
 ):
-    """A representative set of the workloads upstream itself runs in its integration
-    tests (labelled `integration-test`, 500 to 1,000 nodes; the simulated cluster runs
-    them all, and `optimist bench --cluster apiserver` the rest, which would add
-    minutes here): plain pods, inter-pod anti-affinity and topology spreading, and
-    the cases optimist cannot run. Unchanged, through a real API server started as
-    upstream's harness starts one, scheduled by `optimist run` in a process of its
-    own (one for all of them, each workload removing what it made before the next):
-    the cases it cannot run fail alone, every other binds every pod, and the
-    invariants hold on what the server holds."""
+    """Every `short` integration workload of the newest release's files (5 to 20
+    nodes, as upstream runs them in its own integration tests) but DRA's, unchanged,
+    through a real API server started as upstream's harness starts one and scheduled
+    by `optimist run` in a process of its own (one for all of them, each workload
+    removing what it made before the next): the cases optimist cannot run fail alone,
+    saying why, every other binds every pod, and the invariants hold on what the
+    server holds. v1.30's file runs on the simulated cluster above."""
     runs = tuple(
         r
-        for r in case_file.load(upstream_file(), template("node-default.yaml"))
-        if "integration-test" in r.labels and r.case in REPRESENTATIVE | CANNOT_RUN
+        for folder, read in scheduler_perf_files(NEWEST).items()
+        if not folder.startswith("dra")
+        for r in read
+        if {"integration-test", "short"} <= set(r.labels)
     )
+    refused = {r.name for r in runs if r.unsupported() is not None}
+    assert len(runs) - len(refused) >= 30
     bench = ApiBench(
-        ("optimist",), shards=1, kubeconfig=perf_control_plane.admin_kubeconfig, timeout_s=120
+        ("optimist",), shards=1, kubeconfig=perf_control_plane.admin_kubeconfig, timeout_s=60
     )
     r = run_apiserver_bench(bench, Plan(runs), lambda label: lambda done, total: None)
     failed = {c.name: c.error for c in r.runs if c.error}
     assert r.invariant_violations == [], (r.invariant_violations, failed)
-    assert all(any(why in error for why in CANNOT) for error in failed.values()), failed
-    assert {name.split("/")[0] for name in failed} == {
-        "SchedulingCSIPVs",
-        "SchedulingWithResourceClaimTemplate",
-        "SchedulingWithResourceClaimTemplateStructured",
-    }
+    assert set(failed) == refused, failed
     ran = [c for c in r.runs if isinstance(c, ApiRunReport) and not c.error]
-    assert {c.case for c in ran} == REPRESENTATIVE
     assert all(c.pods_scheduled == c.pods_created > 0 for c in ran), [
         (c.name, c.pods_scheduled, c.pods_created) for c in ran
     ]

@@ -5,10 +5,10 @@ others run on the simulated cluster, every pod bound."""
 
 from __future__ import annotations
 
-from benchmarks.cases import case_fields, case_file, template
+from benchmarks.cases import case_fields, case_file
 from benchmarks.simulated.sim_bench import Plan, run_bench
 from optimist.settings import Settings
-from tests.upstream_modules import scheduler_perf
+from tests.upstream_modules import scheduler_perf_files
 
 VERSION = "v1.37.2"
 UNUSED = "not used by any op"
@@ -70,12 +70,7 @@ REFUSED = {
 
 
 def files() -> dict[str, list[case_file.CaseWorkload]]:
-    """Each file's workloads, by its folder under scheduler_perf."""
-    root = scheduler_perf(VERSION)
-    return {
-        str(path.parent.relative_to(root)): case_file.load(path, template("node-default.yaml"))
-        for path in sorted(root.rglob("performance-config.yaml"))
-    }
+    return scheduler_perf_files(VERSION)
 
 
 def test_every_file_is_read_and_only_the_cases_optimist_cannot_run_are_refused():
