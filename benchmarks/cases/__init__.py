@@ -7,6 +7,8 @@ templates and scheduler configurations, and the day file of `optimist day`."""
 from importlib import resources
 from pathlib import Path
 
+CASE_FILE_NAME = "performance-config.yaml"  # scheduler_perf's name, in every folder of it
+
 
 def template(name: str) -> Path:
     """Path of a template shipped with optimist, e.g. `node-default.yaml`."""
@@ -20,4 +22,4 @@ def day_file() -> Path:
 
 def cases_file() -> Path:
     """The shipped case file, in scheduler_perf's performance-config.yaml format."""
-    return Path(str(resources.files(__package__) / "shipped" / "performance-config.yaml"))
+    return Path(str(resources.files(__package__) / "shipped" / CASE_FILE_NAME))

@@ -307,18 +307,37 @@ def _param(
     raise MissingParam(str(where.error(key, value, f"no param {name!r} in the workload's params")))
 
 
-def select(runs: list[CaseWorkload], case: str | None, workload: str | None) -> list[CaseWorkload]:
-    """The runs `--case`/`--workload` pick; `--workload Case/Workload` names both at once."""
+def labelled(label_filter: str, labels: tuple[str, ...]) -> bool:
+    """Upstream's label filter (`-perf-scheduling-label-filter`): comma-separated labels
+    a workload must have (`label` or `+label`) or must not have (`-label`)."""
+    for label in filter(None, label_filter.split(",")):
+        wanted = not label.startswith("-")
+        if (label.lstrip("+-") in labels) != wanted:
+            return False
+    return True
+
+
+def select(
+    runs: list[CaseWorkload],
+    case: str | None,
+    workload: str | None,
+    label_filter: str = "",
+) -> list[CaseWorkload]:
+    """The runs `--case`/`--workload`/`--label-filter` pick; `--workload Case/Workload`
+    names both at once."""
     if workload and "/" in workload:
         case, workload = workload.split("/", 1)
     picked = [
         r
         for r in runs
-        if (case is None or r.case == case) and (workload is None or r.workload == workload)
+        if (case is None or r.case == case)
+        and (workload is None or r.workload == workload)
+        and labelled(label_filter, r.labels)
     ]
     if not picked:
         known = ", ".join(f"{r.case}/{r.workload}" for r in runs)  # as --workload names them
         raise PerfConfigError(
-            f"no workload matches case={case!r} workload={workload!r}; the file has: {known}"
+            f"no workload matches case={case!r} workload={workload!r} "
+            f"label-filter={label_filter!r}; the file has: {known}"
         )
     return picked

@@ -32,6 +32,7 @@ def bench(
     cases: opt.Cases = None,
     case: opt.Case = None,
     workload: opt.Workload = None,
+    label_filter: opt.LabelFilter = "",
     config: opt.Config = None,
     shards: opt.Shards = None,
     nodes: opt.Nodes = None,

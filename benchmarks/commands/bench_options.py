@@ -20,8 +20,8 @@ from optimist.cli.shared_options import usage_error
 Cases = Annotated[
     Path | None,
     typer.Argument(
-        dir_okay=False,
-        help="case file in scheduler_perf's performance-config.yaml format "
+        help="case file in scheduler_perf's performance-config.yaml format, or a folder: "
+        "every such file under it (a newer release's scheduler_perf, split by area) "
         "[default: the shipped one, SchedulingBasic/5000Nodes_150000Pods]",
     ),
 ]
@@ -29,6 +29,15 @@ Cases = Annotated[
 Case = Annotated[str | None, typer.Option(help="run only this test case")]
 
 Workload = Annotated[str | None, typer.Option(help="run only this workload (NAME or CASE/NAME)")]
+
+LabelFilter = Annotated[
+    str,
+    typer.Option(
+        help="run only the workloads with these labels: comma-separated, LABEL or +LABEL "
+        "must be there, -LABEL must not (upstream's -perf-scheduling-label-filter, e.g. "
+        "performance)"
+    ),
+]
 
 Config = Annotated[
     Path | None,
@@ -272,6 +281,7 @@ class WorkloadFlags:
     cases: Path | None
     case: str | None
     workload: str | None
+    label_filter: str
     config: Path | None
     shards: int | None
     nodes: int | None
@@ -302,6 +312,7 @@ class WorkloadFlags:
                 self.cases,
                 case=self.case,
                 workload=self.workload,
+                label_filter=self.label_filter,
                 overrides=overrides,
                 timeout_s=self.timeout,
             )

@@ -31,7 +31,8 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from benchmarks.cases import case_file, cases_file, template
+from benchmarks.cases import CASE_FILE_NAME, case_file, cases_file, template
+from benchmarks.cases.case_fields import PerfConfigError
 from benchmarks.cases.case_file import CaseWorkload
 from benchmarks.cases.case_ops import (
     Barrier,
@@ -118,18 +119,26 @@ def load_plan(
     *,
     case: str | None = None,
     workload: str | None = None,
+    label_filter: str = "",
     overrides: dict[str, Any] | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> Plan:
-    """The runs a case file (the shipped one if None) and `--case`/`--workload` pick.
+    """The runs a case file (the shipped one if None), or every case file under a folder
+    (a newer release's scheduler_perf, split by area), and `--case`/`--workload`/
+    `--label-filter` pick.
 
     With no file and no selection, the run is `DEFAULT_RUN`; PerfConfigError for a bad
     file or a selection that matches nothing.
     """
-    if path is None and case is None and workload is None:
+    if path is None and case is None and workload is None and not label_filter:
         workload = DEFAULT_RUN
-    runs = case_file.load(path or cases_file(), template("node-default.yaml"), overrides)
-    return Plan(tuple(case_file.select(runs, case, workload)), timeout_s)
+    path = path or cases_file()
+    files = sorted(path.rglob(CASE_FILE_NAME)) if path.is_dir() else [path]
+    if not files:
+        raise PerfConfigError(f"{path}: no {CASE_FILE_NAME} under this folder")
+    node = template("node-default.yaml")
+    runs = [run for file in files for run in case_file.load(file, node, overrides)]
+    return Plan(tuple(case_file.select(runs, case, workload, label_filter)), timeout_s)
 
 
 # scheduler_perf's guidance: a throughput taken over less is noise

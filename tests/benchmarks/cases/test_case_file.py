@@ -180,6 +180,26 @@ def test_selection_by_case_workload_or_both():
         pc.select(runs, "Nope", None)
 
 
+def test_a_label_filter_picks_as_upstream_s_harness_does():
+    """`performance`, `+fast`: must have; `-fast`: must not have; a case's labels count
+    for each of its workloads."""
+    runs = pc.load(FIXTURE, NODE)
+    assert [r.name for r in pc.select(runs, None, None, "integration-test")] == ["Everything/small"]
+    assert [r.name for r in pc.select(runs, None, None, "+fast,integration-test")] == [
+        "Everything/small"
+    ]
+    assert [r.name for r in pc.select(runs, None, None, "-fast")] == [
+        "Volumes/one",
+        "DynamicResources/one",
+    ]
+    assert [r.name for r in pc.select(runs, None, "one", ",,-integration-test")] == [
+        "Volumes/one",
+        "DynamicResources/one",
+    ]
+    with pytest.raises(case_fields.PerfConfigError, match="label-filter='performance'"):
+        pc.select(runs, None, None, "performance")
+
+
 def test_overrides_replace_params_where_a_workload_has_them():
     runs = pc.load(FIXTURE, NODE, {"initNodes": 7, "nodes": 3})
     assert runs[0].ops[0].count == 7 and runs[2].ops[0].count == 3

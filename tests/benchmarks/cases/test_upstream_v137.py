@@ -6,9 +6,9 @@ others run on the simulated cluster, every pod bound."""
 from __future__ import annotations
 
 from benchmarks.cases import case_fields, case_file
-from benchmarks.simulated.sim_bench import Plan, run_bench
+from benchmarks.simulated.sim_bench import Plan, load_plan, run_bench
 from optimist.settings import Settings
-from tests.upstream_modules import scheduler_perf_files
+from tests.upstream_modules import scheduler_perf, scheduler_perf_files
 
 VERSION = "v1.37.2"
 UNUSED = "not used by any op"
@@ -109,3 +109,12 @@ def test_the_integration_workloads_of_the_files_without_dra_run_on_the_simulated
     assert all(c["pods_scheduled"] > 0 for c in r["cases"]), [
         (c["name"], c["pods_scheduled"], c["pods_pending"]) for c in r["cases"]
     ]
+
+
+def test_a_folder_is_every_file_under_it_and_the_label_filter_picks_as_upstream():
+    """`optimist bench <scheduler_perf> --label-filter performance`: every file of the
+    release at once, as upstream's harness runs its benchmarks."""
+    plan = load_plan(scheduler_perf(VERSION), label_filter="performance")
+    picked = [r for runs in files().values() for r in runs if "performance" in r.labels]
+    assert [r.name for r in plan.runs] == [r.name for r in picked]
+    assert len([r for r in plan.runs if r.unsupported() is None]) == 61
