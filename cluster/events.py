@@ -21,7 +21,29 @@ ASSIGNED_POD_ADD = "AssignedPodAdd"
 # assumption dropped (a conflict, a failed binding), as upstream's Unreserve does.
 ASSIGNED_POD_DELETE = "AssignedPodDelete"
 
-EVENTS = frozenset({NODE_ADD, NODE_UPDATE, NODE_DELETE, ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE})
+# the objects the volume plugins read (cluster/volumes): made, or changed
+PVC_ADD = "PersistentVolumeClaimAdd"
+PVC_UPDATE = "PersistentVolumeClaimUpdate"
+PV_ADD = "PersistentVolumeAdd"
+PV_UPDATE = "PersistentVolumeUpdate"
+STORAGE_CLASS_ADD = "StorageClassAdd"
+STORAGE_CLASS_UPDATE = "StorageClassUpdate"
+
+EVENTS = frozenset(
+    {
+        NODE_ADD,
+        NODE_UPDATE,
+        NODE_DELETE,
+        ASSIGNED_POD_ADD,
+        ASSIGNED_POD_DELETE,
+        PVC_ADD,
+        PVC_UPDATE,
+        PV_ADD,
+        PV_UPDATE,
+        STORAGE_CLASS_ADD,
+        STORAGE_CLASS_UPDATE,
+    }
+)
 
 # upstream's podMaxInUnschedulablePodsDuration: a unit no event has moved is tried
 # again after this long anyway

@@ -22,6 +22,16 @@ from cluster.gpus import (
     parse_topology,
     pod_locality,
 )
+from cluster.manifest_fields import (
+    int_field,
+    label_selector,
+    list_field,
+    map_field,
+    metadata,
+    node_selector_term,
+    string_map,
+    strings,
+)
 from cluster.objects import (
     DEFAULT_SCHEDULE_TIMEOUT_S,
     POD_GROUP_LABEL,
@@ -38,15 +48,8 @@ from cluster.objects import (
     WeightedPodAffinityTerm,
 )
 from cluster.reservations import RESERVATION_NAMESPACE, Reservation
-from cluster.selectors import (
-    LABEL_SELECTOR_OPERATORS,
-    NODE_SELECTOR_OPERATORS,
-    LabelSelector,
-    NodeSelectorTerm,
-    Requirement,
-    is_label_value,
-    parse_int64,
-)
+from cluster.selectors import NodeSelectorTerm
+from cluster.volumes.manifests import pod_volumes
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 PROTOCOLS = ("TCP", "UDP", "SCTP")
@@ -91,157 +94,41 @@ def copy_manifest(raw: Any) -> Any:
     return raw
 
 
-def _map(obj: str, path: str, raw: object) -> Mapping[str, Any]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, Mapping):
-        raise InvalidObject(obj, path, raw, "must be a map")
-    return raw
-
-
-def _list(obj: str, path: str, raw: object) -> list[Any]:
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise InvalidObject(obj, path, raw, "must be a list")
-    return raw
-
-
-def _str_map(obj: str, path: str, raw: object) -> dict[str, str]:
-    out = {}
-    for key, value in _map(obj, path, raw).items():
-        if not isinstance(value, str):
-            raise InvalidObject(obj, f"{path}.{key}", value, "must be a string")
-        out[str(key)] = value
-    return out
-
-
-def _strings(obj: str, path: str, raw: object) -> tuple[str, ...]:
-    items = _list(obj, path, raw)
-    for i, item in enumerate(items):
-        if not isinstance(item, str):
-            raise InvalidObject(obj, f"{path}[{i}]", item, "must be a string")
-    return tuple(items)
-
-
-def _int(obj: str, path: str, raw: object, *, low: int, high: int | None = None) -> int:
-    if not isinstance(raw, int) or isinstance(raw, bool) or raw < low or (high and raw > high):
-        bounds = f"{low}..{high}" if high else f">= {low}"
-        raise InvalidObject(obj, path, raw, f"must be an integer {bounds}")
-    return raw
-
-
-def _requirement(
-    obj: str, path: str, raw: object, allowed: tuple[str, ...], *, fields: bool = False
-) -> Requirement:
-    raw = _map(obj, path, raw)
-    key = raw.get("key")
-    op = raw.get("operator")
-    values = _strings(obj, f"{path}.values", raw.get("values"))
-    if not isinstance(key, str) or not key:
-        raise InvalidObject(obj, f"{path}.key", key, "must be a non-empty string")
-    if op not in allowed:
-        raise InvalidObject(obj, f"{path}.operator", op, f"must be one of {', '.join(allowed)}")
-    if fields and key != "metadata.name":
-        raise InvalidObject(obj, f"{path}.key", key, "matchFields supports only metadata.name")
-    if fields and len(values) != 1:
-        raise InvalidObject(obj, f"{path}.values", values, "matchFields takes exactly one value")
-    _check_values(obj, path, op, values, fields=fields)
-    return Requirement(key, op, tuple(str(v) for v in values))
-
-
-def _check_values(obj: str, path: str, op: str, values: tuple[str, ...], *, fields: bool) -> None:
-    """A requirement's values as its operator takes them."""
-    if op in ("In", "NotIn") and not values:
-        raise InvalidObject(obj, f"{path}.values", values, f"{op} needs at least one value")
-    if op in ("Exists", "DoesNotExist") and values:
-        raise InvalidObject(obj, f"{path}.values", values, f"{op} takes no values")
-    if op in ("Gt", "Lt"):
-        if len(values) != 1:
-            raise InvalidObject(obj, f"{path}.values", values, f"{op} needs exactly one value")
-        if parse_int64(values[0]) is None:
-            raise InvalidObject(obj, f"{path}.values[0]", values[0], "must be an integer")
-    if not fields:
-        # upstream's API server takes such a pod, and its scheduler then skips the term
-        # (required) or fails every attempt (preferred): refused here, saying where
-        for j, value in enumerate(values):
-            if not is_label_value(value):
-                raise InvalidObject(
-                    obj,
-                    f"{path}.values[{j}]",
-                    value,
-                    "must be a label value: up to 63 letters, digits, '-', '_' or '.', "
-                    "starting and ending with a letter or digit",
-                )
-
-
-def _term(obj: str, path: str, raw: object) -> NodeSelectorTerm:
-    raw = _map(obj, path, raw)
-    exprs = _list(obj, f"{path}.matchExpressions", raw.get("matchExpressions"))
-    flds = _list(obj, f"{path}.matchFields", raw.get("matchFields"))
-    return NodeSelectorTerm(
-        tuple(
-            _requirement(obj, f"{path}.matchExpressions[{i}]", e, NODE_SELECTOR_OPERATORS)
-            for i, e in enumerate(exprs)
-        ),
-        tuple(
-            _requirement(obj, f"{path}.matchFields[{i}]", f, ("In", "NotIn"), fields=True)
-            for i, f in enumerate(flds)
-        ),
-    )
-
-
-def label_selector(obj: str, path: str, raw: object) -> LabelSelector | None:
-    """A metav1.LabelSelector; None where it is absent (which selects nothing)."""
-    if raw is None:
-        return None
-    raw = _map(obj, path, raw)
-    labels = _str_map(obj, f"{path}.matchLabels", raw.get("matchLabels"))
-    exprs = _list(obj, f"{path}.matchExpressions", raw.get("matchExpressions"))
-    return LabelSelector(
-        tuple(sorted(labels.items())),
-        tuple(
-            _requirement(obj, f"{path}.matchExpressions[{i}]", e, LABEL_SELECTOR_OPERATORS)
-            for i, e in enumerate(exprs)
-        ),
-    )
-
-
 def _preferred_terms(obj: str, spec: Mapping[str, Any]) -> tuple[tuple[int, NodeSelectorTerm], ...]:
     base = "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
-    node_affinity = _map(obj, "spec.affinity", spec.get("affinity")).get("nodeAffinity") or {}
+    node_affinity = map_field(obj, "spec.affinity", spec.get("affinity")).get("nodeAffinity") or {}
     out = []
     for i, raw in enumerate(
-        _list(
+        list_field(
             obj,
             base,
-            _map(obj, "spec.affinity.nodeAffinity", node_affinity).get(
+            map_field(obj, "spec.affinity.nodeAffinity", node_affinity).get(
                 "preferredDuringSchedulingIgnoredDuringExecution"
             ),
         )
     ):
-        raw = _map(obj, f"{base}[{i}]", raw)
-        weight = _int(obj, f"{base}[{i}].weight", raw.get("weight"), low=1, high=100)
-        out.append((weight, _term(obj, f"{base}[{i}].preference", raw.get("preference"))))
+        raw = map_field(obj, f"{base}[{i}]", raw)
+        weight = int_field(obj, f"{base}[{i}].weight", raw.get("weight"), low=1, high=100)
+        out.append(
+            (weight, node_selector_term(obj, f"{base}[{i}].preference", raw.get("preference")))
+        )
     return tuple(out)
 
 
 def _pod_affinity_term(obj: str, path: str, raw: object) -> PodAffinityTerm:
-    raw = _map(obj, path, raw)
+    raw = map_field(obj, path, raw)
     key = raw.get("topologyKey")
     if not isinstance(key, str) or not key:
         raise InvalidObject(obj, f"{path}.topologyKey", key, "must be a non-empty string")
     return PodAffinityTerm(
         topology_key=key,
         label_selector=label_selector(obj, f"{path}.labelSelector", raw.get("labelSelector")),
-        namespaces=_strings(obj, f"{path}.namespaces", raw.get("namespaces")),
+        namespaces=strings(obj, f"{path}.namespaces", raw.get("namespaces")),
         namespace_selector=label_selector(
             obj, f"{path}.namespaceSelector", raw.get("namespaceSelector")
         ),
-        match_label_keys=_strings(obj, f"{path}.matchLabelKeys", raw.get("matchLabelKeys")),
-        mismatch_label_keys=_strings(
-            obj, f"{path}.mismatchLabelKeys", raw.get("mismatchLabelKeys")
-        ),
+        match_label_keys=strings(obj, f"{path}.matchLabelKeys", raw.get("matchLabelKeys")),
+        mismatch_label_keys=strings(obj, f"{path}.mismatchLabelKeys", raw.get("mismatchLabelKeys")),
     )
 
 
@@ -250,21 +137,23 @@ def _pod_affinity(
 ) -> tuple[tuple[PodAffinityTerm, ...], tuple[WeightedPodAffinityTerm, ...]]:
     """The required and preferred terms of `podAffinity` or `podAntiAffinity`."""
     base = f"spec.affinity.{kind}"
-    affinity = _map(obj, base, _map(obj, "spec.affinity", spec.get("affinity")).get(kind))
+    affinity = map_field(obj, base, map_field(obj, "spec.affinity", spec.get("affinity")).get(kind))
     req_path = f"{base}.requiredDuringSchedulingIgnoredDuringExecution"
     pref_path = f"{base}.preferredDuringSchedulingIgnoredDuringExecution"
     required = tuple(
         _pod_affinity_term(obj, f"{req_path}[{i}]", t)
         for i, t in enumerate(
-            _list(obj, req_path, affinity.get("requiredDuringSchedulingIgnoredDuringExecution"))
+            list_field(
+                obj, req_path, affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+            )
         )
     )
     preferred = []
     for i, raw in enumerate(
-        _list(obj, pref_path, affinity.get("preferredDuringSchedulingIgnoredDuringExecution"))
+        list_field(obj, pref_path, affinity.get("preferredDuringSchedulingIgnoredDuringExecution"))
     ):
-        raw = _map(obj, f"{pref_path}[{i}]", raw)
-        weight = _int(obj, f"{pref_path}[{i}].weight", raw.get("weight"), low=1, high=100)
+        raw = map_field(obj, f"{pref_path}[{i}]", raw)
+        weight = int_field(obj, f"{pref_path}[{i}].weight", raw.get("weight"), low=1, high=100)
         term = _pod_affinity_term(
             obj, f"{pref_path}[{i}].podAffinityTerm", raw.get("podAffinityTerm")
         )
@@ -273,7 +162,7 @@ def _pod_affinity(
 
 
 def _spread_constraint(obj: str, path: str, raw: object) -> TopologySpreadConstraint:
-    raw = _map(obj, path, raw)
+    raw = map_field(obj, path, raw)
     key = raw.get("topologyKey")
     if not isinstance(key, str) or not key:
         raise InvalidObject(obj, f"{path}.topologyKey", key, "must be a non-empty string")
@@ -287,7 +176,7 @@ def _spread_constraint(obj: str, path: str, raw: object) -> TopologySpreadConstr
         )
     min_domains = raw.get("minDomains")
     if min_domains is not None:
-        min_domains = _int(obj, f"{path}.minDomains", min_domains, low=1)
+        min_domains = int_field(obj, f"{path}.minDomains", min_domains, low=1)
         if when != "DoNotSchedule":
             raise InvalidObject(
                 obj, f"{path}.minDomains", min_domains, "needs whenUnsatisfiable DoNotSchedule"
@@ -299,14 +188,14 @@ def _spread_constraint(obj: str, path: str, raw: object) -> TopologySpreadConstr
             raise InvalidObject(obj, f"{path}.{name}", value, "must be Honor or Ignore")
         policies[name] = value
     return TopologySpreadConstraint(
-        max_skew=_int(obj, f"{path}.maxSkew", raw.get("maxSkew"), low=1),
+        max_skew=int_field(obj, f"{path}.maxSkew", raw.get("maxSkew"), low=1),
         topology_key=key,
         when_unsatisfiable=when,
         label_selector=label_selector(obj, f"{path}.labelSelector", raw.get("labelSelector")),
         min_domains=min_domains,
         node_affinity_policy=policies["nodeAffinityPolicy"] or "Honor",
         node_taints_policy=policies["nodeTaintsPolicy"] or "Ignore",
-        match_label_keys=_strings(obj, f"{path}.matchLabelKeys", raw.get("matchLabelKeys")),
+        match_label_keys=strings(obj, f"{path}.matchLabelKeys", raw.get("matchLabelKeys")),
     )
 
 
@@ -315,12 +204,12 @@ def _host_ports(obj: str, containers: list[Any]) -> tuple[HostPort, ...]:
     for i, container in enumerate(containers):
         path = f"spec.containers[{i}].ports"
         for j, raw in enumerate(
-            _list(obj, path, _map(obj, f"spec.containers[{i}]", container).get("ports"))
+            list_field(obj, path, map_field(obj, f"spec.containers[{i}]", container).get("ports"))
         ):
-            raw = _map(obj, f"{path}[{j}]", raw)
+            raw = map_field(obj, f"{path}[{j}]", raw)
             if not raw.get("hostPort"):
                 continue
-            port = _int(obj, f"{path}[{j}].hostPort", raw["hostPort"], low=1, high=65535)
+            port = int_field(obj, f"{path}[{j}].hostPort", raw["hostPort"], low=1, high=65535)
             protocol = raw.get("protocol") or "TCP"
             if protocol not in PROTOCOLS:
                 raise InvalidObject(
@@ -336,8 +225,8 @@ def _host_ports(obj: str, containers: list[Any]) -> tuple[HostPort, ...]:
 def _images(obj: str, spec: Mapping[str, Any]) -> tuple[str, ...]:
     images = []
     for kind in ("initContainers", "containers"):
-        for i, container in enumerate(_list(obj, f"spec.{kind}", spec.get(kind))):
-            image = _map(obj, f"spec.{kind}[{i}]", container).get("image")
+        for i, container in enumerate(list_field(obj, f"spec.{kind}", spec.get(kind))):
+            image = map_field(obj, f"spec.{kind}[{i}]", container).get("image")
             if image is not None and not isinstance(image, str):
                 raise InvalidObject(obj, f"spec.{kind}[{i}].image", image, "must be a string")
             if image:
@@ -347,20 +236,22 @@ def _images(obj: str, spec: Mapping[str, Any]) -> tuple[str, ...]:
 
 def _required_terms(obj: str, spec: Mapping[str, Any]) -> tuple[NodeSelectorTerm, ...] | None:
     base = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-    affinity = _map(obj, "spec.affinity", spec.get("affinity"))
-    node_affinity = _map(obj, "spec.affinity.nodeAffinity", affinity.get("nodeAffinity"))
+    affinity = map_field(obj, "spec.affinity", spec.get("affinity"))
+    node_affinity = map_field(obj, "spec.affinity.nodeAffinity", affinity.get("nodeAffinity"))
     required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
     if required is None:
         return None
-    required = _map(obj, base, required)
-    terms = _list(obj, f"{base}.nodeSelectorTerms", required.get("nodeSelectorTerms"))
+    required = map_field(obj, base, required)
+    terms = list_field(obj, f"{base}.nodeSelectorTerms", required.get("nodeSelectorTerms"))
     if not terms:
         raise InvalidObject(obj, f"{base}.nodeSelectorTerms", terms, "needs at least one term")
-    return tuple(_term(obj, f"{base}.nodeSelectorTerms[{i}]", t) for i, t in enumerate(terms))
+    return tuple(
+        node_selector_term(obj, f"{base}.nodeSelectorTerms[{i}]", t) for i, t in enumerate(terms)
+    )
 
 
 def _toleration(obj: str, path: str, raw: object) -> Toleration:
-    raw = _map(obj, path, raw)
+    raw = map_field(obj, path, raw)
     key = raw.get("key") or ""
     op = raw.get("operator") or "Equal"
     value = raw.get("value") or ""
@@ -380,7 +271,7 @@ def _toleration(obj: str, path: str, raw: object) -> Toleration:
 
 def _container_requests(obj: str, path: str, raw: object) -> res.Resources:
     """Requests, defaulted from limits where only limits are set, as the API server does."""
-    resources = _map(obj, f"{path}.resources", _map(obj, path, raw).get("resources"))
+    resources = map_field(obj, f"{path}.resources", map_field(obj, path, raw).get("resources"))
     requests = res.parse_resource_list(obj, f"{path}.resources.requests", resources.get("requests"))
     limits = res.parse_resource_list(obj, f"{path}.resources.limits", resources.get("limits"))
     for name, amount in limits.items():
@@ -388,26 +279,12 @@ def _container_requests(obj: str, path: str, raw: object) -> res.Resources:
     return requests
 
 
-def _metadata(raw: Mapping[str, Any], kind: str) -> tuple[str, str, Mapping[str, Any]]:
-    if not isinstance(raw, Mapping):
-        raise InvalidObject(kind, "", raw, "must be an object")
-    meta = raw.get("metadata")
-    if not isinstance(meta, Mapping):
-        raise InvalidObject(kind, "metadata", meta, "must be a map")
-    name = meta.get("name")
-    namespace = meta.get("namespace") or "default"
-    obj = f"{kind} {name}" if kind == "Node" else f"{kind} {namespace}/{name}"
-    if not isinstance(name, str) or not name:
-        raise InvalidObject(obj, "metadata.name", name, "must be a non-empty string")
-    return name, str(namespace), meta
-
-
 def pod_from_manifest(raw: Mapping[str, Any]) -> Pod:
     """Parse a Pod manifest; raises `InvalidObject` naming the bad field."""
-    name, namespace, meta = _metadata(raw, "Pod")
+    name, namespace, meta = metadata(raw, "Pod")
     obj = f"Pod {namespace}/{name}"
-    spec = _map(obj, "spec", raw.get("spec"))
-    containers = _list(obj, "spec.containers", spec.get("containers"))
+    spec = map_field(obj, "spec", raw.get("spec"))
+    containers = list_field(obj, "spec.containers", spec.get("containers"))
     if not containers:
         raise InvalidObject(obj, "spec.containers", containers, "needs at least one container")
     regular = [
@@ -416,9 +293,9 @@ def pod_from_manifest(raw: Mapping[str, Any]) -> Pod:
     inits = [
         (
             _container_requests(obj, f"spec.initContainers[{i}]", c),
-            _map(obj, f"spec.initContainers[{i}]", c).get("restartPolicy") == "Always",
+            map_field(obj, f"spec.initContainers[{i}]", c).get("restartPolicy") == "Always",
         )
-        for i, c in enumerate(_list(obj, "spec.initContainers", spec.get("initContainers")))
+        for i, c in enumerate(list_field(obj, "spec.initContainers", spec.get("initContainers")))
     ]
     overhead = res.parse_resource_list(obj, "spec.overhead", spec.get("overhead"))
     requests = res.pod_requests(regular, inits, overhead)
@@ -433,7 +310,7 @@ def pod_from_manifest(raw: Mapping[str, Any]) -> Pod:
     imply_pod_milli(obj, requests)
     requests[res.PODS] = 1
     requests.update(res.nonzero_on_node(regular, inits, overhead))
-    tolerations = _list(obj, "spec.tolerations", spec.get("tolerations"))
+    tolerations = list_field(obj, "spec.tolerations", spec.get("tolerations"))
     priority = spec.get("priority", 0)
     if not isinstance(priority, int) or isinstance(priority, bool):
         raise InvalidObject(obj, "spec.priority", priority, "must be an integer")
@@ -448,8 +325,8 @@ def pod_from_manifest(raw: Mapping[str, Any]) -> Pod:
     node_name = spec.get("nodeName") or ""
     if not isinstance(node_name, str):
         raise InvalidObject(obj, "spec.nodeName", node_name, "must be a string")
-    labels = _str_map(obj, "metadata.labels", meta.get("labels"))
-    annotations = _str_map(obj, "metadata.annotations", meta.get("annotations"))
+    labels = string_map(obj, "metadata.labels", meta.get("labels"))
+    annotations = string_map(obj, "metadata.annotations", meta.get("annotations"))
     affinity_required, affinity_preferred = _pod_affinity(obj, spec, "podAffinity")
     anti_required, anti_preferred = _pod_affinity(obj, spec, "podAntiAffinity")
     spread_path = "spec.topologySpreadConstraints"
@@ -466,7 +343,7 @@ def pod_from_manifest(raw: Mapping[str, Any]) -> Pod:
             labels=tuple(sorted(labels.items())),
             node_name=node_name,
             node_selector=tuple(
-                sorted(_str_map(obj, "spec.nodeSelector", spec.get("nodeSelector")).items())
+                sorted(string_map(obj, "spec.nodeSelector", spec.get("nodeSelector")).items())
             ),
             required_terms=_required_terms(obj, spec),
             preferred_terms=_preferred_terms(obj, spec),
@@ -478,7 +355,7 @@ def pod_from_manifest(raw: Mapping[str, Any]) -> Pod:
             images=_images(obj, spec),
             topology_spread=tuple(
                 _spread_constraint(obj, f"{spread_path}[{i}]", c)
-                for i, c in enumerate(_list(obj, spread_path, spec.get(spread_path[5:])))
+                for i, c in enumerate(list_field(obj, spread_path, spec.get(spread_path[5:])))
             ),
             affinity_required=affinity_required,
             affinity_preferred=affinity_preferred,
@@ -490,6 +367,7 @@ def pod_from_manifest(raw: Mapping[str, Any]) -> Pod:
         group=pod_group(raw),
         gates=_scheduling_gates(obj, spec),
         preempts=policy == PREEMPT_LOWER_PRIORITY,
+        volumes=pod_volumes(obj, name, spec),
     )
 
 
@@ -503,8 +381,8 @@ def pod_group(raw: Mapping[str, Any]) -> str:
 def _scheduling_gates(obj: str, spec: Mapping[str, Any]) -> tuple[str, ...]:
     path = "spec.schedulingGates"
     gates = []
-    for i, gate in enumerate(_list(obj, path, spec.get("schedulingGates"))):
-        name = _map(obj, f"{path}[{i}]", gate).get("name")
+    for i, gate in enumerate(list_field(obj, path, spec.get("schedulingGates"))):
+        name = map_field(obj, f"{path}[{i}]", gate).get("name")
         if not isinstance(name, str) or not name:
             raise InvalidObject(obj, f"{path}[{i}].name", name, "must be a non-empty string")
         gates.append(name)
@@ -513,17 +391,17 @@ def _scheduling_gates(obj: str, spec: Mapping[str, Any]) -> tuple[str, ...]:
 
 def podgroup_from_manifest(raw: Mapping[str, Any]) -> PodGroup:
     """Parse a scheduling.x-k8s.io/v1alpha1 PodGroup (spec.minResources is not used yet)."""
-    name, namespace, _ = _metadata(raw, "PodGroup")
+    name, namespace, _ = metadata(raw, "PodGroup")
     obj = f"PodGroup {namespace}/{name}"
-    spec = _map(obj, "spec", raw.get("spec"))
+    spec = map_field(obj, "spec", raw.get("spec"))
     timeout = spec.get("scheduleTimeoutSeconds")
     return PodGroup(
         namespace=namespace,
         name=name,
-        min_member=_int(obj, "spec.minMember", spec.get("minMember"), low=1),
+        min_member=int_field(obj, "spec.minMember", spec.get("minMember"), low=1),
         schedule_timeout_s=DEFAULT_SCHEDULE_TIMEOUT_S
         if timeout is None
-        else _int(obj, "spec.scheduleTimeoutSeconds", timeout, low=1),
+        else int_field(obj, "spec.scheduleTimeoutSeconds", timeout, low=1),
     )
 
 
@@ -539,9 +417,9 @@ def _int_or_percent(obj: str, path: str, raw: object) -> int | str | None:
 
 def budget_from_manifest(raw: Mapping[str, Any]) -> DisruptionBudget:
     """Parse a policy/v1 PodDisruptionBudget."""
-    name, namespace, _ = _metadata(raw, "PodDisruptionBudget")
+    name, namespace, _ = metadata(raw, "PodDisruptionBudget")
     obj = f"PodDisruptionBudget {namespace}/{name}"
-    spec = _map(obj, "spec", raw.get("spec"))
+    spec = map_field(obj, "spec", raw.get("spec"))
     low = _int_or_percent(obj, "spec.minAvailable", spec.get("minAvailable"))
     high = _int_or_percent(obj, "spec.maxUnavailable", spec.get("maxUnavailable"))
     if low is not None and high is not None:
@@ -562,24 +440,24 @@ def reservation_from_manifest(raw: Mapping[str, Any], now: float) -> Reservation
     spec.template (a pod template: the room and where it may go), one owner (an object
     naming a pod, or a labelSelector, with the template's namespace if it names one),
     and spec.ttl or spec.expires. Only allocateOnce reservations are supported."""
-    name, _, _ = _metadata(raw, "Reservation")
+    name, _, _ = metadata(raw, "Reservation")
     obj = f"Reservation {name}"
-    spec = _map(obj, "spec", raw.get("spec"))
-    template = _map(obj, "spec.template", spec.get("template"))
+    spec = map_field(obj, "spec", raw.get("spec"))
+    template = map_field(obj, "spec.template", spec.get("template"))
     if spec.get("allocateOnce", True) is not True:
         raise InvalidObject(
             obj, "spec.allocateOnce", spec["allocateOnce"], "only true is supported"
         )
-    owners = _list(obj, "spec.owners", spec.get("owners"))
+    owners = list_field(obj, "spec.owners", spec.get("owners"))
     if len(owners) != 1:
         raise InvalidObject(obj, "spec.owners", owners, "must name exactly one owner")
-    owner = _map(obj, "spec.owners[0]", owners[0])
+    owner = map_field(obj, "spec.owners[0]", owners[0])
     namespace = str(
-        _map(obj, "spec.template.metadata", template.get("metadata")).get("namespace") or ""
+        map_field(obj, "spec.template.metadata", template.get("metadata")).get("namespace") or ""
     )
     owner_pod, selector = "", None
     if owner.get("object") is not None:
-        ref = _map(obj, "spec.owners[0].object", owner["object"])
+        ref = map_field(obj, "spec.owners[0].object", owner["object"])
         if not isinstance(ref.get("name"), str) or not ref["name"]:
             raise InvalidObject(
                 obj, "spec.owners[0].object.name", ref.get("name"), "must be a name"
@@ -610,7 +488,7 @@ def reservation_from_manifest(raw: Mapping[str, Any], now: float) -> Reservation
         pod = pod_from_manifest(
             {
                 "metadata": {"name": name, "namespace": RESERVATION_NAMESPACE},
-                "spec": _map(obj, "spec.template.spec", template.get("spec")),
+                "spec": map_field(obj, "spec.template.spec", template.get("spec")),
             }
         )
     except InvalidObject as err:  # named as the reservation's field, not a pod's
@@ -620,17 +498,17 @@ def reservation_from_manifest(raw: Mapping[str, Any], now: float) -> Reservation
 
 def node_from_manifest(raw: Mapping[str, Any]) -> Node:
     """Parse a Node manifest; allocatable falls back to capacity, as the API server defaults it."""
-    name, _, meta = _metadata(raw, "Node")
+    name, _, meta = metadata(raw, "Node")
     obj = f"Node {name}"
-    spec = _map(obj, "spec", raw.get("spec"))
-    status = _map(obj, "status", raw.get("status"))
+    spec = map_field(obj, "spec", raw.get("spec"))
+    status = map_field(obj, "status", raw.get("status"))
     field_name = (
         "status.allocatable" if status.get("allocatable") is not None else "status.capacity"
     )
     allocatable = res.parse_resource_list(obj, field_name, status.get(field_name.split(".")[1]))
     taints = []
-    for i, t in enumerate(_list(obj, "spec.taints", spec.get("taints"))):
-        t = _map(obj, f"spec.taints[{i}]", t)
+    for i, t in enumerate(list_field(obj, "spec.taints", spec.get("taints"))):
+        t = map_field(obj, f"spec.taints[{i}]", t)
         key, effect = t.get("key"), t.get("effect")
         if not isinstance(key, str) or not key:
             raise InvalidObject(obj, f"spec.taints[{i}].key", key, "must be a non-empty string")
@@ -643,13 +521,13 @@ def node_from_manifest(raw: Mapping[str, Any]) -> Node:
             )
         taints.append(Taint(key, str(t.get("value") or ""), effect))
     images = []
-    for i, image in enumerate(_list(obj, "status.images", status.get("images"))):
-        image = _map(obj, f"status.images[{i}]", image)
-        size = _int(obj, f"status.images[{i}].sizeBytes", image.get("sizeBytes", 0), low=0)
+    for i, image in enumerate(list_field(obj, "status.images", status.get("images"))):
+        image = map_field(obj, f"status.images[{i}]", image)
+        size = int_field(obj, f"status.images[{i}].sizeBytes", image.get("sizeBytes", 0), low=0)
         images.append(
-            ContainerImage(_strings(obj, f"status.images[{i}].names", image.get("names")), size)
+            ContainerImage(strings(obj, f"status.images[{i}].names", image.get("names")), size)
         )
-    annotations = _str_map(obj, "metadata.annotations", meta.get("annotations"))
+    annotations = string_map(obj, "metadata.annotations", meta.get("annotations"))
     topology = annotations.get(GPU_TOPOLOGY_ANNOTATION)
     return Node(
         name=name,
@@ -657,7 +535,7 @@ def node_from_manifest(raw: Mapping[str, Any]) -> Node:
         if topology is None
         else parse_topology(obj, topology, allocatable.get(GPU, 0)),
         allocatable=allocatable,
-        labels=_str_map(obj, "metadata.labels", meta.get("labels")),
+        labels=string_map(obj, "metadata.labels", meta.get("labels")),
         taints=tuple(taints),
         unschedulable=bool(spec.get("unschedulable", False)),
         images=tuple(images),

@@ -16,6 +16,7 @@ from typing import Any
 
 from cluster.gpus import GpuTopology, imply_node_milli
 from cluster.selectors import LabelSelector, NodeSelectorTerm
+from cluster.volumes.objects import PodVolume
 from cluster.wire import Wire
 
 
@@ -173,6 +174,8 @@ class Pod:
     gates: tuple[str, ...] = ()  # spec.schedulingGates: not scheduled while any remains
     # spec.preemptionPolicy is not Never: it may evict pods of lower priority to fit
     preempts: bool = True
+    # its volumes that name a claim, resolved against the claims where it is dispatched
+    volumes: tuple[PodVolume, ...] = ()
     # namespace/name, made once: the queue looks it up several times per pod
     key: str = field(init=False, repr=False, compare=False)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from cluster.errors import InvalidObject
-from cluster.manifests import label_selector
+from cluster.manifest_fields import label_selector
 from cluster.objects import Pod
 from cluster.selectors import LabelSelector, Requirement
 

@@ -1,0 +1,84 @@
+"""The claims, volumes and classes the control process knows, by the keys the plugins
+look them up by: fed from their watches (or the simulated cluster), read by the
+resolver (`cluster.volumes.resolve`).
+
+An object that cannot be decoded is kept as its error: a pod that uses it is told what
+is wrong with it, and nothing else is held back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from cluster import events
+from cluster.errors import InvalidObject
+from cluster.volumes.manifests import (
+    claim_from_manifest,
+    storage_class_from_manifest,
+    volume_from_manifest,
+)
+from cluster.volumes.objects import PersistentVolume, PersistentVolumeClaim, StorageClass
+
+T = TypeVar("T")
+CLAIMS, VOLUMES, CLASSES = "persistentvolumeclaims", "persistentvolumes", "storageclasses"
+
+
+@dataclass(slots=True)
+class _Kind(Generic[T]):
+    decode: Callable[[Mapping[str, Any]], T]
+    added: str  # the cluster event of one made
+    updated: str  # and of one changed
+    namespaced: bool
+    objects: dict[str, T | InvalidObject] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class VolumeIndex:
+    claims: _Kind[PersistentVolumeClaim] = field(
+        default_factory=lambda: _Kind(claim_from_manifest, events.PVC_ADD, events.PVC_UPDATE, True)
+    )
+    volumes: _Kind[PersistentVolume] = field(
+        default_factory=lambda: _Kind(volume_from_manifest, events.PV_ADD, events.PV_UPDATE, False)
+    )
+    classes: _Kind[StorageClass] = field(
+        default_factory=lambda: _Kind(
+            storage_class_from_manifest,
+            events.STORAGE_CLASS_ADD,
+            events.STORAGE_CLASS_UPDATE,
+            False,
+        )
+    )
+
+    def apply(self, resource: str, manifest: Mapping[str, Any], deleted: bool = False) -> str:
+        """A watch's object (of `resource`: CLAIMS, VOLUMES or CLASSES) made, changed or
+        deleted; the cluster event it is, "" for a deletion (which makes no pod fit)."""
+        kind = self._kind(resource)
+        meta = manifest.get("metadata") or {}
+        key = str(meta.get("name", ""))
+        if kind.namespaced:
+            key = f"{meta.get('namespace') or 'default'}/{key}"
+        if deleted:
+            kind.objects.pop(key, None)
+            return ""
+        known = key in kind.objects
+        try:
+            kind.objects[key] = kind.decode(manifest)
+        except InvalidObject as err:
+            kind.objects[key] = err
+        return kind.updated if known else kind.added
+
+    def _kind(self, resource: str) -> _Kind[Any]:
+        if resource == CLAIMS:
+            return self.claims
+        return self.volumes if resource == VOLUMES else self.classes
+
+    def claim(self, key: str) -> PersistentVolumeClaim | InvalidObject | None:
+        return self.claims.objects.get(key)
+
+    def volume(self, name: str) -> PersistentVolume | InvalidObject | None:
+        return self.volumes.objects.get(name)
+
+    def storage_class(self, name: str) -> StorageClass | InvalidObject | None:
+        return self.classes.objects.get(name)

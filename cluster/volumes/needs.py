@@ -1,0 +1,32 @@
+"""What a pod's volumes ask of a node, once its claims are resolved in the control
+process (`cluster.volumes.resolve`): the part of `SchedulingSpec` a shard judges.
+
+Node-side rules only, in tuples, so that pods whose volumes ask the same of a node stay
+one equivalence class and are judged once per node like any other static filter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cluster.selectors import NodeSelectorTerm
+from cluster.wire import Wire
+
+# PersistentVolume labels VolumeZone reads, in upstream's order; a beta key also
+# matches a node by its GA key, a GA key never by the beta one
+BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
+BETA_REGION = "failure-domain.beta.kubernetes.io/region"
+ZONE = "topology.kubernetes.io/zone"
+REGION = "topology.kubernetes.io/region"
+ZONE_KEYS = (BETA_ZONE, BETA_REGION, ZONE, REGION)
+GA_OF_BETA = {BETA_ZONE: ZONE, BETA_REGION: REGION}
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeNeeds(Wire):
+    # per bound claim whose PersistentVolume has required node affinity: its terms, ORed
+    bound_affinity: tuple[tuple[NodeSelectorTerm, ...], ...] = ()
+    # a bound claim's PersistentVolume does not exist (no node can take the pod)
+    missing_volume: bool = False
+    # VolumeZone's (label key, values) of the pods' volumes: a zoned node must have each
+    zones: tuple[tuple[str, tuple[str, ...]], ...] = ()
