@@ -10,6 +10,7 @@ from cluster.errors import InvalidObject
 from cluster.objects import Node, Pod, PodGroup
 from cluster.quota import Quota
 from cluster.reservations import Reservation
+from cluster.volumes.index import VolumeChange
 
 
 @dataclass(slots=True)
@@ -61,6 +62,10 @@ class ClusterAdapter(Protocol):
 
     def take_new_quotas(self) -> list[Quota]:
         """ElasticQuota objects created since the last call."""
+
+    def take_volume_events(self) -> list[VolumeChange]:
+        """Claims, volumes and storage classes made, changed or deleted since the last
+        call, in order."""
 
     def take_new_reservations(self) -> list[Reservation]:
         """Reservations of our profiles created since the last call."""

@@ -49,7 +49,7 @@ from cluster.objects import (
 )
 from cluster.reservations import RESERVATION_NAMESPACE, Reservation
 from cluster.selectors import NodeSelectorTerm
-from cluster.volumes.manifests import pod_volumes
+from cluster.volumes.storage_manifests import pod_volumes
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 PROTOCOLS = ("TCP", "UDP", "SCTP")

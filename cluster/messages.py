@@ -76,6 +76,8 @@ class Decision:
     # when nothing was placed and the unit asked (`UnitRequest.preempt`): per class
     # index, the nodes that only filters evicting pods can satisfy rejected
     preemptible: dict[int, list[str]] = field(default_factory=dict)
+    # a plugin's PreFilter rejected the unit before any node was judged: its words
+    prefilter: str = ""
 
     @property
     def placed(self) -> bool:
@@ -83,6 +85,8 @@ class Decision:
 
     def summary(self) -> str:
         """kube-scheduler's FailedScheduling wording: `0/5 nodes are available: ...`."""
+        if self.prefilter:
+            return f"0/{self.nodes} nodes are available: {self.prefilter}."
         parts = ", ".join(
             f"{n} {r}" for r, n in sorted(self.reasons.items(), key=lambda x: (-x[1], x[0]))
         )

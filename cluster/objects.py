@@ -16,7 +16,8 @@ from typing import Any
 
 from cluster.gpus import GpuTopology, imply_node_milli
 from cluster.selectors import LabelSelector, NodeSelectorTerm
-from cluster.volumes.objects import PodVolume
+from cluster.volumes.needs import VolumeNeeds
+from cluster.volumes.storage_objects import PodVolume
 from cluster.wire import Wire
 
 
@@ -148,6 +149,9 @@ class SchedulingSpec(Wire):
     # what the profile's default spreading counts for a pod without constraints of its own:
     # the selectors of the Services and controller that select it (cluster/workload_selectors)
     spread_selector: LabelSelector | None = None
+    # what its volumes ask of a node, resolved against the claims when it is dispatched
+    # (cluster/volumes/resolve.py); None: it has no claim
+    volumes: VolumeNeeds | None = None
 
     @property
     def peer(self) -> Peer:

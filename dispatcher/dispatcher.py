@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
 
 from cluster.events import (
     ASSIGNED_POD_ADD,
@@ -24,22 +23,15 @@ from cluster.inventory import BoundPod
 from cluster.lifecycle import PodState
 from cluster.messages import Decision, ShardBatch, ShardResult, Status, UnitOutcome, UnitRequest
 from cluster.node_partitions import node_partition, pinned_node
-from cluster.objects import Pod, PodGroup, SchedulingSpec
+from cluster.objects import Pod, PodGroup
 from cluster.quota import Quota, QuotaTree
 from cluster.reservations import is_reservation
 from dispatcher.answers import Bound, Held, PreemptionAsk, Reading, Unplaced
+from dispatcher.batch_classes import BatchClasses, InFlightBatch, SpecOf
 from dispatcher.gangs import Gangs
 from dispatcher.queue import ANY_SHARD, Backoff, QueuedUnit, SchedulingQueue
 from dispatcher.quota_gate import QuotaGate
 from dispatcher.stats import DispatchStats
-
-
-@dataclass(slots=True)
-class InFlightBatch:
-    shard: int
-    classes: list[SchedulingSpec]
-    units: list[str]
-
 
 MAX_LOST = 3  # batches in a row a unit may go unanswered in before it backs off
 
@@ -57,7 +49,10 @@ class Dispatcher:
         quotas: QuotaTree | None = None,
         lowest_bound_priority: Callable[[], int | None] = lambda: None,
         preemptive_profiles: Collection[str] | None = None,
+        spec_of: SpecOf | None = None,
     ) -> None:
+        # a pod's spec as a shard judges it: its volumes resolved afresh on each attempt
+        self.spec_of: SpecOf = spec_of or (lambda pod: pod.spec)
         # the profiles whose pods may preempt (DefaultPreemption enabled); None: all
         self.preemptive_profiles = preemptive_profiles
         # the lowest priority of a bound pod (None: none bound): only a unit above it
@@ -313,8 +308,7 @@ class Dispatcher:
                 self._preempted(stuck)  # its victims' deletion never showed: try anyway
                 self.stats.moved_by_timeout += 1
         self.queue.flush_expired(now)
-        classes: dict[SchedulingSpec, int] = {}  # equal specs share a class
-        specs: list[SchedulingSpec] = []
+        classes = BatchClasses(self.spec_of)
         # who may look for victims: a unit above the lowest bound priority, or one whose
         # quota may reclaim room another quota must give back
         floor = self.lowest_bound_priority()
@@ -334,13 +328,7 @@ class Dispatcher:
                 continue
             unit.move(PodState.IN_FLIGHT)
             unit.sent_mark = self._events
-            members = []
-            for pod in unit.pods:
-                index = classes.get(pod.spec)
-                if index is None:
-                    index = classes[pod.spec] = len(specs)
-                    specs.append(pod.spec)
-                members.append((pod.key, index))
+            members = [(pod.key, classes.of(pod)) for pod in unit.pods]
             manifests = [dict(p.manifest or {}) for p in unit.pods] if self.send_manifests else []
             preempt = False
             if floor is not None or reclaimable:
@@ -355,8 +343,9 @@ class Dispatcher:
         if not units and not resolved:
             return None
         self._next_batch += 1
-        batch = ShardBatch(self._next_batch, specs, units, resolved)
-        self.batches[batch.batch_id] = InFlightBatch(shard, specs, [u.key for u in units])
+        batch = ShardBatch(self._next_batch, classes.specs, units, resolved)
+        sent = {u.key: [i for _, i in u.pods] for u in units}
+        self.batches[batch.batch_id] = InFlightBatch(shard, classes.specs, sent)
         self.stats.attempts += len(units)
         self.stats.pod_attempts += pods
         return batch
@@ -396,7 +385,7 @@ class Dispatcher:
                 placed.append(decision)
                 continue
             if decision.preemptible:
-                self._ask_to_preempt(unit, decision, batch.classes)
+                self._ask_to_preempt(unit, decision, batch.units[unit.key])
             else:
                 self._unschedulable(unit, decision)
             failed.append(unit)
@@ -437,11 +426,11 @@ class Dispatcher:
             unit.pods, reclaimable
         )
 
-    def _ask_to_preempt(
-        self, unit: QueuedUnit, decision: Decision, classes: list[SchedulingSpec]
-    ) -> None:
-        index = {spec: i for i, spec in enumerate(classes)}
-        pods = [(p, decision.preemptible.get(index[p.spec], [])) for p in unit.pods]
+    def _ask_to_preempt(self, unit: QueuedUnit, decision: Decision, members: list[int]) -> None:
+        """`members`: the class of each of the unit's pods in the batch it was sent in."""
+        pods = [
+            (p, decision.preemptible.get(i, [])) for p, i in zip(unit.pods, members, strict=True)
+        ]
         self.stats.preemption_attempts += 1
         nodes = len({node for names in decision.preemptible.values() for node in names})
         unit.preemption = f"looking for victims on the {nodes} nodes where evicting pods may help"

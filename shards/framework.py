@@ -85,6 +85,12 @@ class FilterPlugin(ABC):
     def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
         """A boolean per row."""
 
+    def prefilter(self, spec: SchedulingSpec) -> str | None:
+        """Why no node can take the pod, whichever it is (upstream's PreFilter answering
+        UnschedulableAndUnresolvable), or None. A plugin that rejects here rejects every
+        row in `filter` too; `explain` then says this alone, as upstream does."""
+        return None
+
     @abstractmethod
     def reasons(self, pod: PodClass, table: NodeTable, rows: np.ndarray) -> Counter[str]:
         """Why this plugin rejects the given rows, as kube-scheduler words it."""
@@ -297,6 +303,9 @@ class Profile:
     def explain(self, pod: PodClass, table: NodeTable) -> Rejection:
         """Per reason, how many nodes the first failing filter rejected, as upstream
         counts; and which filters those were, with the events that could change them."""
+        for plugin in self.filters:
+            if (why := plugin.prefilter(pod.spec)) is not None:
+                return Rejection(Counter(), (plugin.name,), plugin.events, prefilter=why)
         started = time.perf_counter()
         reasons: Counter[str] = Counter()
         plugins: list[FilterPlugin] = []
@@ -325,6 +334,7 @@ class Rejection:
     reasons: Counter[str]
     plugins: tuple[str, ...]  # the filters that rejected some node, in profile order
     events: frozenset[str]  # the cluster events that can make one of those nodes pass
+    prefilter: str = ""  # a PreFilter rejected the pod before any node: its words
 
     @classmethod
     def unexplained(cls) -> Rejection:
@@ -334,7 +344,7 @@ class Rejection:
         """A gang's: the reasons of its first pod that found no node, the plugins and
         events of all of them (any of those pods finding a node may be enough)."""
         plugins = tuple(dict.fromkeys(self.plugins + other.plugins))
-        return Rejection(self.reasons, plugins, self.events | other.events)
+        return Rejection(self.reasons, plugins, self.events | other.events, self.prefilter)
 
 
 def final_scores(parts: list[np.ndarray], feasible: np.ndarray) -> np.ndarray:

@@ -38,7 +38,8 @@ def explain_pod(key: str, state: ClassState, row: int, top: int) -> PodExplanati
     count = int(feasible[alive].sum())
     summary = ""
     if not count:  # what the shard reports when no node fits (`ClassState.why`)
-        summary = Decision("", [], dict(state.why().reasons), len(alive)).summary()
+        why = state.why()
+        summary = Decision("", [], dict(why.reasons), len(alive), prefilter=why.prefilter).summary()
     scorers = [ScorerColumn(p.name, w, p.normalizes) for p, w in profile.scorers]
     weights = [w for _, w in profile.scorers]
     normalized = [part // w if w else part for part, w in zip(state.parts, weights, strict=True)]

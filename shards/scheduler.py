@@ -411,8 +411,9 @@ class ShardCore:
     ) -> Decision:
         alive = int(self.table.alive[: self.table.size].sum())
         reasons, plugins = dict(rejection.reasons), list(rejection.plugins)
+        events = sorted(rejection.events)
         return Decision(
-            unit, [], reasons, alive, plugins, sorted(rejection.events), preemptible or {}
+            unit, [], reasons, alive, plugins, events, preemptible or {}, rejection.prefilter
         )
 
     def _undo(self, chosen: list[Taken]) -> None:

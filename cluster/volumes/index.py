@@ -10,19 +10,27 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from cluster import events
 from cluster.errors import InvalidObject
-from cluster.volumes.manifests import (
+from cluster.volumes.storage_manifests import (
     claim_from_manifest,
     storage_class_from_manifest,
     volume_from_manifest,
 )
-from cluster.volumes.objects import PersistentVolume, PersistentVolumeClaim, StorageClass
+from cluster.volumes.storage_objects import PersistentVolume, PersistentVolumeClaim, StorageClass
 
 T = TypeVar("T")
 CLAIMS, VOLUMES, CLASSES = "persistentvolumeclaims", "persistentvolumes", "storageclasses"
+
+
+class VolumeChange(NamedTuple):
+    """A claim, volume or class made, changed or deleted, as its watch told of it."""
+
+    resource: str  # CLAIMS, VOLUMES or CLASSES
+    manifest: Mapping[str, Any]
+    deleted: bool = False
 
 
 @dataclass(slots=True)

@@ -30,3 +30,6 @@ class VolumeNeeds(Wire):
     missing_volume: bool = False
     # VolumeZone's (label key, values) of the pods' volumes: a zoned node must have each
     zones: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # a plugin's PreFilter rejected the pod before any node was judged: which, and why
+    rejected_by: str = ""
+    rejection: str = ""

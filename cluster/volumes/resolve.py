@@ -9,12 +9,14 @@ Error, for an object optimist cannot read): no node is judged.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 from cluster.errors import InvalidObject
+from cluster.objects import Pod, SchedulingSpec
 from cluster.volumes.index import VolumeIndex
 from cluster.volumes.needs import ZONE_KEYS, VolumeNeeds
-from cluster.volumes.objects import (
+from cluster.volumes.storage_objects import (
     WAIT_FOR_FIRST_CONSUMER,
     PersistentVolume,
     PersistentVolumeClaim,
@@ -197,3 +199,22 @@ def _zoned_volume(pod: PodRef, volume: PodVolume, index: VolumeIndex) -> Persist
     if isinstance(pv, InvalidObject):
         raise _Rejected(Rejection(VOLUME_ZONE, str(pv), error=True))
     return pv
+
+
+@dataclass(slots=True)
+class VolumeResolver:
+    """Each pod's spec with its volumes resolved afresh, as the dispatcher hands it to a
+    shard: upstream runs its PreFilters on every attempt, against the claims as they are."""
+
+    index: VolumeIndex
+    plugins: Mapping[str, frozenset[str]]  # profile -> the filter plugins it runs
+
+    def spec_of(self, pod: Pod) -> SchedulingSpec:
+        if not pod.volumes:
+            return pod.spec
+        plugins = self.plugins.get(pod.spec.profile, frozenset())
+        ref = PodRef(pod.namespace, pod.name, pod.uid)
+        needs = resolve(ref, pod.volumes, self.index, plugins)
+        if isinstance(needs, Rejection):
+            needs = VolumeNeeds(rejected_by=needs.plugin, rejection=needs.message)
+        return replace(pod.spec, volumes=needs)

@@ -41,6 +41,7 @@ from optimist.configuration.plugins import (
     HANDLED_OUTSIDE_SHARDS,
     POINTS,
     REASON_MISSING,
+    REASON_UNBOUND_CLAIMS,
     REASON_VOLUME,
     UPSTREAM_PLUGINS,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "OPTIMIST_KIND",
     "POINTS",
     "REASON_MISSING",
+    "REASON_UNBOUND_CLAIMS",
     "REASON_VOLUME",
     "UPSTREAM_PLUGINS",
     "ClientConnection",

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import field_validator
-
 from binder.preemption_args import DefaultPreemptionArgs
-from cluster.config_types import Int64, PluginArgs
+from cluster.config_types import PluginArgs
 from cluster.crosspod.topology_spread_args import PodTopologySpreadArgs
 from optimist.configuration.model_reader import read_model
 from shards.plugins.gpu_placement import GPUPlacementArgs
@@ -18,30 +16,7 @@ from shards.plugins.noderesources import (
     NodeResourcesBalancedAllocationArgs,
     NodeResourcesFitArgs,
 )
-
-
-class VolumeBindingArgs(PluginArgs):
-    """Upstream's; optimist does not run VolumeBinding, but reads its args as v1 does."""
-
-    bind_timeout_seconds: Int64 = 600
-    """How long a binding waits for its volumes (upstream's; not run here)."""
-    shape: None = None
-    """VolumeCapacityPriority's score shape: refused, the gate is off in v1.30."""
-
-    @field_validator("bind_timeout_seconds")
-    @classmethod
-    def _not_negative(cls, seconds: int) -> int:
-        if seconds < 0:
-            raise ValueError("should not be a negative value")
-        return seconds
-
-    @field_validator("shape", mode="before")
-    @classmethod
-    def _gated(cls, value: object) -> None:
-        raise ValueError(
-            "needs the VolumeCapacityPriority feature gate, which v1.30 has off; remove it"
-        )
-
+from shards.plugins.volume_binding import VolumeBindingArgs
 
 # The plugins whose args are typed models, beside each plugin.
 ARG_MODELS: dict[str, type[PluginArgs]] = {

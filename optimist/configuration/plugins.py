@@ -113,13 +113,17 @@ _VOLUME_OR_DRA = frozenset(
         "NodeVolumeLimits",
         "AzureDiskLimits",
         "CinderLimits",
-        "VolumeBinding",
-        "VolumeZone",
         "DynamicResources",
     }
 )
 REASON_VOLUME = "needs volume/DRA objects optimist does not model"
 REASON_MISSING = "not implemented in optimist yet"
+# VolumeBinding filters on bound claims; a claim waiting for its first consumer is not
+# matched to a volume, nor bound, yet
+REASON_UNBOUND_CLAIMS = (
+    "binds no claim yet: a claim waiting for its first consumer is left unbound; its "
+    "score needs the VolumeCapacityPriority gate, off in v1.30"
+)
 
 
 class KnownPlugins:
@@ -310,4 +314,6 @@ def inactive_reason(name: str) -> str:
     binder serve every other)."""
     if name in _VOLUME_OR_DRA:
         return REASON_VOLUME
+    if name == "VolumeBinding":
+        return REASON_UNBOUND_CLAIMS
     return REASON_MISSING

@@ -12,27 +12,23 @@ StatefulSets give each new pod the selector its default spreading counts by;
 a pod whose controller has not been seen yet (its watch is a moment behind the
 pods') waits for it, `controller_wait_s` at most.
 
+Claims, volumes and storage classes are passed on as they come, for the control
+loop's volume index (`cluster.volumes`).
+
 Bindings go out through the `pods/binding` subresource from a pool of
 threads, as many at once as the client's rate limit lets through. Reports
-(events, the PodScheduled condition, nominatedNodeName) go from one thread of
-their own through a bounded queue: they never hold up a binding, and when the
-API cannot keep up they are dropped and counted, as client-go's event
-broadcaster drops them.
+(events, the PodScheduled condition, nominatedNodeName) go out through
+`optimist.kube.reporter`, never holding up a binding.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import logging
-import queue
 import threading
 import time
-import zlib
-from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
 from typing import Any
 
 from cluster.cluster_adapter import Binding, ClusterState
@@ -51,9 +47,11 @@ from cluster.manifests import (
 from cluster.objects import Node, Pod, PodGroup
 from cluster.quota import Quota, quota_from_manifest
 from cluster.reservations import Reservation
+from cluster.volumes.index import CLAIMS, CLASSES, VOLUMES, VolumeChange
 from cluster.workload_selectors import WorkloadSelectors, workload_selector_from_manifest
 from optimist.kube.client import ApiError, KubeClient
 from optimist.kube.informer import Informer, list_all, object_key
+from optimist.kube.reporter import Reporter
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +68,9 @@ PATHS = {
     "replicationcontrollers": "/api/v1/replicationcontrollers",
     "replicasets": "/apis/apps/v1/replicasets",
     "statefulsets": "/apis/apps/v1/statefulsets",
+    CLAIMS: "/api/v1/persistentvolumeclaims",
+    VOLUMES: "/api/v1/persistentvolumes",
+    CLASSES: "/apis/storage.k8s.io/v1/storageclasses",
 }
 # the selector kinds, each watched before pods are
 _SELECTOR_KINDS = {
@@ -79,44 +80,6 @@ _SELECTOR_KINDS = {
     "statefulsets": "StatefulSet",
 }
 CONTROLLER_WAIT_S = 2.0
-
-
-_WRITTEN_KEPT = 100_000  # pods whose last report is remembered, to aggregate repeats
-REPORTERS = 4  # threads writing reports (events and status patches)
-
-
-@dataclass(slots=True)
-class _Written:
-    """What was last written about one pod."""
-
-    event: str = ""  # the Event's name
-    reason: str = ""
-    message: str = ""
-    count: int = 0
-    status: str | None = None  # `_sameness` of the last status written
-
-
-def _sameness(status: dict[str, Any] | None) -> str | None:
-    """A status patch as compared with the last: its condition's times left out."""
-    if status is None:
-        return None
-    conditions = [
-        {k: v for k, v in c.items() if k != "lastTransitionTime"}
-        for c in status.get("conditions", [])
-    ]
-    return json.dumps({**status, "conditions": conditions}, sort_keys=True)
-
-
-@dataclass(frozen=True, slots=True)
-class _Report:
-    """One write about a pod: an event, and optionally a status patch."""
-
-    pod: str  # namespace/name
-    uid: str
-    event_type: str  # Normal, Warning
-    reason: str  # Scheduled, FailedScheduling, Preempted...
-    message: str
-    status: dict[str, Any] | None = None  # merged into the pod's status, if given
 
 
 class KubernetesAdapter:
@@ -135,12 +98,7 @@ class KubernetesAdapter:
         controller_wait_s: float = CONTROLLER_WAIT_S,
     ) -> None:
         self.client = client
-        self.explain_hint = explain_hint  # see `report_unschedulable`
-        # reports draw on a rate limit of their own, as client-go's event broadcaster does:
-        # a burst of FailedScheduling events never makes a binding wait
-        self._report_client = client.sibling(client.bucket.qps, client.bucket.burst)
         self.scheduler_names = scheduler_names
-        self.component = component
         self._lock = threading.Lock()
         self._arrived = threading.Event()  # set by every watch event: wakes an idle loop
         self._new_pods: dict[str, dict[str, Any]] = {}  # key -> manifest, in arrival order
@@ -156,6 +114,7 @@ class KubernetesAdapter:
         self._budgets: list[DisruptionBudget] = []
         self._quotas: list[Quota] = []
         self._reservations: list[Reservation] = []
+        self._volume_changes: list[VolumeChange] = []
         self._priorities: dict[str, int] = {}  # PriorityClass name -> value
         self._default_priority: tuple[str, int] | None = None  # the globalDefault class
         self.selectors = WorkloadSelectors()
@@ -165,15 +124,9 @@ class KubernetesAdapter:
         self._bound: dict[str, str] = {}  # key -> node, of every pod bound we know of
         self._uids: dict[str, str] = {}  # pod key -> uid, for events
         self.invalid: list[tuple[str, str]] = []  # (object, error) of objects left out
-        self.reports_dropped = 0
-        # reports go out from several threads, a pod's always from the same one (its
-        # writes stay in order, and each thread aggregates its own pods' events): one
-        # thread, a request at a time, fell minutes behind a few hundred pods a second,
-        # and a pending pod's condition waited behind other pods' Scheduled events
-        self._reports: list[queue.Queue[_Report | None]] = [
-            queue.Queue(report_queue // REPORTERS) for _ in range(REPORTERS)
-        ]
-        self._written: list[OrderedDict[str, _Written]] = [OrderedDict() for _ in range(REPORTERS)]
+        self.reports = Reporter(
+            client, component, explain_hint, report_queue, self._is_bound, self._uids.get
+        )
         self._binders = ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
         handlers: dict[str, Callable[[str, dict[str, Any]], None]] = {
             "priorityclasses": self._on_priority_class,
@@ -187,6 +140,10 @@ class KubernetesAdapter:
                 path: functools.partial(self._on_selector, kind)
                 for path, kind in _SELECTOR_KINDS.items()
             },
+            **{
+                resource: functools.partial(self._on_volume_object, resource)
+                for resource in (CLASSES, VOLUMES, CLAIMS)
+            },
             "pods": self._on_pod,
         }
         self.informers = {
@@ -195,16 +152,11 @@ class KubernetesAdapter:
             )
             for name, handle in handlers.items()
         }
-        self._reporters = [
-            threading.Thread(target=self._report_forever, args=(i,), daemon=True)
-            for i in range(REPORTERS)
-        ]
 
     def start(self, sync_timeout_s: float = 60.0) -> KubernetesAdapter:
         """Start the informers, each once the one before has listed (priority classes
         before pods, nodes before pods), and return when all have."""
-        for reporter in self._reporters:
-            reporter.start()
+        self.reports.start()
         for name, informer in self.informers.items():
             informer.start()
             if not informer.synced.wait(sync_timeout_s):
@@ -216,9 +168,7 @@ class KubernetesAdapter:
         for informer in self.informers.values():
             informer.stop()
         self._binders.shutdown(wait=True)
-        self.flush_reports(drain_s)
-        for reports in self._reports:
-            reports.put(None)
+        self.reports.stop(drain_s)
 
     def wait_for_events(self, timeout_s: float) -> bool:
         """Until a watch brings something (True), `timeout_s` at most: an idle loop sleeps
@@ -323,6 +273,10 @@ class KubernetesAdapter:
             with self._lock:
                 self._reservations.append(reservation)
 
+    def _on_volume_object(self, resource: str, kind: str, obj: dict[str, Any]) -> None:
+        with self._lock:
+            self._volume_changes.append(VolumeChange(resource, obj, kind == "DELETED"))
+
     def _on_selector(self, kind: str, event: str, obj: dict[str, Any]) -> None:
         """A Service's or controller's selector (its status changes change nothing here)."""
         if event == "DELETED":
@@ -402,7 +356,7 @@ class KubernetesAdapter:
     @property
     def retries(self) -> int:
         """Requests retried so far, bindings' and reports' together."""
-        return self.client.retries + self._report_client.retries
+        return self.client.retries + self.reports.client.retries
 
     def bound_pods(self) -> dict[str, str]:
         """pod -> node, of every bound pod the watch has shown (for reconciling)."""
@@ -493,6 +447,11 @@ class KubernetesAdapter:
             taken, self._quotas = self._quotas, []
         return taken
 
+    def take_volume_events(self) -> list[VolumeChange]:
+        with self._lock:
+            taken, self._volume_changes = self._volume_changes, []
+        return taken
+
     def take_new_reservations(self) -> list[Reservation]:
         with self._lock:
             taken, self._reservations = self._reservations, []
@@ -502,12 +461,7 @@ class KubernetesAdapter:
         errors = list(self._binders.map(self._bind_one, bindings))
         for binding, error in zip(bindings, errors, strict=True):
             if error is None:
-                self._report(
-                    binding.pod,
-                    "Normal",
-                    "Scheduled",
-                    f"Successfully assigned {binding.pod} to {binding.node}",
-                )
+                self.reports.scheduled(binding.pod, binding.node)
         return errors
 
     def _bind_one(self, binding: Binding) -> str | None:
@@ -555,139 +509,19 @@ class KubernetesAdapter:
         return errors
 
     def report_unschedulable(self, failures: list[tuple[str, str, str]]) -> None:
-        """(pod, reason, message) for pods whose attempt failed: a FailedScheduling
-        event and the PodScheduled condition, as kube-scheduler writes them. `reason`
-        is the condition's: Unschedulable, SchedulerError or SchedulingGated. With
-        `explain_hint`, the condition's message (not the event's, which stays upstream's)
-        ends with the command that explains the pod plugin by plugin."""
-        for pod, reason, message in failures:
-            said = message
-            if self.explain_hint and reason == "Unschedulable":
-                said = f"{message} Each plugin's verdict on each node: optimist explain {pod}"
-            condition = {
-                "type": "PodScheduled",
-                "status": "False",
-                "reason": reason,
-                "message": said,
-                "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            }
-            event = "FailedScheduling" if reason != "SchedulingGated" else ""
-            self._report(pod, "Warning", event, message, {"conditions": [condition]})
+        self.reports.unschedulable(failures)
 
     def nominate(self, nominations: dict[str, str]) -> None:
-        """status.nominatedNodeName of pods that preempted room on a node."""
-        for pod, node in nominations.items():
-            self._report(pod, "", "", "", {"nominatedNodeName": node})
-
-    def _report(
-        self,
-        pod: str,
-        event_type: str,
-        reason: str,
-        message: str,
-        status: dict[str, Any] | None = None,
-    ) -> None:
-        uid = self._uids.get(pod, "")
-        try:
-            shard = self._reports[zlib.crc32(pod.encode()) % REPORTERS]
-            shard.put_nowait(_Report(pod, uid, event_type, reason, message, status))
-        except queue.Full:
-            self.reports_dropped += 1
-
-    def _report_forever(self, shard: int) -> None:
-        reports, written = self._reports[shard], self._written[shard]
-        while (report := reports.get()) is not None:
-            try:
-                self._write(report, written)
-            finally:
-                reports.task_done()
-
-    def _write(self, report: _Report, written: OrderedDict[str, _Written]) -> None:
-        """One report, aggregated as client-go's event correlator does: a status the pod
-        already has is not written again, and an event that repeats the last one about
-        the pod counts up on it instead of making another (an unschedulable pod retried
-        for an hour is one event, not thousands)."""
-        namespace, name = report.pod.split("/", 1)
-        last = written.pop(report.pod, None) or _Written()
-        written[report.pod] = last  # the most recent last, for the cap below
-        if len(written) > _WRITTEN_KEPT // REPORTERS:
-            written.popitem(last=False)
-        if report.status and "nominatedNodeName" in report.status:
-            with self._lock:
-                if report.pod in self._bound:  # bound meanwhile: from v1.35 the binding
-                    report = replace(report, status=None)  # clears it, and it is refused
-        try:
-            status = _sameness(report.status)
-            if report.status is not None and status != last.status:
-                self._report_client.request(
-                    "PATCH",
-                    f"/api/v1/namespaces/{namespace}/pods/{name}/status",
-                    body={"status": report.status},
-                    content_type="application/strategic-merge-patch+json",
-                )
-                last.status = status
-            if report.reason:
-                self._write_event(report, last)
-        except ApiError as err:
-            if err.status != 404:  # a pod gone meanwhile needs no report
-                log.warning("reporting %s on %s failed: %s", report.reason, report.pod, err)
-
-    def _write_event(self, report: _Report, last: _Written) -> None:
-        namespace = report.pod.split("/", 1)[0]
-        events = f"/api/v1/namespaces/{namespace}/events"
-        if last.event and (last.reason, last.message) == (report.reason, report.message):
-            now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-            try:
-                self._report_client.request(
-                    "PATCH",
-                    f"{events}/{last.event}",
-                    body={"count": last.count + 1, "lastTimestamp": now},
-                    content_type="application/merge-patch+json",
-                )
-                last.count += 1
-                return
-            except ApiError as err:
-                if err.status != 404:  # gone (events expire): a new one below
-                    raise
-        made = self._report_client.request("POST", events, body=self._event(report))
-        last.event, last.reason, last.message = (
-            made["metadata"]["name"],
-            report.reason,
-            report.message,
-        )
-        last.count = 1
-
-    def _event(self, report: _Report) -> dict[str, Any]:
-        namespace, name = report.pod.split("/", 1)
-        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        return {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{name}.", "namespace": namespace},
-            "involvedObject": {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "name": name,
-                "namespace": namespace,
-                "uid": report.uid,
-            },
-            "type": report.event_type,
-            "reason": report.reason,
-            "message": report.message,
-            "source": {"component": self.component},
-            "reportingComponent": self.component,
-            "action": "Binding" if report.reason == "Scheduled" else "Scheduling",
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        }
+        self.reports.nominate(nominations)
 
     def flush_reports(self, timeout_s: float = 10.0) -> bool:
         """Wait until every report queued so far is written (tests, shutdown)."""
-        deadline = time.monotonic() + timeout_s
-        while self._unwritten() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        return not self._unwritten()
+        return self.reports.flush(timeout_s)
 
-    def _unwritten(self) -> int:
-        return sum(reports.unfinished_tasks for reports in self._reports)
+    @property
+    def reports_dropped(self) -> int:
+        return self.reports.dropped
+
+    def _is_bound(self, pod: str) -> bool:
+        with self._lock:
+            return pod in self._bound

@@ -25,6 +25,8 @@ from cluster.inventory import BoundPods
 from cluster.messages import ShardResult, UnitOutcome
 from cluster.objects import Pod
 from cluster.quota import QuotaTree
+from cluster.volumes.index import VolumeIndex
+from cluster.volumes.resolve import VolumeResolver
 from dispatcher.answers import Reading
 from dispatcher.dispatcher import Dispatcher
 from dispatcher.queue import Backoff
@@ -83,6 +85,10 @@ class SchedulingLoop:
         bound_pods = self.bound_pods = BoundPods()  # what preemption may evict
         budgets = DisruptionBudgets(bound_pods)
         preempting = preemption_args(s)
+        self.volumes = VolumeIndex()
+        resolver = VolumeResolver(
+            self.volumes, {p.scheduler_name: frozenset(p.filters) for p in s.profiles}
+        )
         self.dispatcher = Dispatcher(
             Backoff(s.backoff_initial_s, s.backoff_max_s),
             send_manifests=bool(s.extenders),
@@ -91,6 +97,7 @@ class SchedulingLoop:
             quotas=QuotaTree(s.quotas) if s.quotas else None,
             lowest_bound_priority=bound_pods.lowest_priority,
             preemptive_profiles=frozenset(preempting),
+            spec_of=resolver.spec_of,
         )
         self.binder = Binder(
             self.store, cluster, s.profiles, s.conflict_mode, bool(platform.binders)
@@ -100,7 +107,14 @@ class SchedulingLoop:
         )
         self.reservations = ReservationDesk(self.store, self.dispatcher, self.recovery)
         self.intake = Ingest(
-            cluster, self.store, self.dispatcher, bound_pods, budgets, self.reservations, on_stage
+            cluster,
+            self.store,
+            self.dispatcher,
+            bound_pods,
+            budgets,
+            self.reservations,
+            on_stage,
+            self.volumes,
         )
         planner = PreemptionPlanner(
             self.store,

@@ -20,6 +20,7 @@ from cluster.inventory import BoundPods
 from cluster.messages import Status
 from cluster.objects import Pod
 from cluster.store import Store
+from cluster.volumes.index import VolumeIndex
 from dispatcher.dispatcher import Dispatcher
 from optimist.logs import unit_key
 from optimist.loop.reservation_desk import ReservationDesk
@@ -39,6 +40,7 @@ class Ingest:
     budgets: DisruptionBudgets
     reservations: ReservationDesk
     on_stage: StageHook | None
+    volumes: VolumeIndex  # the claims, volumes and classes pods' volumes are resolved by
     # node -> allocatable, for quotas
     _allocatable: dict[str, dict[str, int]] = field(default_factory=dict, init=False)
     _holds_checked: float = field(default=0.0, init=False)  # time.time() holds were last freed
@@ -46,6 +48,7 @@ class Ingest:
     def take(self) -> None:
         """Everything the cluster reported since the last call."""
         self._nodes()
+        self._volumes()
         labelled, unnamed = self.cluster.take_namespace_events()
         if labelled or unnamed:
             self.store.put_namespaces(labelled, unnamed)
@@ -84,6 +87,14 @@ class Ingest:
             self._allocatable.pop(name, None)
         if self.dispatcher.quotas is not None:
             self.dispatcher.set_quota_capacity(self._capacity())
+
+    def _volumes(self) -> None:
+        """Claims, volumes and classes into the index, in order; then each kind of change
+        once to the dispatcher, which moves the units waiting for it."""
+        changes = self.cluster.take_volume_events()
+        happened = {self.volumes.apply(*change) for change in changes}
+        for event in sorted(happened - {""}):
+            self.dispatcher.on_event(event)
 
     def _quotas(self) -> None:
         for quota in self.cluster.take_new_quotas():

@@ -33,6 +33,8 @@ from cluster.manifests import (
 from cluster.objects import HOSTNAME_LABEL, Node, Pod, PodGroup
 from cluster.quota import Quota, quota_from_manifest
 from cluster.reservations import Reservation
+from cluster.volumes.index import VolumeChange
+from cluster.volumes.storage_manifests import ephemeral_named
 from cluster.workload_selectors import WorkloadSelectors, workload_selector_from_manifest
 
 # Kubernetes' generateName alphabet: no vowels, no look-alike characters.
@@ -77,6 +79,7 @@ class SimulatedCluster:
     _new_budgets: list[DisruptionBudget] = field(default_factory=list)
     _new_quotas: list[Quota] = field(default_factory=list)
     _new_reservations: list[Reservation] = field(default_factory=list)
+    _volume_changes: list[VolumeChange] = field(default_factory=list)
     _names: set[str] = field(default_factory=set)
     _new_nodes: list[Node] = field(default_factory=list)
     _deleted_nodes: list[str] = field(default_factory=list)
@@ -167,7 +170,13 @@ class SimulatedCluster:
                     self._parsed[key] = like
             elif owned and like is not None:
                 uid = str(meta.get("uid") or key)
-                self._parsed[key] = replace(like, name=meta["name"], uid=uid, manifest=manifest)
+                self._parsed[key] = replace(
+                    like,
+                    name=meta["name"],
+                    uid=uid,
+                    manifest=manifest,
+                    volumes=ephemeral_named(like.volumes, meta["name"]),
+                )
             keys.append(key)
         return keys
 
@@ -234,6 +243,17 @@ class SimulatedCluster:
     def take_new_reservations(self) -> list[Reservation]:
         reservations, self._new_reservations = self._new_reservations, []
         return reservations
+
+    def put_volume_object(
+        self, resource: str, manifest: Mapping[str, Any], *, deleted: bool = False
+    ) -> None:
+        """A PersistentVolumeClaim, PersistentVolume or StorageClass (`resource` as
+        `cluster.volumes.index` names them) made, changed or deleted."""
+        self._volume_changes.append(VolumeChange(resource, manifest, deleted))
+
+    def take_volume_events(self) -> list[VolumeChange]:
+        changes, self._volume_changes = self._volume_changes, []
+        return changes
 
     def create_namespace(self, name: str, labels: Mapping[str, str]) -> None:
         """A namespace with labels (the API server adds kubernetes.io/metadata.name)."""

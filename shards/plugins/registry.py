@@ -22,6 +22,8 @@ from shards.plugins.node_unschedulable import NodeUnschedulable
 from shards.plugins.noderesources import NodeResourcesBalancedAllocation, NodeResourcesFit
 from shards.plugins.pod_topology_spread import PodTopologySpread
 from shards.plugins.taint_toleration import TaintToleration
+from shards.plugins.volume_binding import VolumeBinding
+from shards.plugins.volume_zone import VolumeZone
 
 Plugin = FilterPlugin | ScorePlugin
 Factory = Callable[[dict[str, Any]], Plugin]
@@ -39,6 +41,8 @@ REGISTRY: dict[str, Factory] = {
     "InterPodAffinity": InterPodAffinity.from_args,
     "GPUPlacement": GPUPlacement.from_args,
     "GPUTopology": lambda args: GPUTopology(),
+    "VolumeBinding": lambda args: VolumeBinding(),
+    "VolumeZone": lambda args: VolumeZone(),
 }
 
 

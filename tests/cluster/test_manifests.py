@@ -413,7 +413,7 @@ def test_forged_wire_is_refused():
         SchedulingSpec.from_wire(wire)
     with pytest.raises(
         MalformedMessage,
-        match=r"^SchedulingSpec: expected the 19 fields of SchedulingSpec, got a list of 3",
+        match=r"^SchedulingSpec: expected the 20 fields of SchedulingSpec, got a list of 3",
     ):
         SchedulingSpec.from_wire(wire[:3])
 

@@ -45,6 +45,9 @@ RESOURCES = {
     "replicationcontrollers": ("/api/v1", True, "ReplicationController"),
     "jobs": ("/apis/batch/v1", True, "Job"),
     "services": ("/api/v1", True, "Service"),
+    "persistentvolumeclaims": ("/api/v1", True, "PersistentVolumeClaim"),
+    "persistentvolumes": ("/api/v1", False, "PersistentVolume"),
+    "storageclasses": ("/apis/storage.k8s.io/v1", False, "StorageClass"),
 }
 # what makes pods: removed, and gone, before the pods are (on the living plane)
 _WORKLOADS = ("deployments", "replicasets", "statefulsets", "replicationcontrollers", "jobs")
@@ -249,7 +252,9 @@ class Api:
             for resource in ("podgroups", "elasticquotas"):
                 self._delete_all(resource, namespace)
             self._delete_services(namespace)
-        for resource in ("nodes", "reservations"):
+            self._delete_protected("persistentvolumeclaims", namespace)
+        self._delete_protected("persistentvolumes")
+        for resource in ("nodes", "reservations", "storageclasses"):
             self._delete_all(resource)
         for pc in self.items("priorityclasses"):
             if not pc["metadata"]["name"].startswith("system-"):
@@ -267,6 +272,20 @@ class Api:
         for service in self.items("services", namespace):
             if (namespace, service["metadata"]["name"]) != ("default", "kubernetes"):
                 self.delete("services", namespace, service["metadata"]["name"])
+
+    def _delete_protected(self, resource: str, namespace: str = "") -> None:
+        """Claims and volumes, whose protection finalizers no controller may be there to
+        lift: lifted here once they are being deleted."""
+        self._delete_all(resource, namespace)
+        for item in self.items(resource, namespace):
+            if item["metadata"].get("finalizers"):
+                self.admin.request(
+                    "PATCH",
+                    path(resource, namespace, item["metadata"]["name"]),
+                    body={"metadata": {"finalizers": None}},
+                    content_type="application/merge-patch+json",
+                )
+        wait_for(lambda: not self.items(resource, namespace), what=f"{resource} gone")
 
     def _delete_all(self, resource: str, namespace: str = "") -> None:
         query = {"gracePeriodSeconds": "0"} if resource == "pods" else None

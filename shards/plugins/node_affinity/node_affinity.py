@@ -4,10 +4,6 @@ weights of the preferred terms a node matches (score, normalized by the maximum)
 The plugin's args may add affinity every pod gets (NodeAffinityArgs
 addedAffinity): its required terms are ANDed into the filter, with their
 own reason, and its preferred terms add to the score.
-
-A requirement is judged once per distinct label value, not once per node:
-the label's values are coded per row, and the per-value answers (with one
-extra slot for "label absent", which code -1 picks) are gathered by code.
 """
 
 from __future__ import annotations
@@ -30,55 +26,10 @@ from shards.plugins.node_affinity.node_affinity_args import (
     NodeSelectorRequirement,
 )
 from shards.plugins.node_affinity.node_affinity_args import NodeSelectorTerm as NodeSelectorTermArgs
+from shards.selector_rows import Preferences, any_term, label_requirement, preference
 
 REASON = "node(s) didn't match Pod's node affinity/selector"
 ENFORCED_REASON = "node(s) didn't match scheduler-enforced node affinity"
-
-Preferences = tuple[tuple[int, NodeSelectorTerm], ...]
-
-
-def _label_requirement(req: Requirement, table: NodeTable, rows: Rows) -> npt.NDArray[np.bool_]:
-    codes, vocab = table.label_codes(req.key)
-    answers = [req.matches({req.key: value}) for value in vocab]
-    answers.append(req.matches({}))  # code -1: the node has no such label
-    matches: npt.NDArray[np.bool_] = np.array(answers, dtype=bool)[codes[rows]]
-    return matches
-
-
-def _field_requirement(req: Requirement, table: NodeTable, rows: Rows) -> npt.NDArray[np.bool_]:
-    ids = np.arange(table.size)[rows]
-    if len(req.values) != 1:
-        # upstream cannot make a field selector of it: the term matches no node
-        return np.zeros(ids.shape, dtype=bool)
-    inside: npt.NDArray[np.bool_] = ids == table.index.get(req.values[0], -1)
-    return inside if req.operator == "In" else ~inside
-
-
-def _term(term: NodeSelectorTerm, table: NodeTable, rows: Rows) -> np.ndarray:
-    mask = np.ones(table.alive[rows].shape, dtype=bool)
-    if not term.match_expressions and not term.match_fields:
-        return ~mask  # an empty term selects nothing
-    for req in term.match_expressions:
-        mask &= _label_requirement(req, table, rows)
-    for req in term.match_fields:
-        mask &= _field_requirement(req, table, rows)
-    return mask
-
-
-def _any_term(terms: Iterable[NodeSelectorTerm], table: NodeTable, rows: Rows) -> np.ndarray:
-    """Terms are ORed; no term matches no node."""
-    mask = np.zeros(table.alive[rows].shape, dtype=bool)
-    for term in terms:
-        mask |= _term(term, table, rows)
-    return mask
-
-
-def _preference(preferences: Preferences, table: NodeTable, rows: Rows) -> npt.NDArray[np.int64]:
-    """The sum of the weights of the preferred terms each row matches."""
-    total = np.zeros(table.alive[rows].shape, dtype=np.int64)
-    for weight, term in preferences:
-        total += weight * _term(term, table, rows)
-    return total
 
 
 def _requirements(
@@ -120,14 +71,14 @@ class NodeAffinity(FilterPlugin, ScorePlugin):
     def _enforced(self, table: NodeTable, rows: Rows) -> np.ndarray:
         if self.added_required is None:
             return np.ones(table.alive[rows].shape, dtype=bool)
-        return _any_term(self.added_required, table, rows)
+        return any_term(self.added_required, table, rows)
 
     def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
         mask = self._enforced(table, rows)
         for key, value in pod.spec.node_selector:
-            mask &= _label_requirement(Requirement(key, "In", (value,)), table, rows)
+            mask &= label_requirement(Requirement(key, "In", (value,)), table, rows)
         if pod.spec.required_terms is not None:
-            mask &= _any_term(pod.spec.required_terms, table, rows)
+            mask &= any_term(pod.spec.required_terms, table, rows)
         return mask
 
     def static_key(self, spec: SchedulingSpec) -> Hashable:
@@ -139,7 +90,7 @@ class NodeAffinity(FilterPlugin, ScorePlugin):
         return +Counter({ENFORCED_REASON: int((~enforced).sum()), REASON: int(enforced.sum())})
 
     def score(self, pod: PodClass, table: NodeTable, rows: Rows) -> npt.NDArray[np.int64]:
-        return _preference(self.added_preferred, table, rows) + _preference(
+        return preference(self.added_preferred, table, rows) + preference(
             pod.spec.preferred_terms, table, rows
         )
 

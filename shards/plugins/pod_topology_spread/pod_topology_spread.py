@@ -46,6 +46,13 @@ from cluster.crosspod.topology_spread import (
     requires_every_key,
     spreads,
 )
+from cluster.events import (
+    ASSIGNED_POD_ADD,
+    ASSIGNED_POD_DELETE,
+    NODE_ADD,
+    NODE_DELETE,
+    NODE_UPDATE,
+)
 from cluster.objects import HOSTNAME_LABEL, Peer
 from cluster.selectors import LabelSelector
 from shards.framework import FilterPlugin, PodClass, Rows, ScorePlugin
@@ -130,6 +137,8 @@ def _with_absent(per_domain: np.ndarray) -> np.ndarray:
 
 class PodTopologySpread(FilterPlugin, ScorePlugin):
     name = "PodTopologySpread"
+    # pods and nodes alike move its counts per domain
+    events = frozenset({ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, NODE_DELETE})
     dynamic = True  # counts of placed pods
     normalizes = True
 

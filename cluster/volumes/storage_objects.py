@@ -1,5 +1,5 @@
 """PersistentVolumeClaims, PersistentVolumes and StorageClasses, decoded to the fields
-the volume plugins read (`cluster.volumes.manifests`), and a pod's references to them.
+the volume plugins read (`cluster.volumes.storage_manifests`), and a pod's references to them.
 
 They live where the informers are, in the control process: a shard never sees a claim,
 only what the claim asks of a node once resolved (`cluster.volumes.needs`).

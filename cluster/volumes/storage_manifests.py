@@ -18,7 +18,7 @@ from cluster.manifest_fields import (
     strings,
 )
 from cluster.quantity import quantity_field
-from cluster.volumes.objects import (
+from cluster.volumes.storage_objects import (
     BETA_CLASS,
     BIND_COMPLETED,
     SELECTED_NODE,
@@ -174,3 +174,13 @@ def pod_volumes(obj: str, pod_name: str, spec: Mapping[str, Any]) -> tuple[PodVo
         elif volume.get("ephemeral") is not None:
             out.append(PodVolume(name, f"{pod_name}-{name}", ephemeral=True))
     return tuple(out)
+
+
+def ephemeral_named(volumes: tuple[PodVolume, ...], pod_name: str) -> tuple[PodVolume, ...]:
+    """A pod's volumes as another pod of the same spec named `pod_name` has them: its
+    ephemeral claims are named for it."""
+    if not any(v.ephemeral for v in volumes):
+        return volumes
+    return tuple(
+        PodVolume(v.name, f"{pod_name}-{v.name}", True) if v.ephemeral else v for v in volumes
+    )

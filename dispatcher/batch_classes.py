@@ -1,0 +1,36 @@
+"""A batch's equivalence classes, and a batch out with a shard."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from cluster.objects import Pod, SchedulingSpec
+
+SpecOf = Callable[[Pod], SchedulingSpec]  # a pod's spec as a shard is to judge it
+
+
+@dataclass(slots=True)
+class BatchClasses:
+    """The specs of a batch's pods, once each: pods with equal specs share a class, which
+    a shard judges once. Each pod's spec is taken as `spec_of` gives it at this attempt."""
+
+    spec_of: SpecOf
+    specs: list[SchedulingSpec] = field(default_factory=list)
+    _index: dict[SchedulingSpec, int] = field(default_factory=dict)
+
+    def of(self, pod: Pod) -> int:
+        """The class index of the pod's spec, a new class if none is equal to it."""
+        spec = self.spec_of(pod)
+        index = self._index.get(spec)
+        if index is None:
+            index = self._index[spec] = len(self.specs)
+            self.specs.append(spec)
+        return index
+
+
+@dataclass(slots=True)
+class InFlightBatch:
+    shard: int
+    classes: list[SchedulingSpec]
+    units: dict[str, list[int]]  # unit key -> the class of each of its pods, in order

@@ -1,0 +1,243 @@
+"""Reports about pods, as kube-scheduler writes them: events (Scheduled,
+FailedScheduling), the PodScheduled condition and nominatedNodeName.
+
+They go out from threads of their own through bounded queues, on a rate limit of their
+own, as client-go's event broadcaster does: a burst of FailedScheduling events never
+makes a binding wait, and when the API cannot keep up they are dropped and counted.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import time
+import zlib
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from optimist.kube.client import ApiError, KubeClient
+
+log = logging.getLogger(__name__)
+
+_WRITTEN_KEPT = 100_000  # pods whose last report is remembered, to aggregate repeats
+REPORTERS = 4  # threads writing reports (events and status patches)
+
+
+@dataclass(slots=True)
+class _Written:
+    """What was last written about one pod."""
+
+    event: str = ""  # the Event's name
+    reason: str = ""
+    message: str = ""
+    count: int = 0
+    status: str | None = None  # `_sameness` of the last status written
+
+
+def _sameness(status: dict[str, Any] | None) -> str | None:
+    """A status patch as compared with the last: its condition's times left out."""
+    if status is None:
+        return None
+    conditions = [
+        {k: v for k, v in c.items() if k != "lastTransitionTime"}
+        for c in status.get("conditions", [])
+    ]
+    return json.dumps({**status, "conditions": conditions}, sort_keys=True)
+
+
+@dataclass(frozen=True, slots=True)
+class _Report:
+    """One write about a pod: an event, and optionally a status patch."""
+
+    pod: str  # namespace/name
+    uid: str
+    event_type: str  # Normal, Warning
+    reason: str  # Scheduled, FailedScheduling, Preempted...
+    message: str
+    status: dict[str, Any] | None = None  # merged into the pod's status, if given
+
+
+class Reporter:
+    """What the adapter tells the API server about pods, written in the background."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        component: str,
+        explain_hint: bool,
+        queue_size: int,
+        is_bound: Callable[[str], bool],
+        uid_of: Callable[[str], str | None],
+    ) -> None:
+        self.client = client.sibling(client.bucket.qps, client.bucket.burst)
+        self.component = component
+        self.explain_hint = explain_hint  # see `unschedulable`
+        self._is_bound = is_bound  # a pod bound since: no nominatedNodeName for it
+        self._uid_of = uid_of
+        self.dropped = 0
+        # reports go out from several threads, a pod's always from the same one (its
+        # writes stay in order, and each thread aggregates its own pods' events): one
+        # thread, a request at a time, fell minutes behind a few hundred pods a second,
+        # and a pending pod's condition waited behind other pods' Scheduled events
+        self._reports: list[queue.Queue[_Report | None]] = [
+            queue.Queue(queue_size // REPORTERS) for _ in range(REPORTERS)
+        ]
+        self._written: list[OrderedDict[str, _Written]] = [OrderedDict() for _ in range(REPORTERS)]
+        self._threads = [
+            threading.Thread(target=self._report_forever, args=(i,), daemon=True)
+            for i in range(REPORTERS)
+        ]
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self, drain_s: float) -> None:
+        """Reports queued get `drain_s` to go; then the threads end."""
+        self.flush(drain_s)
+        for reports in self._reports:
+            reports.put(None)
+
+    def scheduled(self, pod: str, node: str) -> None:
+        self._report(pod, "Normal", "Scheduled", f"Successfully assigned {pod} to {node}")
+
+    def unschedulable(self, failures: list[tuple[str, str, str]]) -> None:
+        """(pod, reason, message) for pods whose attempt failed: a FailedScheduling
+        event and the PodScheduled condition, as kube-scheduler writes them. `reason`
+        is the condition's: Unschedulable, SchedulerError or SchedulingGated. With
+        `explain_hint`, the condition's message (not the event's, which stays upstream's)
+        ends with the command that explains the pod plugin by plugin."""
+        for pod, reason, message in failures:
+            said = message
+            if self.explain_hint and reason == "Unschedulable":
+                said = f"{message} Each plugin's verdict on each node: optimist explain {pod}"
+            condition = {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": reason,
+                "message": said,
+                "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            }
+            event = "FailedScheduling" if reason != "SchedulingGated" else ""
+            self._report(pod, "Warning", event, message, {"conditions": [condition]})
+
+    def nominate(self, nominations: dict[str, str]) -> None:
+        """status.nominatedNodeName of pods that preempted room on a node."""
+        for pod, node in nominations.items():
+            self._report(pod, "", "", "", {"nominatedNodeName": node})
+
+    def _report(
+        self,
+        pod: str,
+        event_type: str,
+        reason: str,
+        message: str,
+        status: dict[str, Any] | None = None,
+    ) -> None:
+        uid = self._uid_of(pod) or ""
+        try:
+            shard = self._reports[zlib.crc32(pod.encode()) % REPORTERS]
+            shard.put_nowait(_Report(pod, uid, event_type, reason, message, status))
+        except queue.Full:
+            self.dropped += 1
+
+    def _report_forever(self, shard: int) -> None:
+        reports, written = self._reports[shard], self._written[shard]
+        while (report := reports.get()) is not None:
+            try:
+                self._write(report, written)
+            finally:
+                reports.task_done()
+
+    def _write(self, report: _Report, written: OrderedDict[str, _Written]) -> None:
+        """One report, aggregated as client-go's event correlator does: a status the pod
+        already has is not written again, and an event that repeats the last one about
+        the pod counts up on it instead of making another (an unschedulable pod retried
+        for an hour is one event, not thousands)."""
+        namespace, name = report.pod.split("/", 1)
+        last = written.pop(report.pod, None) or _Written()
+        written[report.pod] = last  # the most recent last, for the cap below
+        if len(written) > _WRITTEN_KEPT // REPORTERS:
+            written.popitem(last=False)
+        nominates = bool(report.status) and "nominatedNodeName" in (report.status or {})
+        if nominates and self._is_bound(report.pod):  # bound meanwhile: from v1.35 the
+            report = replace(report, status=None)  # binding clears it, and it is refused
+        try:
+            status = _sameness(report.status)
+            if report.status is not None and status != last.status:
+                self.client.request(
+                    "PATCH",
+                    f"/api/v1/namespaces/{namespace}/pods/{name}/status",
+                    body={"status": report.status},
+                    content_type="application/strategic-merge-patch+json",
+                )
+                last.status = status
+            if report.reason:
+                self._write_event(report, last)
+        except ApiError as err:
+            if err.status != 404:  # a pod gone meanwhile needs no report
+                log.warning("reporting %s on %s failed: %s", report.reason, report.pod, err)
+
+    def _write_event(self, report: _Report, last: _Written) -> None:
+        namespace = report.pod.split("/", 1)[0]
+        events = f"/api/v1/namespaces/{namespace}/events"
+        if last.event and (last.reason, last.message) == (report.reason, report.message):
+            now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            try:
+                self.client.request(
+                    "PATCH",
+                    f"{events}/{last.event}",
+                    body={"count": last.count + 1, "lastTimestamp": now},
+                    content_type="application/merge-patch+json",
+                )
+                last.count += 1
+                return
+            except ApiError as err:
+                if err.status != 404:  # gone (events expire): a new one below
+                    raise
+        made = self.client.request("POST", events, body=self._event(report))
+        last.event, last.reason, last.message = (
+            made["metadata"]["name"],
+            report.reason,
+            report.message,
+        )
+        last.count = 1
+
+    def _event(self, report: _Report) -> dict[str, Any]:
+        namespace, name = report.pod.split("/", 1)
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        return {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{name}.", "namespace": namespace},
+            "involvedObject": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": name,
+                "namespace": namespace,
+                "uid": report.uid,
+            },
+            "type": report.event_type,
+            "reason": report.reason,
+            "message": report.message,
+            "source": {"component": self.component},
+            "reportingComponent": self.component,
+            "action": "Binding" if report.reason == "Scheduled" else "Scheduling",
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+
+    def flush(self, timeout_s: float = 10.0) -> bool:
+        """Wait until every report queued so far is written (tests, shutdown)."""
+        deadline = time.monotonic() + timeout_s
+        while self._unwritten() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return not self._unwritten()
+
+    def _unwritten(self) -> int:
+        return sum(reports.unfinished_tasks for reports in self._reports)

@@ -1,0 +1,61 @@
+"""VolumeBinding on bound claims: their volumes' node affinity, judged on the nodes'
+labels alone, and the PreFilter rejections the dispatcher resolved."""
+
+from dataclasses import replace
+
+import numpy as np
+
+from cluster.selectors import NodeSelectorTerm, Requirement
+from cluster.volumes.needs import VolumeNeeds
+from shards.framework import PodClass
+from shards.plugins.volume_binding import VolumeBinding
+from shards.plugins.volume_binding.volume_binding import AFFINITY_CONFLICT, MISSING_VOLUME
+from shards.testing import compile_pod, every, node, pod_spec, table_of
+
+ZONE = "topology.kubernetes.io/zone"
+
+
+def needing(needs: VolumeNeeds | None, table) -> PodClass:
+    pod = compile_pod(pod_spec({"cpu": "1"}), table)
+    return replace(pod, spec=replace(pod.spec, volumes=needs))
+
+
+def test_each_bound_volume_s_affinity_must_hold_on_the_node():
+    table = table_of([node("a", labels={ZONE: "x"}), node("b", labels={ZONE: "y"}), node("c")])
+    in_x = (NodeSelectorTerm((Requirement(ZONE, "In", ("x",)),)),)
+    anywhere_but_c = (
+        NodeSelectorTerm((Requirement(ZONE, "Exists", ()),)),
+        NodeSelectorTerm(match_fields=()),  # an empty term selects nothing
+    )
+    plugin = VolumeBinding()
+    assert plugin.filter(needing(None, table), table, every(table)).tolist() == [1, 1, 1]
+    pod = needing(VolumeNeeds((anywhere_but_c,)), table)
+    assert plugin.filter(pod, table, every(table)).tolist() == [1, 1, 0]
+    pod = needing(VolumeNeeds((anywhere_but_c, in_x)), table)
+    assert plugin.filter(pod, table, every(table)).tolist() == [1, 0, 0]
+    assert plugin.reasons(pod, table, np.array([1, 2])) == {AFFINITY_CONFLICT: 2}
+    assert plugin.prefilter(pod.spec) is None
+
+
+def test_a_volume_s_affinity_ignores_match_fields_as_upstream_does():
+    """Upstream judges a volume's affinity on a node made of the labels, with no name:
+    a term of matchFields alone matches every node."""
+    table = table_of([node("a"), node("b")])
+    by_name = NodeSelectorTerm(match_fields=(Requirement("metadata.name", "In", ("a",)),))
+    pod = needing(VolumeNeeds(((by_name,),)), table)
+    assert VolumeBinding().filter(pod, table, every(table)).tolist() == [1, 1]
+
+
+def test_a_missing_volume_or_a_prefilter_rejection_fits_no_node():
+    table = table_of([node("a"), node("b")])
+    plugin = VolumeBinding()
+    missing = needing(VolumeNeeds(missing_volume=True), table)
+    assert plugin.filter(missing, table, every(table)).tolist() == [0, 0]
+    assert plugin.reasons(missing, table, np.array([0, 1])) == {MISSING_VOLUME: 2}
+    said = 'persistentvolumeclaim "c" not found'
+    rejected = needing(VolumeNeeds(rejected_by="VolumeBinding", rejection=said), table)
+    assert plugin.prefilter(rejected.spec) == said
+    assert plugin.filter(rejected, table, every(table)).tolist() == [0, 0]
+    other = needing(VolumeNeeds(rejected_by="VolumeZone", rejection="x"), table)
+    assert plugin.prefilter(other.spec) is None
+    assert plugin.filter(other, table, every(table)).tolist() == [1, 1]

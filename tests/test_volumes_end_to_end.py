@@ -1,0 +1,192 @@
+"""Pods with claims, through the whole loop on the simulated cluster: placed where their
+bound volumes can be reached, refused in upstream's words where no node can help, and
+placed once the claim they waited for is made. The invariant checker ends each test."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from benchmarks.cases import template
+from cluster.volumes.index import CLAIMS, CLASSES, VOLUMES
+from optimist.loop import SchedulingLoop
+from optimist.offline.invariants import check_invariants
+from optimist.offline.simulator import SimulatedCluster
+from optimist.runtime import Platform
+from optimist.service import Service
+from optimist.settings import Settings
+from tests.kube.api import wait_for
+from tests.kube.service import Running
+from tests.optimist.kube.test_adapter import node_doc, pod_doc
+from tests.test_kubernetes_end_to_end import settings_for
+
+pytestmark = pytest.mark.usefixtures("ray_session")
+
+ZONE = "topology.kubernetes.io/zone"
+
+
+def zoned_node(zone: str) -> dict[str, Any]:
+    doc = yaml.safe_load(template("node-default.yaml").read_text())
+    doc["metadata"]["labels"] = {ZONE: zone}
+    return doc
+
+
+def claimed_pod(*claims: str) -> dict[str, Any]:
+    doc = yaml.safe_load(template("pod-default.yaml").read_text())
+    doc["spec"]["volumes"] = [
+        {"name": c, "persistentVolumeClaim": {"claimName": c}} for c in claims
+    ]
+    return doc
+
+
+def bound_claim(name: str, volume: str) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "annotations": {"pv.kubernetes.io/bind-completed": "yes"},
+        },
+        "spec": {"volumeName": volume, "storageClassName": "local"},
+    }
+
+
+def zonal_volume(name: str, zone: str, claim: str) -> dict[str, Any]:
+    term = {"matchExpressions": [{"key": ZONE, "operator": "In", "values": [zone]}]}
+    return {
+        "metadata": {"name": name, "labels": {ZONE: zone}},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "storageClassName": "local",
+            "claimRef": {"namespace": "default", "name": claim},
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [term]}},
+        },
+    }
+
+
+def settle(loop: SchedulingLoop, cluster: SimulatedCluster, store) -> dict[str, str]:
+    loop.run_until_settled()
+    unschedulable = loop.dispatcher.unschedulable()
+    assert check_invariants(cluster, unschedulable, store) == []
+    return unschedulable
+
+
+def test_pods_go_where_their_volumes_are_and_wait_in_upstream_s_words(redis_url, key_prefix):
+    settings = Settings(shards=2, redis_url=redis_url, key_prefix=key_prefix, seed=7)
+    cluster = SimulatedCluster(settings.scheduler_names)
+    [east] = cluster.create_nodes(zoned_node("east"), 1)
+    [west] = cluster.create_nodes(zoned_node("west"), 1)
+    cluster.put_volume_object(CLASSES, {"metadata": {"name": "local"}, "provisioner": "x",
+                                        "volumeBindingMode": "Immediate"})  # fmt: skip
+    for i in range(3):
+        cluster.put_volume_object(VOLUMES, zonal_volume(f"pv-{i}", "west", f"data-{i}"))
+        cluster.put_volume_object(CLAIMS, bound_claim(f"data-{i}", f"pv-{i}"))
+    with Platform(settings) as platform:
+        loop = SchedulingLoop(platform, cluster)
+        west_pods = [cluster.create_pods(claimed_pod(f"data-{i}"), 1)[0] for i in range(3)]
+        [waiting] = cluster.create_pods(claimed_pod("later"), 1)
+        [immediate] = cluster.create_pods(claimed_pod("unbound"), 1)
+        cluster.put_volume_object(CLAIMS, {"metadata": {"name": "unbound"},
+                                           "spec": {"storageClassName": "local"}})  # fmt: skip
+        unschedulable = settle(loop, cluster, platform.store)
+        assert {cluster.bindings[p] for p in west_pods} == {west.name}
+        assert unschedulable == {
+            waiting: '0/2 nodes are available: persistentvolumeclaim "later" not found.',
+            immediate: "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims.",
+        }
+        # the claim it waited for is made, bound to a volume in the east: the event
+        # moves it, and it goes there
+        cluster.put_volume_object(VOLUMES, zonal_volume("pv-later", "east", "later"))
+        cluster.put_volume_object(CLAIMS, bound_claim("later", "pv-later"))
+        unschedulable = settle(loop, cluster, platform.store)
+        assert cluster.bindings[waiting] == east.name
+        assert set(unschedulable) == {immediate}
+
+
+def test_a_volume_optimist_cannot_read_holds_back_only_its_pods(redis_url, key_prefix):
+    settings = Settings(shards=1, redis_url=redis_url, key_prefix=key_prefix, seed=8)
+    cluster = SimulatedCluster(settings.scheduler_names)
+    cluster.create_nodes(zoned_node("east"), 2)
+    bad = zonal_volume("pv-bad", "east", "bad")
+    bad["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0][
+        "operator"
+    ] = "Near"
+    cluster.put_volume_object(VOLUMES, bad)
+    cluster.put_volume_object(CLAIMS, bound_claim("bad", "pv-bad"))
+    with Platform(settings) as platform:
+        loop = SchedulingLoop(platform, cluster)
+        [held] = cluster.create_pods(claimed_pod("bad"), 1)
+        others = cluster.create_pods(claimed_pod(), 4)
+        unschedulable = settle(loop, cluster, platform.store)
+        assert all(p in cluster.bindings for p in others)
+        assert unschedulable[held].startswith(
+            "0/2 nodes are available: PersistentVolume pv-bad: spec.nodeAffinity.required"
+            ".nodeSelectorTerms[0].matchExpressions[0].operator='Near'"
+        )
+
+
+def local_volume(name: str, node: str, claim: str) -> dict[str, Any]:
+    """A local PersistentVolume on `node`, pre-bound to `claim` as upstream's harness
+    makes its volumes."""
+    term = {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
+                                  "values": [node]}]}  # fmt: skip
+    return {
+        "metadata": {"name": name},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "",
+            "local": {"path": f"/mnt/{name}"},
+            "claimRef": {"namespace": "default", "name": claim},
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [term]}},
+        },
+    }
+
+
+def claim_bound_to(name: str, volume: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+            "storageClassName": "",
+            "volumeName": volume,
+        },
+    }
+
+
+def test_through_the_api_server_claims_are_watched_and_pods_follow_their_volumes(
+    kube_api, redis_url, key_prefix
+):
+    """The watches of claims and volumes feed the same resolution: a pod goes to its
+    local volume's node; one whose claim is missing is told so on its PodScheduled
+    condition, and goes where its volume is once the claim is made."""
+    api = kube_api
+    for name in ("n0", "n1", "n2"):
+        api.put("nodes", node_doc(name, **{"kubernetes.io/hostname": name}))
+    api.put("persistentvolumes", local_volume("pv-db", "n1", "db"))
+    api.put("persistentvolumeclaims", claim_bound_to("db", "pv-db"))
+    settings = settings_for(redis_url, key_prefix, shards=1)
+    service = Service(settings, api.client(), identity="test")
+
+    def volumes(*claims: str) -> list[dict[str, Any]]:
+        return [{"name": c, "persistentVolumeClaim": {"claimName": c}} for c in claims]
+
+    def condition(pod: str) -> dict[str, Any] | None:
+        status = (api.get("pods", "default", pod) or {}).get("status", {})
+        return next(iter(status.get("conditions", [])), None)
+
+    with Running(service):
+        api.put("pods", pod_doc("db", volumes=volumes("db")))
+        api.put("pods", pod_doc("late", volumes=volumes("later")))
+        wait_for(lambda: api.pods_bound().get("default/db") == "n1", what="db on n1")
+        wait_for(lambda: condition("late"), what="late's condition")
+        assert condition("late")["message"] == (
+            '0/3 nodes are available: persistentvolumeclaim "later" not found.'
+        )
+        api.put("persistentvolumes", local_volume("pv-later", "n2", "later"))
+        api.put("persistentvolumeclaims", claim_bound_to("later", "pv-later"))
+        wait_for(lambda: api.pods_bound().get("default/late") == "n2", what="late on n2")
+        cluster = api.as_cluster(settings.scheduler_names)
+        assert check_invariants(cluster, [], service.loop.store) == []
