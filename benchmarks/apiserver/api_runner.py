@@ -68,6 +68,8 @@ PATHS = {
     "StatefulSet": "/apis/apps/v1/namespaces/{ns}/statefulsets",
     "DaemonSet": "/apis/apps/v1/namespaces/{ns}/daemonsets",
     "Job": "/apis/batch/v1/namespaces/{ns}/jobs",
+    "PersistentVolume": "/api/v1/persistentvolumes",
+    "PersistentVolumeClaim": "/api/v1/namespaces/{ns}/persistentvolumeclaims",
 }
 
 
@@ -300,6 +302,18 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
             out.append(obj)
         return out
 
+    def _create_volumes(self, namespace: str, pairs: list[tuple[Manifest, Manifest]]) -> None:
+        """The volumes first, then their claims, each kind in parallel."""
+        self._create_namespace(namespace)
+        for kind, bodies in (
+            ("PersistentVolume", [dict(volume) for volume, _ in pairs]),
+            ("PersistentVolumeClaim", [dict(claim) for _, claim in pairs]),
+        ):
+            for start in range(0, len(bodies), CREATORS * 8):
+                made = self._post(kind, namespace, bodies[start : start + CREATORS * 8])
+                self.made_here += [(kind, object_key(obj)) for obj, _ in made]
+                self._tick()
+
     def _create_namespace(self, name: str, labels: Mapping[str, str] | None = None) -> None:
         if name in self.namespaces:
             return
@@ -454,8 +468,10 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
         """Remove what the run made, on a server that outlives it: its pods, the other
         objects it made, its nodes, and the namespaces it made (finalized)."""
         self._delete("Pod", self.pods_made)
-        for kind, key in reversed(self.made_here):
-            self._delete(kind, [key])
+        # in the reverse of the order made, a run of one kind in parallel (a volume
+        # workload makes thousands of volumes and claims)
+        for kind, run in itertools.groupby(reversed(self.made_here), key=lambda made: made[0]):
+            self._delete(kind, [key for _, key in run])
         remove_namespaces(self.client, self.namespaces_made)
 
     # --- measuring and waiting -----------------------------------------------------------

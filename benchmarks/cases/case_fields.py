@@ -15,7 +15,7 @@ from benchmarks.cases import go_decoding
 from benchmarks.cases.go_template import NotRendered, TemplateError, TextTemplate, check
 from cluster.durations import parse_duration
 
-NO_VOLUMES = "optimist does not model volumes (PersistentVolumes, claims, CSI)"
+NO_VOLUMES = "optimist does not model CSI nodes (CSINode: attach limits, migrated plugins) yet"
 
 
 NO_DRA = "optimist does not model dynamic resource allocation (DRA)"

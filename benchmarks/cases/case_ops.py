@@ -11,7 +11,6 @@ from benchmarks.cases.case_fields import (
     NO_DRA,
     NO_GO_TEMPLATE,
     NO_UPDATES,
-    NO_VOLUMES,
     NO_WORKLOAD_API,
     Fields,
     LabelValues,
@@ -113,6 +112,16 @@ class CreateNamespaces:
 
 
 @dataclass(frozen=True, slots=True)
+class ClaimTemplates:
+    """createPods' persistentVolumeTemplatePath and persistentVolumeClaimTemplatePath:
+    each pod gets a volume and a claim of its own, bound to each other, as upstream's
+    harness makes them (`workload_objects.claimed`)."""
+
+    volume: Manifest
+    claim: Manifest
+
+
+@dataclass(frozen=True, slots=True)
 class CreatePods:
     """Pods from a template; without `namespace`, in `namespace-<op index>` as upstream does.
 
@@ -130,11 +139,17 @@ class CreatePods:
     skip_wait: bool = False
     per_index: PerIndex | None = None
     signature_batch: int | None = None
+    claims: ClaimTemplates | None = None
 
     @classmethod
     def parse(cls, f: Fields, case: CaseDefaults) -> CreatePods:
-        for key in ("persistentVolumeTemplatePath", "persistentVolumeClaimTemplatePath"):
-            f.unsupported_if_present(key, NO_VOLUMES)
+        keys = ("persistentVolumeTemplatePath", "persistentVolumeClaimTemplatePath")
+        volume = f.take(keys[0], template("PersistentVolume"), None)
+        claim = f.take(keys[1], template("PersistentVolumeClaim"), None)
+        if claim is not None and volume is None:  # upstream's op fails as it runs
+            raise Unsupported(f"{keys[1]}: needs {keys[0]} beside it")
+        # a volume template alone is not read, as upstream's harness does not read it
+        claims = ClaimTemplates(volume, claim) if volume is not None and claim is not None else None
         pods = f.take("count", count) * f.take("countMultiplierParam", count, 1)
         steady = f.take("steadyState", flag, False)
         lasting = f.take("duration", duration, 0.0)
@@ -148,7 +163,7 @@ class CreatePods:
         if steady:
             f.done()
             raise Unsupported("steadyState: steady-state pod creation is not implemented")
-        return cls(pods, *fields, per_index=per_index, signature_batch=batch or None)
+        return cls(pods, *fields, per_index=per_index, signature_batch=batch or None, claims=claims)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from benchmarks.cases.case_file import CaseWorkload
 from benchmarks.cases.case_ops import (
     Barrier,
     Churn,
+    ClaimTemplates,
     CreateAny,
     CreateNamespaces,
     CreateNodes,
@@ -190,14 +191,27 @@ class OpWalker(ABC, Generic[W]):
                     self._create_namespace(f"{op.prefix}-{i}", op.labels)
             case CreatePods():
                 batches = workload_objects.pod_batches(op)
+                if op.claims is not None:
+                    batches = self._claimed(op.claims, op.namespace, batches)
                 self._create_pods(index, op.namespace, batches, op.collect_metrics, op.skip_wait)
             case CreatePodSets():
                 pods = op.pods
                 for namespace in op.namespaces():
                     batches = workload_objects.pod_batches(pods)
+                    if pods.claims is not None:
+                        batches = self._claimed(pods.claims, namespace, batches)
                     self._create_pods(
                         index, namespace, batches, pods.collect_metrics, pods.skip_wait
                     )
+
+    def _claimed(
+        self, templates: ClaimTemplates, namespace: str, batches: list[workload_objects.Batch]
+    ) -> list[workload_objects.Batch]:
+        """Each pod's volume and claim made before it, and the pod naming its claim."""
+        pods = [manifest for manifest, n in batches for _ in range(n)]
+        claimed = [workload_objects.claimed(templates, p, namespace, i) for i, p in enumerate(pods)]
+        self._create_volumes(namespace, [(c.volume, c.claim) for c in claimed])
+        return [(c.pod, 1) for c in claimed]
 
     def _collect(self, op: StartCollectingMetrics | StopCollectingMetrics) -> None:
         """Opens a window of collected metrics, or closes the one open."""
@@ -215,6 +229,10 @@ class OpWalker(ABC, Generic[W]):
 
     @abstractmethod
     def _create_namespace(self, name: str, labels: dict[str, str]) -> None: ...
+
+    @abstractmethod
+    def _create_volumes(self, namespace: str, pairs: list[tuple[Manifest, Manifest]]) -> None:
+        """PersistentVolumes and their claims, (volume, claim) each."""
 
     @abstractmethod
     def _create_pods(

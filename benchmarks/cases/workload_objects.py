@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.cases.case_fields import Manifest, PerIndex
-from benchmarks.cases.case_ops import CreateNodes, CreatePods
+from benchmarks.cases.case_ops import ClaimTemplates, CreateNodes, CreatePods
 from benchmarks.cases.go_template import TextTemplate
 from cluster.manifests import copy_manifest
 from cluster.objects import POD_GROUP_LABEL
@@ -189,3 +189,44 @@ def pods_made_by(workload: Manifest) -> int:
     if workload["kind"] == "Job":
         return int(spec.get("completions") or spec.get("parallelism") or 1)
     return 0
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedPod:
+    """A pod of a createPods op with volume templates, with its volume and claim."""
+
+    volume: dict[str, Any]
+    claim: dict[str, Any]
+    pod: dict[str, Any]
+
+
+# the in-tree and CSI sources upstream's volume templates use, and the field of each
+# that names the volume (upstream's harness sets it to `vol-<index>`)
+_VOLUME_IDS = {"awsElasticBlockStore": "volumeID", "gcePersistentDisk": "pdName",
+               "azureDisk": "diskName", "csi": "volumeHandle"}  # fmt: skip
+
+
+def claimed(templates: ClaimTemplates, pod: Manifest, namespace: str, index: int) -> ClaimedPod:
+    """Pod `index` of a createPods op with volume templates, as upstream's harness makes it
+    (CreatePodWithPersistentVolume): a volume `<namespace>-vol-<index>` whose source names
+    `vol-<index>`, claimed by `pvc-<index>`; a claim of that name naming the volume, bound
+    (the template carries the bind-completed annotation); the pod's volumes replaced by
+    one, `vol`, of that claim. The phases upstream writes (Bound) are left to a PV
+    controller where one runs: nothing optimist reads depends on them."""
+    claim_name, volume_name = f"pvc-{index}", f"{namespace}-vol-{index}"
+    volume: dict[str, Any] = copy_manifest(dict(templates.volume))
+    volume.setdefault("metadata", {})["name"] = volume_name
+    spec = volume.setdefault("spec", {})
+    for source, field_name in _VOLUME_IDS.items():
+        if isinstance(spec.get(source), dict):
+            spec[source][field_name] = f"vol-{index}"
+    spec["claimRef"] = {"kind": "PersistentVolumeClaim", "apiVersion": "v1",
+                        "namespace": namespace, "name": claim_name}  # fmt: skip
+    claim: dict[str, Any] = copy_manifest(dict(templates.claim))
+    claim.setdefault("metadata", {}).update(name=claim_name, namespace=namespace)
+    claim.setdefault("spec", {})["volumeName"] = volume_name
+    made: dict[str, Any] = copy_manifest(dict(pod))
+    made.setdefault("spec", {})["volumes"] = [
+        {"name": "vol", "persistentVolumeClaim": {"claimName": claim_name}}
+    ]
+    return ClaimedPod(volume, claim, made)

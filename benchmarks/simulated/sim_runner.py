@@ -36,6 +36,7 @@ from benchmarks.cases.op_walker import (
 )
 from benchmarks.chaos import Chaos, ChaosPlan
 from benchmarks.report.instruments import CpuClock, PeakMemory, RedisServers
+from cluster.volumes.index import CLAIMS, VOLUMES
 from optimist.explain import Explainer
 from optimist.loop import SchedulingLoop
 from optimist.metrics.recorder import LoopMetrics
@@ -319,6 +320,11 @@ class CaseRunner(OpWalker[Window]):
                 for j in range(op.pods_per_group)
             ]
         self._create_pods(index, op.namespace, batches, op.collect_metrics, op.skip_wait)
+
+    def _create_volumes(self, namespace: str, pairs: list[tuple[Manifest, Manifest]]) -> None:
+        for volume, claim in pairs:
+            self.cluster.put_volume_object(VOLUMES, volume)
+            self.cluster.put_volume_object(CLAIMS, claim)
 
     def _create_namespace(self, name: str, labels: Mapping[str, str]) -> None:
         """A namespace with its labels, which namespaceSelector matches."""

@@ -26,12 +26,10 @@ def upstream_file() -> Path:
     return scheduler_perf(PINNED, "config/performance-config.yaml")
 
 
-CANNOT = ("optimist does not model volumes", "optimist does not model dynamic resource")
+CANNOT = ("optimist does not model CSI nodes", "optimist does not model dynamic resource")
 CANNOT_RUN = {
-    "SchedulingInTreePVs",
     "SchedulingMigratedInTreePVs",
     "SchedulingCSIPVs",
-    "PreemptionPVs",
     "SchedulingWithResourceClaimTemplate",
     "SchedulingWithResourceClaimTemplateStructured",
 }

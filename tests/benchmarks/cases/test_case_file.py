@@ -73,7 +73,9 @@ def test_ops_optimist_cannot_run_load_and_name_themselves():
     runs = load()
     volumes = runs["Volumes/one"].unsupported()
     assert volumes is not None and (volumes.opcode, volumes.index) == ("createPods", 1)
-    assert "persistentVolumeTemplatePath" in volumes.reason and "volumes" in volumes.reason
+    assert volumes.reason == (
+        "persistentVolumeClaimTemplatePath: needs persistentVolumeTemplatePath beside it"
+    )
     dra = runs["DynamicResources/one"].unsupported()
     assert dra is not None and (dra.opcode, dra.index) == ("createAny", 1)
     assert "kind ResourceClaim (resource.k8s.io/v1alpha2)" in dra.reason

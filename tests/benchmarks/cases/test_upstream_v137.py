@@ -26,10 +26,8 @@ REFUSED = {
         ("event_handling", "EventHandlingNodeUpdate"): ("updateAny", case_fields.NO_UPDATES),
         ("nodedeclaredfeatures", "NodeDeclaredFeaturesEnabled"): ("params", UNUSED),
         ("starvation", "StarvationPodGroup"): ("createPodGroups", case_fields.NO_WORKLOAD_API),
-        ("volumes", "SchedulingInTreePVs"): ("createPods", case_fields.NO_VOLUMES),
         ("volumes", "SchedulingMigratedInTreePVs"): ("createNodes", case_fields.NO_VOLUMES),
         ("volumes", "SchedulingCSIPVs"): ("createNodes", case_fields.NO_VOLUMES),
-        ("volumes", "PreemptionPVs"): ("createPods", case_fields.NO_VOLUMES),
     },
     **{
         (f"podgroup/{folder}", case): ("createPodGroups", case_fields.NO_WORKLOAD_API)
@@ -87,7 +85,7 @@ def test_every_file_is_read_and_only_the_cases_optimist_cannot_run_are_refused()
                 assert (folder, run.case) not in REFUSED, run.name
     assert {k: v.pop() for k, v in refused.items()} == {k: v[0] for k, v in REFUSED.items()}
     runnable = [r for runs in read.values() for r in runs if r.unsupported() is None]
-    assert len(runnable) == 124
+    assert len(runnable) == 130
 
 
 def test_the_integration_workloads_of_the_files_without_dra_run_on_the_simulated_cluster(

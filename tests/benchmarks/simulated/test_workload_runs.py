@@ -133,7 +133,7 @@ def test_the_upstream_format_fixture_runs(redis_url, key_prefix):
         (
             "Volumes",
             "case Volumes/one: op 1 (createPods): optimist cannot run it: "
-            "persistentVolumeTemplatePath",
+            "persistentVolumeClaimTemplatePath",
         ),
         (
             "DynamicResources",
