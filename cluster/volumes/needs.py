@@ -33,3 +33,7 @@ class VolumeNeeds(Wire):
     # a plugin's PreFilter rejected the pod before any node was judged: which, and why
     rejected_by: str = ""
     rejection: str = ""
+
+    def rejected(self, plugin: str) -> str | None:
+        """Why `plugin`'s PreFilter rejected the pod, if it did."""
+        return self.rejection if self.rejected_by == plugin else None

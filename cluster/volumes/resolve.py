@@ -1,16 +1,18 @@
 """A pod's volumes resolved against the claims, volumes and classes known: upstream's
-volume PreFilters, in the default profile's order (VolumeRestrictions, VolumeBinding,
-VolumeZone), with their verdicts and words, in the control process.
+volume PreFilters, in the default profile's order (VolumeBinding, then VolumeZone; not
+yet VolumeRestrictions, which would say first what VolumeBinding says of a missing
+claim), with their verdicts and words, in the control process.
 
 What passes becomes `VolumeNeeds`, the node-side rules a shard judges; what fails is a
-`Rejection` for the whole pod, as a PreFilter's UnschedulableAndUnresolvable is (or its
-Error, for an object optimist cannot read): no node is judged.
+`Rejection` for the whole pod, as a PreFilter's UnschedulableAndUnresolvable is: no node
+is judged.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from cluster.errors import InvalidObject
 from cluster.objects import Pod, SchedulingSpec
@@ -23,7 +25,7 @@ from cluster.volumes.storage_objects import (
     PodVolume,
 )
 
-VOLUME_RESTRICTIONS = "VolumeRestrictions"
+T = TypeVar("T")
 VOLUME_BINDING = "VolumeBinding"
 VOLUME_ZONE = "VolumeZone"
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
@@ -31,12 +33,12 @@ UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 
 @dataclass(frozen=True, slots=True)
 class Rejection:
-    """No node can take the pod, as `plugin`'s PreFilter says in `message`; `error`: the
-    cycle failed (upstream's Error status) rather than found the pod unschedulable."""
+    """No node can take the pod, as `plugin`'s PreFilter says in `message` (upstream's
+    UnschedulableAndUnresolvable; where upstream fails the cycle with an error, over an
+    object it cannot use, the pod waits as unschedulable until that object changes)."""
 
     plugin: str
     message: str
-    error: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,11 +57,9 @@ def resolve(
     pod: PodRef, volumes: tuple[PodVolume, ...], index: VolumeIndex, plugins: frozenset[str]
 ) -> VolumeNeeds | Rejection | None:
     """None for a pod with no claim, or where the profile runs none of the plugins."""
-    if not volumes or not plugins & {VOLUME_RESTRICTIONS, VOLUME_BINDING, VOLUME_ZONE}:
+    if not volumes or not plugins & {VOLUME_BINDING, VOLUME_ZONE}:
         return None
     try:
-        if VOLUME_RESTRICTIONS in plugins:
-            _restrictions(pod, volumes, index)
         needs = VolumeNeeds()
         if VOLUME_BINDING in plugins:
             needs = _binding(pod, volumes, index)
@@ -82,15 +82,8 @@ def _lookup(
 ) -> PersistentVolumeClaim | None:
     found = index.claim(f"{pod.namespace}/{name}")
     if isinstance(found, InvalidObject):
-        raise _Rejected(Rejection(plugin, str(found), error=True))
+        raise _Rejected(Rejection(plugin, str(found)))
     return found
-
-
-def _restrictions(pod: PodRef, volumes: tuple[PodVolume, ...], index: VolumeIndex) -> None:
-    """VolumeRestrictions' PreFilter: every persistentVolumeClaim volume's claim exists."""
-    for volume in volumes:
-        if not volume.ephemeral and _lookup(pod, VOLUME_RESTRICTIONS, index, volume.claim) is None:
-            raise _Rejected(Rejection(VOLUME_RESTRICTIONS, _not_found(volume.claim)))
 
 
 def _delayed(claim: PersistentVolumeClaim, index: VolumeIndex) -> bool:
@@ -101,10 +94,10 @@ def _delayed(claim: PersistentVolumeClaim, index: VolumeIndex) -> bool:
     if found is None:
         return False
     if isinstance(found, InvalidObject):
-        raise _Rejected(Rejection(VOLUME_BINDING, str(found), error=True))
+        raise _Rejected(Rejection(VOLUME_BINDING, str(found)))
     if found.binding_mode is None:
         message = f'VolumeBindingMode not set for StorageClass "{found.name}"'
-        raise _Rejected(Rejection(VOLUME_BINDING, message, error=True))
+        raise _Rejected(Rejection(VOLUME_BINDING, message))
     return found.binding_mode == WAIT_FOR_FIRST_CONSUMER
 
 
@@ -143,7 +136,7 @@ def _binding(pod: PodRef, volumes: tuple[PodVolume, ...], index: VolumeIndex) ->
         if claim.bound:
             found = index.volume(claim.volume_name)
             if isinstance(found, InvalidObject):
-                raise _Rejected(Rejection(VOLUME_BINDING, str(found), error=True))
+                raise _Rejected(Rejection(VOLUME_BINDING, str(found)))
             missing |= found is None
             if found is not None and found.node_affinity is not None:
                 affinity.append(found.node_affinity)
@@ -180,25 +173,26 @@ def _zoned_volume(pod: PodRef, volume: PodVolume, index: VolumeIndex) -> Persist
         if not claim.storage_class:
             message = "PersistentVolumeClaim had no pv name and storageClass name"
             raise _Rejected(Rejection(VOLUME_ZONE, message))
-        found = index.storage_class(claim.storage_class)
-        if found is None:
-            message = f'storageclass.storage.k8s.io "{claim.storage_class}" not found'
-            raise _Rejected(Rejection(VOLUME_ZONE, message))
-        if isinstance(found, InvalidObject):
-            raise _Rejected(Rejection(VOLUME_ZONE, str(found), error=True))
+        missing = f'storageclass.storage.k8s.io "{claim.storage_class}" not found'
+        found = _known(VOLUME_ZONE, index.storage_class(claim.storage_class), missing)
         if found.binding_mode is None:
             message = f'VolumeBindingMode not set for StorageClass "{found.name}"'
             raise _Rejected(Rejection(VOLUME_ZONE, message))
         if found.binding_mode == WAIT_FOR_FIRST_CONSUMER:
             return None
         raise _Rejected(Rejection(VOLUME_ZONE, "PersistentVolume had no name"))
-    pv = index.volume(claim.volume_name)
-    if pv is None:
-        message = f'persistentvolume "{claim.volume_name}" not found'
-        raise _Rejected(Rejection(VOLUME_ZONE, message))
-    if isinstance(pv, InvalidObject):
-        raise _Rejected(Rejection(VOLUME_ZONE, str(pv), error=True))
-    return pv
+    missing = f'persistentvolume "{claim.volume_name}" not found'
+    return _known(VOLUME_ZONE, index.volume(claim.volume_name), missing)
+
+
+def _known(plugin: str, found: T | InvalidObject | None, missing: str) -> T:
+    """An object looked up: not there, upstream's NotFound in `missing`; not readable,
+    an error naming its field."""
+    if found is None:
+        raise _Rejected(Rejection(plugin, missing))
+    if isinstance(found, InvalidObject):
+        raise _Rejected(Rejection(plugin, str(found)))
+    return found
 
 
 @dataclass(slots=True)

@@ -9,27 +9,21 @@ from typing import Any
 
 from cluster.errors import InvalidObject
 from cluster.manifest_fields import (
-    label_selector,
     list_field,
     map_field,
     metadata,
     node_selector_term,
     string_map,
-    strings,
 )
-from cluster.quantity import quantity_field
 from cluster.volumes.storage_objects import (
     BETA_CLASS,
     BIND_COMPLETED,
-    SELECTED_NODE,
-    ClaimRef,
     PersistentVolume,
     PersistentVolumeClaim,
     PodVolume,
     StorageClass,
 )
 
-VOLUME_MODES = ("Filesystem", "Block")
 BINDING_MODES = ("Immediate", "WaitForFirstConsumer")
 
 
@@ -49,25 +43,11 @@ def _storage_class(obj: str, meta: Mapping[str, Any], spec: Mapping[str, Any]) -
     return _text(obj, "spec.storageClassName", spec.get("storageClassName"))
 
 
-def _block(obj: str, spec: Mapping[str, Any]) -> bool:
-    mode = spec.get("volumeMode") or "Filesystem"
-    if mode not in VOLUME_MODES:
-        raise InvalidObject(obj, "spec.volumeMode", mode, "must be Filesystem or Block")
-    return bool(mode == "Block")
-
-
-def _bytes(obj: str, path: str, raw: object) -> int:
-    return 0 if raw is None else quantity_field(obj, path, raw, milli=False, whole=False)
-
-
 def claim_from_manifest(raw: Mapping[str, Any]) -> PersistentVolumeClaim:
     name, namespace, meta = metadata(raw, "PersistentVolumeClaim")
     obj = f"PersistentVolumeClaim {namespace}/{name}"
     spec = map_field(obj, "spec", raw.get("spec"))
     annotations = string_map(obj, "metadata.annotations", meta.get("annotations"))
-    requests = map_field(obj, "spec.resources.requests", map_field(
-        obj, "spec.resources", spec.get("resources")
-    ).get("requests"))  # fmt: skip
     owner = ""
     for i, ref in enumerate(
         list_field(obj, "metadata.ownerReferences", meta.get("ownerReferences"))
@@ -79,17 +59,11 @@ def claim_from_manifest(raw: Mapping[str, Any]) -> PersistentVolumeClaim:
     return PersistentVolumeClaim(
         namespace=namespace,
         name=name,
-        uid=_text(obj, "metadata.uid", meta.get("uid")),
         storage_class=_storage_class(obj, meta, spec),
         volume_name=_text(obj, "spec.volumeName", spec.get("volumeName")),
         bind_completed=BIND_COMPLETED in annotations,
-        selected_node=annotations.get(SELECTED_NODE, ""),
         lost=status.get("phase") == "Lost",
         deleting=meta.get("deletionTimestamp") is not None,
-        access_modes=strings(obj, "spec.accessModes", spec.get("accessModes")),
-        request_bytes=_bytes(obj, "spec.resources.requests.storage", requests.get("storage")),
-        block=_block(obj, spec),
-        selector=label_selector(obj, "spec.selector", spec.get("selector")),
         controller_uid=owner,
     )
 
@@ -98,16 +72,6 @@ def volume_from_manifest(raw: Mapping[str, Any]) -> PersistentVolume:
     name, _, meta = metadata(raw, "PersistentVolume")
     obj = f"PersistentVolume {name}"
     spec = map_field(obj, "spec", raw.get("spec"))
-    capacity = map_field(obj, "spec.capacity", spec.get("capacity"))
-    ref = spec.get("claimRef")
-    claim_ref = None
-    if ref is not None:
-        ref = map_field(obj, "spec.claimRef", ref)
-        claim_ref = ClaimRef(
-            _text(obj, "spec.claimRef.namespace", ref.get("namespace")),
-            _text(obj, "spec.claimRef.name", ref.get("name")),
-            _text(obj, "spec.claimRef.uid", ref.get("uid")),
-        )
     affinity = map_field(obj, "spec.nodeAffinity", spec.get("nodeAffinity"))
     terms = None
     if affinity.get("required") is not None:
@@ -117,16 +81,8 @@ def volume_from_manifest(raw: Mapping[str, Any]) -> PersistentVolume:
             node_selector_term(obj, f"{path}[{i}]", t)
             for i, t in enumerate(list_field(obj, path, required.get("nodeSelectorTerms")))
         )
-    status = map_field(obj, "status", raw.get("status"))
     return PersistentVolume(
         name=name,
-        storage_class=_storage_class(obj, meta, spec),
-        capacity_bytes=_bytes(obj, "spec.capacity.storage", capacity.get("storage")),
-        access_modes=strings(obj, "spec.accessModes", spec.get("accessModes")),
-        block=_block(obj, spec),
-        claim_ref=claim_ref,
-        available=status.get("phase") == "Available",
-        deleting=meta.get("deletionTimestamp") is not None,
         labels=tuple(sorted(string_map(obj, "metadata.labels", meta.get("labels")).items())),
         node_affinity=terms,
     )
@@ -134,30 +90,12 @@ def volume_from_manifest(raw: Mapping[str, Any]) -> PersistentVolume:
 
 def storage_class_from_manifest(raw: Mapping[str, Any]) -> StorageClass:
     name, _, _ = metadata(raw, "StorageClass")
-    obj = f"StorageClass {name}"
     mode = raw.get("volumeBindingMode")
     if mode is not None and mode not in BINDING_MODES:
-        raise InvalidObject(obj, "volumeBindingMode", mode, f"must be one of {BINDING_MODES}")
-    topologies = []
-    for i, term in enumerate(list_field(obj, "allowedTopologies", raw.get("allowedTopologies"))):
-        path = f"allowedTopologies[{i}].matchLabelExpressions"
-        term = map_field(obj, f"allowedTopologies[{i}]", term)
-        exprs = list_field(obj, path, term.get("matchLabelExpressions"))
-        topologies.append(
-            tuple(
-                (
-                    _text(obj, f"{path}[{j}].key", map_field(obj, f"{path}[{j}]", e).get("key")),
-                    strings(obj, f"{path}[{j}].values", e.get("values")),
-                )
-                for j, e in enumerate(exprs)
-            )
+        raise InvalidObject(
+            f"StorageClass {name}", "volumeBindingMode", mode, f"must be one of {BINDING_MODES}"
         )
-    return StorageClass(
-        name=name,
-        provisioner=_text(obj, "provisioner", raw.get("provisioner")),
-        binding_mode=mode,
-        allowed_topologies=tuple(topologies),
-    )
+    return StorageClass(name=name, binding_mode=mode)
 
 
 def pod_volumes(obj: str, pod_name: str, spec: Mapping[str, Any]) -> tuple[PodVolume, ...]:

@@ -14,14 +14,13 @@ from cluster.volumes.needs import VolumeNeeds
 from cluster.volumes.resolve import (
     UNBOUND_IMMEDIATE,
     VOLUME_BINDING,
-    VOLUME_RESTRICTIONS,
     VOLUME_ZONE,
     PodRef,
     Rejection,
     resolve,
 )
 
-ALL = frozenset({VOLUME_RESTRICTIONS, VOLUME_BINDING, VOLUME_ZONE})
+ALL = frozenset({VOLUME_BINDING, VOLUME_ZONE})
 POD = PodRef("ns", "p", "uid-p")
 
 
@@ -75,7 +74,7 @@ def test_a_pod_without_claims_asks_nothing_of_a_node():
 @pytest.mark.parametrize(
     ("volumes", "objects", "rejection"),
     [
-        ([pvc("c")], [], Rejection(VOLUME_RESTRICTIONS, 'persistentvolumeclaim "c" not found')),
+        ([pvc("c")], [], Rejection(VOLUME_BINDING, 'persistentvolumeclaim "c" not found')),
         (
             [{"name": "v", "ephemeral": {"volumeClaimTemplate": {}}}],
             [],
@@ -155,7 +154,7 @@ def test_a_bound_claim_asks_for_its_volume_s_node_affinity_and_zones():
 
 def test_without_volume_zone_a_missing_volume_is_volume_binding_s_to_say():
     known = index((CLAIMS, claim("c", volume="pv", bound=True)))
-    plugins = frozenset({VOLUME_RESTRICTIONS, VOLUME_BINDING})
+    plugins = frozenset({VOLUME_BINDING})
     assert resolve(POD, pod_volumes(pvc("c")), known, plugins) == VolumeNeeds((), True)
 
 
@@ -166,7 +165,7 @@ def test_an_object_optimist_cannot_read_fails_the_pod_naming_its_field():
     ] = "Near"
     known = index((CLAIMS, claim("c", volume="pv", bound=True)), (VOLUMES, bad))
     rejection = resolve(POD, pod_volumes(pvc("c")), known, ALL)
-    assert isinstance(rejection, Rejection) and rejection.error
+    assert isinstance(rejection, Rejection) and rejection.plugin == VOLUME_BINDING
     assert rejection.message.startswith(
         "PersistentVolume pv: spec.nodeAffinity.required.nodeSelectorTerms[0]"
         ".matchExpressions[0].operator='Near'"
@@ -174,7 +173,7 @@ def test_an_object_optimist_cannot_read_fails_the_pod_naming_its_field():
     # a class without a binding mode is upstream's error too
     known = index((CLAIMS, claim("c", cls="unset")), (CLASSES, {"metadata": {"name": "unset"}}))
     assert resolve(POD, pod_volumes(pvc("c")), known, ALL) == Rejection(
-        VOLUME_BINDING, 'VolumeBindingMode not set for StorageClass "unset"', error=True
+        VOLUME_BINDING, 'VolumeBindingMode not set for StorageClass "unset"'
     )
 
 
