@@ -27,8 +27,7 @@ class VolumeZone(FilterPlugin):
     dynamic = False
 
     def prefilter(self, spec: SchedulingSpec) -> str | None:
-        needs = spec.volumes
-        return needs.rejection if needs is not None and needs.rejected_by == self.name else None
+        return spec.volumes.rejected(self.name) if spec.volumes is not None else None
 
     def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
         needs = pod.spec.volumes
