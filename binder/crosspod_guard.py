@@ -180,16 +180,25 @@ class CrossPodGuard:
         for placement in decision.placements:
             spec = classes[placement.cls]
             if self._needs_check(spec):
-                reasons = [self._broken(spec, node) for node in placement.nodes]
-                passing = [n for n, r in zip(placement.nodes, reasons, strict=True) if r is None]
-                if not passing:
-                    return f"pod {placement.pod}: node {placement.nodes[0]}: {reasons[0]}", added
-                chosen = placement.nodes.index(passing[0])
-                placement.nodes = [passing[0]]
+                chosen, first = self._first_passing(spec, placement.nodes)
+                if chosen < 0:
+                    return f"pod {placement.pod}: node {placement.nodes[0]}: {first}", added
+                placement.nodes = [placement.nodes[chosen]]
                 placement.versions = [placement.versions[chosen]]
             self.view.add(placement.nodes[0], spec.peer)
             added.append((placement.nodes[0], spec))
         return None, added
+
+    def _first_passing(self, spec: SchedulingSpec, nodes: Sequence[str]) -> tuple[int, str]:
+        """The first candidate the rules let the pod onto (the rest are not checked), or
+        -1 and why the first was refused."""
+        first = ""
+        for i, node in enumerate(nodes):
+            reason = self._broken(spec, node)
+            if reason is None:
+                return i, first
+            first = first or reason
+        return -1, first
 
     def _broken(self, spec: SchedulingSpec, node: str) -> str | None:
         for rule in self.rules[spec.profile]:

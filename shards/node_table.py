@@ -10,7 +10,7 @@ held per device (`gpu_used`, `gpu_assumed`: milli per GPU, cluster/gpus.py).
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
@@ -37,6 +37,11 @@ def take_rows(matrix: npt.NDArray[ScalarT], rows: slice | np.ndarray) -> npt.NDA
     """`matrix[rows]`: numpy's `take` gathers whole rows of a 2-D array several times
     faster than indexing with an array (7 against 25 us for 1,000 rows here)."""
     return matrix[rows] if isinstance(rows, slice) else matrix.take(rows, 0)
+
+
+# past one selected peer column in this many, pods_of keeps the selection's sums per row
+_DENSE_PEERS = 8
+_DENSE_KEPT = 32  # selections kept so, the least recently read dropped
 
 
 class NodeTable:
@@ -68,6 +73,10 @@ class NodeTable:
         self.peer_col: dict[str, int] = {}
         self.peer_pods = np.zeros((cap, 0), dtype=np.int32)
         self.assumed_peer_pods = np.zeros((cap, 0), dtype=np.int32)
+        # the selections of many peer columns `pods_of` was asked for (a selector over
+        # namespaces selects a kind per namespace): weights over the columns, and the pods
+        # per row, kept as pods are assumed, forgotten and synced
+        self._dense: OrderedDict[bytes, tuple[np.ndarray, np.ndarray]] = OrderedDict()
         # namespaces' labels, for namespaceSelector; bumped version when any changes
         self.namespaces: dict[str, dict[str, str]] = {}
         self.namespaces_version = 0
@@ -195,6 +204,7 @@ class NodeTable:
             row = self.index[name]
             for peer_id, pods in entries:
                 self.peer_pods[row, self.peer_col[peer_id]] = pods
+        self._recount(delta)
         for name, in_use in delta.ports.items():
             self.ports[self.index[name]] = Counter(
                 {(protocol, ip, port): pods for protocol, port, ip, pods in in_use}
@@ -233,6 +243,7 @@ class NodeTable:
             self.assumed_ports.setdefault(row, Counter()).update(ports)
         if peer >= 0:
             self.assumed_peer_pods[row, peer] += 1
+            self._count(row, peer, 1)
         self.changed_rows.append(row)
 
     def forget(
@@ -255,6 +266,7 @@ class NodeTable:
                 del self.assumed_ports[row]
         if peer >= 0:
             self.assumed_peer_pods[row, peer] -= 1
+            self._count(row, peer, -1)
         self.changed_rows.append(row)
 
     def in_use(self, rows: slice | np.ndarray) -> npt.NDArray[np.int64]:
@@ -266,13 +278,49 @@ class NodeTable:
         cols = np.flatnonzero(peers)
         if not len(cols):
             return np.zeros(self.alive[rows].shape, dtype=np.int64)
-        # pick the few selected columns before the rows: never copy every peer column
-        committed = self.peer_pods[:, cols][rows]
-        assumed = self.assumed_peer_pods[:, cols][rows]
-        held: npt.NDArray[np.int64] = committed.sum(axis=1, dtype=np.int64) + assumed.sum(
-            axis=1, dtype=np.int64
-        )
+        if len(cols) * _DENSE_PEERS < len(peers):
+            # pick the few selected columns before the rows: never copy every peer column
+            committed = self.peer_pods[:, cols][rows]
+            assumed = self.assumed_peer_pods[:, cols][rows]
+            few: npt.NDArray[np.int64] = committed.sum(axis=1, dtype=np.int64) + assumed.sum(
+                axis=1, dtype=np.int64
+            )
+            return few
+        # many: picking them would copy them all at every call; their sum is kept instead
+        key = peers.tobytes()
+        kept = self._dense.get(key)
+        if kept is None or not self._current(*kept):
+            weights = np.zeros(self.peer_pods.shape[1], dtype=self.peer_pods.dtype)
+            weights[cols] = 1
+            counts = (self.peer_pods @ weights + self.assumed_peer_pods @ weights).astype(np.int64)
+            kept = self._dense[key] = (weights, counts)
+            if len(self._dense) > _DENSE_KEPT:
+                self._dense.popitem(last=False)
+        else:
+            self._dense.move_to_end(key)
+        held: npt.NDArray[np.int64] = kept[1][rows]
         return held
+
+    def _count(self, row: int, peer: int, pods: int) -> None:
+        """A pod of `peer` assumed on `row` (or forgotten): into the kept sums."""
+        for weights, counts in self._dense.values():
+            if peer < len(weights) and weights[peer]:
+                counts[row] += pods
+
+    def _recount(self, delta: Delta) -> None:
+        """Rows whose committed pods the store changed: their kept sums counted again."""
+        if not self._dense or not (delta.names or delta.deleted or delta.peers):
+            return
+        named = (*delta.names, *delta.deleted, *delta.peers)
+        rows = np.unique(np.array([self.index[n] for n in named if n in self.index], np.intp))
+        for weights, counts in self._dense.values():
+            if self._current(weights, counts):
+                counts[rows] = self.peer_pods[rows] @ weights
+                counts[rows] += self.assumed_peer_pods[rows] @ weights
+
+    def _current(self, weights: np.ndarray, counts: np.ndarray) -> bool:
+        """Kept sums still shaped like the table (it grows by rows and by peer columns)."""
+        return len(weights) == self.peer_pods.shape[1] and len(counts) == len(self.alive)
 
     def gpu_count(self, rows: slice | np.ndarray) -> np.ndarray:
         """Per row, how many GPUs the node has."""

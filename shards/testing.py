@@ -11,7 +11,7 @@ import numpy as np
 from cluster.gpus import GPU
 from cluster.manifests import node_from_manifest, pod_from_manifest
 from cluster.messages import ShardBatch, UnitRequest
-from cluster.objects import Node, SchedulingSpec
+from cluster.objects import Node, Peer, SchedulingSpec
 from cluster.profile_config import ProfileConfig
 from cluster.store import Delta
 from shards.framework import PodClass, Profile
@@ -56,6 +56,19 @@ def table_of(
         for resource, amount in used.items():
             table.used[table.index[name], table.col[resource]] = amount
     return table
+
+
+def hold_pods(table: NodeTable, name: str, peer: Peer, pods: int) -> int:
+    """`pods` more committed pods of `peer` on node `name`, as a sync from the store
+    brings them (so that what the table keeps of its counts follows); the peer's column."""
+    col = table.peer_column(peer.id, peer)
+    held = int(table.peer_pods[table.index[name], col]) + pods
+    empty = np.zeros((0, len(table.columns)), dtype=np.int64)
+    delta = Delta(
+        table.store_version, [], np.zeros(0, np.int64), empty, peers={name: [(peer.id, held)]}
+    )
+    table.apply(delta)
+    return col
 
 
 def compile_pod(manifest: Mapping[str, Any], table: NodeTable) -> PodClass:

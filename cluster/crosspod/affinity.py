@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from cluster.crosspod.view import ClusterView
 from cluster.objects import Peer, PodAffinityTerm, SchedulingSpec, WeightedPodAffinityTerm
@@ -177,25 +178,29 @@ def score_weights(
 
 @dataclass(frozen=True, slots=True)
 class _Bearing:
-    """How one kind of placed pod bears on the incoming pod's filter."""
+    """How one kind of placed pod bears on the incoming pod's filter; each topology key
+    with the view's counts of that kind by domain, which it keeps as pods move."""
 
     matches_affinity: bool  # selected by all the pod's required affinity terms
-    barred: frozenset[str]  # topology keys of the pod's anti-affinity terms selecting it
-    keeps_away: frozenset[str]  # topology keys of its anti-affinity terms selecting the pod
+    # topology keys of the pod's anti-affinity terms selecting it
+    barred: tuple[tuple[str, Mapping[str, int]], ...]
+    # topology keys of its anti-affinity terms selecting the pod
+    keeps_away: tuple[tuple[str, Mapping[str, int]], ...]
 
 
-def _bearing(pod: PodTerms, other: PodTerms, namespace_labels: NamespaceLabels) -> _Bearing | None:
+def _bearing(pod: PodTerms, peer: Peer, view: ClusterView) -> _Bearing | None:
     """None when the kind of pod has no bearing at all: most kinds, in most clusters."""
-    bearing = _Bearing(
-        other.selected_by_all(pod.affinity_required, namespace_labels),
-        frozenset(
-            t.topology_key
-            for t in pod.anti_affinity_required
-            if other.selected_by(t, namespace_labels)
-        ),
-        frozenset(keeps_away(other, pod, namespace_labels)),
+    other, labels = terms_of(peer), view.namespace_labels
+    barred = {t.topology_key for t in pod.anti_affinity_required if other.selected_by(t, labels)}
+    away = set(keeps_away(other, pod, labels))
+    affine = other.selected_by_all(pod.affinity_required, labels)
+    if not (affine or barred or away):
+        return None
+    return _Bearing(
+        affine,
+        tuple((key, view.pods_by_domain(peer, key)) for key in sorted(barred)),
+        tuple((key, view.pods_by_domain(peer, key)) for key in sorted(away)),
     )
-    return bearing if bearing.matches_affinity or bearing.barred or bearing.keeps_away else None
 
 
 def filter_node(spec: SchedulingSpec, node_name: str, view: ClusterView) -> str | None:
@@ -208,13 +213,14 @@ def filter_node(spec: SchedulingSpec, node_name: str, view: ClusterView) -> str 
     pod in the node's domain for the term's key), and the placed pods'
     anti-affinity (none of them selects the pod from within the node's domain
     for its term's key). How each kind of placed pod bears on this one is
-    worked out once until the view's pods change; the pods in the node's
-    domain are then read off the view's counts by domain (`pods_by_domain`),
-    never by going through the nodes that hold them.
+    worked out once, until the node specs or the namespaces change; the pods in
+    the node's domain are then read off the view's counts by domain
+    (`pods_by_domain`, kept as pods move), never by going through the nodes
+    that hold them.
     """
     pod = terms_of(spec.peer)
     node = view.node(node_name).labels
-    bearings = view.counted(("inter-pod-affinity", spec.peer), lambda: _bearings(pod, view))
+    bearings = _bearings(spec.peer, pod, view)
 
     def held(peer: Peer, key: str) -> bool:  # a pod of the peer in the node's domain for key
         return key in node and view.pods_by_domain(peer, key).get(node[key], 0) > 0
@@ -232,20 +238,33 @@ def filter_node(spec: SchedulingSpec, node_name: str, view: ClusterView) -> str 
             )
             if anywhere or not pod.selected_by_all(affinity, view.namespace_labels):
                 return AFFINITY_REASON
-    if any(held(peer, key) for peer, b in bearings for key in b.barred):
+    if any(_in_domain(node, key, counts) for _, b in bearings for key, counts in b.barred):
         return ANTI_AFFINITY_REASON
-    if any(held(peer, key) for peer, b in bearings for key in b.keeps_away):
+    if any(_in_domain(node, key, counts) for _, b in bearings for key, counts in b.keeps_away):
         return EXISTING_ANTI_AFFINITY_REASON
     return None
 
 
-def _bearings(pod: PodTerms, view: ClusterView) -> list[tuple[Peer, _Bearing]]:
-    """The placed kinds of pods that bear on this one, and how."""
+def _in_domain(node: Mapping[str, str], key: str, counts: Mapping[str, int]) -> bool:
+    return key in node and counts.get(node[key], 0) > 0
+
+
+_UNSEEN = object()
+
+
+def _bearings(peer: Peer, pod: PodTerms, view: ClusterView) -> list[tuple[Peer, _Bearing]]:
+    """The placed kinds of pods that bear on this one, and how. How a kind bears is
+    worked out once (it depends on the two kinds and the namespaces alone, and a change
+    of namespaces is a change of specs to the view); only which kinds are placed is read
+    afresh."""
+    known: dict[Peer, Any] = view.derived(("inter-pod-affinity", peer), dict)
     out = []
-    for peer in view.placed():
-        bearing = _bearing(pod, terms_of(peer), view.namespace_labels)
+    for other in view.placed():
+        bearing = known.get(other, _UNSEEN)
+        if bearing is _UNSEEN:
+            bearing = known[other] = _bearing(pod, other, view)
         if bearing is not None:
-            out.append((peer, bearing))
+            out.append((other, bearing))
     return out
 
 

@@ -16,7 +16,7 @@ from shards.class_state import ClassState
 from shards.framework import PodClass
 from shards.plugins import REGISTRY, build_profile
 from shards.plugins.inter_pod_affinity import InterPodAffinity
-from shards.testing import every, node, pod_spec, table_of
+from shards.testing import every, hold_pods, node, pod_spec, table_of
 
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
@@ -90,10 +90,8 @@ class Cluster:
         self.view = StaticView(nodes={n.name: n for n in nodes})
 
     def place(self, name: str, spec: SchedulingSpec, pods: int = 1) -> Cluster:
-        peer = spec.peer
-        column = self.table.peer_column(peer.id, peer)  # may widen peer_pods: first
-        self.table.peer_pods[self.table.index[name], column] += pods
-        self.view.add(name, peer, pods)
+        hold_pods(self.table, name, spec.peer, pods)
+        self.view.add(name, spec.peer, pods)
         return self
 
     def feasible(self, spec: SchedulingSpec, plugin: InterPodAffinity | None = None) -> list[str]:

@@ -24,7 +24,7 @@ from shards.class_state import ClassState
 from shards.framework import PodClass
 from shards.plugins import build_profile
 from shards.plugins.pod_topology_spread import PodTopologySpread
-from shards.testing import compile_pod, every, node, pod_spec, table_of
+from shards.testing import compile_pod, every, hold_pods, node, pod_spec, table_of
 
 HOST = "kubernetes.io/hostname"
 
@@ -51,8 +51,7 @@ def world(nodes, pods, labels=None, namespace="default"):
 
 def add(table, view, name, labels, count, namespace="default"):
     peer = Peer(namespace, tuple(sorted(labels.items())))
-    col = table.peer_column(peer.id, peer)
-    table.peer_pods[table.index[name], col] += count
+    hold_pods(table, name, peer, count)
     view.add(name, peer, count)
 
 
