@@ -304,7 +304,8 @@ class NodeTable:
     def _count(self, row: int, peer: int, pods: int) -> None:
         """A pod of `peer` assumed on `row` (or forgotten): into the kept sums."""
         for weights, counts in self._dense.values():
-            if peer < len(weights) and weights[peer]:
+            # sums of a table since grown are counted afresh when next read
+            if self._current(weights, counts) and weights[peer]:
                 counts[row] += pods
 
     def _recount(self, delta: Delta) -> None:
