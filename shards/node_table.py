@@ -292,7 +292,7 @@ class NodeTable:
         if kept is None or not self._current(*kept):
             weights = np.zeros(self.peer_pods.shape[1], dtype=self.peer_pods.dtype)
             weights[cols] = 1
-            counts = (self.peer_pods @ weights + self.assumed_peer_pods @ weights).astype(np.int64)
+            counts = self._summed(weights, slice(None))
             kept = self._dense[key] = (weights, counts)
             if len(self._dense) > _DENSE_KEPT:
                 self._dense.popitem(last=False)
@@ -316,8 +316,14 @@ class NodeTable:
         rows = np.unique(np.array([self.index[n] for n in named if n in self.index], np.intp))
         for weights, counts in self._dense.values():
             if self._current(weights, counts):
-                counts[rows] = self.peer_pods[rows] @ weights
-                counts[rows] += self.assumed_peer_pods[rows] @ weights
+                counts[rows] = self._summed(weights, rows)
+
+    def _summed(self, weights: np.ndarray, rows: slice | np.ndarray) -> npt.NDArray[np.int64]:
+        """Per row, the committed and assumed pods of the peer columns `weights` selects."""
+        held = take_rows(self.peer_pods, rows) @ weights
+        held += take_rows(self.assumed_peer_pods, rows) @ weights
+        summed: npt.NDArray[np.int64] = held.astype(np.int64)
+        return summed
 
     def _current(self, weights: np.ndarray, counts: np.ndarray) -> bool:
         """Kept sums still shaped like the table (it grows by rows and by peer columns)."""

@@ -20,6 +20,7 @@ from optimist.settings import Settings
 from tests.kube.api import wait_for
 from tests.kube.service import Running
 from tests.optimist.kube.test_adapter import node_doc, pod_doc
+from tests.test_cluster_events_end_to_end import settle
 from tests.test_kubernetes_end_to_end import settings_for
 
 pytestmark = pytest.mark.usefixtures("ray_session")
@@ -63,13 +64,6 @@ def zonal_volume(name: str, zone: str, claim: str) -> dict[str, Any]:
             "nodeAffinity": {"required": {"nodeSelectorTerms": [term]}},
         },
     }
-
-
-def settle(loop: SchedulingLoop, cluster: SimulatedCluster, store) -> dict[str, str]:
-    loop.run_until_settled()
-    unschedulable = loop.dispatcher.unschedulable()
-    assert check_invariants(cluster, unschedulable, store) == []
-    return unschedulable
 
 
 def test_pods_go_where_their_volumes_are_and_wait_in_upstream_s_words(redis_url, key_prefix):
