@@ -33,10 +33,24 @@ _FIRST_COLUMNS = (res.PODS, res.CPU, res.MEMORY, res.NONZERO_CPU, res.NONZERO_ME
 ScalarT = TypeVar("ScalarT", bound=np.generic)
 
 
-def take_rows(matrix: npt.NDArray[ScalarT], rows: slice | np.ndarray) -> npt.NDArray[ScalarT]:
-    """`matrix[rows]`: numpy's `take` gathers whole rows of a 2-D array several times
-    faster than indexing with an array (7 against 25 us for 1,000 rows here)."""
-    return matrix[rows] if isinstance(rows, slice) else matrix.take(rows, 0)
+def take_rows(
+    matrix: npt.NDArray[ScalarT], rows: slice | np.ndarray, cols: np.ndarray | None = None
+) -> npt.NDArray[ScalarT]:
+    """`matrix[rows]`, or `matrix[rows][:, cols]`: numpy's `take` gathers whole rows of
+    a 2-D array several times faster than indexing with an array (7 against 25 us for
+    1,000 rows here). A few columns of many (a cluster where each node has a resource
+    of its own) are gathered alone (31 us against 6.4 ms for 1,000 rows of 5,005)."""
+    if isinstance(rows, slice):
+        return matrix[rows] if cols is None else matrix[rows, cols]
+    if cols is None:
+        return matrix.take(rows, 0)
+    if matrix.shape[1] > _WIDE:
+        cells: npt.NDArray[ScalarT] = matrix[rows[:, None], cols]
+        return cells
+    return matrix.take(rows, 0)[:, cols]
+
+
+_WIDE = 48  # past this many columns, gathering the cells beats gathering whole rows
 
 
 # past one selected peer column in this many, pods_of keeps the selection's sums per row
@@ -269,9 +283,11 @@ class NodeTable:
             self._count(row, peer, -1)
         self.changed_rows.append(row)
 
-    def in_use(self, rows: slice | np.ndarray) -> npt.NDArray[np.int64]:
-        """Per row and column, what is committed and assumed."""
-        return take_rows(self.used, rows) + take_rows(self.assumed, rows)
+    def in_use(
+        self, rows: slice | np.ndarray, cols: np.ndarray | None = None
+    ) -> npt.NDArray[np.int64]:
+        """Per row and column (every one, or `cols`), what is committed and assumed."""
+        return take_rows(self.used, rows, cols) + take_rows(self.assumed, rows, cols)
 
     def pods_of(self, peers: np.ndarray, rows: slice | np.ndarray) -> npt.NDArray[np.int64]:
         """Per row, how many pods of the selected peer columns it holds (committed and assumed)."""
@@ -334,7 +350,7 @@ class NodeTable:
         col = self.col.get(GPU)
         if col is None:
             return np.zeros(self.alive[rows].shape, dtype=np.int64)
-        return take_rows(self.alloc, rows)[:, col]
+        return self.alloc[rows, col]
 
     def gpu_free(self, rows: slice | np.ndarray) -> npt.NDArray[np.int64]:
         """Per row and GPU, the milli free (committed and assumed taken off); 0 for the

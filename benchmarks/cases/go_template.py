@@ -426,6 +426,11 @@ class _Render:
         return value
 
 
+# libyaml's safe loader where PyYAML has it: the same YAML as safe_load, ten times
+# quicker, and a template is read once per object (10,000 nodes of their own)
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 @dataclass(frozen=True, slots=True)
 class TextTemplate:
     """A template file whose objects differ by index: `render` makes the i-th.
@@ -453,7 +458,7 @@ class TextTemplate:
     def render(self, index: int, count: int | None) -> Mapping[str, Any]:
         text = self.text(index, count)
         try:
-            doc = yaml.safe_load(text)
+            doc = yaml.load(text, Loader=_LOADER)
         except yaml.YAMLError as e:
             raise TemplateError(f"{self.name}: rendered, not YAML: {e}") from e
         if not isinstance(doc, Mapping) or not isinstance(doc.get("kind"), str):

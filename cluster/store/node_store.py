@@ -293,16 +293,18 @@ class NodeStore:
             _, head, *records = reply
             return _logged(head, records, columns)
         head, *blobs = reply
-        version, names, flat, deleted, committed, ports, spec_count, peered, spaces, gpus = (
-            msgpack.unpackb(head)
-        )
+        frame = msgpack.unpackb(head)
+        version, names, versions, used, deleted, committed, ports, spec_count = frame[:8]
+        peered, spaces, gpus = frame[8:]
         specs, maps = blobs[:spec_count], blobs[spec_count:]
-        table = np.asarray(flat, dtype=np.int64).reshape(len(names), len(columns) + 1)
+        usage = np.zeros((len(names), len(columns)), dtype=np.int64)
+        rows, cols, amounts = np.asarray(used, dtype=np.int64).reshape(-1, 3).T
+        usage[rows, cols] = amounts
         return Delta(
             version=version,
             names=names,
-            versions=table[:, 0],
-            usage=table[:, 1:],
+            versions=np.asarray(versions, dtype=np.int64),
+            usage=usage,
             specs=[Node.decode(blob) for blob in specs],
             deleted=deleted,
             committed=committed,

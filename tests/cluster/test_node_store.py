@@ -4,7 +4,7 @@ import msgpack
 import pytest
 import redis
 
-from cluster.manifests import pod_from_manifest
+from cluster.manifests import node_from_manifest, pod_from_manifest
 from cluster.messages import Conflict, Decision, PodPlacement
 from shards.testing import node, pod_spec
 
@@ -46,6 +46,39 @@ def test_commit_applies_and_reports_new_versions(store):
     assert delta.names == ["a"] and delta.usage.tolist() == [[1, 1000, 2**30]]
     assert delta.specs == []  # usage changed, the spec did not
     assert store.committed_pods() == {"ns/p": "a"}
+
+
+def test_a_reader_of_many_columns_gets_each_node_s_own_usage(store):
+    """Each node with a resource of its own (scheduler_perf's extended-resource case):
+    a full read, past the commit log, finds each node's usage by its own fields, the
+    same as a reader of few columns sees it."""
+    own = [f"example.com/bar-{i}" for i in range(100)]
+    store.put_nodes(
+        [
+            node_from_manifest(
+                {
+                    "metadata": {"name": f"n{i}"},
+                    "status": {"allocatable": {"cpu": "4", "pods": "110", resource: "1"}},
+                }
+            )
+            for i, resource in enumerate(own)
+        ]
+    )
+    pods = [pod_from_manifest(pod_spec({"cpu": "1", r: "1"})).spec for r in own[:3]]
+    placed = [unit(f"u{i}", (f"ns/p{i}", i, [f"n{i}"])) for i in range(3)]
+    _, outcomes, _ = store.commit(pods, placed)
+    assert [o.status for o in outcomes] == ["committed"] * 3
+    store.release(pods=["ns/p1"])  # a release is not logged: readers read the nodes
+    columns = [*COLUMNS, *own]
+    wide = store.changes_since(0, columns)
+    assert not wide.from_log
+    usage = dict(zip(wide.names, wide.usage.tolist(), strict=True))
+    assert usage["n0"] == [1, 1000, 0, 1] + [0] * 99
+    assert usage["n1"] == [0] * 103
+    assert usage["n2"][:3] == [1, 1000, 0] and usage["n2"][5] == 1 and sum(usage["n2"]) == 1002
+    assert all(sum(usage[f"n{i}"]) == 0 for i in range(3, 100))
+    few = store.changes_since(0, columns[:5])
+    assert few.names == wide.names and (few.usage == wide.usage[:, :5]).all()
 
 
 def test_conflict_names_node_and_resource_and_applies_nothing(store):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from cluster.events import ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE
-from cluster.manifests import pod_from_manifest
+from cluster.manifests import node_from_manifest, pod_from_manifest
 from cluster.messages import Decision, PodPlacement, ShardBatch, UnitRequest
 from shards.scheduler import ShardCore
 from shards.testing import default_profile, node, pod_spec
@@ -117,6 +117,34 @@ def test_many_nodes_with_a_new_resource_add_one_column(store):
     core = ShardCore(0, store, [default_profile()], seed=1)
     core.handle(batch([spec("1")], []))
     assert len(core.table.columns) == len(set(core.table.columns))
+
+
+def test_each_node_with_a_resource_of_its_own_gets_the_pods_that_ask_for_it(store):
+    """scheduler_perf's extended-resource case: a column per node, many more columns
+    than a plugin picks, so the table gathers the picked cells alone; each pod goes to
+    the one node with its resource, and a second pod asking for it fits nowhere."""
+    store.put_nodes(
+        [
+            node_from_manifest(
+                {
+                    "metadata": {"name": f"n{i}"},
+                    "status": {"allocatable": {"cpu": "4", "pods": "110", f"foo.com/bar-{i}": "1"}},
+                }
+            )
+            for i in range(80)
+        ]
+    )
+    core = ShardCore(0, store, [default_profile()], seed=1)
+    asks = [
+        pod_from_manifest(pod_spec({"cpu": "1", f"foo.com/bar-{i}": "1"})).spec for i in (7, 63)
+    ]
+    decisions = core.handle(batch(asks, [[0], [1], [0]])).decisions
+    assert len(core.table.columns) > 80
+    assert [d.placements[0].nodes[:1] if d.placed else [] for d in decisions] == [
+        ["n7"],
+        ["n63"],
+        [],
+    ]
 
 
 def test_a_committed_unit_is_not_counted_twice(store):

@@ -97,7 +97,7 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin):
     def _short(self, pod: PodClass, table: NodeTable, rows: Rows) -> tuple[np.ndarray, np.ndarray]:
         """The checked columns, and per row and column whether the node has too little left."""
         cols = self._checked(pod, table)
-        free = take_rows(table.alloc, rows)[:, cols] - table.in_use(rows)[:, cols]
+        free = take_rows(table.alloc, rows, cols) - table.in_use(rows, cols)
         return cols, free < pod.request[cols]
 
     def _per_gpu(self, pod: PodClass) -> bool:

@@ -75,8 +75,8 @@ def requested_and_capacity(
     if layout.scalar.any():
         kept = ~layout.scalar | (asked != 0)
         scored, cap_cols, used_cols, asked = (a[kept] for a in (scored, cap_cols, used_cols, asked))
-    capacity = take_rows(table.alloc, rows)[:, cap_cols]
-    requested = table.in_use(rows)[:, used_cols] + asked
+    capacity = take_rows(table.alloc, rows, cap_cols)
+    requested = table.in_use(rows, used_cols) + asked
     if not capacity.all():
         requested[capacity == 0] = 0
     if len(scored) == len(resources):
