@@ -38,9 +38,11 @@ def figures(path: Path, link: str) -> str:
 
 def _simulated(report: dict[str, Any]) -> list[str]:
     """One row per workload and number of shards: each run, the median, the ratio to one
-    shard run by run, the CPU per pod of each role, the time to the first decision."""
+    shard run by run, the CPU per pod of each role, the time to the first decision. A
+    workload that failed (a case optimist cannot run) has no row."""
     groups: dict[tuple[str, int, int], list[Mapping[str, Any]]] = {}
-    for case in report_cases(report):
+    ran = [case for case in report_cases(report) if not case.get("error")]
+    for case in ran:
         key = (f"{case['case']}/{case['workload']}", case["nodes"], len(case["shards"]))
         groups.setdefault(key, []).append(case)
     out = [
@@ -63,7 +65,7 @@ def _simulated(report: dict[str, Any]) -> list[str]:
             f"| {name} | {nodes:,} | {shards} | {_each(rates)} | "
             f"**{statistics.median(rates):,.0f}** | {ratio} | {cpu} |"
         )
-    first = report_cases(report)[0]["first_decision_s"]  # later runs count from the same start
+    first = ran[0]["first_decision_s"]  # later runs count from the same start
     return [*out, "", f"The first decision came {first:.1f} s after the command started."]
 
 
