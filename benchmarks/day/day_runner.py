@@ -43,7 +43,7 @@ from benchmarks.day.day_plan import NAMESPACE, NEVER_FITS_LABEL, POOL_LABEL, Day
 from benchmarks.report.instruments import ProcessTree
 from cluster.manifests import condition, condition_true
 from optimist.explain import ExplainError, ask_endpoint
-from optimist.kube.client import ApiError, Backoff, KubeClient
+from optimist.kube.client import MERGE_PATCH, ApiError, Backoff, KubeClient
 from optimist.kube.informer import list_all
 
 QUEUES = ("active", "backoff", "unschedulable", "gated")
@@ -60,7 +60,6 @@ PATHS = {
     "PodDisruptionBudget": "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
     "PodGroup": "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups",
 }
-MERGE_PATCH = "application/merge-patch+json"
 ONCE = Backoff(tries=1)
 
 

@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 
 POOL_CONNECTIONS = 32  # idle ones kept: bindings in parallel, the reports, the lease
 RETRIED = frozenset({429, 500, 502, 503, 504})
+MERGE_PATCH = "application/merge-patch+json"
 
 
 class ApiError(Exception):

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from optimist.kube.client import ApiError, KubeClient
+from optimist.kube.client import MERGE_PATCH, ApiError, KubeClient
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,11 @@ class Reporter:
         self._reports: list[queue.Queue[_Report | None]] = [
             queue.Queue(queue_size // REPORTERS) for _ in range(REPORTERS)
         ]
-        self._written: list[OrderedDict[str, _Written]] = [OrderedDict() for _ in range(REPORTERS)]
+        # what was last written about each pod, by key and uid: a pod made again under
+        # the same name (a StatefulSet's) has none of its predecessor's status
+        self._written: list[OrderedDict[tuple[str, str], _Written]] = [
+            OrderedDict() for _ in range(REPORTERS)
+        ]
         self._threads = [
             threading.Thread(target=self._report_forever, args=(i,), daemon=True)
             for i in range(REPORTERS)
@@ -153,14 +157,14 @@ class Reporter:
             finally:
                 reports.task_done()
 
-    def _write(self, report: _Report, written: OrderedDict[str, _Written]) -> None:
+    def _write(self, report: _Report, written: OrderedDict[tuple[str, str], _Written]) -> None:
         """One report, aggregated as client-go's event correlator does: a status the pod
         already has is not written again, and an event that repeats the last one about
         the pod counts up on it instead of making another (an unschedulable pod retried
         for an hour is one event, not thousands)."""
         namespace, name = report.pod.split("/", 1)
-        last = written.pop(report.pod, None) or _Written()
-        written[report.pod] = last  # the most recent last, for the cap below
+        last = written.pop((report.pod, report.uid), None) or _Written()
+        written[report.pod, report.uid] = last  # the most recent last, for the cap below
         if len(written) > _WRITTEN_KEPT // REPORTERS:
             written.popitem(last=False)
         nominates = bool(report.status) and "nominatedNodeName" in (report.status or {})
@@ -192,7 +196,7 @@ class Reporter:
                     "PATCH",
                     f"{events}/{last.event}",
                     body={"count": last.count + 1, "lastTimestamp": now},
-                    content_type="application/merge-patch+json",
+                    content_type=MERGE_PATCH,
                 )
                 last.count += 1
                 return

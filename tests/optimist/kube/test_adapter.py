@@ -165,6 +165,24 @@ def test_failures_and_nominations_are_written_where_kubectl_shows_them(adapter):
     assert adapter.take_new_pods() == ([], [])
 
 
+def test_a_pod_made_again_under_the_same_name_gets_its_own_condition(adapter):
+    """A StatefulSet's pod, deleted and made again as it was: the new pod has none of
+    the old one's status, so the same verdict is written on it again."""
+    api, adapter = adapter
+    message = "0/2 nodes are available: 2 Insufficient cpu."
+    uids = []
+    for _ in range(2):
+        uids.append(api.put("pods", pod_doc("web-0", cpu="8"))["metadata"]["uid"])
+        take_pods(adapter, 1)
+        adapter.report_unschedulable([("default/web-0", "Unschedulable", message)])
+        assert adapter.flush_reports()
+        [condition] = api.get("pods", "default", "web-0")["status"]["conditions"]
+        assert (condition["reason"], condition["message"]) == ("Unschedulable", message)
+        api.delete("pods", "default", "web-0")
+        until(lambda: adapter.take_deleted_pods() == ["default/web-0"])
+    assert uids[0] != uids[1]
+
+
 def test_the_explain_hint_ends_the_condition_and_leaves_the_event_as_upstream_s(kube_api):
     api = kube_api
     adapter = KubernetesAdapter(api.client(), OURS, explain_hint=True).start()
