@@ -6,7 +6,8 @@ says, through a watch of every pod, is what is measured.
 A pod is scheduled when the watch first shows its `spec.nodeName`; it stands
 reported unschedulable while its PodScheduled condition says False (both
 schedulers write it). A wait ends when its pods are scheduled, or, where every
-pod left is reported unschedulable and nothing was bound for `pod_watch.SETTLE_S`, it has
+pod left is reported unschedulable, nothing was bound for `pod_watch.SETTLE_S` and the
+bench made nothing for `pod_watch.RETRY_S` (a scheduler's longest backoff), it has
 settled: a createPods op that waits then fails naming why, where upstream's
 harness would wait out its timeout. Latency is from the create call's answer to
 the watch's news of the binding.
@@ -47,7 +48,7 @@ from cluster.manifests import (
     podgroup_from_manifest,
 )
 from cluster.objects import HOSTNAME_LABEL
-from optimist.kube.client import ApiError, KubeClient
+from optimist.kube.client import MERGE_PATCH, ApiError, KubeClient
 from optimist.kube.informer import list_all, object_key
 from optimist.offline.simulator import SimulatedCluster
 
@@ -271,7 +272,10 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
             made = self.client.request("POST", path, body=body)
             return made, time.perf_counter()
 
-        return list(self.pool.map(one, bodies))
+        try:
+            return list(self.pool.map(one, bodies))
+        finally:
+            self.watch.made()
 
     def _create_nodes(self, template: Manifest, count: int) -> list[str]:
         """Named here, not by the server, so that each carries its name as its
@@ -425,6 +429,21 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
                 if err.status != 404:
                     raise
 
+        try:
+            list(self.pool.map(one, keys))
+        finally:
+            self.watch.made()
+
+    def _patch(self, kind: str, keys: list[str], body: dict[str, Any]) -> None:
+        def one(key: str) -> None:
+            namespace, _, name = key.rpartition("/")
+            path = f"{PATHS[kind].format(ns=namespace)}/{name}"
+            try:
+                self.client.request("PATCH", path, body=body, content_type=MERGE_PATCH)
+            except ApiError as err:
+                if err.status != 404:
+                    raise
+
         list(self.pool.map(one, keys))
 
     def _churn(self) -> None:
@@ -466,7 +485,17 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
 
     def remove_made(self) -> None:
         """Remove what the run made, on a server that outlives it: its pods, the other
-        objects it made, its nodes, and the namespaces it made (finalized)."""
+        objects it made, its nodes, and the namespaces it made (finalized). Its pods
+        with finalizers (upstream's pod-with-finalizer template) lose them first, as
+        whoever set them would take them off, so that they go before the next run."""
+        made = set(self.pods_made)
+        finalized = [
+            key
+            for namespace in sorted({key.partition("/")[0] for key in made})
+            for pod in list_all(self.client, PATHS["Pod"].format(ns=namespace))[0]
+            if (pod["metadata"].get("finalizers") and (key := object_key(pod)) in made)
+        ]
+        self._patch("Pod", finalized, {"metadata": {"finalizers": None}})
         self._delete("Pod", self.pods_made)
         # in the reverse of the order made, a run of one kind in parallel (a volume
         # workload makes thousands of volumes and claims)

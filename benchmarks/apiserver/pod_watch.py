@@ -17,6 +17,10 @@ from optimist.kube.client import KubeClient
 from optimist.kube.informer import Informer, object_key
 
 SETTLE_S = 3.0  # nothing bound for this long, and every pod left reported unschedulable
+# and nothing made or deleted by the bench for this long: a pod reported unschedulable
+# before a change that may help it is retried after its backoff, 10 s at most in both
+# schedulers, so the verdict it stood on is not taken as final before then
+RETRY_S = 11.0
 
 
 def _unschedulable(pod: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -50,8 +54,12 @@ class PodWatch:
         self.last_said: dict[str, str] = {}
         self.gone: set[str] = set()
         self.terminating: set[str] = set()  # deleted with a grace period, not yet gone
+        # pods being deleted (a finalizer may keep one for long): never placed, as
+        # upstream's scheduler skips them, so no wait is for them
+        self.deleting: set[str] = set()
         self.nominated: set[str] = set()  # unbound, waiting for the victims it preempted
         self.last_change = time.perf_counter()  # a binding or a deletion
+        self.last_made = self.last_change  # the bench's last change of the cluster
         # the pod events the server sent, every one a scheduler's informer decodes too:
         # on a living cluster each pod's Running and Ready come on top of its binding
         self.events = 0
@@ -77,6 +85,7 @@ class PodWatch:
                     self.departed_members[group] += 1
                 self.gone.add(key)
                 self.terminating.discard(key)
+                self.deleting.discard(key)
                 self.nominated.discard(key)
                 self.unschedulable.pop(key, None)
                 self.last_change = now  # room freed: a preemptor may go next
@@ -86,6 +95,7 @@ class PodWatch:
                 self.arrived.append((key, now, obj))
             if meta.get("deletionTimestamp"):
                 self.terminating.add(key)
+                self.deleting.add(key)
             if status.get("nominatedNodeName") and not node:
                 self.nominated.add(key)
             if status.get("phase") == "Running":
@@ -121,12 +131,20 @@ class PodWatch:
             taken, self.terminating = list(self.terminating), set()
         return taken
 
-    def left(self, keys: Iterable[str]) -> tuple[list[str], bool]:
-        """The pods of `keys` neither bound nor deleted, and whether they have settled:
-        each reported unschedulable and none waiting on victims it preempted, and
-        nothing bound or deleted for SETTLE_S."""
+    def made(self) -> None:
+        """The bench changed the cluster (made or deleted objects): verdicts given before
+        may no longer hold."""
         with self.lock:
-            left = [k for k in keys if k not in self.bound_at and k not in self.gone]
-            quiet = time.perf_counter() - self.last_change >= SETTLE_S
+            self.last_made = time.perf_counter()
+
+    def left(self, keys: Iterable[str]) -> tuple[list[str], bool]:
+        """The pods of `keys` neither bound nor deleted (nor being deleted), and whether
+        they have settled: each reported unschedulable and none waiting on victims it
+        preempted, nothing bound or deleted for SETTLE_S, and nothing made for RETRY_S."""
+        with self.lock:
+            gone = self.gone | self.deleting
+            left = [k for k in keys if k not in self.bound_at and k not in gone]
+            now = time.perf_counter()
+            quiet = now - self.last_change >= SETTLE_S and now - self.last_made >= RETRY_S
             settled = all(k in self.unschedulable and k not in self.nominated for k in left)
             return left, quiet and settled

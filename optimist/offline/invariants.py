@@ -131,12 +131,17 @@ def gangs_whole(cluster: SimulatedCluster, counted: Recount) -> list[str]:
 
 
 def nothing_lost(cluster: SimulatedCluster, reported_unschedulable: Iterable[str]) -> list[str]:
-    """Nothing lost: every pod of ours is bound or was reported unschedulable, not both."""
+    """Nothing lost: every pod of ours is bound or was reported unschedulable, not both.
+    A pod being deleted (a finalizer keeps it) is on its way out, never placed."""
     unschedulable = set(reported_unschedulable)
     violations = []
     for key, manifest in cluster.pod_manifests.items():
         scheduler = (manifest.get("spec") or {}).get("schedulerName") or "default-scheduler"
         if scheduler not in cluster.scheduler_names:
+            continue
+        if (manifest.get("metadata") or {}).get(
+            "deletionTimestamp"
+        ) and key not in cluster.bindings:
             continue
         if key not in cluster.bindings and key not in unschedulable:
             violations.append(f"pod {key} is neither bound nor reported unschedulable")

@@ -35,13 +35,17 @@ CANNOT_RUN = {
 }
 
 
-# the newest release's integration workloads run through the API server in `make test`
+# the newest release's integration workloads run through the API server in `make test`:
+# and, one after another on the same server, pods of the same names made again
+# (Unschedulable's two workloads) and pods a finalizer keeps (DeletedPodsWithFinalizers)
 REPRESENTATIVE = {
     "SchedulingBasic",
     "SchedulingPodAntiAffinity",
     "TopologySpreading",
     "SchedulingInTreePVs",
     "SchedulingCSIPVs",
+    "Unschedulable",
+    "SchedulingDeletedPodsWithFinalizers",
 }
 # the v1.30 workloads run on the simulated cluster (the newest release's files, which
 # have every other case of these, run there in full: test_upstream_v137)
@@ -87,8 +91,9 @@ def test_the_newest_release_s_integration_workloads_run_through_the_api_server(
 ):
     """A representative set of the `short` integration workloads of the newest release's
     files (5 nodes each, as upstream runs them in its own integration tests): plain
-    pods, inter-pod anti-affinity, topology spreading, pods with volumes and claims, and
-    a case optimist cannot run. Unchanged, through a real API server started as
+    pods, inter-pod anti-affinity, topology spreading, pods with volumes and claims,
+    unschedulable pods made by churn, pods deleted while a finalizer keeps them, and a
+    case optimist cannot run. Unchanged, through a real API server started as
     upstream's harness starts one, scheduled by `optimist run` in a process of its own
     (one for all of them, each workload removing what it made before the next): the case
     it cannot run fails alone, saying why, every other binds every pod, and the
