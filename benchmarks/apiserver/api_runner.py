@@ -225,17 +225,29 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
             "not install (and kube-scheduler has no gangs to compare with)"
         )
 
-    def _barrier(self, namespaces: tuple[str, ...], selector: dict[str, str] | None) -> None:
+    def _barrier(
+        self, namespaces: tuple[str, ...], selector: dict[str, str] | None, attempted: bool
+    ) -> None:
         spaces = namespaces or tuple({*self.by_namespace, *self.expected})
         self._await_made(spaces)
-        self._wait(
-            [
+
+        def keys() -> list[str]:  # churn may make more meanwhile
+            return [
                 k
                 for ns in spaces
                 for k in self.by_namespace.get(ns, [])
                 if phase_takes((), selector, ns, self.labels[k])
             ]
-        )
+
+        if not attempted:
+            self._wait(keys())
+            return
+        while not self.watch.attempted(keys()):
+            if time.perf_counter() > self.deadline:
+                raise TimeoutError(f"pods not attempted within {self.timeout_s:.0f}s")
+            self._scheduler_runs("while pods waited for their first attempt")
+            self._tick()
+            time.sleep(POLL_S)
 
     def _await_made(self, namespaces: tuple[str, ...]) -> None:
         """Until the controllers have made the pods the workloads of `namespaces` ask

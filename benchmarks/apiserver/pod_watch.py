@@ -137,6 +137,13 @@ class PodWatch:
         with self.lock:
             self.last_made = time.perf_counter()
 
+    def attempted(self, keys: Iterable[str]) -> bool:
+        """Whether each of `keys` was bound, reported unschedulable, or deleted: tried
+        once at least (upstream's barrier stage Attempted)."""
+        with self.lock:
+            done = self.gone | self.deleting
+            return all(k in self.bound_at or k in self.unschedulable or k in done for k in keys)
+
     def left(self, keys: Iterable[str]) -> tuple[list[str], bool]:
         """The pods of `keys` neither bound nor deleted (nor being deleted), and whether
         they have settled: each reported unschedulable and none waiting on victims it

@@ -358,18 +358,24 @@ class Churn:
 class Barrier:
     """Wait until every pod created so far (in `namespaces`, if given) is bound or has a verdict.
 
-    `stageRequirement` Attempted and Scheduled read the same here: the wait
-    also ends when what is left waits on a "no node fits" that still holds.
+    Scheduled (the default) also ends when what is left waits on a "no node fits"
+    that still holds; `stageRequirement: Attempted` as soon as every pod is bound or
+    reported unschedulable once, while churn may go on making pods.
     """
 
     opcode: ClassVar[str] = "barrier"
     namespaces: tuple[str, ...] = ()
     label_selector: dict[str, str] | None = None
+    attempted: bool = False
 
     @classmethod
     def parse(cls, f: Fields, case: CaseDefaults) -> Barrier:
-        f.take("stageRequirement", one_of("Attempted", "Scheduled"), None)
-        return cls(f.take("namespaces", texts, ()), f.take("labelSelector", text_map, None))
+        stage = f.take("stageRequirement", one_of("Attempted", "Scheduled"), None)
+        return cls(
+            f.take("namespaces", texts, ()),
+            f.take("labelSelector", text_map, None),
+            stage == "Attempted",
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -172,7 +172,7 @@ class OpWalker(ABC, Generic[W]):
             case Churn():
                 self.churn.append(ChurnTask(op, time.perf_counter()))
             case Barrier():
-                self._barrier(op.namespaces, op.label_selector)
+                self._barrier(op.namespaces, op.label_selector, op.attempted)
             case Sleep():
                 self._sleep(op.seconds)
             case StartCollectingMetrics() | StopCollectingMetrics():
@@ -254,9 +254,12 @@ class OpWalker(ABC, Generic[W]):
     def _delete_pods(self, op: DeletePods) -> None: ...
 
     @abstractmethod
-    def _barrier(self, namespaces: tuple[str, ...], selector: dict[str, str] | None) -> None:
+    def _barrier(
+        self, namespaces: tuple[str, ...], selector: dict[str, str] | None, attempted: bool
+    ) -> None:
         """Wait until the pods of `namespaces` (of every namespace, if none) that
-        `selector` matches (all, if None) are settled."""
+        `selector` matches (all, if None) are settled, or (`attempted`) each was bound
+        or reported unschedulable once."""
 
     @abstractmethod
     def _sleep(self, seconds: float) -> None:

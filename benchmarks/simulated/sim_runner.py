@@ -239,7 +239,11 @@ class CaseRunner(OpWalker[Window]):
     def _create_nodes(self, manifest: Manifest, count: int) -> None:
         self.cluster.create_nodes(manifest, count, hostname_label=True)
 
-    def _barrier(self, namespaces: tuple[str, ...], selector: dict[str, str] | None) -> None:
+    def _barrier(
+        self, namespaces: tuple[str, ...], selector: dict[str, str] | None, attempted: bool
+    ) -> None:
+        # the loop's settle is exact here (it knows which pods wait on a "no node fits"
+        # that still holds), so Attempted and Scheduled wait alike
         if selector is None:
             tallies = [self.by_namespace.get(ns, Tally()) for ns in namespaces]
             self._wait(tallies or list(self.by_namespace.values()))

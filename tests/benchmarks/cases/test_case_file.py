@@ -361,7 +361,7 @@ def test_upstream_s_v1_37_fields_are_read_as_its_harness_reads_them(tmp_path):
     assert delete == case_ops.DeletePods("plain", 0, None, True)
     assert (create.namespace, create.interval_s, create.number) == ("namespace-4", 0.5, 0)
     assert (recreate.namespace, recreate.interval_s, recreate.number) == ("c", 0.5, 3)
-    assert barrier == case_ops.Barrier((), {"l": "x"})
+    assert barrier == case_ops.Barrier((), {"l": "x"}, attempted=True)
 
 
 def test_batches_of_one_signature_are_made_alike():
