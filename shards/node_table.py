@@ -31,6 +31,7 @@ _FIRST_COLUMNS = (res.PODS, res.CPU, res.MEMORY, res.NONZERO_CPU, res.NONZERO_ME
 
 
 ScalarT = TypeVar("ScalarT", bound=np.generic)
+_WIDE = 48  # past this many columns, gathering the cells beats gathering whole rows
 
 
 def take_rows(
@@ -48,9 +49,6 @@ def take_rows(
         cells: npt.NDArray[ScalarT] = matrix[rows[:, None], cols]
         return cells
     return matrix.take(rows, 0)[:, cols]
-
-
-_WIDE = 48  # past this many columns, gathering the cells beats gathering whole rows
 
 
 # past one selected peer column in this many, pods_of keeps the selection's sums per row

@@ -139,9 +139,8 @@ def nothing_lost(cluster: SimulatedCluster, reported_unschedulable: Iterable[str
         scheduler = (manifest.get("spec") or {}).get("schedulerName") or "default-scheduler"
         if scheduler not in cluster.scheduler_names:
             continue
-        if (manifest.get("metadata") or {}).get(
-            "deletionTimestamp"
-        ) and key not in cluster.bindings:
+        deleting = bool((manifest.get("metadata") or {}).get("deletionTimestamp"))
+        if deleting and key not in cluster.bindings:
             continue
         if key not in cluster.bindings and key not in unschedulable:
             violations.append(f"pod {key} is neither bound nor reported unschedulable")
