@@ -6,11 +6,11 @@ says, through a watch of every pod, is what is measured.
 A pod is scheduled when the watch first shows its `spec.nodeName`; it stands
 reported unschedulable while its PodScheduled condition says False (both
 schedulers write it). A wait ends when its pods are scheduled, or, where every
-pod left is reported unschedulable, nothing was bound for `pod_watch.SETTLE_S` and the
-bench made nothing for `pod_watch.RETRY_S` (a scheduler's longest backoff), it has
-settled: a createPods op that waits then fails naming why, where upstream's
-harness would wait out its timeout. Latency is from the create call's answer to
-the watch's news of the binding.
+pod left is reported unschedulable (since the bench's last change, or
+`pod_watch.RETRY_S`, a scheduler's longest backoff, after it) and nothing was
+bound for `pod_watch.SETTLE_S`, it has settled: a createPods op that waits then
+fails naming why, where upstream's harness would wait out its timeout. Latency
+is from the create call's answer to the watch's news of the binding.
 """
 
 from __future__ import annotations

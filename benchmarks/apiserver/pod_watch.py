@@ -17,9 +17,9 @@ from optimist.kube.client import KubeClient
 from optimist.kube.informer import Informer, object_key
 
 SETTLE_S = 3.0  # nothing bound for this long, and every pod left reported unschedulable
-# and nothing made or deleted by the bench for this long: a pod reported unschedulable
-# before a change that may help it is retried after its backoff, 10 s at most in both
-# schedulers, so the verdict it stood on is not taken as final before then
+# a verdict given before the bench's last change of the cluster stands once this long
+# has passed since the change: a pod refused before a node was added is retried after
+# its backoff, 10 s at most in both schedulers (a verdict given since stands at once)
 RETRY_S = 11.0
 
 
@@ -49,6 +49,7 @@ class PodWatch:
         # PodGroup -> its pods deleted after they were bound (a finished gang may go)
         self.departed_members: Counter[str] = Counter()
         self.unschedulable: dict[str, str] = {}  # pod -> the condition's reason
+        self.said_at: dict[str, float] = {}  # pod -> when its verdict last changed
         # pod -> the message of the last PodScheduled False it was given, kept once it is
         # bound: why a pod waited as long as it did
         self.last_said: dict[str, str] = {}
@@ -112,8 +113,15 @@ class PodWatch:
                     self.last_change = now
                 self.unschedulable.pop(key, None)
                 self.nominated.discard(key)
-            elif (said := _unschedulable(obj)) is not None:
-                self.unschedulable[key], self.last_said[key] = said
+            else:
+                self._verdict(key, obj, now)
+
+    def _verdict(self, key: str, obj: dict[str, Any], now: float) -> None:
+        """An unbound pod's PodScheduled False, and when it last changed."""
+        if (said := _unschedulable(obj)) is not None:
+            if (self.unschedulable.get(key), self.last_said.get(key)) != said:
+                self.said_at[key] = now
+            self.unschedulable[key], self.last_said[key] = said
 
     def history(self) -> tuple[list[Binding], Counter[str]]:
         """Every binding seen, and each gang's pods deleted since they were bound: what
@@ -146,12 +154,18 @@ class PodWatch:
 
     def left(self, keys: Iterable[str]) -> tuple[list[str], bool]:
         """The pods of `keys` neither bound nor deleted (nor being deleted), and whether
-        they have settled: each reported unschedulable and none waiting on victims it
-        preempted, nothing bound or deleted for SETTLE_S, and nothing made for RETRY_S."""
+        they have settled: each reported unschedulable, since the bench's last change or
+        RETRY_S after it, none waiting on victims it preempted, and nothing bound or
+        deleted for SETTLE_S."""
         with self.lock:
             gone = self.gone | self.deleting
             left = [k for k in keys if k not in self.bound_at and k not in gone]
             now = time.perf_counter()
-            quiet = now - self.last_change >= SETTLE_S and now - self.last_made >= RETRY_S
-            settled = all(k in self.unschedulable and k not in self.nominated for k in left)
-            return left, quiet and settled
+            stale = now - self.last_made < RETRY_S  # verdicts from before it may not hold
+            settled = all(
+                k in self.unschedulable
+                and k not in self.nominated
+                and not (stale and self.said_at[k] < self.last_made)
+                for k in left
+            )
+            return left, now - self.last_change >= SETTLE_S and settled
