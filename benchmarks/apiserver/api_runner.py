@@ -432,26 +432,20 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
                 self.deleting.remove(task)
 
     def _delete(self, kind: str, keys: list[str]) -> None:
-        def one(key: str) -> None:
-            namespace, _, name = key.rpartition("/")
-            path = f"{PATHS[kind].format(ns=namespace)}/{name}"
-            try:
-                self.client.request("DELETE", path, {"gracePeriodSeconds": "0"})
-            except ApiError as err:
-                if err.status != 404:
-                    raise
-
         try:
-            list(self.pool.map(one, keys))
+            self._each(kind, keys, "DELETE", query={"gracePeriodSeconds": "0"})
         finally:
             self.watch.made()
 
-    def _patch(self, kind: str, keys: list[str], body: dict[str, Any]) -> None:
+    def _each(self, kind: str, keys: list[str], method: str, **request: Any) -> None:
+        """One request to each object of `keys` (namespace/name), in parallel; one gone
+        meanwhile (404) needs none."""
+
         def one(key: str) -> None:
             namespace, _, name = key.rpartition("/")
             path = f"{PATHS[kind].format(ns=namespace)}/{name}"
             try:
-                self.client.request("PATCH", path, body=body, content_type=MERGE_PATCH)
+                self.client.request(method, path, **request)
             except ApiError as err:
                 if err.status != 404:
                     raise
@@ -507,7 +501,8 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
             for pod in list_all(self.client, PATHS["Pod"].format(ns=namespace))[0]
             if (pod["metadata"].get("finalizers") and (key := object_key(pod)) in made)
         ]
-        self._patch("Pod", finalized, {"metadata": {"finalizers": None}})
+        unset = {"metadata": {"finalizers": None}}
+        self._each("Pod", finalized, "PATCH", body=unset, content_type=MERGE_PATCH)
         self._delete("Pod", self.pods_made)
         # in the reverse of the order made, a run of one kind in parallel (a volume
         # workload makes thousands of volumes and claims)

@@ -149,8 +149,13 @@ class PodWatch:
         """Whether each of `keys` was bound, reported unschedulable, or deleted: tried
         once at least (upstream's barrier stage Attempted)."""
         with self.lock:
-            done = self.gone | self.deleting
-            return all(k in self.bound_at or k in self.unschedulable or k in done for k in keys)
+            return all(
+                k in self.bound_at or k in self.unschedulable or self._leaving(k) for k in keys
+            )
+
+    def _leaving(self, key: str) -> bool:
+        """Deleted, or being deleted: no scheduler places it."""
+        return key in self.gone or key in self.deleting
 
     def left(self, keys: Iterable[str]) -> tuple[list[str], bool]:
         """The pods of `keys` neither bound nor deleted (nor being deleted), and whether
@@ -158,8 +163,7 @@ class PodWatch:
         RETRY_S after it, none waiting on victims it preempted, and nothing bound or
         deleted for SETTLE_S."""
         with self.lock:
-            gone = self.gone | self.deleting
-            left = [k for k in keys if k not in self.bound_at and k not in gone]
+            left = [k for k in keys if k not in self.bound_at and not self._leaving(k)]
             now = time.perf_counter()
             stale = now - self.last_made < RETRY_S  # verdicts from before it may not hold
             settled = all(
