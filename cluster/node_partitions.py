@@ -11,6 +11,7 @@ from __future__ import annotations
 import zlib
 
 from cluster.objects import SchedulingSpec
+from cluster.selectors import named_nodes
 
 
 def node_partition(node: str, partitions: int) -> int:
@@ -20,14 +21,10 @@ def node_partition(node: str, partitions: int) -> int:
 def pinned_node(spec: SchedulingSpec) -> str:
     """The one node a pod can go to, when its spec names it; "" otherwise.
 
-    `spec.nodeName`, or the DaemonSet controller's way: a required node
-    affinity term whose only field is `metadata.name In [node]`.
+    `spec.nodeName`, or the DaemonSet controller's way: required node affinity
+    that names one node by `metadata.name`.
     """
     if spec.node_name:
         return spec.node_name
-    terms = spec.required_terms or ()
-    if len(terms) == 1 and len(terms[0].match_fields) == 1:
-        field = terms[0].match_fields[0]
-        if field.key == "metadata.name" and field.operator == "In" and len(field.values) == 1:
-            return field.values[0]
-    return ""
+    named = named_nodes(spec.required_terms)
+    return next(iter(named)) if named is not None and len(named) == 1 else ""

@@ -7,11 +7,12 @@ namespaces) knows In, NotIn, Exists and DoesNotExist.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 LABEL_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+NAME_FIELD = "metadata.name"  # the one field a node selector term can match
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,10 +67,27 @@ class NodeSelectorTerm:
     def matches(self, name: str, labels: Mapping[str, str]) -> bool:
         if not self.match_expressions and not self.match_fields:
             return False  # an empty term selects nothing, as upstream
-        fields = {"metadata.name": name}
+        fields = {NAME_FIELD: name}
         return all(r.matches(labels) for r in self.match_expressions) and all(
             r.matches(fields) for r in self.match_fields
         )
+
+
+def named_nodes(terms: Sequence[NodeSelectorTerm] | None) -> frozenset[str] | None:
+    """The nodes that required terms name by `metadata.name In`, when every term names
+    some, as upstream's NodeAffinity PreFilter finds them: a DaemonSet's pod names one.
+    None when some term can match a node of any name; empty when the terms conflict."""
+    if not terms:
+        return None
+    names: set[str] = set()
+    for term in terms:
+        named = [
+            set(r.values) for r in term.match_fields if r.key == NAME_FIELD and r.operator == "In"
+        ]
+        if not named:
+            return None  # the terms are ORed: this one can match any node
+        names |= set.intersection(*named)
+    return frozenset(names)
 
 
 @dataclass(frozen=True, slots=True)

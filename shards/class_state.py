@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from shards.framework import PodClass, Profile, Rejection, final_scores
+from shards.framework import PodClass, Profile, Rejection, StaticRows, final_scores
 from shards.node_table import NodeTable
 
 _TIED_KEPT = 8  # rows tied with a pick kept as its runners-up
@@ -141,9 +141,9 @@ class ClassState:
     def _judge_all(self) -> None:
         every = slice(0, self.table.size)
         if not self._judged:  # specs do not change within a batch: once is enough
-            self.static = self.profile.static_rows(self.pod, self.table)[0]
+            self.static: StaticRows = self.profile.static_rows(self.pod, self.table)
             self._judged = True
-        self._feasible: npt.NDArray[np.bool_] = self.static & self.profile.feasible(
+        self._feasible: npt.NDArray[np.bool_] = self.static.mask & self.profile.feasible(
             self.pod, self.table, every, dynamic=True
         )
         self._feasible_rows: np.ndarray | None = None  # np.flatnonzero(feasible), when asked
@@ -190,7 +190,7 @@ class ClassState:
             return
         rows = np.unique(np.asarray(log[self.mark :], dtype=np.intp))
         self.mark = len(log)
-        feasible = self.static[rows] & self.profile.feasible(
+        feasible = self.static.mask[rows] & self.profile.feasible(
             self.pod, self.table, rows, dynamic=True
         )
         reshaped = not np.array_equal(feasible, self._feasible[rows])
@@ -267,8 +267,9 @@ class ClassState:
             return [self._one(rng, start, runners)]
         pending = self._pending()
         total = len(self._scores)
-        wanted = nodes_to_find(self.profile.percentage_of_nodes_to_score, total)
-        if pending is None or self._sensitive or pods < 2 or wanted >= total:
+        reach = self.static.reach(total)
+        wanted = nodes_to_find(self.profile.percentage_of_nodes_to_score, reach)
+        if pending is None or self._sensitive or pods < 2 or wanted >= reach:
             return [self._one(rng, start, runners)]
         if pending:
             # the rows this class took since its last catch-up: judged again now, so that
@@ -295,7 +296,7 @@ class ClassState:
         ends = [start, *(lasts[: windows - 1] + 1).tolist()]
         self._window = None
         return [
-            (rows[0], (int(last) - begin) % total + 1, rows[1:])
+            (rows[0], self.static.went(begin, int(last), total), rows[1:])
             for rows, begin, last in zip(ranked, ends, lasts[:windows].tolist(), strict=True)
         ]
 
@@ -303,17 +304,20 @@ class ClassState:
         """The first pod of a class, searched as upstream does: judge the rows from
         `start` on, a window's worth at a time, until more than enough are feasible
         (or none is left), and score only the first that are enough. None when the
-        window is every row, or no row is feasible: judging every row then costs no more.
+        window is every row of the table, or no row is feasible: judging every row then
+        costs no more.
 
         The spec-only filters' answer is shared between classes (`Profile.static_rows`),
-        so only the usage-dependent filters walk the rows, over those it lets through."""
+        so only the usage-dependent filters walk the rows, over those it lets through;
+        where filters named the only candidates, over those alone (a DaemonSet's pod)."""
         total = self.table.size
-        wanted = nodes_to_find(self.profile.percentage_of_nodes_to_score, total)
+        static = self.profile.static_rows(self.pod, self.table)
+        reach = static.reach(total)
+        wanted = nodes_to_find(self.profile.percentage_of_nodes_to_score, reach)
         if wanted >= total:
             return None
-        static = self.profile.static_rows(self.pod, self.table)[1]
-        first = int(np.searchsorted(static, start))
-        order = np.concatenate((static[first:], static[:first]))
+        first = int(np.searchsorted(static.rows, start))
+        order = np.concatenate((static.rows[first:], static.rows[:first]))
         found: list[np.ndarray] = []
         count = went = 0
         # enough for more than `wanted` when few of these rows are full: one call, not two
@@ -330,8 +334,11 @@ class ClassState:
         if not count:  # no row is feasible: judging every row says why, at no more cost
             return None
         window = np.concatenate(found)[:wanted]
-        # too few feasible rows: upstream went through every row and scores all it found
-        searched = total if count <= wanted else (int(window[-1]) - start) % total + 1
+        # too few feasible rows: upstream went through every node and scores all it found
+        searched = reach if count <= wanted else static.went(start, int(window[-1]), total)
+        if len(window) == 1:  # upstream takes the one feasible node without scoring it
+            self._window, self._window_scores, self._tied = window, np.zeros(1, np.int64), []
+            return int(window[0]), searched
         everywhere = np.ones(len(window), dtype=bool)
         raws = self.profile.raw_scores(self.pod, self.table, window)
         parts = self.profile.weighted(self.pod, self.table, window, raws, everywhere)
@@ -379,8 +386,9 @@ class ClassState:
         through to find them."""
         feasible = self.feasible
         total = len(feasible)
-        wanted = nodes_to_find(self.profile.percentage_of_nodes_to_score, total)
-        n = total if rows is None else len(rows)
+        reach = self.static.reach(total)
+        wanted = nodes_to_find(self.profile.percentage_of_nodes_to_score, reach)
+        n = reach if rows is None else len(rows)
         if wanted >= n:
             return rows, n
         if rows is None:
@@ -396,9 +404,9 @@ class ClassState:
         """`_window_of` over all rows, read off the sorted feasible rows instead of
         walking every row."""
         if len(self._sorted_feasible()) <= wanted:
-            return None, total
+            return None, self.static.reach(total)
         window = self._feasible_from(start, wanted)
-        return window, (int(window[-1]) - start) % total + 1
+        return window, self.static.went(start, int(window[-1]), total)
 
     def _sorted_feasible(self) -> np.ndarray:
         if self._feasible_rows is None:

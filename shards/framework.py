@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 
@@ -89,6 +89,11 @@ class FilterPlugin(ABC):
         """Why no node can take the pod, whichever it is (upstream's PreFilter answering
         UnschedulableAndUnresolvable), or None. A plugin that rejects here rejects every
         row in `filter` too; `explain` then says this alone, as upstream does."""
+        return None
+
+    def candidates(self, spec: SchedulingSpec) -> frozenset[str] | None:
+        """The only nodes, by name, that can take the pod, read off its spec (upstream's
+        PreFilterResult), or None for any: the shard then judges those rows alone."""
         return None
 
     @abstractmethod
@@ -222,23 +227,37 @@ class Profile:
         self.stopwatch.plugin(plugin.name, point, started)
         return out
 
-    def static_rows(self, pod: PodClass, table: NodeTable) -> tuple[np.ndarray, np.ndarray]:
-        """The rows the spec-only filters let the pod onto: a mask over every row and the
-        sorted row numbers, both read-only. Judged once per distinct `static_key` and
-        kept by the table until a node's spec changes: most classes share them."""
-        key = ("static", self.name, *(plugin.static_key(pod.spec) for plugin in self._static))
-        return table.derived(key, lambda: self._judge_static(pod, table))
+    def static_rows(self, pod: PodClass, table: NodeTable) -> StaticRows:
+        """The rows the spec-only filters let the pod onto, judged once per distinct
+        `static_key` and kept by the table until a node's spec changes: most classes
+        share them. Where filters name the only candidates, only those rows are judged."""
+        names: frozenset[str] | None = None
+        for plugin in self.filters:
+            if (named := plugin.candidates(pod.spec)) is not None:
+                names = named if names is None else names & named
+        key = ("static", self.name, names, *(p.static_key(pod.spec) for p in self._static))
+        return table.derived(key, lambda: self._judge_static(pod, table, names))
 
-    def _judge_static(self, pod: PodClass, table: NodeTable) -> tuple[np.ndarray, np.ndarray]:
-        mask = self.feasible(pod, table, slice(0, table.size), dynamic=False)
+    def _judge_static(
+        self, pod: PodClass, table: NodeTable, names: frozenset[str] | None
+    ) -> StaticRows:
+        if names is None:
+            mask = self.feasible(pod, table, slice(0, table.size), dynamic=False)
+            candidates = None
+        else:
+            found = [row for name in names if (row := table.index.get(name)) is not None]
+            candidates = np.array(sorted(found), dtype=np.intp)
+            mask = np.zeros(table.size, dtype=bool)
+            mask[candidates] = self.feasible(pod, table, candidates, dynamic=False)
+            candidates.flags.writeable = False
         rows = np.flatnonzero(mask)
         mask.flags.writeable = rows.flags.writeable = False
-        return mask, rows
+        return StaticRows(mask, rows, candidates)
 
     def preemption_rows(self, pod: PodClass, table: NodeTable) -> np.ndarray:
         """The rows only `preemptible` filters reject the pod from, or none: where
         evicting pods might make room (upstream's nodesWherePreemptionMightHelp)."""
-        _, rows = self.static_rows(pod, table)
+        rows = self.static_rows(pod, table).rows
         started = time.perf_counter()
         keep = np.ones(len(rows), dtype=bool)
         for plugin in self.filters:
@@ -324,6 +343,28 @@ class Profile:
             tuple(p.name for p in plugins),
             frozenset().union(*(p.events for p in plugins)) if plugins else EVENTS,
         )
+
+
+class StaticRows(NamedTuple):
+    """What the spec-only filters let a class onto, all read-only."""
+
+    mask: np.ndarray  # bool per row
+    rows: np.ndarray  # the rows it is True on, sorted
+    # the sorted rows of the only nodes a filter said could take the pod (upstream's
+    # PreFilterResult), passing the other filters or not; None: every row was a candidate
+    candidates: np.ndarray | None
+
+    def reach(self, total: int) -> int:
+        """How many nodes a search that goes through all of them goes through."""
+        return total if self.candidates is None else len(self.candidates)
+
+    def went(self, start: int, last: int, total: int) -> int:
+        """How many nodes a search from row `start` to row `last`, wrapping round,
+        went through (upstream's processed nodes): the candidates among them."""
+        span = (last - start) % total
+        if self.candidates is None:
+            return span + 1
+        return int(np.count_nonzero((self.candidates - start) % total <= span))
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,6 +51,14 @@ def take_rows(
     return matrix.take(rows, 0)[:, cols]
 
 
+def row_numbers(rows: slice | np.ndarray, size: int) -> npt.NDArray[np.intp]:
+    """The row numbers `rows` picks out of `size`: an array of them is itself; a slice's
+    are built alone, not cut out of every row's (a class searched over one node)."""
+    if isinstance(rows, slice):
+        return np.arange(*rows.indices(size))
+    return rows
+
+
 # past one selected peer column in this many, pods_of keeps the selection's sums per row
 _DENSE_PEERS = 8
 _DENSE_KEPT = 32  # selections kept so, the least recently read dropped

@@ -398,7 +398,7 @@ class ShardCore:
         if not. The reservation is in the node's usage: it is credited for this check."""
         row = self.table.index.get(node, -1) if node else -1
         pod = state.pod
-        if row < 0 or not state.profile.static_rows(pod, self.table)[0][row]:
+        if row < 0 or not state.profile.static_rows(pod, self.table).mask[row]:
             return -1
         rows = np.array([row], dtype=np.intp)
         self.table.forget(row, pod.request)

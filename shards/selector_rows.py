@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cluster.selectors import NodeSelectorTerm, Requirement
-from shards.node_table import NodeTable
+from shards.node_table import NodeTable, row_numbers
 
 Rows = np.ndarray | slice
 Preferences = tuple[tuple[int, NodeSelectorTerm], ...]
@@ -29,7 +29,7 @@ def label_requirement(req: Requirement, table: NodeTable, rows: Rows) -> npt.NDA
 
 
 def _field_requirement(req: Requirement, table: NodeTable, rows: Rows) -> npt.NDArray[np.bool_]:
-    ids = np.arange(table.size)[rows]
+    ids = row_numbers(rows, table.size)
     if len(req.values) != 1:
         # upstream cannot make a field selector of it: the term matches no node
         return np.zeros(ids.shape, dtype=bool)

@@ -1,6 +1,7 @@
 """A shard's cycle (ShardCore) against a real store, without Ray."""
 
 import itertools
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -8,6 +9,7 @@ import pytest
 from cluster.events import ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE
 from cluster.manifests import node_from_manifest, pod_from_manifest
 from cluster.messages import Decision, PodPlacement, ShardBatch, UnitRequest
+from shards.framework import Profile
 from shards.scheduler import ShardCore
 from shards.testing import default_profile, node, pod_spec
 
@@ -413,6 +415,65 @@ def test_a_class_that_spans_nodes_searches_afresh_after_each_placement():
         table.assume(row, pod.request, pod.ports, pod.peer)
         state.took(row)
         start = (start + searched) % table.size
+
+
+def test_a_pod_that_names_its_node_is_judged_on_that_node_alone():
+    """A DaemonSet's pod names its node by `metadata.name` in a required term. As
+    upstream's NodeAffinity PreFilterResult narrows the cycle, the shard judges that row
+    alone, takes it without scoring a single candidate, and counts one node searched."""
+    from collections import Counter
+
+    from optimist.settings import DEFAULT_PROFILE
+    from shards.class_state import ClassState
+    from shards.framework import FilterPlugin, PodClass, ScorePlugin
+    from shards.plugins import build_profile
+    from shards.testing import table_of
+
+    class Seen(FilterPlugin, ScorePlugin):
+        """Passes every node, and says how many rows each call was given."""
+
+        name = "Seen"
+        dynamic = False
+        sizes: ClassVar[list[int]] = []
+
+        def filter(self, pod, table, rows):
+            self.sizes.append(len(table.alive[rows]))
+            return np.ones(len(table.alive[rows]), dtype=bool)
+
+        def reasons(self, pod, table, rows):
+            return Counter()
+
+        def score(self, pod, table, rows):
+            self.sizes.append(len(table.alive[rows]))
+            return np.zeros(len(table.alive[rows]), dtype=np.int64)
+
+    nodes = [node(f"n{i:04}") for i in range(2000)]
+    table = table_of(nodes)
+    upstream = build_profile(DEFAULT_PROFILE)
+    seen = Seen()
+    profile = Profile(upstream.name, [*upstream.filters, seen], [*upstream.scorers, (seen, 1)])
+    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1234"]}]}
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}
+        }
+    }
+    manifest = pod_spec({"cpu": "100m"}, affinity=affinity)
+    pod = PodClass.compile(pod_from_manifest(manifest).spec, table)
+    state = ClassState(pod, profile, table)
+    [(row, searched, runners)] = state.best_of_run(np.random.default_rng(0), 7, 1, 2)
+    assert (table.names[row], searched, runners) == ("n1234", 1, [])
+    assert Seen.sizes == [1]  # judged on the one candidate, and never scored
+    # a second term that names another node: either node, judged on both alone
+    other = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n0005"]}]}
+    affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ].append(other)
+    pod = PodClass.compile(pod_from_manifest(manifest).spec, table)
+    Seen.sizes.clear()
+    row, searched = ClassState(pod, profile, table).best(np.random.default_rng(0), 7)
+    assert (table.names[row] in {"n1234", "n0005"}, searched) == (True, 2)
+    assert set(Seen.sizes) == {2}
 
 
 def test_a_result_says_how_far_behind_the_store_the_shard_was(store):

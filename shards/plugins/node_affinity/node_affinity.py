@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from cluster.events import NODE_ADD, NODE_UPDATE
 from cluster.objects import SchedulingSpec
-from cluster.selectors import NodeSelectorTerm, Requirement
+from cluster.selectors import NodeSelectorTerm, Requirement, named_nodes
 from shards.framework import FilterPlugin, PodClass, Rows, ScorePlugin, default_normalize
 from shards.node_table import NodeTable
 from shards.plugins.node_affinity.node_affinity_args import (
@@ -30,6 +30,7 @@ from shards.selector_rows import Preferences, any_term, label_requirement, prefe
 
 REASON = "node(s) didn't match Pod's node affinity/selector"
 ENFORCED_REASON = "node(s) didn't match scheduler-enforced node affinity"
+CONFLICT_REASON = "pod affinity terms conflict"
 
 
 def _requirements(
@@ -80,6 +81,13 @@ class NodeAffinity(FilterPlugin, ScorePlugin):
         if pod.spec.required_terms is not None:
             mask &= any_term(pod.spec.required_terms, table, rows)
         return mask
+
+    def candidates(self, spec: SchedulingSpec) -> frozenset[str] | None:
+        return named_nodes(spec.required_terms)
+
+    def prefilter(self, spec: SchedulingSpec) -> str | None:
+        """Required terms that each name nodes, but no node in common with each other."""
+        return CONFLICT_REASON if named_nodes(spec.required_terms) == frozenset() else None
 
     def static_key(self, spec: SchedulingSpec) -> Hashable:
         return spec.node_selector, spec.required_terms

@@ -176,3 +176,32 @@ def test_match_fields_with_several_values_is_refused():
     term = {"matchFields": [expr("metadata.name", "In", "n3", "ghost")]}
     with pytest.raises(InvalidObject, match="matchFields takes exactly one value"):
         feasible(affinity=required(term))
+
+
+def named(*nodes):
+    return {"matchFields": [expr("metadata.name", "In", n) for n in nodes]}
+
+
+@pytest.mark.parametrize(
+    ("terms", "candidates"),
+    [
+        ([named("n3")], {"n3"}),  # a DaemonSet's pod
+        ([named("n1"), named("n3")], {"n1", "n3"}),  # the terms are ORed
+        ([named("n1"), {"matchExpressions": [expr("zone", "In", "c")]}], None),  # any node
+        ([{"matchFields": [expr("metadata.name", "NotIn", "n3")]}], None),
+        ([{"matchExpressions": [expr("zone", "In", "a")]}], None),
+    ],
+)
+def test_terms_that_each_name_nodes_make_those_the_only_candidates(terms, candidates):
+    table = table_of(NODES)
+    spec = compile_pod(pod_spec({"cpu": "1"}, affinity=required(*terms)), table).spec
+    names = NodeAffinity().candidates(spec)
+    assert (None if names is None else set(names)) == candidates
+    assert NodeAffinity().prefilter(spec) is None
+
+
+def test_a_term_naming_two_nodes_at_once_conflicts_before_any_node_is_judged():
+    table = table_of(NODES)
+    spec = compile_pod(pod_spec({"cpu": "1"}, affinity=required(named("n1", "n2"))), table).spec
+    assert NodeAffinity().prefilter(spec) == "pod affinity terms conflict"
+    assert feasible(affinity=required(named("n1", "n2"))) == []  # the filter agrees

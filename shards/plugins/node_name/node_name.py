@@ -10,7 +10,7 @@ import numpy.typing as npt
 from cluster.events import NODE_ADD, NODE_UPDATE
 from cluster.objects import SchedulingSpec
 from shards.framework import FilterPlugin, PodClass, Rows
-from shards.node_table import NodeTable
+from shards.node_table import NodeTable, row_numbers
 
 REASON = "node(s) didn't match the requested node name"
 
@@ -20,9 +20,9 @@ class NodeName(FilterPlugin):
     events = frozenset({NODE_ADD, NODE_UPDATE})
 
     def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> npt.NDArray[np.bool_]:
-        ids = np.arange(table.size)[rows]
         if not pod.spec.node_name:
-            return np.ones(ids.shape, dtype=bool)
+            return np.ones(table.alive[rows].shape, dtype=bool)
+        ids = row_numbers(rows, table.size)
         named: npt.NDArray[np.bool_] = ids == table.index.get(pod.spec.node_name, -1)
         return named
 

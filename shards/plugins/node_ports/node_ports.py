@@ -19,7 +19,7 @@ import numpy as np
 from cluster.events import ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE
 from cluster.objects import ANY_IP
 from shards.framework import FilterPlugin, PodClass, Rows
-from shards.node_table import HostPortKey, NodeTable
+from shards.node_table import HostPortKey, NodeTable, row_numbers
 
 REASON = "node(s) didn't have free ports for the requested pod ports"
 
@@ -43,7 +43,7 @@ class NodePorts(FilterPlugin):
     def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
         if not pod.ports:
             return np.ones(table.alive[rows].shape, dtype=bool)
-        ids = np.arange(table.size)[rows]
+        ids = row_numbers(rows, table.size)
         busy = [
             row
             for row in table.ports.keys() | table.assumed_ports.keys()
