@@ -20,6 +20,7 @@ from shards.framework import PodClass, Profile, Rejection, StaticRows, final_sco
 from shards.node_table import NodeTable
 
 _TIED_KEPT = 8  # rows tied with a pick kept as its runners-up
+_SMALL_WINDOW = 64  # up to this many rows, a set finds a row among them quicker than numpy
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE = 5
 
@@ -139,15 +140,25 @@ class ClassState:
         self._own += 1
 
     def _judge_all(self) -> None:
-        every = slice(0, self.table.size)
+        size = self.table.size
         if not self._judged:  # specs do not change within a batch: once is enough
             self.static: StaticRows = self.profile.static_rows(self.pod, self.table)
             self._judged = True
-        self._feasible: npt.NDArray[np.bool_] = self.static.mask & self.profile.feasible(
-            self.pod, self.table, every, dynamic=True
-        )
+        if self.static.candidates is None:
+            every = slice(0, size)
+            self._feasible: npt.NDArray[np.bool_] = self.static.mask & self.profile.feasible(
+                self.pod, self.table, every, dynamic=True
+            )
+            self.raws = self.profile.raw_scores(self.pod, self.table, every)
+        else:  # a filter named the only nodes that can take the pod: judge those alone
+            rows = self.static.rows
+            self._feasible = np.zeros(size, dtype=bool)
+            self._feasible[rows] = self.profile.feasible(self.pod, self.table, rows, dynamic=True)
+            self.raws = []
+            for raw in self.profile.raw_scores(self.pod, self.table, rows):
+                self.raws.append(np.zeros(size, dtype=raw.dtype))
+                self.raws[-1][rows] = raw
         self._feasible_rows: np.ndarray | None = None  # np.flatnonzero(feasible), when asked
-        self.raws = self.profile.raw_scores(self.pod, self.table, every)
         self.parts = self.profile.weighted(
             self.pod, self.table, np.arange(self.table.size), self.raws, self._feasible
         )
@@ -390,6 +401,8 @@ class ClassState:
         wanted = nodes_to_find(self.profile.percentage_of_nodes_to_score, reach)
         n = reach if rows is None else len(rows)
         if wanted >= n:
+            if rows is None and self.static.candidates is not None:
+                return self.static.rows, n  # every candidate, not every row
             return rows, n
         if rows is None:
             return self._window_from(start, wanted, total)
@@ -431,9 +444,11 @@ class ClassState:
         rows: np.ndarray | None,
     ) -> bool:
         """Whether the search went through a pending row (a few: plain Python is quicker)."""
-        if rows is None:
+        if rows is None and self.static.candidates is None:
             total = len(self._scores)
             return any((row - start) % total < processed for row in pending)
+        if len(window) <= _SMALL_WINDOW:
+            return not set(pending).isdisjoint(window.tolist())
         return bool(np.isin(pending, window).any())
 
     def _pick_among(

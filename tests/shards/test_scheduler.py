@@ -464,6 +464,12 @@ def test_a_pod_that_names_its_node_is_judged_on_that_node_alone():
     [(row, searched, runners)] = state.best_of_run(np.random.default_rng(0), 7, 1, 2)
     assert (table.names[row], searched, runners) == ("n1234", 1, [])
     assert Seen.sizes == [1]  # judged on the one candidate, and never scored
+    for _ in range(3):  # the class's next pods, judged again where the last one went
+        table.assume(row, pod.request, pod.ports, pod.peer)
+        state.took(row)
+        [(row, searched, runners)] = state.best_of_run(np.random.default_rng(0), 8, 3, 2)
+        assert (table.names[row], searched, runners) == ("n1234", 1, [])
+    assert set(Seen.sizes) == {1}
     # a second term that names another node: either node, judged on both alone
     other = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n0005"]}]}
     affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
