@@ -90,3 +90,11 @@ class VolumeIndex:
 
     def storage_class(self, name: str) -> StorageClass | InvalidObject | None:
         return self.classes.objects.get(name)
+
+    def volumes_of_class(self, name: str) -> list[PersistentVolume]:
+        """The readable volumes of a storage class (upstream's ListPVs), in the order seen."""
+        return [
+            v
+            for v in self.volumes.objects.values()
+            if isinstance(v, PersistentVolume) and v.storage_class == name
+        ]

@@ -30,6 +30,10 @@ class VolumeNeeds(Wire):
     missing_volume: bool = False
     # VolumeZone's (label key, values) of the pods' volumes: a zoned node must have each
     zones: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # per claim waiting for its first consumer that not every node can serve: the terms
+    # of the nodes where a volume of it, or provisioning, can (`cluster.volumes.matching`)
+    unbound: tuple[tuple[NodeSelectorTerm, ...], ...] = ()
+    selected_node: str = ""  # a claim's volume is being provisioned for this node alone
     # a plugin's PreFilter rejected the pod before any node was judged: which, and why
     rejected_by: str = ""
     rejection: str = ""

@@ -17,12 +17,14 @@ from typing import TypeVar
 from cluster.errors import InvalidObject
 from cluster.objects import Pod, SchedulingSpec
 from cluster.volumes.index import VolumeIndex
+from cluster.volumes.matching import Terms, matches, node_terms, provision_terms
 from cluster.volumes.needs import ZONE_KEYS, VolumeNeeds
 from cluster.volumes.storage_objects import (
     WAIT_FOR_FIRST_CONSUMER,
     PersistentVolume,
     PersistentVolumeClaim,
     PodVolume,
+    StorageClass,
 )
 
 T = TypeVar("T")
@@ -64,9 +66,7 @@ def resolve(
         if VOLUME_BINDING in plugins:
             needs = _binding(pod, volumes, index)
         if VOLUME_ZONE in plugins:
-            needs = VolumeNeeds(
-                needs.bound_affinity, needs.missing_volume, _zones(pod, volumes, index)
-            )
+            needs = replace(needs, zones=_zones(pod, volumes, index))
     except _Rejected as rejected:
         return rejected.rejection
     return needs
@@ -131,7 +131,7 @@ def _binding(pod: PodRef, volumes: tuple[PodVolume, ...], index: VolumeIndex) ->
             raise _Rejected(Rejection(VOLUME_BINDING, problem))
         assert claim is not None
         claims.append(claim)
-    affinity, missing = [], False
+    affinity, missing, delayed = [], False, []
     for claim in claims:
         if claim.bound:
             found = index.volume(claim.volume_name)
@@ -140,9 +140,35 @@ def _binding(pod: PodRef, volumes: tuple[PodVolume, ...], index: VolumeIndex) ->
             missing |= found is None
             if found is not None and found.node_affinity is not None:
                 affinity.append(found.node_affinity)
-        elif not (_delayed(claim, index) and not claim.volume_name):
+        elif _delayed(claim, index) and not claim.volume_name:
+            delayed.append(claim)
+        else:
             raise _Rejected(Rejection(VOLUME_BINDING, UNBOUND_IMMEDIATE))
-    return VolumeNeeds(tuple(affinity), missing)
+    unbound, selected = _unbound(delayed, index)
+    return VolumeNeeds(tuple(affinity), missing, unbound=unbound, selected_node=selected)
+
+
+def _unbound(
+    claims: list[PersistentVolumeClaim], index: VolumeIndex
+) -> tuple[tuple[Terms, ...], str]:
+    """The node terms of the claims that wait for their first consumer, those that every
+    node can serve left out; and the node chosen for them by an earlier attempt, if any
+    (two chosen nodes: no node serves them both, which an empty term says)."""
+    unbound: list[Terms] = []
+    selected = {c.selected_node for c in claims if c.selected_node}
+    for claim in claims:
+        storage_class = index.storage_class(claim.storage_class)
+        assert isinstance(storage_class, StorageClass)  # `_delayed` found it readable
+        if claim.selected_node:
+            terms = provision_terms(storage_class)
+        else:
+            found = matches(claim, index.volumes_of_class(claim.storage_class))
+            terms = node_terms(found, storage_class)
+        if terms is not None:
+            unbound.append(terms)
+    if len(selected) > 1:
+        unbound.append(())
+    return tuple(unbound), min(selected, default="")
 
 
 def _zones(

@@ -9,15 +9,22 @@ from typing import Any
 
 from cluster.errors import InvalidObject
 from cluster.manifest_fields import (
+    label_selector,
     list_field,
     map_field,
     metadata,
     node_selector_term,
     string_map,
+    strings,
 )
+from cluster.quantity import quantity_field
+from cluster.selectors import NodeSelectorTerm, Requirement
 from cluster.volumes.storage_objects import (
     BETA_CLASS,
     BIND_COMPLETED,
+    FILESYSTEM,
+    SELECTED_NODE,
+    ClaimRef,
     PersistentVolume,
     PersistentVolumeClaim,
     PodVolume,
@@ -25,6 +32,8 @@ from cluster.volumes.storage_objects import (
 )
 
 BINDING_MODES = ("Immediate", "WaitForFirstConsumer")
+VOLUME_MODES = (FILESYSTEM, "Block")
+STORAGE = "storage"
 
 
 def _text(obj: str, path: str, raw: object) -> str:
@@ -43,6 +52,25 @@ def _storage_class(obj: str, meta: Mapping[str, Any], spec: Mapping[str, Any]) -
     return _text(obj, "spec.storageClassName", spec.get("storageClassName"))
 
 
+def _storage(obj: str, path: str, amounts: Mapping[str, Any]) -> int:
+    """The `storage` of a map of quantities, in bytes (0 where it is left out)."""
+    raw = amounts.get(STORAGE)
+    return (
+        0
+        if raw is None
+        else quantity_field(obj, f"{path}.{STORAGE}", raw, milli=False, whole=False)
+    )
+
+
+def _volume_mode(obj: str, spec: Mapping[str, Any]) -> str:
+    mode = spec.get("volumeMode")
+    if mode is None:
+        return FILESYSTEM
+    if mode not in VOLUME_MODES:
+        raise InvalidObject(obj, "spec.volumeMode", mode, f"must be one of {VOLUME_MODES}")
+    return str(mode)
+
+
 def claim_from_manifest(raw: Mapping[str, Any]) -> PersistentVolumeClaim:
     name, namespace, meta = metadata(raw, "PersistentVolumeClaim")
     obj = f"PersistentVolumeClaim {namespace}/{name}"
@@ -56,6 +84,8 @@ def claim_from_manifest(raw: Mapping[str, Any]) -> PersistentVolumeClaim:
         if ref.get("controller") is True:
             owner = _text(obj, f"metadata.ownerReferences[{i}].uid", ref.get("uid"))
     status = map_field(obj, "status", raw.get("status"))
+    resources = map_field(obj, "spec.resources", spec.get("resources"))
+    requests = map_field(obj, "spec.resources.requests", resources.get("requests"))
     return PersistentVolumeClaim(
         namespace=namespace,
         name=name,
@@ -65,6 +95,13 @@ def claim_from_manifest(raw: Mapping[str, Any]) -> PersistentVolumeClaim:
         lost=status.get("phase") == "Lost",
         deleting=meta.get("deletionTimestamp") is not None,
         controller_uid=owner,
+        uid=_text(obj, "metadata.uid", meta.get("uid")),
+        request=_storage(obj, "spec.resources.requests", requests),
+        access_modes=frozenset(strings(obj, "spec.accessModes", spec.get("accessModes"))),
+        volume_mode=_volume_mode(obj, spec),
+        selector=label_selector(obj, "spec.selector", spec.get("selector")),
+        selected_node=annotations.get(SELECTED_NODE, ""),
+        resource_version=_text(obj, "metadata.resourceVersion", meta.get("resourceVersion")),
     )
 
 
@@ -81,10 +118,28 @@ def volume_from_manifest(raw: Mapping[str, Any]) -> PersistentVolume:
             node_selector_term(obj, f"{path}[{i}]", t)
             for i, t in enumerate(list_field(obj, path, required.get("nodeSelectorTerms")))
         )
+    claim_ref = None
+    if (ref := spec.get("claimRef")) is not None:
+        ref = map_field(obj, "spec.claimRef", ref)
+        claim_ref = ClaimRef(
+            _text(obj, "spec.claimRef.namespace", ref.get("namespace")) or "default",
+            _text(obj, "spec.claimRef.name", ref.get("name")),
+            _text(obj, "spec.claimRef.uid", ref.get("uid")),
+        )
+    status = map_field(obj, "status", raw.get("status"))
+    capacity = map_field(obj, "spec.capacity", spec.get("capacity"))
     return PersistentVolume(
         name=name,
         labels=tuple(sorted(string_map(obj, "metadata.labels", meta.get("labels")).items())),
         node_affinity=terms,
+        storage_class=_storage_class(obj, meta, spec),
+        capacity=_storage(obj, "spec.capacity", capacity),
+        access_modes=frozenset(strings(obj, "spec.accessModes", spec.get("accessModes"))),
+        volume_mode=_volume_mode(obj, spec),
+        claim_ref=claim_ref,
+        phase=_text(obj, "status.phase", status.get("phase")),
+        deleting=meta.get("deletionTimestamp") is not None,
+        resource_version=_text(obj, "metadata.resourceVersion", meta.get("resourceVersion")),
     )
 
 
@@ -95,7 +150,35 @@ def storage_class_from_manifest(raw: Mapping[str, Any]) -> StorageClass:
         raise InvalidObject(
             f"StorageClass {name}", "volumeBindingMode", mode, f"must be one of {BINDING_MODES}"
         )
-    return StorageClass(name=name, binding_mode=mode)
+    obj = f"StorageClass {name}"
+    path = "allowedTopologies"
+    topologies = list_field(obj, path, raw.get(path))
+    return StorageClass(
+        name=name,
+        binding_mode=mode,
+        provisioner=_text(obj, "provisioner", raw.get("provisioner")),
+        allowed_topologies=tuple(
+            _topology_term(obj, f"{path}[{i}]", t) for i, t in enumerate(topologies)
+        )
+        or None,
+    )
+
+
+def _topology_term(obj: str, path: str, raw: object) -> NodeSelectorTerm:
+    """A TopologySelectorTerm: label keys each In its values, ANDed, as a node selector
+    term (none of them: it selects no node, as upstream's)."""
+    raw = map_field(obj, path, raw)
+    exprs = list_field(obj, f"{path}.matchLabelExpressions", raw.get("matchLabelExpressions"))
+    requirements = []
+    for i, expr in enumerate(exprs):
+        where = f"{path}.matchLabelExpressions[{i}]"
+        expr = map_field(obj, where, expr)
+        key = _text(obj, f"{where}.key", expr.get("key"))
+        values = strings(obj, f"{where}.values", expr.get("values"))
+        if not key or not values:
+            raise InvalidObject(obj, where, dict(expr), "needs a key and at least one value")
+        requirements.append(Requirement(key, "In", values))
+    return NodeSelectorTerm(tuple(requirements))
 
 
 def pod_volumes(obj: str, pod_name: str, spec: Mapping[str, Any]) -> tuple[PodVolume, ...]:

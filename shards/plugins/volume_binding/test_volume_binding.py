@@ -1,5 +1,6 @@
-"""VolumeBinding on bound claims: their volumes' node affinity, judged on the nodes'
-labels alone, and the PreFilter rejections the dispatcher resolved."""
+"""VolumeBinding: bound claims' volumes' node affinity, judged on the nodes' labels
+alone; the nodes that can serve the claims waiting for their first consumer; and the
+PreFilter rejections the dispatcher resolved."""
 
 from dataclasses import replace
 
@@ -9,7 +10,11 @@ from cluster.selectors import NodeSelectorTerm, Requirement
 from cluster.volumes.needs import VolumeNeeds
 from shards.framework import PodClass
 from shards.plugins.volume_binding import VolumeBinding
-from shards.plugins.volume_binding.volume_binding import AFFINITY_CONFLICT, MISSING_VOLUME
+from shards.plugins.volume_binding.volume_binding import (
+    AFFINITY_CONFLICT,
+    BIND_CONFLICT,
+    MISSING_VOLUME,
+)
 from shards.testing import compile_pod, every, node, pod_spec, table_of
 
 ZONE = "topology.kubernetes.io/zone"
@@ -59,3 +64,30 @@ def test_a_missing_volume_or_a_prefilter_rejection_fits_no_node():
     other = needing(VolumeNeeds(rejected_by="VolumeZone", rejection="x"), table)
     assert plugin.prefilter(other.spec) is None
     assert plugin.filter(other, table, every(table)).tolist() == [1, 1]
+
+
+def test_each_claim_waiting_for_a_consumer_needs_a_node_that_can_serve_it():
+    table = table_of([node("a", labels={ZONE: "x"}), node("b", labels={ZONE: "y"}), node("c")])
+    in_x = (NodeSelectorTerm((Requirement(ZONE, "In", ("x",)),)),)
+    zoned = (NodeSelectorTerm((Requirement(ZONE, "Exists", ()),)),)
+    plugin = VolumeBinding()
+    pod = needing(VolumeNeeds(unbound=(zoned,)), table)
+    assert plugin.filter(pod, table, every(table)).tolist() == [1, 1, 0]
+    assert plugin.reasons(pod, table, np.array([2])) == {BIND_CONFLICT: 1}
+    # a node can fail its bound claims and its unbound ones: upstream says both
+    pod = needing(VolumeNeeds((in_x,), unbound=(zoned,)), table)
+    assert plugin.filter(pod, table, every(table)).tolist() == [1, 0, 0]
+    assert plugin.reasons(pod, table, np.array([1, 2])) == {AFFINITY_CONFLICT: 2, BIND_CONFLICT: 1}
+    # no volume and no provisioning: no node
+    pod = needing(VolumeNeeds(unbound=((),)), table)
+    assert plugin.filter(pod, table, every(table)).tolist() == [0, 0, 0]
+
+
+def test_a_claim_provisioned_for_a_node_takes_that_node_alone():
+    table = table_of([node("a"), node("b"), node("c")])
+    plugin = VolumeBinding()
+    pod = needing(VolumeNeeds(selected_node="b"), table)
+    assert plugin.candidates(pod.spec) == {"b"}  # judged there alone
+    assert plugin.filter(pod, table, every(table)).tolist() == [0, 1, 0]
+    assert plugin.reasons(pod, table, np.array([0, 2])) == {BIND_CONFLICT: 2}
+    assert plugin.candidates(needing(VolumeNeeds(), table).spec) is None

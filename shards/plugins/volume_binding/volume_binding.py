@@ -1,10 +1,10 @@
 """VolumeBinding: a pod's bound claims' volumes must be reachable from the node (their
 required node affinity, judged on the node's labels); a claim whose volume is gone fits
-no node; and a pod whose claims cannot be used (missing, lost, being deleted, not bound
-and not waiting for a consumer) is rejected before any node, in upstream's words.
-
-Claims waiting for their first consumer are not matched to volumes here yet: such a pod
-passes, and Reserve and PreBind are reported inactive (optimist/configuration).
+no node; each claim waiting for its first consumer needs a free volume of its class that
+the node reaches, or a class that provisions there (the dispatcher resolved which nodes
+those are: `cluster.volumes.matching`), and only the node chosen for its provisioning
+once one was; and a pod whose claims cannot be used (missing, lost, being deleted, not
+bound and not waiting for a consumer) is rejected before any node, in upstream's words.
 """
 
 from __future__ import annotations
@@ -25,12 +25,14 @@ from cluster.events import (
     STORAGE_CLASS_UPDATE,
 )
 from cluster.objects import SchedulingSpec
+from cluster.volumes.needs import VolumeNeeds
 from cluster.volumes.resolve import VOLUME_BINDING
 from shards.framework import FilterPlugin, PodClass, Rows
-from shards.node_table import NodeTable
+from shards.node_table import NodeTable, row_numbers
 from shards.selector_rows import any_term
 
 AFFINITY_CONFLICT = "node(s) had volume node affinity conflict"
+BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 MISSING_VOLUME = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 
 
@@ -53,28 +55,58 @@ class VolumeBinding(FilterPlugin):
     def prefilter(self, spec: SchedulingSpec) -> str | None:
         return spec.volumes.rejected(self.name) if spec.volumes is not None else None
 
+    def candidates(self, spec: SchedulingSpec) -> frozenset[str] | None:
+        needs = spec.volumes
+        return frozenset({needs.selected_node}) if needs and needs.selected_node else None
+
     def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
         needs = pod.spec.volumes
-        mask = np.ones(table.alive[rows].shape, dtype=bool)
         if needs is None:
-            return mask
+            return np.ones(table.alive[rows].shape, dtype=bool)
         if needs.missing_volume or self.prefilter(pod.spec) is not None:
-            return ~mask
+            return np.zeros(table.alive[rows].shape, dtype=bool)
+        mask: np.ndarray = self._bound(needs, table, rows) & self._unbound(needs, table, rows)
+        return mask
+
+    @staticmethod
+    def _bound(needs: VolumeNeeds, table: NodeTable, rows: Rows) -> np.ndarray:
+        mask = np.ones(table.alive[rows].shape, dtype=bool)
         for terms in needs.bound_affinity:
             mask &= any_term(terms, table, rows, names=False)
+        return mask
+
+    @staticmethod
+    def _unbound(needs: VolumeNeeds, table: NodeTable, rows: Rows) -> np.ndarray:
+        mask = np.ones(table.alive[rows].shape, dtype=bool)
+        for terms in needs.unbound:
+            mask &= any_term(terms, table, rows, names=False)
+        if needs.selected_node:
+            mask &= row_numbers(rows, table.size) == table.index.get(needs.selected_node, -1)
         return mask
 
     def static_key(self, spec: SchedulingSpec) -> Hashable:
         needs = spec.volumes
         if needs is None:
             return None
-        return needs.bound_affinity, needs.missing_volume, self.prefilter(spec)
+        return (
+            needs.bound_affinity,
+            needs.missing_volume,
+            needs.unbound,
+            needs.selected_node,
+            self.prefilter(spec),
+        )
 
     def reasons(self, pod: PodClass, table: NodeTable, rows: np.ndarray) -> Counter[str]:
-        """Upstream stops at the first bound claim whose volume is missing; a PreFilter
+        """Upstream stops at the first bound claim whose volume is missing; else a node
+        may fail its bound claims and its unbound ones, and says both. A PreFilter
         rejection is its own words on every node (`optimist explain`)."""
         if (why := self.prefilter(pod.spec)) is not None:
             return Counter({why: len(rows)})
         needs = pod.spec.volumes
-        missing = needs is not None and needs.missing_volume
-        return Counter({MISSING_VOLUME if missing else AFFINITY_CONFLICT: len(rows)})
+        if needs is None:
+            return Counter()
+        if needs.missing_volume:
+            return Counter({MISSING_VOLUME: len(rows)})
+        bound = int((~self._bound(needs, table, rows)).sum())
+        unbound = int((~self._unbound(needs, table, rows)).sum())
+        return +Counter({AFFINITY_CONFLICT: bound, BIND_CONFLICT: unbound})
