@@ -88,7 +88,10 @@ class Service:
             return
         lost = elector.lost if elector is not None else threading.Event()
         adapter = KubernetesAdapter(
-            self.client, self.settings.scheduler_names, explain_hint=self.settings.explain_hint
+            self.client,
+            self.settings.scheduler_names,
+            explain_hint=self.settings.explain_hint,
+            volume_bind_timeouts=self.settings.volume_bind_timeouts(),
         ).start()
         if self.metrics is not None:
             self.metrics.watch_api(lambda: api_sample(adapter, lost))
@@ -118,6 +121,10 @@ class Service:
                     self.loop.step(timeout_s=0.05)
                     if not self.loop.busy() and self.loop.dispatcher.idle():
                         adapter.wait_for_events(IDLE_WAIT_S)
+                # pods whose claims were still being bound were never bound: their room
+                # goes back now (a crash leaves it to the next start's reconciling)
+                if abandoned := adapter.abandon_prebinds():
+                    platform.store.release(pods=abandoned)
         finally:
             self.ready.clear()
             if self.metrics is not None:

@@ -11,6 +11,7 @@ from cluster.redis_server import redact
 from cluster.store.node_store import CONFLICT_MODES
 from optimist.configuration import Configuration, default_configuration
 from shards.extender_config import ExtenderConfig
+from shards.plugins.volume_binding import VolumeBindingArgs
 
 # What optimist runs of kube-scheduler v1.30's default profile: its active plugins.
 DEFAULT_PROFILE = default_configuration().profiles[0]
@@ -178,6 +179,17 @@ class Settings:
     @property
     def scheduler_names(self) -> frozenset[str]:
         return frozenset(p.scheduler_name for p in self.profiles)
+
+    def volume_bind_timeouts(self) -> dict[str, float]:
+        """Per profile running VolumeBinding: how long PreBind waits for the PV controller
+        (its args' bindTimeoutSeconds)."""
+        return {
+            p.scheduler_name: float(
+                VolumeBindingArgs.from_wire(p.args.get("VolumeBinding", {})).bind_timeout_seconds
+            )
+            for p in self.profiles
+            if "VolumeBinding" in p.filters
+        }
 
     def public(self) -> dict[str, Any]:
         """The settings as a report shows them: no secret in them."""

@@ -6,6 +6,7 @@ namespace. The invariants are checked on what the API server holds."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
@@ -70,16 +71,21 @@ def nodes(api: Api, count: int, pool: str = KWOK_POOL) -> list[str]:
     return names
 
 
-def service(api: Api, redis_url: str, key_prefix: str) -> Service:
+def service(
+    api: Api, redis_url: str, key_prefix: str, configuration: str = CONFIGURATION
+) -> Service:
     settings = Settings.from_configuration(
-        parse_configuration(CONFIGURATION), redis_url=redis_url, key_prefix=key_prefix, shards=1
+        parse_configuration(configuration), redis_url=redis_url, key_prefix=key_prefix, shards=1
     )
     return Service(settings, api.client(), identity="test")
 
 
-def invariants(api: Api, redis_url: str, key_prefix: str) -> list[str]:
+def invariants(
+    api: Api, redis_url: str, key_prefix: str, unschedulable: Iterable[str] = ()
+) -> list[str]:
+    """`unschedulable`: the pods the test expects optimist to have left unbound, saying why."""
     store = NodeStore(connect(redis_url), Keys(key_prefix))
-    return check_invariants(api.as_cluster(frozenset({SCHEDULER})), [], store)
+    return check_invariants(api.as_cluster(frozenset({SCHEDULER})), unschedulable, store)
 
 
 def test_a_deployment_s_replicas_all_run(living_api, redis_url, key_prefix):

@@ -7,6 +7,9 @@ kube-controller-manager v1.30 and KWOK beside them, all built from source by
   controller taints a node whose heartbeat stopped and evicts its pods; pod GC,
   the garbage collector and the namespace controller remove what is gone;
   service accounts, the persistent-volume binder and disruption budgets' status.
+  The binder provisions claims of the in-tree host-path class
+  (`HOSTPATH_PROVISIONER`) as a cloud's would, once the scheduler has written the
+  node it chose: a directory under /tmp/hostpath_pv, removed with its volume.
 - KWOK fakes the nodes annotated for it (`KWOK_ANNOTATION`) and the pods bound to
   them: nodes turn Ready and renew their Leases (KWOK's own stages); pods turn
   Running and Ready, a Job's pods succeed after the time they ask for, and a pod
@@ -49,6 +52,7 @@ CONTROLLERS = (
 CONFIGURATION = Path(__file__).with_name("kwok.yaml")  # its options and pod stages
 JOB_RUNS_FOR = "pod-complete.stage.kwok.x-k8s.io/delay"  # a Job's pod's annotation: "30s"
 NODE_GRACE_S = 10  # how long a node may miss its heartbeat before it is NotReady
+HOSTPATH_PROVISIONER = "kubernetes.io/host-path"  # a StorageClass's, for the binder to serve
 
 
 def run_by(pool: str = KWOK_POOL) -> dict[str, str]:
@@ -106,6 +110,7 @@ class LivingPlane(ControlPlane):
             f"--tls-private-key-file={d / 'server.key'}",
             f"--controllers={','.join(CONTROLLERS)}",
             "--leader-elect=false",
+            "--enable-hostpath-provisioner",
             f"--root-ca-file={self.ca_file}",
             f"--service-account-private-key-file={d / 'sa.key'}",
             "--node-monitor-period=1s",

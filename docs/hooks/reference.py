@@ -112,11 +112,15 @@ def plugins_page() -> str:
         points = ", ".join(sorted(UPSTREAM_PLUGINS.get(name, ()))) or "(optimist's own)"
         weight = default.get(name, "")
         in_default = "" if name not in default else ("yes" if weight is None else f"yes ({weight})")
+        outside = HANDLED_OUTSIDE_SHARDS.get(name)
         if name in REGISTRY:
             served = [p for p, s in (("Filter", filters), ("Score", scores)) if name in s]
             status = "runs in the shards: " + ", ".join(served)
-        elif name in HANDLED_OUTSIDE_SHARDS:
-            status = HANDLED_OUTSIDE_SHARDS[name][1]
+            if outside is not None:
+                points_outside = ", ".join(p[:1].upper() + p[1:] for p in outside[0])
+                status += f"; {points_outside}: {outside[1]}"
+        elif outside is not None:
+            status = outside[1]
         else:
             status = f"inactive: {inactive_reason(name)}"
         out.append(f"| `{name}` | {points} | {in_default} | {_cell(status)} |")

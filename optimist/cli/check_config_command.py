@@ -29,9 +29,10 @@ def check_config(
         typer.echo(f"  filters: {', '.join(profile.filters) or '(none)'}")
         scorers = ", ".join(f"{name} (weight {weight})" for name, weight in profile.scorers)
         typer.echo(f"  scorers: {scorers or '(none)'}")
-        for name, (point, how) in HANDLED_OUTSIDE_SHARDS.items():
-            if name in expanded.points[point]:
-                typer.echo(f"  {point}: {name} ({how})")
+        for name, (points, how) in HANDLED_OUTSIDE_SHARDS.items():
+            for point in points:
+                if name in expanded.points[point]:
+                    typer.echo(f"  {point}: {name} ({how})")
     if configuration.inactive:
         typer.echo("inactive plugins (enabled in the file, not run by optimist):")
         for plugin in configuration.inactive:

@@ -41,8 +41,8 @@ from optimist.configuration.plugins import (
     HANDLED_OUTSIDE_SHARDS,
     POINTS,
     REASON_MISSING,
-    REASON_UNBOUND_CLAIMS,
     REASON_VOLUME,
+    REASON_VOLUME_CAPACITY,
     UPSTREAM_PLUGINS,
 )
 from optimist.configuration.scheduler_configuration import KubeSchedulerConfiguration
@@ -59,8 +59,8 @@ __all__ = [
     "OPTIMIST_KIND",
     "POINTS",
     "REASON_MISSING",
-    "REASON_UNBOUND_CLAIMS",
     "REASON_VOLUME",
+    "REASON_VOLUME_CAPACITY",
     "UPSTREAM_PLUGINS",
     "ClientConnection",
     "ConfigError",

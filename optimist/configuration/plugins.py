@@ -99,11 +99,19 @@ DEFAULT_MULTI_POINT: tuple[tuple[str, int | None], ...] = (
 )
 
 # Plugins that run outside the shards, at the one point they serve there.
-HANDLED_OUTSIDE_SHARDS: dict[str, tuple[str, str]] = {
-    "PrioritySort": ("queueSort", "handled by the dispatcher's queue"),
-    "SchedulingGates": ("preEnqueue", "handled by the dispatcher's gated pods"),
-    "DefaultPreemption": ("postFilter", "handled by the driver's planner, binder/preemption.py"),
-    "DefaultBinder": ("bind", "handled by the binder"),
+HANDLED_OUTSIDE_SHARDS: dict[str, tuple[tuple[str, ...], str]] = {
+    "PrioritySort": (("queueSort",), "handled by the dispatcher's queue"),
+    "SchedulingGates": (("preEnqueue",), "handled by the dispatcher's gated pods"),
+    "DefaultPreemption": (
+        ("postFilter",),
+        "handled by the driver's planner, binder/preemption.py",
+    ),
+    "DefaultBinder": (("bind",), "handled by the binder"),
+    "VolumeBinding": (
+        ("reserve", "preBind"),
+        "handled by the API server's adapter, optimist/kube/volume_prebind.py (the simulated "
+        "cluster has no PV controller: its claims stay unbound)",
+    ),
 }
 _VOLUME_OR_DRA = frozenset(
     {
@@ -118,11 +126,9 @@ _VOLUME_OR_DRA = frozenset(
 )
 REASON_VOLUME = "needs volume/DRA objects optimist does not model"
 REASON_MISSING = "not implemented in optimist yet"
-# VolumeBinding filters on bound claims; a claim waiting for its first consumer is not
-# matched to a volume, nor bound, yet
-REASON_UNBOUND_CLAIMS = (
-    "binds no claim yet: a claim waiting for its first consumer is left unbound; its "
-    "score needs the VolumeCapacityPriority gate, off in v1.30"
+# VolumeBinding's Score
+REASON_VOLUME_CAPACITY = (
+    "its score needs the VolumeCapacityPriority gate, off in v1.30: upstream scores nothing"
 )
 
 
@@ -298,7 +304,7 @@ def inactive_plugins(profile: ExpandedProfile, known: KnownPlugins) -> list[Inac
         if name in known.scores:
             covered |= _SCORES
         if name in HANDLED_OUTSIDE_SHARDS:
-            covered.add(HANDLED_OUTSIDE_SHARDS[name][0])
+            covered.update(HANDLED_OUTSIDE_SHARDS[name][0])
         missing = [p for p in POINTS if p in points - covered]
         if missing:
             out.append(
@@ -315,5 +321,5 @@ def inactive_reason(name: str) -> str:
     if name in _VOLUME_OR_DRA:
         return REASON_VOLUME
     if name == "VolumeBinding":
-        return REASON_UNBOUND_CLAIMS
+        return REASON_VOLUME_CAPACITY
     return REASON_MISSING

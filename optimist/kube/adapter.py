@@ -16,18 +16,22 @@ Claims, volumes and storage classes are passed on as they come, for the control
 loop's volume index (`cluster.volumes`).
 
 Bindings go out through the `pods/binding` subresource from a pool of
-threads, as many at once as the client's rate limit lets through. Reports
+threads, as many at once as the client's rate limit lets through. A pod with
+claims waiting for their first consumer is bound once its claims are
+(`optimist.kube.volume_prebind`), without holding a thread while it waits; if
+they never are, it goes back to the queue as if deleted and made again. Reports
 (events, the PodScheduled condition, nominatedNodeName) go out through
 `optimist.kube.reporter`, never holding up a binding.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -52,6 +56,7 @@ from cluster.workload_selectors import WorkloadSelectors, workload_selector_from
 from optimist.kube.client import ApiError, KubeClient
 from optimist.kube.informer import Informer, list_all, object_key
 from optimist.kube.reporter import Reporter
+from optimist.kube.volume_prebind import PreBindError, VolumePreBind
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +101,7 @@ class KubernetesAdapter:
         watch_timeout_s: float = 300.0,
         explain_hint: bool = False,
         controller_wait_s: float = CONTROLLER_WAIT_S,
+        volume_bind_timeouts: Mapping[str, float] | None = None,
     ) -> None:
         self.client = client
         self.scheduler_names = scheduler_names
@@ -128,6 +134,9 @@ class KubernetesAdapter:
             client, component, explain_hint, report_queue, self._is_bound, self._uids.get
         )
         self._binders = ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
+        self.prebind = VolumePreBind(
+            client, self._bind_later, self._prebind_failed, volume_bind_timeouts or {}
+        )
         handlers: dict[str, Callable[[str, dict[str, Any]], None]] = {
             "priorityclasses": self._on_priority_class,
             "namespaces": self._on_namespace,
@@ -157,6 +166,7 @@ class KubernetesAdapter:
         """Start the informers, each once the one before has listed (priority classes
         before pods, nodes before pods), and return when all have."""
         self.reports.start()
+        self.prebind.start()
         for name, informer in self.informers.items():
             informer.start()
             if not informer.synced.wait(sync_timeout_s):
@@ -167,6 +177,7 @@ class KubernetesAdapter:
         """Stop watching; bindings under way finish, reports queued get `drain_s` to go."""
         for informer in self.informers.values():
             informer.stop()
+        self.abandon_prebinds()
         self._binders.shutdown(wait=True)
         self.reports.stop(drain_s)
 
@@ -274,8 +285,10 @@ class KubernetesAdapter:
                 self._reservations.append(reservation)
 
     def _on_volume_object(self, resource: str, kind: str, obj: dict[str, Any]) -> None:
+        change = VolumeChange(resource, obj, kind == "DELETED")
         with self._lock:
-            self._volume_changes.append(VolumeChange(resource, obj, kind == "DELETED"))
+            self._volume_changes.append(change)
+        self.prebind.observe(change)
 
     def _on_selector(self, kind: str, event: str, obj: dict[str, Any]) -> None:
         """A Service's or controller's selector (its status changes change nothing here)."""
@@ -296,6 +309,7 @@ class KubernetesAdapter:
         gone = kind == "DELETED" or phase in TERMINAL_PHASES
         with self._lock:
             if gone:
+                self.prebind.forget(key)
                 self._pending.pop(key, None)
                 self._new_pods.pop(key, None)
                 self._running.pop(key, None)
@@ -307,6 +321,7 @@ class KubernetesAdapter:
             self._uids[key] = str(meta.get("uid") or "")
             node = spec.get("nodeName")
             if node:
+                self.prebind.forget(key)
                 self._pending.pop(key, None)
                 self._new_pods.pop(key, None)
                 if self._bound.get(key) == node:
@@ -407,6 +422,8 @@ class KubernetesAdapter:
                     self.awaiting.pop(key)
                     continue  # deleted or bound meanwhile
             self.awaiting.pop(key, None)
+            if pod.volumes:
+                self.prebind.note(pod)
             pods.append(self.selectors.with_spread_selector(pod))
         return pods, errors
 
@@ -458,13 +475,67 @@ class KubernetesAdapter:
         return taken
 
     def bind(self, bindings: list[Binding]) -> list[str | None]:
-        errors = list(self._binders.map(self._bind_one, bindings))
-        for binding, error in zip(bindings, errors, strict=True):
-            if error is None:
-                self.reports.scheduled(binding.pod, binding.node)
-        return errors
+        """None for a pod bound, or (its claims waiting for their first consumer) given
+        its volumes and to be bound once the PV controller has bound them."""
+        return list(self._binders.map(self._bind_one, bindings))
 
     def _bind_one(self, binding: Binding) -> str | None:
+        with self._lock:
+            bound = self._bound.get(binding.pod)
+            if bound is None:
+                self._bound[binding.pod] = binding.node  # the watch's confirmation is ours
+            node = self._nodes.get(binding.node)
+        if bound is not None:  # the API would refuse it (409): no need to ask
+            return f"binding {binding.pod} to {binding.node}: already assigned to node {bound}"
+        try:
+            if self.prebind.prebind(binding, node.labels if node else {}):
+                return None
+        except PreBindError as err:
+            self._unclaim(binding)
+            return f"binding {binding.pod} to {binding.node}: {err}"
+        return self._post(binding)
+
+    def abandon_prebinds(self) -> list[str]:
+        """Stop waiting for claims to be bound: the keys of the pods that were waiting,
+        never bound, whose room the caller gives back."""
+        abandoned = self.prebind.stop()
+        for binding in abandoned:
+            self._unclaim(binding)
+        return [binding.pod for binding in abandoned]
+
+    def _bind_later(self, binding: Binding) -> None:
+        """PreBind is done: bind from the pool (a watch thread calls this)."""
+        with contextlib.suppress(RuntimeError):  # stopping: whoever schedules next binds it
+            self._binders.submit(self._post_late, binding)
+
+    def _post_late(self, binding: Binding) -> None:
+        error = self._post(binding)
+        if error is not None:
+            self._prebind_failed(binding, error)
+
+    def _prebind_failed(self, binding: Binding, why: str) -> None:
+        """A pod whose binding failed after the loop was told it would be made: it goes
+        back to the loop as deleted (its room given back) and made again (queued anew)."""
+        self._unclaim(binding)
+        namespace, name = binding.pod.split("/", 1)
+        try:
+            obj = self.client.request("GET", f"/api/v1/namespaces/{namespace}/pods/{name}")
+        except ApiError:
+            obj = None  # gone: its deletion comes through the watch
+        waits = obj is not None and not (obj.get("spec") or {}).get("nodeName")
+        with self._lock:
+            self._deleted_pods.append(binding.pod)
+            if obj is not None and waits and not obj["metadata"].get("deletionTimestamp"):
+                self._new_pods[binding.pod] = obj
+        self.reports.unschedulable([(binding.pod, "SchedulerError", why)])
+        self._arrived.set()
+
+    def _unclaim(self, binding: Binding) -> None:
+        with self._lock:
+            if self._bound.get(binding.pod) == binding.node:  # the watch says nothing else
+                del self._bound[binding.pod]
+
+    def _post(self, binding: Binding) -> str | None:
         namespace, name = binding.pod.split("/", 1)
         body = {
             "apiVersion": "v1",
@@ -472,12 +543,6 @@ class KubernetesAdapter:
             "metadata": {"name": name, "namespace": namespace},
             "target": {"apiVersion": "v1", "kind": "Node", "name": binding.node},
         }
-        with self._lock:
-            bound = self._bound.get(binding.pod)
-            if bound is None:
-                self._bound[binding.pod] = binding.node  # the watch's confirmation is ours
-        if bound is not None:  # the API would refuse it (409): no need to ask
-            return f"binding {binding.pod} to {binding.node}: already assigned to node {bound}"
         try:
             if binding.gpus:  # the device plugin reads them when the kubelet starts the pod
                 annotations = {GPU_INDICES_ANNOTATION: format_indices(binding.gpus)}
@@ -490,12 +555,11 @@ class KubernetesAdapter:
             self.client.request(
                 "POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body=body
             )
-            return None
         except ApiError as err:
-            with self._lock:
-                if self._bound.get(binding.pod) == binding.node:  # the watch says nothing else
-                    del self._bound[binding.pod]
+            self._unclaim(binding)
             return f"binding {binding.pod} to {binding.node}: {err}"
+        self.reports.scheduled(binding.pod, binding.node)
+        return None
 
     def evict(self, pods: list[str]) -> list[str | None]:
         errors: list[str | None] = []

@@ -31,7 +31,8 @@ def test_check_config_shows_profiles_and_inactive_plugins():
     assert "queueSort: PrioritySort (handled by the dispatcher's queue)" in out
     assert "bind: DefaultBinder (handled by the binder)" in out
     assert "inactive plugins" in out
-    assert "optimist-a: VolumeBinding (PreFilter, Filter, PreScore, Score, Reserve, PreBind)" in out
+    assert "optimist-a: VolumeBinding (PreFilter, Filter, PreScore, Score)" in out
+    assert "preBind: VolumeBinding (handled by the API server's adapter" in out
     assert "shards=4" in out and "batch_pods=128" in out
 
 

@@ -6,8 +6,8 @@ import pytest
 
 from optimist.configuration import (
     REASON_MISSING,
-    REASON_UNBOUND_CLAIMS,
     REASON_VOLUME,
+    REASON_VOLUME_CAPACITY,
     InactivePlugin,
     default_configuration,
     load_file,
@@ -397,8 +397,8 @@ def test_inactive_plugins_are_reported_once_with_their_reason():
     assert by_key["optimist-a", "VolumeBinding"] == InactivePlugin(
         "optimist-a",
         "VolumeBinding",
-        ("PreFilter", "Filter", "PreScore", "Score", "Reserve", "PreBind"),
-        REASON_UNBOUND_CLAIMS,
+        ("PreFilter", "Filter", "PreScore", "Score"),
+        REASON_VOLUME_CAPACITY,
     )
     # handled outside the shards: active
     assert ("optimist-a", "SchedulingGates") not in by_key

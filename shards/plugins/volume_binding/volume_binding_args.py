@@ -11,8 +11,8 @@ class VolumeBindingArgs(PluginArgs):
     """Upstream's, read as v1 reads them."""
 
     bind_timeout_seconds: Int64 = 600
-    """How long a binding waits for its volumes (upstream's; optimist binds no volume
-    yet, so nothing waits)."""
+    """How long PreBind waits for the PV controller to bind a pod's claims before the
+    pod goes back to the queue (through an API server: optimist/kube/volume_prebind.py)."""
     shape: None = None
     """VolumeCapacityPriority's score shape: refused, the gate is off in v1.30."""
 

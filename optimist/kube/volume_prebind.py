@@ -1,0 +1,295 @@
+"""VolumeBinding's PreBind: the claims of a pod that wait for their first consumer are
+bound to volumes on the pod's node before the pod is bound there, as kube-scheduler does.
+
+For each such claim, on the node the binder committed: the volume promised to it, or the
+smallest free one of its class the node reaches (`cluster.volumes.matching.pick`), is
+given the claim (its claimRef, for the PV controller to finish); where none is, the claim
+is told the node (its selected-node annotation, for the provisioner). Each write is
+conditional on the object as last seen, so a volume two schedulers picked goes to one.
+The pod is then bound once the PV controller has bound every claim, or not at all after
+bindTimeoutSeconds, as upstream's PreBind waits; the pod goes back to the queue.
+
+Nothing waits on a thread: the claims' and volumes' watches bring each change here
+(`observe`), which binds the pods whose claims are all bound; one timer thread fails
+those whose time is up.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from cluster.cluster_adapter import Binding
+from cluster.objects import Pod
+from cluster.volumes.index import VOLUMES, VolumeChange, VolumeIndex
+from cluster.volumes.matching import matches, pick, reaches
+from cluster.volumes.storage_objects import (
+    BOUND_BY_CONTROLLER,
+    SELECTED_NODE,
+    WAIT_FOR_FIRST_CONSUMER,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    PodVolume,
+    StorageClass,
+)
+from optimist.kube.client import MERGE_PATCH, ApiError, KubeClient
+
+PLUGIN = "VolumeBinding"
+DEFAULT_TIMEOUT_S = 600.0  # VolumeBindingArgs' bindTimeoutSeconds
+
+
+class PreBindError(Exception):
+    """A claim could not be given its volume or node: the pod is not bound."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(f'running PreBind plugin "{PLUGIN}": binding volumes: {why}')
+
+
+@dataclass(slots=True)
+class _Given:
+    """What a claim was given: a volume, or ("") its provisioning on the node; and whether
+    the watch has shown the write yet (until then, not seeing it is no reset)."""
+
+    volume: str
+    seen: bool = False
+
+
+@dataclass(slots=True)
+class _Waiting:
+    binding: Binding
+    labels: Mapping[str, str]  # the node's, which a provisioned volume must suit
+    claims: dict[str, _Given]  # by claim key
+    deadline: float  # time.monotonic()
+
+
+@dataclass
+class VolumePreBind:
+    client: KubeClient
+    bind: Callable[[Binding], None]  # the pod's claims are bound: bind it now
+    failed: Callable[[Binding, str], None]  # they will not be: the pod goes back, and why
+    timeouts: Mapping[str, float] = field(default_factory=dict)  # per profile, in seconds
+    # the claims, volumes and classes as the watches show them (the control loop keeps
+    # its own, which it reads without a lock)
+    index: VolumeIndex = field(default_factory=VolumeIndex)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _volumes: dict[str, tuple[PodVolume, ...]] = field(default_factory=dict)  # pod -> claims
+    _profiles: dict[str, str] = field(default_factory=dict)  # pod -> its scheduler name
+    _waiting: dict[str, _Waiting] = field(default_factory=dict)  # by pod key
+    _given: set[str] = field(default_factory=set)  # volumes given, until seen with claimRef
+    _wake: threading.Condition = field(init=False)
+    _timer: threading.Thread | None = None
+    _stopped: bool = False
+
+    def __post_init__(self) -> None:
+        self._wake = threading.Condition(self._lock)
+
+    def start(self) -> None:
+        self._timer = threading.Thread(target=self._expire, name="volume-prebind", daemon=True)
+        self._timer.start()
+
+    def stop(self) -> list[Binding]:
+        """Stop waiting; returns the bindings abandoned, whose pods were never bound."""
+        with self._wake:
+            self._stopped = True
+            abandoned = [w.binding for w in self._waiting.values()]
+            self._waiting.clear()
+            self._wake.notify()
+        if self._timer is not None:
+            self._timer.join()
+        return abandoned
+
+    # --- the adapter's threads --------------------------------------------
+
+    def note(self, pod: Pod) -> None:
+        """A pod queued with claims: what PreBind looks up if it is placed."""
+        with self._lock:
+            self._volumes[pod.key] = pod.volumes
+            self._profiles[pod.key] = pod.spec.profile
+
+    def forget(self, pod: str) -> None:
+        """A pod bound or deleted: nothing of it is kept (a wait under way ends with it)."""
+        with self._lock:
+            self._volumes.pop(pod, None)
+            self._profiles.pop(pod, None)
+            self._waiting.pop(pod, None)
+
+    def waiting(self) -> int:
+        with self._lock:
+            return len(self._waiting)
+
+    def observe(self, change: VolumeChange) -> None:
+        """A claim, volume or class as its watch brings it; pods whose claims are now all
+        bound are bound, and those whose claims went wrong go back."""
+        ready, wrong = [], []
+        with self._lock:
+            self.index.apply(*change)
+            if change.resource == VOLUMES:
+                self._seen(change)
+            for key, waiting in list(self._waiting.items()):
+                try:
+                    done = self._bound(waiting)
+                except PreBindError as err:
+                    wrong.append((waiting.binding, str(err)))
+                    del self._waiting[key]
+                    continue
+                if done:
+                    ready.append(waiting.binding)
+                    del self._waiting[key]
+        for binding in ready:
+            self.bind(binding)
+        for binding, why in wrong:
+            self.failed(binding, why)
+
+    def prebind(self, binding: Binding, labels: Mapping[str, str]) -> bool:
+        """Give each claim of the pod that waits for its first consumer its volume, or its
+        node. True: the pod waits for the PV controller (`bind` or `failed` follows);
+        False: it has no such claim, bind it now. Raises PreBindError where a claim
+        cannot be given either; what was written for its other claims stays, as upstream's."""
+        with self._lock:
+            # kept until the pod is seen bound: a binding that fails is tried again
+            volumes = self._volumes.get(binding.pod, ())
+            profile = self._profiles.get(binding.pod, "")
+            plan = self._plan(binding.pod.split("/", 1)[0], volumes, labels)
+            self._given.update(volume.name for _, volume in plan if volume is not None)
+        if not plan:
+            return False
+        try:
+            for claim, volume in plan:
+                self._write(claim, volume, binding.node)
+        except PreBindError:
+            with self._lock:
+                self._given.difference_update(v.name for _, v in plan if v is not None)
+            raise
+        waiting = _Waiting(
+            binding,
+            labels,
+            {claim.key: _Given(volume.name if volume else "") for claim, volume in plan},
+            time.monotonic() + self.timeouts.get(profile, DEFAULT_TIMEOUT_S),
+        )
+        with self._wake:
+            if self._stopped:
+                raise PreBindError("the scheduler is stopping")
+            ready = self._bound(waiting)  # the watch may have been quicker than this thread
+            if not ready:
+                self._waiting[binding.pod] = waiting
+                self._wake.notify()
+        if ready:
+            self.bind(binding)
+        return True
+
+    # --- what is given, and when it is done (the lock held) ------------------
+
+    def _plan(
+        self, namespace: str, volumes: tuple[PodVolume, ...], labels: Mapping[str, str]
+    ) -> list[tuple[PersistentVolumeClaim, PersistentVolume | None]]:
+        """Per claim to bind on this node: its volume, or None to provision it."""
+        plan: list[tuple[PersistentVolumeClaim, PersistentVolume | None]] = []
+        chosen = set(self._given)
+        for volume in volumes:
+            claim = self.index.claim(f"{namespace}/{volume.claim}")
+            if not isinstance(claim, PersistentVolumeClaim) or claim.volume_name:
+                continue  # bound already, or gone: the pod's binding says so if it matters
+            storage_class = self.index.storage_class(claim.storage_class)
+            if not isinstance(storage_class, StorageClass):
+                continue
+            if storage_class.binding_mode != WAIT_FOR_FIRST_CONSUMER:
+                continue
+            found = None
+            if not claim.selected_node:
+                candidates = matches(claim, self.index.volumes_of_class(claim.storage_class))
+                found = pick(claim, candidates, labels, chosen)
+            if found is None and not storage_class.provisions:
+                raise PreBindError(f'no volume left for claim "{claim.key}" on this node')
+            if found is not None:
+                chosen.add(found.name)
+            plan.append((claim, found))
+        return plan
+
+    def _write(
+        self, claim: PersistentVolumeClaim, volume: PersistentVolume | None, node: str
+    ) -> None:
+        """The claimRef on the volume, or the node on the claim: conditional on the
+        object as last seen."""
+        if volume is None:
+            path = f"/api/v1/namespaces/{claim.namespace}/persistentvolumeclaims/{claim.name}"
+            meta = {"resourceVersion": claim.resource_version, "annotations": {SELECTED_NODE: node}}
+            body: dict[str, object] = {"metadata": meta}
+        else:
+            path = f"/api/v1/persistentvolumes/{volume.name}"
+            ref = {
+                "kind": "PersistentVolumeClaim",
+                "apiVersion": "v1",
+                "namespace": claim.namespace,
+                "name": claim.name,
+                "uid": claim.uid,
+            }
+            meta = {
+                "resourceVersion": volume.resource_version,
+                "annotations": {BOUND_BY_CONTROLLER: "yes"},
+            }
+            body = {"metadata": meta, "spec": {"claimRef": ref}}
+        try:
+            self.client.request("PATCH", path, body=body, content_type=MERGE_PATCH)
+        except ApiError as err:
+            raise PreBindError(f"{claim.key}: {err}") from err
+
+    def _bound(self, waiting: _Waiting) -> bool:
+        """Whether every claim is bound, to a volume the node reaches; raises PreBindError
+        where one will not be (upstream's checkBindings)."""
+        done = True
+        for key, given in waiting.claims.items():
+            claim = self.index.claim(key)
+            if not isinstance(claim, PersistentVolumeClaim):
+                raise PreBindError(f'claim "{key}" is gone')
+            if given.volume:
+                volume = self.index.volume(given.volume)
+                ours = isinstance(volume, PersistentVolume) and bool(
+                    volume.claim_ref and volume.claim_ref.names(claim)
+                )
+                if given.seen and not ours:
+                    raise PreBindError(f'ClaimRef got reset for pv "{given.volume}"')
+                given.seen |= ours
+            elif not claim.volume_name:
+                chosen = claim.selected_node == waiting.binding.node
+                if given.seen and not chosen:
+                    raise PreBindError(f'selectedNode annotation reset for PVC "{claim.name}"')
+                given.seen |= chosen
+            if not claim.bound:
+                done = False
+                continue
+            volume = self.index.volume(claim.volume_name)
+            if not isinstance(volume, PersistentVolume):
+                done = False  # its watch is behind the claim's
+            elif not reaches(volume, waiting.labels):
+                node = waiting.binding.node
+                raise PreBindError(f'pv "{volume.name}" node affinity doesn\'t match node "{node}"')
+        return done
+
+    def _seen(self, change: VolumeChange) -> None:
+        """A volume we gave, now seen with a claimRef (or gone): the index keeps it out
+        of the next pick from now on."""
+        name = str((change.manifest.get("metadata") or {}).get("name", ""))
+        volume = self.index.volume(name)
+        if change.deleted or (isinstance(volume, PersistentVolume) and volume.claim_ref):
+            self._given.discard(name)
+
+    def _expire(self) -> None:
+        """The timer thread: fails the pods whose claims were not bound in time."""
+        while True:
+            with self._wake:
+                if self._stopped:
+                    return
+                now = time.monotonic()
+                late = [w for w in self._waiting.values() if w.deadline <= now]
+                for waiting in late:
+                    del self._waiting[waiting.binding.pod]
+                if not late:
+                    first = min((w.deadline for w in self._waiting.values()), default=now + 3600)
+                    self._wake.wait(first - now)
+                    continue
+            for waiting in late:
+                self.failed(
+                    waiting.binding, str(PreBindError("timed out waiting for the condition"))
+                )
