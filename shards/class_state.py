@@ -154,17 +154,30 @@ class ClassState:
             rows = self.static.rows
             self._feasible = np.zeros(size, dtype=bool)
             self._feasible[rows] = self.profile.feasible(self.pod, self.table, rows, dynamic=True)
-            self.raws = []
-            for raw in self.profile.raw_scores(self.pod, self.table, rows):
-                self.raws.append(np.zeros(size, dtype=raw.dtype))
-                self.raws[-1][rows] = raw
+            if self._single:  # as upstream, the one node is taken unscored, unweighed
+                unscored = np.zeros(size, dtype=np.int64)
+                unscored.flags.writeable = False
+                self.raws = [unscored] * len(self.profile.scorers)
+            else:
+                self.raws = []
+                for raw in self.profile.raw_scores(self.pod, self.table, rows):
+                    self.raws.append(np.zeros(size, dtype=raw.dtype))
+                    self.raws[-1][rows] = raw
         self._feasible_rows: np.ndarray | None = None  # np.flatnonzero(feasible), when asked
-        self.parts = self.profile.weighted(
-            self.pod, self.table, np.arange(self.table.size), self.raws, self._feasible
-        )
+        if self._single:
+            self.parts = list(self.raws)
+        else:
+            self.parts = self.profile.weighted(
+                self.pod, self.table, np.arange(self.table.size), self.raws, self._feasible
+            )
         self._scores = final_scores(self.parts, self._feasible)
         self.mark, self._own = len(self.table.changed_rows), 0
         self._sensitive = self._window_sensitive()
+
+    @property
+    def _single(self) -> bool:
+        """A filter named one node as the only one that can take the pod (a DaemonSet's)."""
+        return self.static.candidates is not None and len(self.static.rows) <= 1
 
     def _window_sensitive(self) -> bool:
         """Whether a window's own normalization can rank its nodes differently from the
@@ -208,6 +221,9 @@ class ClassState:
         if reshaped:
             self._feasible[rows] = feasible
             self._feasible_rows = None
+        if self._single:  # no score to keep: only whether the one node still fits
+            self._scores[rows] = np.where(feasible, 0, -1)
+            return
         scorers = self.profile.scorers
         renormalize = reshaped
         scored = self.profile.dynamic_scores(self.pod, self.table, rows)
