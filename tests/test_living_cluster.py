@@ -15,6 +15,7 @@ from benchmarks.controlplane.living_plane import JOB_RUNS_FOR, KWOK_POOL, NODE_G
 from cluster.objects import HOSTNAME_LABEL, ZONE_LABEL
 from cluster.redis_server import connect
 from cluster.store import Keys, NodeStore
+from cluster.volumes.index import CLAIMS, VOLUMES, VolumeIndex
 from optimist.configuration import parse_configuration
 from optimist.offline.invariants import check_invariants
 from optimist.service import Service
@@ -85,7 +86,12 @@ def invariants(
 ) -> list[str]:
     """`unschedulable`: the pods the test expects optimist to have left unbound, saying why."""
     store = NodeStore(connect(redis_url), Keys(key_prefix))
-    return check_invariants(api.as_cluster(frozenset({SCHEDULER})), unschedulable, store)
+    volumes = VolumeIndex()
+    for resource in (CLAIMS, VOLUMES):
+        for item in api.items(resource):
+            volumes.apply(resource, item)
+    cluster = api.as_cluster(frozenset({SCHEDULER}))
+    return check_invariants(cluster, unschedulable, store, volumes)
 
 
 def test_a_deployment_s_replicas_all_run(living_api, redis_url, key_prefix):

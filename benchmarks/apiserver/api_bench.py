@@ -38,6 +38,7 @@ from benchmarks.apiserver.api_runner import (
     SchedulerExited,
     cluster_of,
     remove_namespaces,
+    volumes_of,
 )
 from benchmarks.cases.case_file import CaseWorkload
 from benchmarks.controlplane.control_plane import (
@@ -308,12 +309,13 @@ def run_stretch(
                 try:
                     outcome = runner.execute()
                     cluster = cluster_of(server.client, names, outcome.watch)
+                    volumes = volumes_of(server.client)
                 finally:
                     if server.plane is None:
                         runner.remove_made()
             # the null scheduler decides nothing: where it puts pods is not a placement
             violations = (
-                check_invariants(cluster, outcome.watch.unschedulable)
+                check_invariants(cluster, outcome.watch.unschedulable, volumes=volumes)
                 if name != NULL_SCHEDULER
                 else []
             )

@@ -48,6 +48,8 @@ from cluster.manifests import (
     podgroup_from_manifest,
 )
 from cluster.objects import HOSTNAME_LABEL
+from cluster.volumes.index import CLAIMS, VOLUMES, VolumeIndex
+from optimist.kube.adapter import PATHS as WATCHED
 from optimist.kube.client import MERGE_PATCH, ApiError, KubeClient
 from optimist.kube.informer import list_all, object_key
 from optimist.offline.simulator import SimulatedCluster
@@ -622,6 +624,16 @@ def cluster_of(
         groups = []
     bind_log, departed = watch.history()
     return build_cluster(nodes, pods, groups, scheduler_names, bind_log, departed)
+
+
+def volumes_of(client: KubeClient) -> VolumeIndex:
+    """The server's claims and volumes, for the checker's `volumes_hold`."""
+    index = VolumeIndex()
+    for resource in (CLAIMS, VOLUMES):
+        items, _ = list_all(client, WATCHED[resource])
+        for item in items:
+            index.apply(resource, item)
+    return index
 
 
 def build_cluster(

@@ -18,6 +18,9 @@ from cluster.manifests import pod_from_manifest, terminated
 from cluster.objects import ANY_IP, HostPort
 from cluster.reservations import is_reservation
 from cluster.store import Store
+from cluster.volumes.index import VolumeIndex
+from cluster.volumes.matching import reaches
+from cluster.volumes.storage_objects import PersistentVolume, PersistentVolumeClaim
 from optimist.offline.simulator import SimulatedCluster
 
 
@@ -25,8 +28,11 @@ def check_invariants(
     cluster: SimulatedCluster,
     reported_unschedulable: Iterable[str],
     store: Store | None = None,
+    volumes: VolumeIndex | None = None,
 ) -> list[str]:
-    """Every violation found, as a sentence; an empty list means all invariants hold."""
+    """Every violation found, as a sentence; an empty list means all invariants hold.
+    `volumes`: the claims and volumes the API server holds, where their binding is
+    the scheduler's to finish (`volumes_hold`)."""
     counted = recount(cluster)
     violations = [
         *bound_once(cluster),
@@ -36,6 +42,36 @@ def check_invariants(
     ]
     if store is not None:
         violations += store_agrees(cluster, store, counted)
+    if volumes is not None:
+        violations += volumes_hold(cluster, volumes)
+    return violations
+
+
+def volumes_hold(cluster: SimulatedCluster, volumes: VolumeIndex) -> list[str]:
+    """A pod is bound only once every claim it names is bound, to a volume the pod's
+    node reaches; and no volume is any two claims' (what VolumeBinding's PreBind keeps)."""
+    violations = []
+    holders: dict[str, list[str]] = {}
+    for key, found in volumes.claims.objects.items():
+        if isinstance(found, PersistentVolumeClaim) and found.volume_name:
+            holders.setdefault(found.volume_name, []).append(key)
+    for name, claims in holders.items():
+        if len(claims) > 1:
+            violations.append(f"volume {name} is claimed by {', '.join(sorted(claims))}")
+    for pod_key, node in cluster.bindings.items():
+        namespace = pod_key.split("/", 1)[0]
+        pod = pod_from_manifest(cluster.pod_manifests[pod_key])
+        labels = cluster.nodes[node].labels if node in cluster.nodes else {}
+        for claim_name in (v.claim for v in pod.volumes):
+            claim = volumes.claim(f"{namespace}/{claim_name}")
+            if not isinstance(claim, PersistentVolumeClaim) or not claim.bound:
+                violations.append(f"pod {pod_key} is bound, its claim {claim_name} is not")
+                continue
+            volume = volumes.volume(claim.volume_name)
+            if isinstance(volume, PersistentVolume) and not reaches(volume, labels):
+                violations.append(
+                    f"pod {pod_key} is on {node}, which its volume {volume.name} does not reach"
+                )
     return violations
 
 

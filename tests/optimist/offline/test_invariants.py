@@ -5,6 +5,7 @@ reservation."""
 from cluster.cluster_adapter import Binding
 from cluster.manifests import node_from_manifest, pod_from_manifest
 from cluster.objects import POD_GROUP_LABEL, Pod, PodGroup
+from cluster.volumes.index import CLAIMS, VOLUMES, VolumeIndex
 from optimist.offline.invariants import (
     bound_once,
     check_invariants,
@@ -13,6 +14,7 @@ from optimist.offline.invariants import (
     nothing_lost,
     recount,
     store_agrees,
+    volumes_hold,
 )
 from optimist.offline.simulator import SimulatedCluster
 
@@ -130,3 +132,28 @@ def test_pods_that_run_are_all_counted():
     assert check_invariants(running, []) == [
         "node n is over-committed on cpu: 6000 requested > 4000 allocatable"
     ]
+
+
+def test_volumes_hold_names_a_pod_bound_before_its_claim_and_a_volume_claimed_twice():
+    cluster = cluster_with({"a": "Running", "b": "Running"})
+    cluster.nodes["n"].labels["kubernetes.io/hostname"] = "n"
+    for pod, claim in (("a", "ca"), ("b", "cb")):
+        cluster.pod_manifests[f"default/{pod}"]["spec"]["volumes"] = [
+            {"name": "data", "persistentVolumeClaim": {"claimName": claim}}
+        ]
+    index = VolumeIndex()
+    term = {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
+                                  "values": ["n"]}]}  # fmt: skip
+    affinity = {"required": {"nodeSelectorTerms": [term]}}
+    index.apply(VOLUMES, {"metadata": {"name": "pv"}, "spec": {"nodeAffinity": affinity}})
+    bound = {"pv.kubernetes.io/bind-completed": "yes"}
+    index.apply(CLAIMS, {"metadata": {"name": "ca", "namespace": "default", "annotations": bound},
+                         "spec": {"volumeName": "pv"}})  # fmt: skip
+    assert volumes_hold(cluster, index) == ["pod default/b is bound, its claim cb is not"]
+    index.apply(CLAIMS, {"metadata": {"name": "cb", "namespace": "default", "annotations": bound},
+                         "spec": {"volumeName": "pv"}})  # fmt: skip
+    assert volumes_hold(cluster, index) == ["volume pv is claimed by default/ca, default/cb"]
+    cluster.nodes["n"].labels["kubernetes.io/hostname"] = "elsewhere"
+    assert "pod default/a is on n, which its volume pv does not reach" in volumes_hold(
+        cluster, index
+    )
