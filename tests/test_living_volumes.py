@@ -16,9 +16,7 @@ from tests.kube.api import Api, wait_for
 from tests.kube.service import Running
 from tests.test_living_cluster import (
     SCHEDULER,
-    deployment,
     invariants,
-    nodes,
     running,
     service,
 )
@@ -88,70 +86,37 @@ def claims(api: Api) -> dict[str, dict[str, Any]]:
     return {c["metadata"]["name"]: c for c in api.items("persistentvolumeclaims", "default")}
 
 
-def test_a_stateful_set_s_replicas_run_where_their_local_volumes_are(
-    living_api, redis_url, key_prefix
-):
-    """Four local volumes on four of six nodes over two zones: each replica runs on the
-    node of the volume its claim was bound to, each volume bound to one claim."""
-    api = living_api
-    zoned_nodes(api, {f"n{i}": "ab"[i % 2] for i in range(6)})
-    api.put("storageclasses", storage_class("local", "kubernetes.io/no-provisioner"))
-    for i in range(4):
-        api.put("persistentvolumes", local_volume(f"pv{i}", f"n{i}", "ab"[i % 2]))
-    with Running(service(api, redis_url, key_prefix)):
-        api.put("statefulsets", stateful_set("db", 4, "local"))
-        wait_for(lambda: len(running(api, "db")) == 4, 120, "4 replicas Running")
-    volumes = {v["metadata"]["name"]: v for v in api.items("persistentvolumes")}
-    by_claim = {
-        v["spec"]["claimRef"]["name"]: name
-        for name, v in volumes.items()
-        if v["spec"].get("claimRef")
-    }
-    assert sorted(by_claim) == [f"data-db-{i}" for i in range(4)]  # one claim each
-    for pod in running(api, "db"):
-        volume = by_claim[f"data-{pod['metadata']['name']}"]
-        assert pod["spec"]["nodeName"] == f"n{volume[2:]}"  # pv3 is on n3
-        assert claims(api)[f"data-{pod['metadata']['name']}"]["status"]["phase"] == "Bound"
-    assert invariants(api, redis_url, key_prefix) == []
-    assert len(api.bindings()) == 4  # each bound once
-
-
-def test_a_claim_is_provisioned_on_the_node_chosen_for_its_pod(living_api, redis_url, key_prefix):
-    """kube-controller-manager's host-path provisioner makes the volume once optimist has
-    written the node it chose on the claim; the pod is bound there after."""
-    api = living_api
-    nodes(api, 3)
-    api.put("storageclasses", storage_class("made", HOSTPATH_PROVISIONER))
-    with Running(service(api, redis_url, key_prefix)):
-        api.put("statefulsets", stateful_set("db", 3, "made"))
-        wait_for(lambda: len(running(api, "db")) == 3, 120, "3 replicas Running")
-    for pod in running(api, "db"):
-        claim = claims(api)[f"data-{pod['metadata']['name']}"]
-        assert claim["metadata"]["annotations"][SELECTED_NODE] == pod["spec"]["nodeName"]
-        assert claim["status"]["phase"] == "Bound"
-    assert invariants(api, redis_url, key_prefix) == []
-
-
-def test_a_claim_never_bound_sends_its_pod_back_and_holds_nothing_else(
-    living_api, redis_url, key_prefix
-):
-    """No provisioner serves the class: after bindTimeoutSeconds the pod goes back to the
-    queue, saying why, its room given back; a Deployment beside it runs meanwhile."""
-    api = living_api
-    nodes(api, 2)
-    api.put("storageclasses", storage_class("nobody", "example.com/nobody"))
-    configuration = f"""
+BIND_TIMEOUT = f"""
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 profiles:
 - schedulerName: {SCHEDULER}
   pluginConfig:
   - name: VolumeBinding
-    args: {{bindTimeoutSeconds: 2}}
+    args: {{bindTimeoutSeconds: 3}}
 """
 
+
+def test_claims_are_bound_where_their_pods_go_and_a_claim_never_bound_holds_nothing(
+    living_api, redis_url, key_prefix
+):
+    """Three StatefulSets at once, one optimist:
+    - `local`: four local volumes on four of six nodes over two zones; each replica runs
+      on the node of the volume its claim was bound to, each volume bound to one claim;
+    - `made`: kube-controller-manager's host-path provisioner makes each volume once
+      optimist has written the node it chose on the claim; the pod is bound there after;
+    - `stuck`: no provisioner serves its class; after bindTimeoutSeconds its pod goes
+      back to the queue, saying why, its room given back, and nothing else waits."""
+    api = living_api
+    zoned_nodes(api, {f"n{i}": "ab"[i % 2] for i in range(6)})
+    api.put("storageclasses", storage_class("local", "kubernetes.io/no-provisioner"))
+    api.put("storageclasses", storage_class("made", HOSTPATH_PROVISIONER))
+    api.put("storageclasses", storage_class("nobody", "example.com/nobody"))
+    for i in range(4):
+        api.put("persistentvolumes", local_volume(f"pv{i}", f"n{i}", "ab"[i % 2]))
+
     def timed_out() -> bool:
-        pod = api.get("pods", "default", "db-0") or {}
+        pod = api.get("pods", "default", "stuck-0") or {}
         conditions = pod.get("status", {}).get("conditions") or []
         return any(
             c["type"] == "PodScheduled"
@@ -160,12 +125,27 @@ profiles:
             for c in conditions
         )
 
-    with Running(service(api, redis_url, key_prefix, configuration)):
-        api.put("statefulsets", stateful_set("db", 1, "nobody"))
-        api.put("deployments", deployment("web", 6))
-        wait_for(lambda: len(running(api, "web")) == 6, 60, "the Deployment Running")
-        wait_for(timed_out, 60, "db-0's binding timed out")
-        node = claims(api)["data-db-0"]["metadata"]["annotations"][SELECTED_NODE]
-        assert node in {"fake-0", "fake-1"}  # it was told a node, which nobody served
-        assert not (api.get("pods", "default", "db-0") or {})["spec"].get("nodeName")
-    assert invariants(api, redis_url, key_prefix, ["default/db-0"]) == []
+    with Running(service(api, redis_url, key_prefix, BIND_TIMEOUT)):
+        api.put("statefulsets", stateful_set("stuck", 1, "nobody"))
+        api.put("statefulsets", stateful_set("local", 4, "local"))
+        api.put("statefulsets", stateful_set("made", 2, "made"))
+        wait_for(lambda: len(running(api, "local")) == 4, 120, "4 replicas Running")
+        wait_for(lambda: len(running(api, "made")) == 2, 120, "2 replicas Running")
+        wait_for(timed_out, 60, "stuck-0's binding timed out")
+    volumes = {v["metadata"]["name"]: v for v in api.items("persistentvolumes")}
+    held = {
+        v["spec"]["claimRef"]["name"]: name
+        for name, v in volumes.items()
+        if v["spec"].get("claimRef") and v["spec"]["storageClassName"] == "local"
+    }
+    assert sorted(held) == [f"data-local-{i}" for i in range(4)]  # one claim each
+    for pod in running(api, "local"):
+        volume = held[f"data-{pod['metadata']['name']}"]
+        assert pod["spec"]["nodeName"] == f"n{volume[2:]}"  # pv3 is on n3
+    for pod in running(api, "made"):
+        claim = claims(api)[f"data-{pod['metadata']['name']}"]
+        assert claim["metadata"]["annotations"][SELECTED_NODE] == pod["spec"]["nodeName"]
+    stuck = claims(api)["data-stuck-0"]
+    assert stuck["metadata"]["annotations"][SELECTED_NODE] in {f"n{i}" for i in range(6)}
+    assert not (api.get("pods", "default", "stuck-0") or {})["spec"].get("nodeName")
+    assert invariants(api, redis_url, key_prefix, ["default/stuck-0"]) == []

@@ -25,6 +25,7 @@ from cluster.cluster_adapter import Binding
 from cluster.objects import Pod
 from cluster.volumes.index import VOLUMES, VolumeChange, VolumeIndex
 from cluster.volumes.matching import matches, pick, reaches
+from cluster.volumes.resolve import VOLUME_BINDING
 from cluster.volumes.storage_objects import (
     BOUND_BY_CONTROLLER,
     SELECTED_NODE,
@@ -36,15 +37,12 @@ from cluster.volumes.storage_objects import (
 )
 from optimist.kube.client import MERGE_PATCH, ApiError, KubeClient
 
-PLUGIN = "VolumeBinding"
-DEFAULT_TIMEOUT_S = 600.0  # VolumeBindingArgs' bindTimeoutSeconds
-
 
 class PreBindError(Exception):
     """A claim could not be given its volume or node: the pod is not bound."""
 
     def __init__(self, why: str) -> None:
-        super().__init__(f'running PreBind plugin "{PLUGIN}": binding volumes: {why}')
+        super().__init__(f'running PreBind plugin "{VOLUME_BINDING}": binding volumes: {why}')
 
 
 @dataclass(slots=True)
@@ -69,7 +67,8 @@ class VolumePreBind:
     client: KubeClient
     bind: Callable[[Binding], None]  # the pod's claims are bound: bind it now
     failed: Callable[[Binding, str], None]  # they will not be: the pod goes back, and why
-    timeouts: Mapping[str, float] = field(default_factory=dict)  # per profile, in seconds
+    # bindTimeoutSeconds of each profile that runs VolumeBinding (the others bind no claim)
+    timeouts: Mapping[str, float] = field(default_factory=dict)
     # the claims, volumes and classes as the watches show them (the control loop keeps
     # its own, which it reads without a lock)
     index: VolumeIndex = field(default_factory=VolumeIndex)
@@ -150,7 +149,9 @@ class VolumePreBind:
         with self._lock:
             # kept until the pod is seen bound: a binding that fails is tried again
             volumes = self._volumes.get(binding.pod, ())
-            profile = self._profiles.get(binding.pod, "")
+            timeout = self.timeouts.get(self._profiles.get(binding.pod, ""))
+            if timeout is None:
+                return False
             plan = self._plan(binding.pod.split("/", 1)[0], volumes, labels)
             self._given.update(volume.name for _, volume in plan if volume is not None)
         if not plan:
@@ -166,7 +167,7 @@ class VolumePreBind:
             binding,
             labels,
             {claim.key: _Given(volume.name if volume else "") for claim, volume in plan},
-            time.monotonic() + self.timeouts.get(profile, DEFAULT_TIMEOUT_S),
+            time.monotonic() + timeout,
         )
         with self._wake:
             if self._stopped:
