@@ -8,6 +8,7 @@ a cluster says so, `# needs a cluster`: tests/test_kubernetes_end_to_end.py runs
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import re
 import shlex
 import subprocess
@@ -229,3 +230,14 @@ def test_the_explain_page_documents_every_field_of_the_json():
         if f.name not in documented
     }
     assert not missing
+
+
+def test_a_result_file_whose_every_workload_failed_renders_saying_so():
+    """docs/hooks/figures.py renders a simulated result file none of whose workloads ran
+    (each refused, saying why) as a sentence, not a table with no rows."""
+    spec = importlib.util.spec_from_file_location("figures", ROOT / "docs/hooks/figures.py")
+    assert spec is not None and spec.loader is not None
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    failed = ROOT / "tests/benchmarks/report/results/failed-op.json"
+    assert "No workload of this file ran" in hook.figures(failed, "failed-op.json")

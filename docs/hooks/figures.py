@@ -65,6 +65,8 @@ def _simulated(report: dict[str, Any]) -> list[str]:
             f"| {name} | {nodes:,} | {shards} | {_each(rates)} | "
             f"**{statistics.median(rates):,.0f}** | {ratio} | {cpu} |"
         )
+    if not ran:
+        return ["No workload of this file ran: each failed, its result file says why."]
     first = ran[0]["first_decision_s"]  # later runs count from the same start
     return [*out, "", f"The first decision came {first:.1f} s after the command started."]
 
