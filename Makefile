@@ -69,6 +69,7 @@ test: lint docs redis-server prometheus chromium kube oracle
 # The tests that meet a control plane, against v1.30.4 rather than the newest release
 # (`make test` runs the newest, and the two that matter most on both releases).
 KUBE_TESTS := tests/test_kubernetes_end_to_end.py tests/test_living_cluster.py \
+	tests/test_living_volumes.py \
 	tests/optimist/kube tests/deploy tests/benchmarks/apiserver tests/benchmarks/day
 test-kube-1.30: $(STAMP) redis-server prometheus kube oracle
 	OPTIMIST_KUBE_VERSION=v1.30.4 $(BIN)/python -m pytest $(KUBE_TESTS) $(PYTEST_ARGS)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -53,7 +54,7 @@ from cluster.quota import Quota, quota_from_manifest
 from cluster.reservations import Reservation
 from cluster.volumes.index import CLAIMS, CLASSES, VOLUMES, VolumeChange
 from cluster.workload_selectors import WorkloadSelectors, workload_selector_from_manifest
-from optimist.kube.client import ApiError, KubeClient
+from optimist.kube.client import MERGE_PATCH, ApiError, KubeClient
 from optimist.kube.informer import Informer, list_all, object_key
 from optimist.kube.reporter import Reporter
 from optimist.kube.volume_prebind import PreBindError, VolumePreBind
@@ -85,6 +86,13 @@ _SELECTOR_KINDS = {
     "statefulsets": "StatefulSet",
 }
 CONTROLLER_WAIT_S = 2.0
+NOMINATES_BEFORE_PREBIND = 35  # from this minor release on, kube-scheduler nominates first
+
+
+def minor_release(version: dict[str, Any]) -> int:
+    """The minor release of an API server's /version ("37", or a vendor's "37+")."""
+    digits = re.match(r"\d+", str(version.get("minor", "")))
+    return int(digits.group()) if digits else 0
 
 
 class KubernetesAdapter:
@@ -135,7 +143,7 @@ class KubernetesAdapter:
         )
         self._binders = ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
         self.prebind = VolumePreBind(
-            client, self._bind_later, self._prebind_failed, volume_bind_timeouts or {}
+            client, self._bind_later, self._prebind_failed, timeouts=volume_bind_timeouts or {}
         )
         handlers: dict[str, Callable[[str, dict[str, Any]], None]] = {
             "priorityclasses": self._on_priority_class,
@@ -166,6 +174,8 @@ class KubernetesAdapter:
         """Start the informers, each once the one before has listed (priority classes
         before pods, nodes before pods), and return when all have."""
         self.reports.start()
+        if minor_release(self.client.request("GET", "/version")) >= NOMINATES_BEFORE_PREBIND:
+            self.prebind.nominate = self._nominate
         self.prebind.start()
         for name, informer in self.informers.items():
             informer.start()
@@ -502,6 +512,20 @@ class KubernetesAdapter:
         for binding in abandoned:
             self._unclaim(binding)
         return [binding.pod for binding in abandoned]
+
+    def _nominate(self, binding: Binding) -> None:
+        """status.nominatedNodeName, before PreBind writes the claims (a failure is
+        logged: the binding goes on, as upstream's)."""
+        namespace, name = binding.pod.split("/", 1)
+        try:
+            self.client.request(
+                "PATCH",
+                f"/api/v1/namespaces/{namespace}/pods/{name}/status",
+                body={"status": {"nominatedNodeName": binding.node}},
+                content_type=MERGE_PATCH,
+            )
+        except ApiError as err:
+            log.warning("nominating %s for %s before its volumes: %s", binding.node, name, err)
 
     def _bind_later(self, binding: Binding) -> None:
         """PreBind is done: bind from the pool (a watch thread calls this)."""

@@ -67,6 +67,10 @@ class VolumePreBind:
     client: KubeClient
     bind: Callable[[Binding], None]  # the pod's claims are bound: bind it now
     failed: Callable[[Binding, str], None]  # they will not be: the pod goes back, and why
+    # where the API server is 1.35 or newer: status.nominatedNodeName written before the
+    # claims are, so that autoscalers see where the pod is going (upstream's
+    # NominatedNodeNameForExpectation); None: nothing written
+    nominate: Callable[[Binding], None] | None = None
     # bindTimeoutSeconds of each profile that runs VolumeBinding (the others bind no claim)
     timeouts: Mapping[str, float] = field(default_factory=dict)
     # the claims, volumes and classes as the watches show them (the control loop keeps
@@ -156,6 +160,8 @@ class VolumePreBind:
             self._given.update(volume.name for _, volume in plan if volume is not None)
         if not plan:
             return False
+        if self.nominate is not None:
+            self.nominate(binding)
         try:
             for claim, volume in plan:
                 self._write(claim, volume, binding.node)

@@ -202,8 +202,10 @@ def as_optimist(kube_api, objects) -> Path:
 def exercise(kube_api, client):
     """Every kind of request optimist makes: list and watch of what it reads, a binding
     (GPU indices first), reports (a condition, an event counted up, a nomination), an
-    eviction, and the leader's lease. Returns what each binding, eviction and lease
-    call answered, for a test that takes a right away."""
+    eviction, the leader's lease, and VolumeBinding's PreBind (a volume's claimRef and a
+    claim's selected node, then, with no PV controller here, the pod read again once
+    its binding timed out). Returns what each binding, eviction and lease call
+    answered, for a test that takes a right away."""
     api = kube_api
     api.put("nodes", node_doc("n1"))
     api.put("priorityclasses", {"metadata": {"name": "low"}, "value": 1})
@@ -218,11 +220,42 @@ def exercise(kube_api, client):
         },
     )
     api.put("pods", pod_doc("victim", scheduler="default-scheduler", node="n1"))
-    adapter = KubernetesAdapter(client, frozenset({"optimist"})).start()
+    wffc = "WaitForFirstConsumer"
+    for name, provisioner in (("local", "kubernetes.io/no-provisioner"), ("made", "x.io/y")):
+        api.put(
+            "storageclasses",
+            {"metadata": {"name": name}, "provisioner": provisioner, "volumeBindingMode": wffc},
+        )
+        claim = {"accessModes": ["ReadWriteOnce"], "storageClassName": name,
+                 "resources": {"requests": {"storage": "1Gi"}}}  # fmt: skip
+        meta = {"name": name, "namespace": "default"}
+        api.put("persistentvolumeclaims", {"metadata": meta, "spec": claim})
+    volume = {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+              "storageClassName": "local", "hostPath": {"path": "/tmp/unused"}}  # fmt: skip
+    api.put("persistentvolumes", {"metadata": {"name": "pv"}, "spec": volume})
+    api.admin.request(  # as the PV controller would (none runs here)
+        "PATCH",
+        "/api/v1/persistentvolumes/pv/status",
+        body={"status": {"phase": "Available"}},
+        content_type="application/merge-patch+json",
+    )
+    claims = [{"name": c, "persistentVolumeClaim": {"claimName": c}} for c in ("local", "made")]
+    adapter = KubernetesAdapter(
+        client, frozenset({"optimist"}), volume_bind_timeouts={"optimist": 1}
+    ).start()
     try:
         api.put("pods", pod_doc("p", scheduler="optimist"))
         until(lambda: adapter.take_new_pods()[0])
         bound = adapter.bind([Binding("default/p", "n1", gpus=(0,))])
+        api.put("pods", pod_doc("v", scheduler="optimist", volumes=claims))
+        # (p may come again first: its GPU annotation changed it while unbound)
+        until(lambda: "default/v" in {p.key for p in adapter.take_new_pods()[0]})
+        index = adapter.prebind.index
+        until(lambda: getattr(index.volume("pv"), "phase", "") == "Available")
+        until(lambda: index.claim("default/local") and index.claim("default/made"))
+        until(lambda: index.storage_class("local") and index.storage_class("made"))
+        assert adapter.bind([Binding("default/v", "n1")]) == [None]  # waits for its claims
+        until(lambda: "default/v" in adapter.take_deleted_pods(), timeout_s=10)
         for _ in range(2):  # the second counts up on the first event
             adapter.report_unschedulable([("default/p", "Unschedulable", "0/1 nodes")])
         adapter.nominate({"default/p": "n1"})
@@ -246,6 +279,7 @@ def test_the_real_authorizer_allows_every_request_optimist_makes(kube_api):
     assert refused == [], "the RBAC does not allow what optimist asks"
     asked = {(r.method, r.path.rsplit("/", 1)[-1]) for r in kube_api.requests}
     assert {("POST", "binding"), ("PATCH", "status"), ("POST", "events")} <= asked
+    assert {("PATCH", "pv"), ("PATCH", "made"), ("GET", "v")} <= asked  # PreBind's
 
 
 def test_without_a_rule_optimist_fails_saying_which_verb_and_resource(kube_api):
