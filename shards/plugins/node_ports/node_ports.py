@@ -1,8 +1,9 @@
 """NodePorts: a pod's host ports must be free on the node.
 
 A port is taken per protocol and address; one bound on 0.0.0.0 takes every
-address. Only nodes that have host ports in use are looked at, so a pod
-with host ports costs in proportion to those nodes, not to the cluster.
+address. Only nodes that have host ports in use are looked at, or only the
+rows asked about where they are fewer, so a pod with host ports costs in
+proportion to the smaller of the two, not to the cluster.
 
 Rule across shards (docs/design.md, invariant 5): re-checked by the binder. The
 commit script keeps each node's host ports in the store and refuses a pod
@@ -44,10 +45,23 @@ class NodePorts(FilterPlugin):
         if not pod.ports:
             return np.ones(table.alive[rows].shape, dtype=bool)
         ids = row_numbers(rows, table.size)
+        used, assumed = table.ports, table.assumed_ports
+        if len(ids) <= len(used) + len(assumed):
+            # fewer rows asked about than nodes with ports (a catch-up, a search's
+            # window): those rows alone, or a cluster full of one port costs a pass over
+            # every node for each pod
+            return np.array(
+                [
+                    not (
+                        (row in used or row in assumed)
+                        and clashes(table.host_ports(row), pod.ports)
+                    )
+                    for row in ids.tolist()
+                ],
+                dtype=bool,
+            )
         busy = [
-            row
-            for row in table.ports.keys() | table.assumed_ports.keys()
-            if clashes(table.host_ports(row), pod.ports)
+            row for row in used.keys() | assumed.keys() if clashes(table.host_ports(row), pod.ports)
         ]
         return ~np.isin(ids, busy)
 

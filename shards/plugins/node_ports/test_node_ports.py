@@ -54,3 +54,20 @@ def test_pod_without_host_ports_is_never_blocked():
     assert NodePorts().reasons(pod, table, np.array([0])) == {
         "node(s) didn't have free ports for the requested pod ports": 1
     }
+
+
+def test_a_few_rows_are_judged_alone_and_agree_with_a_pass_over_every_node():
+    """Asked about fewer rows than nodes with ports (a catch-up, a window), the filter
+    looks at those rows alone; its answer is the whole pass's on them."""
+    rng = np.random.default_rng(5)
+    table = table_of([node(f"n{i}") for i in range(60)])
+    for row in rng.choice(60, 40, replace=False).tolist():
+        table.ports[row] = Counter({("TCP", str(rng.choice(["0.0.0.0", "10.0.0.1"])), 80): 1})
+    for row in rng.choice(60, 5, replace=False).tolist():
+        table.assumed_ports[row] = Counter({("TCP", "10.0.0.2", 80): 1})
+    plugin = NodePorts()
+    for wanted in (("TCP", "", 80), ("TCP", "10.0.0.2", 80), ("UDP", "", 80)):
+        pod = compile_pod(with_ports(wanted), table)
+        whole = plugin.filter(pod, table, every(table))
+        for rows in (np.array([3]), rng.choice(60, 12, replace=False), np.arange(60)):
+            assert plugin.filter(pod, table, rows).tolist() == whole[rows].tolist()
