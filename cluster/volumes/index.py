@@ -58,6 +58,9 @@ class VolumeIndex:
             False,
         )
     )
+    # the readable volumes by storage class, as `volumes` holds them: what a claim is
+    # matched against at each attempt, without a pass over every volume
+    _by_class: dict[str, dict[str, PersistentVolume]] = field(default_factory=dict)
 
     def apply(self, resource: str, manifest: Mapping[str, Any], deleted: bool = False) -> str:
         """A watch's object (of `resource`: CLAIMS, VOLUMES or CLASSES) made, changed or
@@ -67,15 +70,28 @@ class VolumeIndex:
         key = str(meta.get("name", ""))
         if kind.namespaced:
             key = f"{meta.get('namespace') or 'default'}/{key}"
+        if kind is self.volumes:
+            self._unfile(key)
         if deleted:
             kind.objects.pop(key, None)
             return ""
         known = key in kind.objects
         try:
-            kind.objects[key] = kind.decode(manifest)
+            kind.objects[key] = found = kind.decode(manifest)
         except InvalidObject as err:
             kind.objects[key] = err
+        else:
+            if isinstance(found, PersistentVolume):
+                self._by_class.setdefault(found.storage_class, {})[key] = found
         return kind.updated if known else kind.added
+
+    def _unfile(self, name: str) -> None:
+        old = self.volumes.objects.get(name)
+        if isinstance(old, PersistentVolume):
+            same_class = self._by_class[old.storage_class]
+            del same_class[name]
+            if not same_class:
+                del self._by_class[old.storage_class]
 
     def _kind(self, resource: str) -> _Kind[Any]:
         if resource == CLAIMS:
@@ -92,9 +108,5 @@ class VolumeIndex:
         return self.classes.objects.get(name)
 
     def volumes_of_class(self, name: str) -> list[PersistentVolume]:
-        """The readable volumes of a storage class (upstream's ListPVs), in the order seen."""
-        return [
-            v
-            for v in self.volumes.objects.values()
-            if isinstance(v, PersistentVolume) and v.storage_class == name
-        ]
+        """The readable volumes of a storage class (upstream's ListPVs)."""
+        return list(self._by_class.get(name, {}).values())

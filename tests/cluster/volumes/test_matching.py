@@ -137,3 +137,20 @@ def _claim(index: VolumeIndex, manifest: dict[str, Any]) -> PersistentVolumeClai
     found = index.claim("ns/c")
     assert isinstance(found, PersistentVolumeClaim)
     return found
+
+
+def test_the_index_files_each_readable_volume_under_its_class_as_it_changes():
+    index = known((VOLUMES, local("pv", "n1")), (VOLUMES, local("other", "n2", cls="zonal")))
+
+    def names(cls: str) -> list[str]:
+        return [v.name for v in index.volumes_of_class(cls)]
+
+    assert (names("local"), names("zonal")) == (["pv"], ["other"])
+    index.apply(VOLUMES, local("pv", "n1", cls="zonal"))  # its class changed
+    assert (names("local"), sorted(names("zonal"))) == ([], ["other", "pv"])
+    unreadable = local("pv", "n1", cls="zonal")
+    unreadable["spec"]["capacity"]["storage"] = "lots"
+    index.apply(VOLUMES, unreadable)  # kept as its error, matched to no claim
+    assert names("zonal") == ["other"]
+    index.apply(VOLUMES, local("other", "n2", cls="zonal"), deleted=True)
+    assert names("zonal") == [] and index.volume("other") is None
