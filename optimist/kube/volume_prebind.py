@@ -118,10 +118,6 @@ class VolumePreBind:
             self._profiles.pop(pod, None)
             self._waiting.pop(pod, None)
 
-    def waiting(self) -> int:
-        with self._lock:
-            return len(self._waiting)
-
     def observe(self, change: VolumeChange) -> None:
         """A claim, volume or class as its watch brings it; pods whose claims are now all
         bound are bound, and those whose claims went wrong go back."""
