@@ -417,6 +417,11 @@ class NodeTable:
         """A value computed from node specs alone, kept until a spec changes."""
         return self._derived.get(self.spec_epoch, key, compute)
 
+    def named(self, rows: slice | np.ndarray, name: str) -> npt.NDArray[np.bool_]:
+        """Per row of `rows`, whether it is the node called `name` (none, if unknown)."""
+        found: npt.NDArray[np.bool_] = row_numbers(rows, self.size) == self.index.get(name, -1)
+        return found
+
     def node_priority(self, seed: int) -> np.ndarray:
         """Per row, a fixed rank (0 .. rows-1, higher first) drawn from `seed` and the node's
         name, so that every shard with the seed ranks the nodes alike, each from its own

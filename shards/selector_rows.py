@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cluster.selectors import NodeSelectorTerm, Requirement
-from shards.node_table import NodeTable, row_numbers
+from shards.node_table import NodeTable
 
 Rows = np.ndarray | slice
 Preferences = tuple[tuple[int, NodeSelectorTerm], ...]
@@ -33,11 +33,10 @@ def label_requirement(req: Requirement, table: NodeTable, rows: Rows) -> npt.NDA
 
 
 def _field_requirement(req: Requirement, table: NodeTable, rows: Rows) -> npt.NDArray[np.bool_]:
-    ids = row_numbers(rows, table.size)
     if len(req.values) != 1:
         # upstream cannot make a field selector of it: the term matches no node
-        return np.zeros(ids.shape, dtype=bool)
-    inside: npt.NDArray[np.bool_] = ids == table.index.get(req.values[0], -1)
+        return np.zeros(table.alive[rows].shape, dtype=bool)
+    inside = table.named(rows, req.values[0])
     return inside if req.operator == "In" else ~inside
 
 

@@ -10,7 +10,7 @@ import numpy.typing as npt
 from cluster.events import NODE_ADD, NODE_UPDATE
 from cluster.objects import SchedulingSpec
 from shards.framework import FilterPlugin, PodClass, Rows
-from shards.node_table import NodeTable, row_numbers
+from shards.node_table import NodeTable
 
 REASON = "node(s) didn't match the requested node name"
 
@@ -22,9 +22,7 @@ class NodeName(FilterPlugin):
     def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> npt.NDArray[np.bool_]:
         if not pod.spec.node_name:
             return np.ones(table.alive[rows].shape, dtype=bool)
-        ids = row_numbers(rows, table.size)
-        named: npt.NDArray[np.bool_] = ids == table.index.get(pod.spec.node_name, -1)
-        return named
+        return table.named(rows, pod.spec.node_name)
 
     def static_key(self, spec: SchedulingSpec) -> str:
         return spec.node_name

@@ -28,7 +28,7 @@ from cluster.objects import SchedulingSpec
 from cluster.volumes.needs import VolumeNeeds
 from cluster.volumes.resolve import VOLUME_BINDING
 from shards.framework import FilterPlugin, PodClass, Rows
-from shards.node_table import NodeTable, row_numbers
+from shards.node_table import NodeTable
 from shards.selector_rows import any_term
 
 AFFINITY_CONFLICT = "node(s) had volume node affinity conflict"
@@ -81,7 +81,7 @@ class VolumeBinding(FilterPlugin):
         for terms in needs.unbound:
             mask &= any_term(terms, table, rows, names=False)
         if needs.selected_node:
-            mask &= row_numbers(rows, table.size) == table.index.get(needs.selected_node, -1)
+            mask &= table.named(rows, needs.selected_node)
         return mask
 
     def static_key(self, spec: SchedulingSpec) -> Hashable:
