@@ -244,12 +244,9 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
         if not attempted:
             self._wait(keys())
             return
-        while not self.watch.attempted(keys()):
-            if time.perf_counter() > self.deadline:
-                raise TimeoutError(f"pods not attempted within {self.timeout_s:.0f}s")
-            self._scheduler_runs("while pods waited for their first attempt")
-            self._tick()
-            time.sleep(POLL_S)
+        first = "while pods waited for their first attempt"
+        if not self._until(lambda: "" if self.watch.attempted(keys()) else first):
+            raise TimeoutError(f"pods not attempted within {self.timeout_s:.0f}s")
 
     def _await_made(self, namespaces: tuple[str, ...]) -> None:
         """Until the controllers have made the pods the workloads of `namespaces` ask
@@ -551,15 +548,28 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
     def _drive(self, keys: list[str]) -> bool:
         """Until `keys` are bound or settled, pacing deletions and churn meanwhile;
         False if the case ran out of time first."""
-        while True:
+
+        def waiting() -> str:
             left, settled = self.watch.left(keys)
-            if not left or (settled and not self.deleting):
-                return True
+            return (
+                ""
+                if not left or (settled and not self.deleting)
+                else f"while {len(left)} pods waited"
+            )
+
+        return self._until(waiting)
+
+    def _until(self, waiting: Callable[[], str]) -> bool:
+        """Until `waiting()` says nothing waits (""; else what does, for the error of a
+        scheduler found dead), pacing deletions and churn meanwhile; False if the case
+        ran out of time first."""
+        while doing := waiting():
             if time.perf_counter() > self.deadline:
                 return False
-            self._scheduler_runs(f"while {len(left)} pods waited")
+            self._scheduler_runs(doing)
             self._tick()
             time.sleep(POLL_S)
+        return True
 
     def _adopt(self) -> None:
         """The pods controllers made since the last turn: measured as the bench's own
