@@ -43,11 +43,11 @@ def check_invariants(
     if store is not None:
         violations += store_agrees(cluster, store, counted)
     if volumes is not None:
-        violations += volumes_hold(cluster, volumes)
+        violations += volumes_hold(cluster, counted, volumes)
     return violations
 
 
-def volumes_hold(cluster: SimulatedCluster, volumes: VolumeIndex) -> list[str]:
+def volumes_hold(cluster: SimulatedCluster, counted: Recount, volumes: VolumeIndex) -> list[str]:
     """A pod is bound only once every claim it names is bound, to a volume the pod's
     node reaches; and no volume is any two claims' (what VolumeBinding's PreBind keeps)."""
     violations = []
@@ -58,11 +58,10 @@ def volumes_hold(cluster: SimulatedCluster, volumes: VolumeIndex) -> list[str]:
     for name, claims in holders.items():
         if len(claims) > 1:
             violations.append(f"volume {name} is claimed by {', '.join(sorted(claims))}")
-    for pod_key, node in cluster.bindings.items():
-        namespace = pod_key.split("/", 1)[0]
-        pod = pod_from_manifest(cluster.pod_manifests[pod_key])
+    for pod_key, claim_names in counted.claims.items():
+        namespace, node = pod_key.split("/", 1)[0], cluster.bindings[pod_key]
         labels = cluster.nodes[node].labels if node in cluster.nodes else {}
-        for claim_name in (v.claim for v in pod.volumes):
+        for claim_name in claim_names:
             claim = volumes.claim(f"{namespace}/{claim_name}")
             if not isinstance(claim, PersistentVolumeClaim) or not claim.bound:
                 violations.append(f"pod {pod_key} is bound, its claim {claim_name} is not")
@@ -85,6 +84,7 @@ class Recount:
     gpus: dict[str, Counter[int]]  # node -> GPU index -> milli, by pods not ended
     unknown_gpus: set[str]  # nodes with GPU pods whose GPUs nobody wrote down
     members: Counter[str]  # PodGroup -> its pods bound, ended or deleted since or not
+    claims: dict[str, tuple[str, ...]]  # bound pod -> the claims it names (none: absent)
     # what reading the bindings found: a pod on an unknown node, a host port held twice,
     # GPU indices missing or not as many as asked
     problems: list[str] = field(default_factory=list)
@@ -100,14 +100,17 @@ def recount(cluster: SimulatedCluster) -> Recount:
         {name: Counter() for name in cluster.nodes},
         set(),
         Counter(cluster.departed_members),
+        {},
     )
     ports: dict[str, list[tuple[str, HostPort]]] = {name: [] for name in cluster.nodes}
     scheduled = {b.pod for b in cluster.bind_log}
     for pod_key, node in cluster.bindings.items():
+        bound_pod = pod_from_manifest(cluster.pod_manifests[pod_key])
+        if bound_pod.volumes:
+            counted.claims[pod_key] = tuple(v.claim for v in bound_pod.volumes)
         if node not in cluster.nodes:
             counted.problems.append(f"pod {pod_key} is bound to unknown node {node}")
             continue
-        bound_pod = pod_from_manifest(cluster.pod_manifests[pod_key])
         if bound_pod.group:  # placed with its gang, whether or not it has ended since
             counted.members[bound_pod.group] += 1
         if pod_key in ended:

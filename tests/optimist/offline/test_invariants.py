@@ -149,11 +149,15 @@ def test_volumes_hold_names_a_pod_bound_before_its_claim_and_a_volume_claimed_tw
     bound = {"pv.kubernetes.io/bind-completed": "yes"}
     index.apply(CLAIMS, {"metadata": {"name": "ca", "namespace": "default", "annotations": bound},
                          "spec": {"volumeName": "pv"}})  # fmt: skip
-    assert volumes_hold(cluster, index) == ["pod default/b is bound, its claim cb is not"]
+    assert volumes_hold(cluster, recount(cluster), index) == [
+        "pod default/b is bound, its claim cb is not"
+    ]
     index.apply(CLAIMS, {"metadata": {"name": "cb", "namespace": "default", "annotations": bound},
                          "spec": {"volumeName": "pv"}})  # fmt: skip
-    assert volumes_hold(cluster, index) == ["volume pv is claimed by default/ca, default/cb"]
+    assert volumes_hold(cluster, recount(cluster), index) == [
+        "volume pv is claimed by default/ca, default/cb"
+    ]
     cluster.nodes["n"].labels["kubernetes.io/hostname"] = "elsewhere"
     assert "pod default/a is on n, which its volume pv does not reach" in volumes_hold(
-        cluster, index
+        cluster, recount(cluster), index
     )
