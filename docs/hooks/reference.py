@@ -26,6 +26,7 @@ from optimist.configuration.plugins import (
     HANDLED_OUTSIDE_SHARDS,
     UPSTREAM_PLUGINS,
     inactive_reason,
+    point_title,
 )
 from optimist.metrics.definitions import ApiSample, SchedulerMetrics
 from optimist.offline.provenance import short_commit
@@ -117,8 +118,7 @@ def plugins_page() -> str:
             served = [p for p, s in (("Filter", filters), ("Score", scores)) if name in s]
             status = "runs in the shards: " + ", ".join(served)
             if outside is not None:
-                points_outside = ", ".join(p[:1].upper() + p[1:] for p in outside[0])
-                status += f"; {points_outside}: {outside[1]}"
+                status += f"; {', '.join(map(point_title, outside[0]))}: {outside[1]}"
         elif outside is not None:
             status = outside[1]
         else:

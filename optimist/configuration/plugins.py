@@ -236,11 +236,11 @@ def expand_point(
     for entry in specific.enabled:
         if point not in known.points[entry.name]:
             raise ConfigError(
-                f"{entry.path}.name", entry.name, f"does not implement {_title(point)}"
+                f"{entry.path}.name", entry.name, f"does not implement {point_title(point)}"
             )
         if entry.name in named:
             raise ConfigError(
-                f"{entry.path}.name", entry.name, f"already enabled at {_title(point)}"
+                f"{entry.path}.name", entry.name, f"already enabled at {point_title(point)}"
             )
         named[entry.name] = entry
     if "*" in specific.disabled:
@@ -255,7 +255,9 @@ def expand_point(
             overridden.add(entry.name)
         elif entry.name in from_multi:
             where = entry.path or from_multi[entry.name].path or f"{path}.multiPoint"
-            raise ConfigError(f"{where}.name", entry.name, f"enabled twice for {_title(point)}")
+            raise ConfigError(
+                f"{where}.name", entry.name, f"enabled twice for {point_title(point)}"
+            )
         else:
             from_multi[entry.name] = entry
     first = [e for e in specific.enabled if e.name in overridden]
@@ -263,7 +265,7 @@ def expand_point(
     return first + list(from_multi.values()) + rest
 
 
-def _title(point: str) -> str:
+def point_title(point: str) -> str:
     """An extension point as upstream's docs name it: "preFilter" -> "PreFilter"."""
     return point[:1].upper() + point[1:]
 
@@ -309,7 +311,10 @@ def inactive_plugins(profile: ExpandedProfile, known: KnownPlugins) -> list[Inac
         if missing:
             out.append(
                 InactivePlugin(
-                    profile.scheduler_name, name, tuple(map(_title, missing)), inactive_reason(name)
+                    profile.scheduler_name,
+                    name,
+                    tuple(map(point_title, missing)),
+                    inactive_reason(name),
                 )
             )
     return out
