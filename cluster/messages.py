@@ -147,6 +147,7 @@ class Conflict(StrEnum):
     RESOURCES = "resources"  # a candidate lacks room for some resource
     GPUS = "gpus"  # too few of a candidate's GPUs have room (in one group, if asked)
     HOST_PORT = "host-port"
+    VOLUME_LIMIT = "volume-limit"  # a candidate would attach more volumes than it may
     NODE_GONE = "node-gone"
     CHANGED = "changed"  # coarse mode: a candidate changed since the shard saw it
     # the binder's inter-pod re-check, or a keeping-away pod committed after routing

@@ -206,6 +206,11 @@ class Node(Wire):
     unschedulable: bool = False
     images: tuple[ContainerImage, ...] = ()
     gpu_topology: GpuTopology = field(default_factory=GpuTopology)
+    # NodeVolumeLimits: attach limit key -> volumes the node may attach, sorted (its
+    # allocatable's attachable-volumes-*, then its CSINode's drivers, `cluster.volumes.attach`)
+    volume_limits: tuple[tuple[str, int], ...] = ()
+    # in-tree volume plugins its CSINode says are migrated to CSI drivers here
+    migrated_plugins: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         imply_node_milli(self.allocatable)

@@ -5,7 +5,7 @@
 -- a node's last one holding its state now. Otherwise (a node added or removed, a
 -- release, a namespace, or a reader far behind) reads every changed node:
 -- {msgpack [seq, names, versions, used, deleted, committed, ports, specs, peered,
--- namespaces, gpus],
+-- namespaces, gpus, attached],
 -- spec, ..., pods, ...}:
 -- `ports` lists, for changed nodes with host ports in use, [name, [[protocol,
 -- port, ip, pods], ...]]; `peered` names the changed nodes with pods, whose
@@ -21,7 +21,9 @@
 -- column's; `specs` counts the specs that follow the frame (binary, so they
 -- travel outside it): the nodes whose spec changed after ARGV[3]; `namespaces` lists
 -- [name, labels as JSON or false if deleted] for those changed after ARGV[3];
--- `gpus` lists [name, milli used per GPU] for changed nodes with GPUs in use.
+-- `gpus` lists [name, milli used per GPU] for changed nodes with GPUs in use;
+-- `attached` lists, for changed nodes with volumes attached, [name, [[limit key,
+-- volume, pods], ...]].
 local since = tonumber(ARGV[3])
 local cols = cmsgpack.unpack(ARGV[4])
 local awaited = cmsgpack.unpack(ARGV[5])
@@ -38,7 +40,7 @@ if seq - since <= COMMIT_LOG_KEPT then
     return reply
   end
 end
-local fields = {'v', 'specv', 'hp', 'pp', 'g'}
+local fields = {'v', 'specv', 'hp', 'pp', 'g', 'av'}
 local column = {}
 for j, c in ipairs(cols) do column['u:' .. c] = j - 1 end
 local FEW = 64 -- more columns than this: a node's own usage fields, found by name
@@ -46,7 +48,7 @@ if #cols <= FEW then
   for _, c in ipairs(cols) do fields[#fields + 1] = 'u:' .. c end
 end
 local names, versions, used, deleted = {}, {}, {}, {}
-local ports, peered, maps, gpus = {}, {}, {}, {}
+local ports, peered, maps, gpus, attached = {}, {}, {}, {}, {}
 local reply = {false}
 
 -- Record the amounts there are of the usage fields `of`, from the j-th on, in `used`.
@@ -69,7 +71,7 @@ for _, name in ipairs(redis.call('ZRANGEBYSCORE', CHANGES, '(' .. since, '+inf')
     names[#names + 1] = name
     versions[#versions + 1] = tonumber(vals[1])
     if #cols <= FEW then
-      add_usage(#names - 1, fields, vals, 6)
+      add_usage(#names - 1, fields, vals, 7)
     else
       local own = {}
       for _, f in ipairs(redis.call('HKEYS', key)) do
@@ -79,6 +81,7 @@ for _, name in ipairs(redis.call('ZRANGEBYSCORE', CHANGES, '(' .. since, '+inf')
     end
     if vals[3] then ports[#ports + 1] = {name, port_entries(cmsgpack.unpack(vals[3]))} end
     if vals[5] then gpus[#gpus + 1] = {name, cmsgpack.unpack(vals[5])} end
+    if vals[6] then attached[#attached + 1] = {name, volume_entries(cmsgpack.unpack(vals[6]))} end
     if vals[4] then
       peered[#peered + 1] = name
       maps[#maps + 1] = vals[4]
@@ -93,6 +96,6 @@ for _, name in ipairs(redis.call('ZRANGEBYSCORE', NAMESPACE_CHANGES, '(' .. sinc
   namespaces[#namespaces + 1] = {name, redis.call('HGET', NAMESPACES, name)}
 end
 reply[1] = cmsgpack.pack({seq, names, versions, used, deleted, committed, ports, #reply - 1, peered,
-  namespaces, gpus})
+  namespaces, gpus, attached})
 for _, map in ipairs(maps) do reply[#reply + 1] = map end
 return reply

@@ -1,17 +1,23 @@
 -- Commit a batch of units, each all-or-nothing against the committed state.
 -- ARGV[3]: msgpack [classes, units]
 --   classes: list of [names, amounts, host ports, peer id, peer, keeps away,
---            GPU locality ('' or the group kind its GPUs must share: 'nvlink', 'numa')]
+--            GPU locality ('' or the group kind its GPUs must share: 'nvlink', 'numa'),
+--            attachable volumes]
 --            (a pod's requests; names starting with '~' are score-only
 --            accounting and never checked for fit; host ports as [protocol,
 --            ip, port], ip 0.0.0.0 for any; the peer is what other pods'
 --            affinity and spreading see of the pod, stored once under its id;
---            keeps away: the pod has required anti-affinity)
+--            keeps away: the pod has required anti-affinity; attachable volumes
+--            as [limit key, volume, in-tree plugin or '']: one with a plugin
+--            counts only on nodes where that plugin is migrated)
 --   units:   list of [unit key, pods], pods a list of [pod key, class index
 --            (0-based), candidate nodes best first, the node versions seen,
 --            the GPUs the shard chose on the first candidate (optional)]
 --            A pod that asks for GPUs gets the GPUs chosen if each still has
---            room, else those that fit best (common.lua's choose_gpus).
+--            room, else those that fit best (common.lua's choose_gpus). A pod
+--            whose volumes not yet attached to a node would take more of a limit
+--            key than the node's limit for it does not fit there (keys it has no
+--            limit for are not checked).
 -- ARGV[4]: 'fine' (a pod still fits the committed state: accept) or 'coarse'
 --          (a candidate that changed since the shard saw it is a conflict,
 --          Omega's sequence-number check), or 'observed': pods the cluster
@@ -72,12 +78,16 @@ for i, c in ipairs(classes) do
   local ok = type(c) == 'table' and type(c[1]) == 'table' and type(c[2]) == 'table'
     and #c[1] == #c[2] and type(c[3]) == 'table' and is_name(c[4]) and type(c[5]) == 'string'
     and type(c[6]) == 'boolean' and (c[7] == '' or c[7] == 'nvlink' or c[7] == 'numa')
+    and type(c[8]) == 'table'
   if ok then
     for j, name in ipairs(c[1]) do
       ok = ok and is_name(name) and is_amount(c[2][j])
     end
     for _, p in ipairs(c[3]) do
       ok = ok and is_port(p)
+    end
+    for _, a in ipairs(c[8]) do
+      ok = ok and is_attachable(a)
     end
   end
   valid_class[i] = ok
@@ -92,7 +102,8 @@ local function load(name)
     nodes[name] = false
     return false
   end
-  n = {alloc = {}, used = {}, ports = {}, peers = {}, gpus = {}}
+  n = {alloc = {}, used = {}, ports = {}, peers = {}, gpus = {},
+    limits = {}, migrated = {}, attached = {}}
   for i = 1, #flat, 2 do
     local kind = string.sub(flat[i], 1, 2)
     if kind == 'a:' then
@@ -107,6 +118,12 @@ local function load(name)
       n.gpus = cmsgpack.unpack(flat[i + 1])
     elseif flat[i] == 'gt' then
       n.topology = cmsgpack.unpack(flat[i + 1])
+    elseif flat[i] == 'vl' then
+      n.limits = cmsgpack.unpack(flat[i + 1])
+    elseif flat[i] == 'mp' then
+      for _, plugin in ipairs(cmsgpack.unpack(flat[i + 1])) do n.migrated[plugin] = true end
+    elseif flat[i] == 'av' then
+      n.attached = cmsgpack.unpack(flat[i + 1])
     elseif flat[i] == 'v' then
       n.version = tonumber(flat[i + 1])
     end
@@ -155,6 +172,46 @@ local function gpus_for(n, name, extra, cls, wanted)
     name, devices, count, per)
 end
 
+-- The volumes of `attach` (a class's) that count on node `n`: {key, volume}, each once.
+local function volumes_on(n, attach)
+  local out, taken = {}, {} -- taken: key -> volume -> true
+  for _, a in ipairs(attach) do
+    local of_key = taken[a[1]] or {}
+    taken[a[1]] = of_key
+    if (a[3] == '' or n.migrated[a[3]]) and not of_key[a[2]] then
+      of_key[a[2]] = true
+      out[#out + 1] = {a[1], a[2]}
+    end
+  end
+  return out
+end
+
+-- The first limit key whose limit on node `n` a pod's `volumes` (`volumes_on`) would
+-- pass, with how many it attaches anew, the total then and the limit; `extra` holds
+-- the volumes earlier pods of the unit attach there. Nil if none.
+local function volume_excess(n, extra, volumes)
+  local new, keys = {}, {}
+  for _, a in ipairs(volumes) do
+    local key = a[1]
+    if not (n.attached[key] or {})[a[2]] and not (extra[key] or {})[a[2]] then
+      if not new[key] then keys[#keys + 1] = key end
+      new[key] = (new[key] or 0) + 1
+    end
+  end
+  for _, key in ipairs(keys) do
+    local limit = n.limits[key]
+    if limit then
+      local attached, total = n.attached[key] or {}, new[key]
+      for _, _ in pairs(attached) do total = total + 1 end
+      for v, _ in pairs(extra[key] or {}) do
+        if not attached[v] then total = total + 1 end
+      end
+      if total > limit then return key, new[key], total, limit end
+    end
+  end
+  return nil
+end
+
 -- Which units and pods are committed already: read once for the whole batch.
 local unit_keys, pod_keys = {}, {}
 for _, unit in ipairs(units) do
@@ -187,6 +244,7 @@ local seen = {}
 local dirty = {}
 local ports_dirty = {}
 local gpus_dirty = {}
+local volumes_dirty = {}
 local new_peers = {} -- peer id -> class
 local namespaces = {} -- of the committed pods
 local records = {} -- pod key, record, ... for PODS
@@ -205,8 +263,10 @@ for ui, unit in ipairs(units) do
   local extra = {} -- node -> resource -> amount placed by earlier pods of this unit
   local extra_ports = {} -- node -> host ports taken by earlier pods of this unit
   local extra_gpus = {} -- node -> milli per GPU taken by earlier pods of this unit
+  local extra_volumes = {} -- node -> volumes attached by earlier pods of this unit
   local chosen = {}
   local chosen_gpus = {}
+  local chosen_volumes = {}
   if not result then
     for pi, p in ipairs(unit[2]) do
       if not valid_pod(p) then
@@ -240,23 +300,31 @@ for ui, unit in ipairs(units) do
           extra[name] = extra[name] or {}
           extra_ports[name] = extra_ports[name] or {}
           extra_gpus[name] = extra_gpus[name] or {}
+          extra_volumes[name] = extra_volumes[name] or {}
           local r, free, amount = nil, nil, nil
           if not observed then r, free, amount = shortfall(n, extra[name], cls) end
           local clash = not r and not observed
             and (port_clash(n.ports, cls[3]) or port_clash(extra_ports[name], cls[3]))
+          local volumes = volumes_on(n, cls[8])
+          local over, more, total, limit = nil, nil, nil, nil
+          if not r and not clash and not observed then
+            over, more, total, limit = volume_excess(n, extra_volumes[name], volumes)
+          end
           local gpus, short = nil, nil
-          if not r and not clash then
+          if not r and not clash and not over then
             gpus, short = gpus_for(n, name, extra_gpus[name], cls, c == 1 and p[5] or nil)
           end
           if gpus then
             chosen[#chosen + 1] = name
             chosen_gpus[#chosen_gpus + 1] = gpus
+            chosen_volumes[#chosen_volumes + 1] = volumes
             for i, rn in ipairs(cls[1]) do
               extra[name][rn] = (extra[name][rn] or 0) + cls[2][i]
             end
             count_ports(extra_ports[name], cls[3], 1)
             local _, per = gpu_demand(cls[1], cls[2])
             count_gpus(extra_gpus[name], gpus, per, 1)
+            count_volumes(extra_volumes[name], volumes, 1)
             break
           end
           if why then -- an earlier candidate's reason is kept
@@ -264,6 +332,9 @@ for ui, unit in ipairs(units) do
             why, kind = string.format('node %s: insufficient %s (free %s, requested %s)', name, r, int(free), int(amount)), 'resources'
           elseif clash then
             why, kind = string.format('node %s: host port %s/%s:%d is in use', name, clash[1], clash[2], clash[3]), 'host-port'
+          elseif over then
+            why, kind = string.format('node %s: attaching %d more volumes of %s would make %d, over its limit %d',
+              name, more, over, total, limit), 'volume-limit'
           else
             why, kind = short, 'gpus'
           end
@@ -300,11 +371,18 @@ for ui, unit in ipairs(units) do
         count_ports(nodes[chosen[i]].ports, cls[3], 1)
         ports_dirty[chosen[i]] = true
       end
+      if #chosen_volumes[i] > 0 then
+        count_volumes(nodes[chosen[i]].attached, chosen_volumes[i], 1)
+        volumes_dirty[chosen[i]] = true
+      end
       count_peer(nodes[chosen[i]].peers, cls[4], 1)
       new_peers[cls[4]] = cls
       namespaces[string.match(p[1], '^[^/]*')] = true
+      -- what common.lua's release_pod gives back: [node, unit, resource names, amounts,
+      -- host ports, peer id, GPUs, attached volumes as [limit key, volume]]
       records[#records + 1] = p[1]
-      records[#records + 1] = cmsgpack.pack({chosen[i], unit[1], cls[1], cls[2], cls[3], cls[4], chosen_gpus[i]})
+      records[#records + 1] = cmsgpack.pack({chosen[i], unit[1], cls[1], cls[2], cls[3], cls[4],
+        chosen_gpus[i], chosen_volumes[i]})
     end
     local pods = {}
     for i, p in ipairs(unit[2]) do pods[i] = p[1] end
@@ -325,8 +403,9 @@ end
 -- The commit log's record of this commit (changes_since.lua reads it): msgpack [seq,
 -- resources, names, usage (per name, its amount of each resource, 0 where none), peers
 -- (per name, peer id -> pods), [name, `port_entries`] for names with host ports in use,
--- [name, milli used per GPU] for names with GPUs in use]: each changed node as its
--- hash now holds it, so that a reader needs no read of its own.
+-- [name, milli used per GPU] for names with GPUs in use, [name, `volume_entries`] for
+-- names with volumes attached]: each changed node as its hash now holds it, so that a
+-- reader needs no read of its own.
 local function log_changes(seq, changed)
   local resources, column = {}, {}
   for name, _ in pairs(changed) do
@@ -337,7 +416,7 @@ local function log_changes(seq, changed)
       end
     end
   end
-  local names, usage, peers, ports, gpus = {}, {}, {}, {}, {}
+  local names, usage, peers, ports, gpus, attached = {}, {}, {}, {}, {}, {}
   for name, _ in pairs(changed) do
     local n, base = nodes[name], #usage
     names[#names + 1] = name
@@ -346,8 +425,10 @@ local function log_changes(seq, changed)
     peers[#peers + 1] = n.peers
     if next(n.ports) then ports[#ports + 1] = {name, port_entries(n.ports)} end
     if next(n.gpus) then gpus[#gpus + 1] = {name, n.gpus} end
+    if next(n.attached) then attached[#attached + 1] = {name, volume_entries(n.attached)} end
   end
-  redis.call('ZADD', COMMIT_LOG, seq, cmsgpack.pack({seq, resources, names, usage, peers, ports, gpus}))
+  redis.call('ZADD', COMMIT_LOG, seq,
+    cmsgpack.pack({seq, resources, names, usage, peers, ports, gpus, attached}))
   redis.call('ZREMRANGEBYSCORE', COMMIT_LOG, '-inf', seq - COMMIT_LOG_KEPT)
 end
 
@@ -367,6 +448,7 @@ if next(dirty) then
     redis.call('HSET', NODE .. name, unpack(args))
     if ports_dirty[name] then write_map(NODE .. name, 'hp', n.ports) end
     if gpus_dirty[name] then redis.call('HSET', NODE .. name, 'g', cmsgpack.pack(n.gpus)) end
+    if volumes_dirty[name] then write_map(NODE .. name, 'av', n.attached) end
     changes[#changes + 1] = seq
     changes[#changes + 1] = name
   end

@@ -79,8 +79,35 @@ local function port_entries(used)
   return entries
 end
 
--- A node's counted maps ('hp' host ports, 'pp' peers) are written whole, or
--- dropped when empty.
+-- Volumes attached to a node, for its attach limits (upstream's NodeVolumeLimits):
+-- field 'av' holds msgpack {limit key: {volume: pods}}, 'vl' its limits {limit key:
+-- volumes} and 'mp' the in-tree plugins migrated to CSI there (put_nodes.lua).
+local function is_attachable(a)
+  return type(a) == 'table' and is_name(a[1]) and is_name(a[2]) and type(a[3]) == 'string'
+end
+
+-- Add (sign 1) or remove (sign -1) a pod's volumes ({key, volume}) from a node's
+-- map, dropping empty entries.
+local function count_volumes(used, volumes, sign)
+  for _, a in ipairs(volumes) do
+    local pods = used[a[1]] or {}
+    pods[a[2]] = (pods[a[2]] or 0) + sign
+    if pods[a[2]] <= 0 then pods[a[2]] = nil end
+    used[a[1]] = next(pods) and pods or nil
+  end
+end
+
+-- A node's attached volumes as readers take them: {{key, volume, pods}, ...}.
+local function volume_entries(used)
+  local entries = {}
+  for key, pods in pairs(used) do
+    for volume, count in pairs(pods) do entries[#entries + 1] = {key, volume, count} end
+  end
+  return entries
+end
+
+-- A node's maps (counted: 'hp' host ports, 'pp' peers, 'av' attached volumes; and
+-- 'vl', 'mp') are written whole, or dropped when empty.
 local function write_map(key, field, map)
   if next(map) then
     redis.call('HSET', key, field, cmsgpack.pack(map))
@@ -239,13 +266,14 @@ local function count_gpus(used, indices, per, sign)
   for k = 1, last do used[k] = used[k] or 0 end
 end
 
--- Give back what a committed pod holds (requests, ports, peer) and forget it.
+-- Give back what a committed pod holds (requests, ports, peer, GPUs, attached
+-- volumes: its record in PODS, commit.lua) and forget it.
 -- Marks its node in `dirty`; returns whether the pod was committed.
 local function release_pod(pod, dirty)
   local rec = redis.call('HGET', PODS, pod)
   if not rec then return false end
   local r = cmsgpack.unpack(rec)
-  local node, names, amounts, ports, peer, gpus = r[1], r[3], r[4], r[5], r[6], r[7]
+  local node, names, amounts, ports, peer, gpus, volumes = r[1], r[3], r[4], r[5], r[6], r[7], r[8]
   local key = NODE .. node
   if give_back(key, names, amounts) then
     if gpus and #gpus > 0 then
@@ -260,6 +288,12 @@ local function release_pod(pod, dirty)
       local used = blob and cmsgpack.unpack(blob) or {}
       count_ports(used, ports, -1)
       write_map(key, 'hp', used)
+    end
+    if volumes and #volumes > 0 then
+      local blob = redis.call('HGET', key, 'av')
+      local used = blob and cmsgpack.unpack(blob) or {}
+      count_volumes(used, volumes, -1)
+      write_map(key, 'av', used)
     end
     local blob = redis.call('HGET', key, 'pp')
     local peers = blob and cmsgpack.unpack(blob) or {}

@@ -25,7 +25,8 @@ class Keys:
 
     @property
     def pods(self) -> str:
-        """Hash: committed pod key -> msgpack [node, unit, resource names, amounts]."""
+        """Hash: committed pod key -> msgpack [node, unit, resource names, amounts, host
+        ports, peer id, GPUs, attached volumes ([limit key, volume] each)] (commit.lua)."""
         return f"{self.prefix}pods"
 
     @property
@@ -95,7 +96,9 @@ class Keys:
     @property
     def node_prefix(self) -> str:
         """Hash per node: v, specv, spec (msgpack), a:<resource>, u:<resource>,
-        hp (host ports in use), pp (peer id -> pods committed there)."""
+        hp (host ports in use), pp (peer id -> pods committed there), vl (volume limit
+        key -> volumes it may attach), mp (in-tree plugins migrated to CSI there),
+        av (limit key -> volume -> pods attaching it there)."""
         return f"{self.prefix}node:"
 
     def node(self, name: str) -> str:

@@ -85,6 +85,8 @@ class Delta:
     namespaces: dict[str, dict[str, str] | None] = field(default_factory=dict)
     # changed nodes with GPUs in use -> milli used per GPU (cluster/gpus.py)
     gpus: dict[str, list[int]] = field(default_factory=dict)
+    # changed nodes with volumes attached -> [(limit key, volume, pods)]
+    attached: dict[str, list[tuple[str, str, int]]] = field(default_factory=dict)
     from_log: bool = False  # read from the commit log, not from each changed node
 
     def apply_namespaces(self, labels: dict[str, dict[str, str]]) -> bool:
@@ -261,13 +263,22 @@ class NodeStore:
     # --- nodes ----------------------------------------------------------------
 
     def put_nodes(self, nodes: Iterable[Node]) -> int:
-        """Create or update nodes (spec and allocatable); returns the new version. The
-        first writer of an empty store begins its epoch."""
+        """Create or update nodes (spec, allocatable and volume limits); returns the new
+        version. The first writer of an empty store begins its epoch."""
         self._loading()
         version = self.version()
         batch: list[list[object]] = []
         for node in nodes:
-            batch.append([node.name, node.encode(), node.allocatable, _groups(node)])
+            batch.append(
+                [
+                    node.name,
+                    node.encode(),
+                    node.allocatable,
+                    _groups(node),
+                    dict(node.volume_limits),
+                    list(node.migrated_plugins),
+                ]
+            )
             if len(batch) == _PUT_CHUNK:
                 version = int(self._run("put_nodes", _lua_frame(batch)))
                 batch = []
@@ -295,7 +306,7 @@ class NodeStore:
         head, *blobs = reply
         frame = msgpack.unpackb(head)
         version, names, versions, used, deleted, committed, ports, spec_count = frame[:8]
-        peered, spaces, gpus = frame[8:]
+        peered, spaces, gpus, attached = frame[8:]
         specs, maps = blobs[:spec_count], blobs[spec_count:]
         usage = np.zeros((len(names), len(columns)), dtype=np.int64)
         rows, cols, amounts = np.asarray(used, dtype=np.int64).reshape(-1, 3).T
@@ -315,6 +326,7 @@ class NodeStore:
             },
             namespaces={name: json.loads(labels) if labels else None for name, labels in spaces},
             gpus=dict(gpus),
+            attached={name: [tuple(e) for e in entries] for name, entries in attached},
         )
 
     def put_namespaces(
@@ -368,6 +380,7 @@ class NodeStore:
                 peer.packed,
                 bool(c.anti_affinity_required),
                 c.gpu_locality,
+                [[a.key, a.volume, a.plugin] for a in c.volumes.attach] if c.volumes else [],
             ]
             for c in classes
         ]
@@ -545,23 +558,29 @@ def _logged(head: bytes, records: list[bytes], columns: Sequence[str]) -> Delta:
     peers: dict[str, list[tuple[str, int]]] = {}
     ports: dict[str, list[tuple[str, int, str, int]]] = {}
     gpus: dict[str, list[int]] = {}
+    attached: dict[str, list[tuple[str, str, int]]] = {}
     for record in records:
-        seq, resources, changed, flat, maps, in_use, on_gpus = msgpack.unpackb(record)
+        # a record an optimist before attach limits wrote (Redis kept over an upgrade)
+        # has no attached volumes
+        seq, resources, changed, flat, maps, in_use, on_gpus, *later = msgpack.unpackb(record)
+        volumes = later[0] if later else []
         usage = np.zeros((len(changed), len(resources) + 1), dtype=np.int64)  # + a 0 column
         usage[:, :-1] = np.asarray(flat, dtype=np.int64).reshape(len(changed), len(resources))
         at = {r: j for j, r in enumerate(resources)}
         blocks.append(usage[:, [at.get(c, len(resources)) for c in columns]])
         seqs.append(np.full(len(changed), seq, dtype=np.int64))
         names += changed
-        if ports or gpus:  # an earlier record's, for a node this one changes again
+        if ports or gpus or attached:  # an earlier record's, for a node changed again
             for name in changed:
                 ports.pop(name, None)
                 gpus.pop(name, None)
+                attached.pop(name, None)
         peers.update(
             (name, list(m.items()) if m else []) for name, m in zip(changed, maps, strict=True)
         )
         ports.update((name, [tuple(e) for e in entries]) for name, entries in in_use)
         gpus.update(on_gpus)
+        attached.update((name, [tuple(e) for e in entries]) for name, entries in volumes)
     usage = np.concatenate(blocks) if blocks else np.zeros((0, len(columns)), dtype=np.int64)
     versions = np.concatenate(seqs) if seqs else np.zeros(0, dtype=np.int64)
     last = {name: i for i, name in enumerate(names)}
@@ -577,6 +596,7 @@ def _logged(head: bytes, records: list[bytes], columns: Sequence[str]) -> Delta:
         ports=ports,
         peers=peers,
         gpus=gpus,
+        attached=attached,
         from_log=True,
     )
 

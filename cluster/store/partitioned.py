@@ -184,6 +184,7 @@ class PartitionedStore:
             peers={k: v for d in deltas for k, v in d.peers.items()},
             namespaces=deltas[0].namespaces,
             gpus={k: v for d in deltas for k, v in d.gpus.items()},
+            attached={k: v for d in deltas for k, v in d.attached.items()},
             from_log=all(d.from_log for d in deltas),
         )
 

@@ -23,6 +23,18 @@ GA_OF_BETA = {BETA_ZONE: ZONE, BETA_REGION: REGION}
 
 
 @dataclass(frozen=True, slots=True)
+class Attachable:
+    """A volume NodeVolumeLimits counts against a node's attach limit (upstream's CSI
+    driver and volume handle of a claim, `cluster.volumes.attach`)."""
+
+    key: str  # the node's limit it counts against: attachable-volumes-csi-<driver>
+    volume: str  # `<driver>/<handle>`: pods that share it on a node count it once
+    # the in-tree plugin it was migrated from: counted only on nodes whose CSINode says
+    # that plugin is migrated there ("" for a CSI volume: counted everywhere)
+    plugin: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class VolumeNeeds(Wire):
     # per bound claim whose PersistentVolume has required node affinity: its terms, ORed
     bound_affinity: tuple[tuple[NodeSelectorTerm, ...], ...] = ()
@@ -34,6 +46,8 @@ class VolumeNeeds(Wire):
     # of the nodes where a volume of it, or provisioning, can (`cluster.volumes.matching`)
     unbound: tuple[tuple[NodeSelectorTerm, ...], ...] = ()
     selected_node: str = ""  # a claim's volume is being provisioned for this node alone
+    # NodeVolumeLimits: the pod's volumes that count against a node's attach limits
+    attach: tuple[Attachable, ...] = ()
     # a plugin's PreFilter rejected the pod before any node was judged: which, and why
     rejected_by: str = ""
     rejection: str = ""

@@ -1,11 +1,15 @@
 """The node store's Lua scripts, against a real Redis server."""
 
+from dataclasses import replace
+
 import msgpack
 import pytest
 import redis
 
 from cluster.manifests import node_from_manifest, pod_from_manifest
 from cluster.messages import Conflict, Decision, PodPlacement
+from cluster.store.node_store import OBSERVED, _lua_frame
+from cluster.volumes.needs import Attachable, VolumeNeeds
 from shards.testing import node, pod_spec
 
 COLUMNS = ["pods", "cpu", "memory"]
@@ -343,6 +347,7 @@ def _same_delta(delta):
         {n: sorted(e) for n, e in delta.ports.items()},
         {n: sorted(e) for n, e in delta.peers.items()},
         {n: list(g) for n, g in delta.gpus.items()},
+        {n: sorted(e) for n, e in delta.attached.items()},
     )
 
 
@@ -396,3 +401,163 @@ def test_the_commit_log_keeps_its_last_versions(store):
     assert not behind.from_log and behind.usage.tolist() == [[kept + 3, kept + 3, kept + 3]]
     close = store.changes_since(store.version() - kept, COLUMNS)
     assert close.from_log and close.usage.tolist() == behind.usage.tolist()
+
+
+EBS = "attachable-volumes-csi-ebs.csi.aws.com"
+EFS = "attachable-volumes-csi-efs.csi.aws.com"
+IN_TREE_EBS = "kubernetes.io/aws-ebs"
+
+
+def limited(name, *limits, migrated=()):
+    """A node that may attach `limits` ((limit key, volumes)), with these in-tree
+    plugins migrated to CSI."""
+    n = node(name)
+    n.volume_limits = tuple(limits)
+    n.migrated_plugins = tuple(migrated)
+    return n
+
+
+def ebs(handle, plugin=""):
+    return Attachable(EBS, f"ebs.csi.aws.com/{handle}", plugin)
+
+
+def attaching(*volumes):
+    """A small pod whose volumes count against nodes' attach limits."""
+    return replace(spec(cpu="10m", memory="1"), volumes=VolumeNeeds(attach=volumes))
+
+
+def attached(store, name):
+    """A node's attached volumes as a reader gets them: {volume handle: pods}."""
+    entries = store.changes_since(0, COLUMNS).attached.get(name, [])
+    return {volume.rsplit("/", 1)[1]: pods for _, volume, pods in entries}
+
+
+def test_volume_limits_are_stored_with_the_node(store):
+    store.put_nodes([limited("a", (EBS, 2), (EFS, 5), migrated=[IN_TREE_EBS]), node("b")])
+    fields = store._hash(store.keys.node("a"))
+    assert msgpack.unpackb(fields[b"vl"]) == {EBS: 2, EFS: 5}
+    assert msgpack.unpackb(fields[b"mp"]) == [IN_TREE_EBS]
+    [spec_a] = [n for n in store.changes_since(0, COLUMNS).specs if n.name == "a"]
+    assert spec_a.volume_limits == ((EBS, 2), (EFS, 5))
+    assert not {b"vl", b"mp"} & store._hash(store.keys.node("b")).keys()
+    store.put_nodes([node("a")])  # its CSINode lost its drivers
+    assert not {b"vl", b"mp"} & store._hash(store.keys.node("a")).keys()
+    for limits, migrated in (({EBS: -1}, []), ({EBS: 1}, [""])):
+        with pytest.raises(redis.ResponseError, match="node c: bad"):
+            store._run("put_nodes", _lua_frame([["c", b"", {}, {}, limits, migrated]]))
+
+
+def test_lua_validates_attachable_volumes(store):
+    store.put_nodes([limited("a", (EBS, 1))])
+    keys = store.keys
+
+    def commit(attach):
+        cls = [["pods"], [1], [], "peer", "", False, "", attach]
+        forged = _lua_frame([[cls], [["u", [["ns/p", 0, ["a"]]]]]])
+        raw = store._scripts.commit(
+            keys=keys.script_keys, args=[keys.node_prefix, store.epoch, forged]
+        )
+        return msgpack.unpackb(raw)[1][0][0]
+
+    assert commit([[EBS, "ebs.csi.aws.com/v1"]]) == "invalid"  # no plugin
+    assert commit([[EBS, "", ""]]) == "invalid"
+    assert commit([[EBS, "ebs.csi.aws.com/v1", ""]]) == "committed"
+
+
+def test_attach_limits_hold_across_commits(store):
+    store.put_nodes([limited("a", (EBS, 2))])
+    classes = [attaching(ebs(v)) for v in ("v1", "v2", "v3")] + [attaching(ebs("v1"), ebs("v1"))]
+    # two shards' commits, each placed against a view without the other's volume
+    for i in range(2):
+        _, [o], _ = store.commit(classes, [unit(f"u{i}", (f"ns/p{i}", i, ["a"]))])
+        assert o.status == "committed"
+    _, [third, shared], _ = store.commit(
+        classes, [unit("u2", ("ns/p2", 2, ["a"])), unit("u3", ("ns/p3", 3, ["a"]))]
+    )
+    assert third.status == "conflict" and third.conflict == Conflict.VOLUME_LIMIT
+    assert third.detail == (
+        f"pod ns/p2: node a: attaching 1 more volumes of {EBS} would make 3, over its limit 2"
+    )
+    assert shared.status == "committed"  # v1 is attached already: counted once
+    assert attached(store, "a") == {"v1": 2, "v2": 1}
+
+
+def test_a_limit_key_the_node_does_not_have_is_not_checked(store):
+    store.put_nodes([limited("a", (EBS, 1))])
+    efs = [Attachable(EFS, f"efs.csi.aws.com/fs-{i}") for i in range(3)]
+    _, [o], _ = store.commit([attaching(*efs)], [unit("u", ("ns/p", 0, ["a"]))])
+    assert o.status == "committed"
+    assert attached(store, "a") == {"fs-0": 1, "fs-1": 1, "fs-2": 1}
+
+
+def test_a_migrated_volume_counts_only_where_its_plugin_is_migrated(store):
+    store.put_nodes([limited("a", (EBS, 1), migrated=[IN_TREE_EBS]), limited("b", (EBS, 1))])
+    classes = [attaching(ebs("v1")), attaching(ebs("v2", IN_TREE_EBS))]
+    store.commit(classes, [unit("u1", ("ns/p1", 0, ["a"])), unit("u2", ("ns/p2", 0, ["b"]))])
+    _, [on_a, on_b], _ = store.commit(
+        classes, [unit("u3", ("ns/p3", 1, ["a"])), unit("u4", ("ns/p4", 1, ["b"]))]
+    )
+    assert on_a.conflict == Conflict.VOLUME_LIMIT
+    assert on_b.status == "committed"
+    assert attached(store, "b") == {"v1": 1}  # in-tree there: not this limit's
+
+
+def test_release_detaches_the_pod_s_volumes(store):
+    store.put_nodes([limited("a", (EBS, 1))])
+    classes = [attaching(ebs("v1")), attaching(ebs("v2"))]
+    store.commit(classes, [unit("u1", ("ns/p1", 0, ["a"])), unit("u2", ("ns/p2", 0, ["a"]))])
+    _, [refused], _ = store.commit(classes, [unit("u3", ("ns/p3", 1, ["a"]))])
+    assert refused.conflict == Conflict.VOLUME_LIMIT
+    store.release(pods=["ns/p1"])
+    assert attached(store, "a") == {"v1": 1}
+    store.release(units=["u2"])
+    assert attached(store, "a") == {}
+    assert b"av" not in store._hash(store.keys.node("a"))
+    _, [fits], _ = store.commit(classes, [unit("u3", ("ns/p3", 1, ["a"]))])
+    assert fits.status == "committed"
+
+
+def test_pods_the_cluster_runs_count_their_volumes_unchecked(store):
+    store.put_nodes([limited("a", (EBS, 1))])
+    classes = [attaching(ebs("v1")), attaching(ebs("v2")), attaching(ebs("v3"))]
+    placed = [unit("u1", ("ns/p1", 0, ["a"])), unit("u2", ("ns/p2", 1, ["a"]))]
+    _, outcomes, _ = store.commit(classes, placed, OBSERVED)
+    assert [o.status for o in outcomes] == ["committed"] * 2
+    assert attached(store, "a") == {"v1": 1, "v2": 1}
+    _, [over, shared], _ = store.commit(
+        classes, [unit("u3", ("ns/p3", 2, ["a"])), unit("u4", ("ns/p4", 0, ["a"]))]
+    )
+    assert (
+        over.conflict == Conflict.VOLUME_LIMIT and "would make 3, over its limit 1" in over.detail
+    )
+    assert shared.status == "committed"
+
+
+def test_readers_get_attached_volumes_from_the_log_and_from_each_node(store):
+    store.put_nodes([limited("a", (EBS, 3)), node("b")])
+    since = store.version()
+    classes = [attaching(ebs("v1")), attaching(ebs("v1"), ebs("v2")), spec()]
+    store.commit(classes, [unit("u1", ("ns/p1", 0, ["a"])), unit("u2", ("ns/p2", 2, ["b"]))])
+    store.commit(classes, [unit("u3", ("ns/p3", 1, ["a"]))])  # a's last record holds both
+    logged = store.changes_since(since, COLUMNS)
+    assert logged.from_log
+    assert list(logged.attached) == ["a"]
+    assert sorted(logged.attached["a"]) == [
+        (EBS, "ebs.csi.aws.com/v1", 2),
+        (EBS, "ebs.csi.aws.com/v2", 1),
+    ]
+    store.client.delete(store.keys.commit_log)
+    read = store.changes_since(since, COLUMNS)
+    assert not read.from_log and _same_delta(read) == _same_delta(logged)
+
+
+def test_a_unit_whose_second_pod_passes_the_limit_commits_nothing(store):
+    store.put_nodes([limited("a", (EBS, 2)), node("b")])
+    classes = [attaching(ebs("v1"), ebs("v2")), attaching(ebs("v3")), attaching(ebs("v1"))]
+    gang = unit("g", ("ns/p1", 0, ["a"]), ("ns/p2", 1, ["a"]))
+    _, [outcome], _ = store.commit(classes, [gang])
+    assert outcome.conflict == Conflict.VOLUME_LIMIT and "pod ns/p2: node a" in outcome.detail
+    assert store.committed_pods() == {} and attached(store, "a") == {}
+    # a pod sharing a volume an earlier pod of its unit attaches adds nothing to the count
+    _, [shares], _ = store.commit(classes, [unit("g2", ("ns/p1", 0, ["a"]), ("ns/p2", 2, ["a"]))])
+    assert shares.status == "committed" and attached(store, "a") == {"v1": 2, "v2": 1}

@@ -12,13 +12,13 @@ import pytest
 import redis
 from hypothesis import strategies as st
 
-from cluster.messages import Decision, PodPlacement
+from cluster.messages import Conflict, Decision, PodPlacement
 from cluster.redis_server import EmbeddedRedis, connect
 from cluster.store import NodeStore
 from cluster.store.node_store import Reservation
 from cluster.store.partitioned import PartitionedStore
 from shards.testing import node
-from tests.cluster.test_node_store import spec
+from tests.cluster.test_node_store import EBS, attaching, ebs, limited, spec, unit
 
 TTL = 5.0
 CPU = ["cpu"]
@@ -107,6 +107,24 @@ def test_a_reader_reads_each_partition_s_commit_log_while_only_commits_came(part
     partitioned.release(units=["u2"])  # one partition's change is no commit
     after = partitioned.changes_since(logged.version, CPU)
     assert not after.from_log and after.names == [b] and after.usage.tolist() == [[0]]
+
+
+def test_attach_limits_hold_for_gangs_across_partitions(partitioned):
+    a, b, c = owned(partitioned)
+    partitioned.put_nodes([limited(n, (EBS, 1)) for n in (a, b, c)])
+    classes = [attaching(ebs("v1")), attaching(ebs("v2")), attaching(ebs("v3"))]
+    fits = unit("g1", ("ns/g1-0", 0, [a]), ("ns/g1-1", 1, [b]))
+    # c's part is reserved, a's refused: c's volume is given back with its reservation
+    over = unit("g2", ("ns/g2-0", 2, [c]), ("ns/g2-1", 1, [a]))
+    first, second = partitioned.commit(classes, [fits, over]).outcomes
+    assert first.status == "committed"
+    assert second.conflict == Conflict.VOLUME_LIMIT and f"node {a}" in second.detail
+    delta = partitioned.changes_since(0, CPU)
+    assert delta.attached == {
+        a: [(EBS, "ebs.csi.aws.com/v1", 1)],
+        b: [(EBS, "ebs.csi.aws.com/v2", 1)],
+    }
+    assert partitioned.committed_pods() == {"ns/g1-0": a, "ns/g1-1": b}
 
 
 def test_a_gang_across_partitions_commits_whole_in_two_steps(partitioned):
