@@ -28,6 +28,8 @@ PV_ADD = "PersistentVolumeAdd"
 PV_UPDATE = "PersistentVolumeUpdate"
 STORAGE_CLASS_ADD = "StorageClassAdd"
 STORAGE_CLASS_UPDATE = "StorageClassUpdate"
+CSI_NODE_ADD = "CSINodeAdd"
+CSI_NODE_UPDATE = "CSINodeUpdate"
 
 EVENTS = frozenset(
     {
@@ -42,6 +44,8 @@ EVENTS = frozenset(
         PV_UPDATE,
         STORAGE_CLASS_ADD,
         STORAGE_CLASS_UPDATE,
+        CSI_NODE_ADD,
+        CSI_NODE_UPDATE,
     }
 )
 

@@ -21,6 +21,7 @@ from cluster import resources as res
 from cluster.events import EVENTS
 from cluster.gpus import GpuDemand
 from cluster.objects import SchedulingSpec
+from cluster.volumes.needs import Attachable
 from shards.gpu_fit import least_free
 from shards.node_table import NodeTable, Ports
 from shards.stopwatch import FILTER, SCORE, Stopwatch
@@ -43,6 +44,7 @@ class PodClass:
     # int64 [columns]: what the scorers weigh it by while placing it (`request` but
     # for SchedulingSpec.weighed); `request` itself where the two agree
     weighed: np.ndarray
+    attach: tuple[Attachable, ...] = ()  # the volumes NodeVolumeLimits counts on its node
 
     @classmethod
     def compile(cls, spec: SchedulingSpec, table: NodeTable) -> PodClass:
@@ -63,7 +65,8 @@ class PodClass:
             for name, amount in spec.weighed:
                 weighed[table.col[name]] = amount
         peer_column = table.peer_column(peer.id, peer)
-        return cls(spec, request, checked, ports, peer_column, gpu, weighed)
+        attach = spec.volumes.attach if spec.volumes is not None else ()
+        return cls(spec, request, checked, ports, peer_column, gpu, weighed, attach)
 
 
 class FilterPlugin(ABC):

@@ -23,6 +23,8 @@ from cluster.gpus import GPU, MILLI_PER_GPU, NUMA, NVLINK
 from cluster.memo import Memo, T
 from cluster.objects import Node, Peer, Taint
 from cluster.store import Delta, Store
+from cluster.volumes.needs import Attachable
+from shards.attached_volumes import AttachedVolumes
 from shards.gpu_fit import Locality
 
 HostPortKey = tuple[str, str, int]  # (protocol, bind ip, port)
@@ -88,6 +90,7 @@ class NodeTable:
         # host ports in use, only for the few nodes that have any
         self.ports: dict[int, Counter[HostPortKey]] = {}
         self.assumed_ports: dict[int, Counter[HostPortKey]] = {}
+        self.volumes = AttachedVolumes()  # NodeVolumeLimits' volumes attached per node
         # pods per node by peer (a column per distinct kind of pod), committed and assumed
         self.peers: list[Peer] = []
         self.peer_col: dict[str, int] = {}
@@ -197,15 +200,7 @@ class NodeTable:
             self.namespaces_version += 1
         for node in delta.specs:
             self._set_spec(node)
-        for name in delta.deleted:
-            row = self.index.get(name)
-            if row is not None:
-                self.alive[row] = False
-                self.specs[row] = None
-                self.used[row] = 0
-                self.peer_pods[row] = 0
-                self.gpu_used[row] = 0
-                self.spec_epoch += 1
+        self._drop(delta.deleted)
         if delta.names:
             rows = np.fromiter(
                 (self.index[n] for n in delta.names), dtype=np.intp, count=len(delta.names)
@@ -229,7 +224,22 @@ class NodeTable:
             self.ports[self.index[name]] = Counter(
                 {(protocol, ip, port): pods for protocol, port, ip, pods in in_use}
             )
+        for name in delta.names:
+            self.volumes.set_committed(self.index[name], delta.attached.get(name, ()))
         self.store_version = max(self.store_version, delta.version)
+
+    def _drop(self, deleted: list[str]) -> None:
+        """Nodes gone: their rows stay, empty and dead."""
+        for name in deleted:
+            row = self.index.get(name)
+            if row is not None:
+                self.alive[row] = False
+                self.specs[row] = None
+                self.used[row] = 0
+                self.peer_pods[row] = 0
+                self.gpu_used[row] = 0
+                self.volumes.set_committed(row, ())
+                self.spec_epoch += 1
 
     def _set_spec(self, node: Node) -> None:
         self.ensure_columns(node.allocatable)
@@ -253,10 +263,14 @@ class NodeTable:
         peer: int = -1,
         gpus: Sequence[int] = (),
         per_gpu: int = 0,
+        volumes: Sequence[Attachable] = (),
     ) -> None:
         """Count one of this shard's own placements until the store holds it: its
-        requests, host ports, peer, and `per_gpu` milli on each of its `gpus`."""
+        requests, host ports, peer, `per_gpu` milli on each of its `gpus`, and the
+        volumes it attaches there."""
         self.assumed[row, : len(request)] += request
+        if volumes:
+            self.volumes.assume(row, self.counted_on(row, volumes), 1)
         if gpus:
             self.gpu_assumed[row, list(gpus)] += per_gpu
         if ports:
@@ -274,9 +288,12 @@ class NodeTable:
         peer: int = -1,
         gpus: Sequence[int] = (),
         per_gpu: int = 0,
+        volumes: Sequence[Attachable] = (),
     ) -> None:
         """Undo `assume` for one pod."""
         self.assumed[row, : len(request)] -= request
+        if volumes:
+            self.volumes.assume(row, self.counted_on(row, volumes), -1)
         if gpus:
             self.gpu_assumed[row, list(gpus)] -= per_gpu
         if ports:
@@ -393,6 +410,36 @@ class NodeTable:
             return (np.arange(width) < self.gpu_count(every)[:, None]).astype(np.int64)
 
         return self.derived(("gpus present", width, len(self.alive)), present)
+
+    def counted_on(self, row: int, volumes: Sequence[Attachable]) -> list[Attachable]:
+        """The volumes that count on a node: CSI ones, and those of in-tree plugins its
+        CSINode says are migrated there."""
+        spec = self.specs[row]
+        migrated = spec.migrated_plugins if spec is not None else ()
+        return [v for v in volumes if not v.plugin or v.plugin in migrated]
+
+    def volume_limit(self, key: str) -> npt.NDArray[np.int64]:
+        """Per row, how many volumes of a limit key the node may attach (-1: no limit)."""
+
+        def limits() -> npt.NDArray[np.int64]:
+            out = np.full(len(self.alive), -1, dtype=np.int64)
+            for row, spec in enumerate(self.specs):
+                if spec is not None and spec.volume_limits:
+                    out[row] = dict(spec.volume_limits).get(key, -1)
+            return out
+
+        return self.derived(("volume limit", key, len(self.alive)), limits)
+
+    def migrated(self, plugin: str) -> npt.NDArray[np.bool_]:
+        """Per row, whether the node's CSINode says this in-tree plugin is migrated there."""
+
+        def migrated() -> npt.NDArray[np.bool_]:
+            out = np.zeros(len(self.alive), dtype=bool)
+            for row, spec in enumerate(self.specs):
+                out[row] = spec is not None and plugin in spec.migrated_plugins
+            return out
+
+        return self.derived(("migrated", plugin, len(self.alive)), migrated)
 
     def host_ports(self, row: int) -> Counter[HostPortKey]:
         """Host ports in use on a node: committed and assumed."""

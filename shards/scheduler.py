@@ -135,7 +135,9 @@ class ShardCore:
                 node = request.bound[i] if request.bound else ""
                 if node in table.index:  # judged as before it came: its room is free
                     credited.append((table.index[node], pod))
-                    table.forget(table.index[node], pod.request, pod.ports, pod.peer)
+                    table.forget(
+                        table.index[node], pod.request, pod.ports, pod.peer, volumes=pod.attach
+                    )
                 state = ClassState(pod, profile, table)
                 row, searched = state.best(rng, start, home)
                 start = (start + searched) % max(table.size, 1)
@@ -145,7 +147,7 @@ class ShardCore:
         finally:
             self._forget(taken)
             for row, pod in credited:
-                table.assume(row, pod.request, pod.ports, pod.peer)
+                table.assume(row, pod.request, pod.ports, pod.peer, volumes=pod.attach)
         placed = sum(bool(p.chosen) for p in pods)
         return UnitExplanation(
             request.unit,
@@ -164,12 +166,16 @@ class ShardCore:
     def _forget(self, taken: list[Taken]) -> None:
         """Take pods this shard assumed (`_take`) out of its table again."""
         for row, pod, gpus in taken:
-            self.table.forget(row, pod.request, pod.ports, pod.peer, gpus, pod.gpu.per_device)
+            self.table.forget(
+                row, pod.request, pod.ports, pod.peer, gpus, pod.gpu.per_device, pod.attach
+            )
 
     def _take(self, row: int, pod: PodClass, profile: Profile) -> Taken:
         """Assume a pod on `row`, on the GPUs there that the profile's GPU policy picks."""
         gpus = profile.choose_gpus(self.table, row, pod) if pod.gpu else ()
-        self.table.assume(row, pod.request, pod.ports, pod.peer, gpus, pod.gpu.per_device)
+        self.table.assume(
+            row, pod.request, pod.ports, pod.peer, gpus, pod.gpu.per_device, pod.attach
+        )
         return row, pod, gpus
 
     def _compile(self, spec: SchedulingSpec) -> PodClass:

@@ -1,4 +1,4 @@
-"""The claims, volumes and classes the control process knows, by the keys the plugins
+"""The claims, volumes, classes and CSINodes the control process knows, by the keys the plugins
 look them up by: fed from their watches (or the simulated cluster), read by the
 resolver (`cluster.volumes.resolve`).
 
@@ -16,19 +16,26 @@ from cluster import events
 from cluster.errors import InvalidObject
 from cluster.volumes.storage_manifests import (
     claim_from_manifest,
+    csi_node_from_manifest,
     storage_class_from_manifest,
     volume_from_manifest,
 )
-from cluster.volumes.storage_objects import PersistentVolume, PersistentVolumeClaim, StorageClass
+from cluster.volumes.storage_objects import (
+    CSINode,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+)
 
 T = TypeVar("T")
 CLAIMS, VOLUMES, CLASSES = "persistentvolumeclaims", "persistentvolumes", "storageclasses"
+CSI_NODES = "csinodes"
 
 
 class VolumeChange(NamedTuple):
-    """A claim, volume or class made, changed or deleted, as its watch told of it."""
+    """A claim, volume, class or CSINode made, changed or deleted, as its watch told of it."""
 
-    resource: str  # CLAIMS, VOLUMES or CLASSES
+    resource: str  # CLAIMS, VOLUMES, CLASSES or CSI_NODES
     manifest: Mapping[str, Any]
     deleted: bool = False
 
@@ -58,12 +65,17 @@ class VolumeIndex:
             False,
         )
     )
+    csi_nodes: _Kind[CSINode] = field(
+        default_factory=lambda: _Kind(
+            csi_node_from_manifest, events.CSI_NODE_ADD, events.CSI_NODE_UPDATE, False
+        )
+    )
     # the readable volumes by storage class, as `volumes` holds them: what a claim is
     # matched against at each attempt, without a pass over every volume
     _by_class: dict[str, dict[str, PersistentVolume]] = field(default_factory=dict)
 
     def apply(self, resource: str, manifest: Mapping[str, Any], deleted: bool = False) -> str:
-        """A watch's object (of `resource`: CLAIMS, VOLUMES or CLASSES) made, changed or
+        """A watch's object (of `resource`: CLAIMS, VOLUMES, CLASSES or CSI_NODES) made, changed or
         deleted; the cluster event it is, "" for a deletion (which makes no pod fit)."""
         kind = self._kind(resource)
         meta = manifest.get("metadata") or {}
@@ -94,9 +106,13 @@ class VolumeIndex:
                 del self._by_class[old.storage_class]
 
     def _kind(self, resource: str) -> _Kind[Any]:
-        if resource == CLAIMS:
-            return self.claims
-        return self.volumes if resource == VOLUMES else self.classes
+        kinds: dict[str, _Kind[Any]] = {
+            CLAIMS: self.claims,
+            VOLUMES: self.volumes,
+            CLASSES: self.classes,
+            CSI_NODES: self.csi_nodes,
+        }
+        return kinds[resource]
 
     def claim(self, key: str) -> PersistentVolumeClaim | InvalidObject | None:
         return self.claims.objects.get(key)
@@ -106,6 +122,12 @@ class VolumeIndex:
 
     def storage_class(self, name: str) -> StorageClass | InvalidObject | None:
         return self.classes.objects.get(name)
+
+    def csi_node(self, name: str) -> CSINode | None:
+        """A node's CSINode; one that cannot be read counts as none (upstream's lister
+        error, after which the node has no CSINode limits)."""
+        found = self.csi_nodes.objects.get(name)
+        return found if isinstance(found, CSINode) else None
 
     def volumes_of_class(self, name: str) -> list[PersistentVolume]:
         """The readable volumes of a storage class (upstream's ListPVs)."""

@@ -1,7 +1,8 @@
 """A pod's volumes resolved against the claims, volumes and classes known: upstream's
 volume PreFilters, in the default profile's order (VolumeBinding, then VolumeZone; not
 yet VolumeRestrictions, which would say first what VolumeBinding says of a missing
-claim), with their verdicts and words, in the control process.
+claim), with their verdicts and words, in the control process; and the volumes
+NodeVolumeLimits counts against a node's attach limits, which its Filter looks up.
 
 What passes becomes `VolumeNeeds`, the node-side rules a shard judges; what fails is a
 `Rejection` for the whole pod, as a PreFilter's UnschedulableAndUnresolvable is: no node
@@ -16,9 +17,10 @@ from typing import TypeVar
 
 from cluster.errors import InvalidObject
 from cluster.objects import Pod, SchedulingSpec
+from cluster.volumes.attach import unbound_volume
 from cluster.volumes.index import VolumeIndex
 from cluster.volumes.matching import Terms, matches, node_terms, provision_terms
-from cluster.volumes.needs import ZONE_KEYS, VolumeNeeds
+from cluster.volumes.needs import ZONE_KEYS, Attachable, VolumeNeeds
 from cluster.volumes.storage_objects import (
     WAIT_FOR_FIRST_CONSUMER,
     PersistentVolume,
@@ -30,6 +32,7 @@ from cluster.volumes.storage_objects import (
 T = TypeVar("T")
 VOLUME_BINDING = "VolumeBinding"
 VOLUME_ZONE = "VolumeZone"
+NODE_VOLUME_LIMITS = "NodeVolumeLimits"
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 
 
@@ -59,7 +62,7 @@ def resolve(
     pod: PodRef, volumes: tuple[PodVolume, ...], index: VolumeIndex, plugins: frozenset[str]
 ) -> VolumeNeeds | Rejection | None:
     """None for a pod with no claim, or where the profile runs none of the plugins."""
-    if not volumes or not plugins & {VOLUME_BINDING, VOLUME_ZONE}:
+    if not volumes or not plugins & {VOLUME_BINDING, VOLUME_ZONE, NODE_VOLUME_LIMITS}:
         return None
     try:
         needs = VolumeNeeds()
@@ -67,6 +70,8 @@ def resolve(
             needs = _binding(pod, volumes, index)
         if VOLUME_ZONE in plugins:
             needs = replace(needs, zones=_zones(pod, volumes, index))
+        if NODE_VOLUME_LIMITS in plugins:
+            needs = replace(needs, attach=_attachable(pod, volumes, index))
     except _Rejected as rejected:
         return rejected.rejection
     return needs
@@ -169,6 +174,40 @@ def _unbound(
     if len(selected) > 1:
         unbound.append(())
     return tuple(unbound), min(selected, default="")
+
+
+def _attachable(
+    pod: PodRef, volumes: tuple[PodVolume, ...], index: VolumeIndex
+) -> tuple[Attachable, ...]:
+    """NodeVolumeLimits' new pod's volumes (upstream's filterAttachableVolumes): each
+    claim's volume's CSI names, or its class's provisioner's while it has no volume."""
+    found: dict[str, Attachable] = {}
+    for volume in volumes:
+        if not volume.claim:
+            raise _Rejected(Rejection(NODE_VOLUME_LIMITS, "PersistentVolumeClaim had no name"))
+        claim = _lookup(pod, NODE_VOLUME_LIMITS, index, volume.claim)
+        if claim is None:
+            message = f"looking up PVC {pod.namespace}/{volume.claim}: {_not_found(volume.claim)}"
+            raise _Rejected(Rejection(NODE_VOLUME_LIMITS, message))
+        if volume.ephemeral and claim.controller_uid != pod.uid:
+            message = (
+                f"PVC {claim.namespace}/{claim.name} was not created for pod "
+                f"{pod.namespace}/{pod.name} (pod is not owner)"
+            )
+            raise _Rejected(Rejection(NODE_VOLUME_LIMITS, message))
+        pv = index.volume(claim.volume_name) if claim.volume_name else None
+        if isinstance(pv, PersistentVolume):
+            counted = pv.attach
+        else:  # no volume yet, or one not found: counted by its class, if it has one
+            storage_class = index.storage_class(claim.storage_class)
+            counted = (
+                unbound_volume(claim, storage_class)
+                if isinstance(storage_class, StorageClass)
+                else None
+            )
+        if counted is not None:
+            found.setdefault(counted.volume, counted)
+    return tuple(found.values())
 
 
 def _zones(

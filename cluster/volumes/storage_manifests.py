@@ -1,4 +1,4 @@
-"""Claims, volumes and classes from their manifests, decoded to what the volume plugins
+"""Claims, volumes, classes and CSINodes from their manifests, decoded to what the volume plugins
 read; a value optimist cannot read is an `InvalidObject` naming the object, the field
 and the value, and only the pods that use that object are held back by it."""
 
@@ -19,12 +19,15 @@ from cluster.manifest_fields import (
 )
 from cluster.quantity import quantity_field
 from cluster.selectors import NodeSelectorTerm, Requirement
+from cluster.volumes.attach import AWS_EBS, AZURE_DISK, CINDER, GCE_PD, csi_volume, in_tree_volume
+from cluster.volumes.needs import Attachable
 from cluster.volumes.storage_objects import (
     BETA_CLASS,
     BIND_COMPLETED,
     FILESYSTEM,
     SELECTED_NODE,
     ClaimRef,
+    CSINode,
     PersistentVolume,
     PersistentVolumeClaim,
     PodVolume,
@@ -32,6 +35,14 @@ from cluster.volumes.storage_objects import (
 )
 
 BINDING_MODES = ("Immediate", "WaitForFirstConsumer")
+MIGRATED_PLUGINS = "storage.alpha.kubernetes.io/migrated-plugins"
+# the in-tree sources a migrated plugin reads: the spec field, and its field naming the disk
+_IN_TREE_SOURCES = {
+    "awsElasticBlockStore": (AWS_EBS, "volumeID"),
+    "gcePersistentDisk": (GCE_PD, "pdName"),
+    "azureDisk": (AZURE_DISK, "diskURI"),
+    "cinder": (CINDER, "volumeID"),
+}
 VOLUME_MODES = (FILESYSTEM, "Block")
 STORAGE = "storage"
 
@@ -128,9 +139,10 @@ def volume_from_manifest(raw: Mapping[str, Any]) -> PersistentVolume:
         )
     status = map_field(obj, "status", raw.get("status"))
     capacity = map_field(obj, "spec.capacity", spec.get("capacity"))
+    labels = string_map(obj, "metadata.labels", meta.get("labels"))
     return PersistentVolume(
         name=name,
-        labels=tuple(sorted(string_map(obj, "metadata.labels", meta.get("labels")).items())),
+        labels=tuple(sorted(labels.items())),
         node_affinity=terms,
         storage_class=_storage_class(obj, meta, spec),
         capacity=_storage(obj, "spec.capacity", capacity),
@@ -140,7 +152,42 @@ def volume_from_manifest(raw: Mapping[str, Any]) -> PersistentVolume:
         phase=_text(obj, "status.phase", status.get("phase")),
         deleting=meta.get("deletionTimestamp") is not None,
         resource_version=_text(obj, "metadata.resourceVersion", meta.get("resourceVersion")),
+        attach=_attachable(obj, spec, labels),
     )
+
+
+def _attachable(obj: str, spec: Mapping[str, Any], labels: dict[str, str]) -> Attachable | None:
+    """The volume's CSI driver and handle, or those of the CSI driver its in-tree plugin
+    migrates to (upstream's getCSIDriverInfo and its translation)."""
+    if (csi := spec.get("csi")) is not None:
+        csi = map_field(obj, "spec.csi", csi)
+        driver = _text(obj, "spec.csi.driver", csi.get("driver"))
+        handle = _text(obj, "spec.csi.volumeHandle", csi.get("volumeHandle"))
+        return csi_volume(driver, handle) if driver and handle else None
+    for source, (plugin, disk) in _IN_TREE_SOURCES.items():
+        if (found := spec.get(source)) is not None:
+            path = f"spec.{source}.{disk}"
+            handle = _text(obj, path, map_field(obj, f"spec.{source}", found).get(disk))
+            return in_tree_volume(plugin, handle, labels) if handle else None
+    return None
+
+
+def csi_node_from_manifest(raw: Mapping[str, Any]) -> CSINode:
+    name, _, meta = metadata(raw, "CSINode")
+    obj = f"CSINode {name}"
+    spec = map_field(obj, "spec", raw.get("spec"))
+    limits = []
+    for i, driver in enumerate(list_field(obj, "spec.drivers", spec.get("drivers"))):
+        driver = map_field(obj, f"spec.drivers[{i}]", driver)
+        allocatable = map_field(obj, f"spec.drivers[{i}].allocatable", driver.get("allocatable"))
+        if (count := allocatable.get("count")) is not None:
+            if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+                path = f"spec.drivers[{i}].allocatable.count"
+                raise InvalidObject(obj, path, count, "must be a whole number >= 0")
+            limits.append((_text(obj, f"spec.drivers[{i}].name", driver.get("name")), count))
+    annotations = string_map(obj, "metadata.annotations", meta.get("annotations"))
+    migrated = annotations.get(MIGRATED_PLUGINS, "")
+    return CSINode(name, tuple(limits), tuple(migrated.split(",")) if migrated else ())
 
 
 def storage_class_from_manifest(raw: Mapping[str, Any]) -> StorageClass:

@@ -1,4 +1,4 @@
-"""PersistentVolumeClaims, PersistentVolumes and StorageClasses, decoded to the fields
+"""PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes, decoded to the fields
 the volume plugins read (`cluster.volumes.storage_manifests`), and a pod's references to them.
 
 They live where the informers are, in the control process: a shard never sees a claim,
@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cluster.selectors import LabelSelector, NodeSelectorTerm
+from cluster.volumes.needs import Attachable
 
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
@@ -89,6 +90,9 @@ class PersistentVolume:
     phase: str = ""  # status.phase
     deleting: bool = False  # metadata.deletionTimestamp is set
     resource_version: str = ""  # what PreBind's write is conditional on
+    # what it counts as against a node's attach limit (`cluster.volumes.attach`); None:
+    # neither a CSI volume nor one of an in-tree plugin migrated to CSI, so never counted
+    attach: Attachable | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,3 +107,12 @@ class StorageClass:
     def provisions(self) -> bool:
         """Whether a claim of the class can be provisioned, not only matched."""
         return self.provisioner not in ("", NO_PROVISIONER)
+
+
+@dataclass(frozen=True, slots=True)
+class CSINode:
+    """What NodeVolumeLimits reads of a node's CSINode (named as its node)."""
+
+    name: str
+    limits: tuple[tuple[str, int], ...] = ()  # driver -> allocatable.count, where set
+    migrated_plugins: tuple[str, ...] = ()  # the migrated-plugins annotation's, split on ","

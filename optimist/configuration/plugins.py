@@ -113,18 +113,14 @@ HANDLED_OUTSIDE_SHARDS: dict[str, tuple[tuple[str, ...], str]] = {
         "cluster has no PV controller: its claims stay unbound)",
     ),
 }
-_VOLUME_OR_DRA = frozenset(
-    {
-        "VolumeRestrictions",
-        "EBSLimits",
-        "GCEPDLimits",
-        "NodeVolumeLimits",
-        "AzureDiskLimits",
-        "CinderLimits",
-        "DynamicResources",
-    }
-)
+_VOLUME_OR_DRA = frozenset({"VolumeRestrictions", "DynamicResources"})
 REASON_VOLUME = "needs volume/DRA objects optimist does not model"
+# v1.30's limits of in-tree disks whose plugin is not migrated to CSI on the node
+_IN_TREE_LIMITS = frozenset({"EBSLimits", "GCEPDLimits", "AzureDiskLimits", "CinderLimits"})
+REASON_IN_TREE_LIMITS = (
+    "counts in-tree disks not migrated to CSI, which kubelets no longer attach "
+    "(removed from kube-scheduler in v1.31); NodeVolumeLimits counts migrated ones"
+)
 REASON_MISSING = "not implemented in optimist yet"
 # VolumeBinding's Score
 REASON_VOLUME_CAPACITY = (
@@ -325,6 +321,8 @@ def inactive_reason(name: str) -> str:
     binder serve every other)."""
     if name in _VOLUME_OR_DRA:
         return REASON_VOLUME
+    if name in _IN_TREE_LIMITS:
+        return REASON_IN_TREE_LIMITS
     if name == "VolumeBinding":
         return REASON_VOLUME_CAPACITY
     return REASON_MISSING

@@ -52,7 +52,7 @@ from cluster.manifests import (
 from cluster.objects import Node, Pod, PodGroup
 from cluster.quota import Quota, quota_from_manifest
 from cluster.reservations import Reservation
-from cluster.volumes.index import CLAIMS, CLASSES, VOLUMES, VolumeChange
+from cluster.volumes.index import CLAIMS, CLASSES, CSI_NODES, VOLUMES, VolumeChange
 from cluster.workload_selectors import WorkloadSelectors, workload_selector_from_manifest
 from optimist.kube.client import MERGE_PATCH, ApiError, KubeClient
 from optimist.kube.informer import Informer, list_all, object_key
@@ -77,6 +77,7 @@ PATHS = {
     CLAIMS: "/api/v1/persistentvolumeclaims",
     VOLUMES: "/api/v1/persistentvolumes",
     CLASSES: "/apis/storage.k8s.io/v1/storageclasses",
+    CSI_NODES: "/apis/storage.k8s.io/v1/csinodes",
 }
 # the selector kinds, each watched before pods are
 _SELECTOR_KINDS = {
@@ -159,7 +160,7 @@ class KubernetesAdapter:
             },
             **{
                 resource: functools.partial(self._on_volume_object, resource)
-                for resource in (CLASSES, VOLUMES, CLAIMS)
+                for resource in (CLASSES, VOLUMES, CLAIMS, CSI_NODES)
             },
             "pods": self._on_pod,
         }
@@ -298,7 +299,8 @@ class KubernetesAdapter:
         change = VolumeChange(resource, obj, kind == "DELETED")
         with self._lock:
             self._volume_changes.append(change)
-        self.prebind.observe(change)
+        if resource != CSI_NODES:  # PreBind reads claims, volumes and classes alone
+            self.prebind.observe(change)
 
     def _on_selector(self, kind: str, event: str, obj: dict[str, Any]) -> None:
         """A Service's or controller's selector (its status changes change nothing here)."""

@@ -103,7 +103,7 @@ class SchedulingLoop:
             self.store, cluster, s.profiles, s.conflict_mode, bool(platform.binders)
         )
         self.recovery = StoreRecovery(
-            self.store, cluster, self.binder, self.dispatcher, self.faults
+            self.store, cluster, self.binder, self.dispatcher, self.faults, self.volumes
         )
         self.reservations = ReservationDesk(self.store, self.dispatcher, self.recovery)
         self.intake = Ingest(

@@ -1,7 +1,8 @@
 """Ingest: what changed in the cluster, turned into changes of the queue and the store.
 
-Like kube-scheduler's event handlers, and kept as apart from the cycle: nodes
-first (new pods may use them), then namespaces and quotas, the pods others
+Like kube-scheduler's event handlers, and kept as apart from the cycle: the volume
+objects first (a node's CSINode says its attach limits, a bound pod's claims what it
+attaches), then nodes (new pods may use them), then namespaces and quotas, the pods others
 bound or deleted, expired holds, gangs and budgets, and last the new pods.
 """
 
@@ -18,11 +19,12 @@ from cluster.errors import InvalidObject
 from cluster.events import ASSIGNED_POD_DELETE, NODE_ADD, NODE_DELETE
 from cluster.inventory import BoundPods
 from cluster.messages import Status
-from cluster.objects import Pod
+from cluster.objects import Node, Pod
 from cluster.store import Store
-from cluster.volumes.index import VolumeIndex
+from cluster.volumes.index import CSI_NODES, VolumeIndex
 from dispatcher.dispatcher import Dispatcher
 from optimist.logs import unit_key
+from optimist.loop.as_stored import limited, resolved
 from optimist.loop.reservation_desk import ReservationDesk
 from optimist.loop.stages import StageHook
 
@@ -41,14 +43,14 @@ class Ingest:
     reservations: ReservationDesk
     on_stage: StageHook | None
     volumes: VolumeIndex  # the claims, volumes and classes pods' volumes are resolved by
-    # node -> allocatable, for quotas
-    _allocatable: dict[str, dict[str, int]] = field(default_factory=dict, init=False)
+    # the nodes as the cluster reports them, before their CSINodes' limits are added
+    _nodes: dict[str, Node] = field(default_factory=dict, init=False)
     _holds_checked: float = field(default=0.0, init=False)  # time.time() holds were last freed
 
     def take(self) -> None:
         """Everything the cluster reported since the last call."""
-        self._nodes()
         self._volumes()
+        self._take_nodes()
         labelled, unnamed = self.cluster.take_namespace_events()
         if labelled or unnamed:
             self.store.put_namespaces(labelled, unnamed)
@@ -72,27 +74,36 @@ class Ingest:
         for pod in pods:
             self.bound_pods.add(pod, pod.node_name)
 
-    def _nodes(self) -> None:
+    def _take_nodes(self) -> None:
         made, gone = self.cluster.take_node_events()
+        if not (made or gone):
+            return
+        # known before the store is written: a store rebuilt meanwhile has them anyway
+        self._nodes.update((n.name, n) for n in made)
+        for name in gone:
+            self._nodes.pop(name, None)
         if made:
-            self.store.put_nodes(made)
+            self.store.put_nodes(limited(made, self.volumes))
             self.dispatcher.on_event(NODE_ADD)
         if gone:
             self.store.remove_nodes(gone)
             self.dispatcher.on_event(NODE_DELETE)
-        if not (made or gone):
-            return
-        self._allocatable.update((n.name, n.allocatable) for n in made)
-        for name in gone:
-            self._allocatable.pop(name, None)
         if self.dispatcher.quotas is not None:
             self.dispatcher.set_quota_capacity(self._capacity())
 
     def _volumes(self) -> None:
-        """Claims, volumes and classes into the index, in order; then each kind of change
-        once to the dispatcher, which moves the units waiting for it."""
+        """Claims, volumes, classes and CSINodes into the index, in order (a node whose
+        CSINode changed is put again with its limits); then each kind of change once to
+        the dispatcher, which moves the units waiting for it."""
         changes = self.cluster.take_volume_events()
         happened = {self.volumes.apply(*change) for change in changes}
+        csi_nodes = {
+            str(c.manifest.get("metadata", {}).get("name", ""))
+            for c in changes
+            if c.resource == CSI_NODES
+        }
+        if renewed := [self._nodes[name] for name in sorted(csi_nodes) if name in self._nodes]:
+            self.store.put_nodes(limited(renewed, self.volumes))
         for event in sorted(happened - {""}):
             self.dispatcher.on_event(event)
 
@@ -106,15 +117,16 @@ class Ingest:
     def _capacity(self) -> dict[str, int]:
         """The cluster's allocatable, which the quotas at the top of the tree share."""
         total: Counter[str] = Counter()
-        for allocatable in self._allocatable.values():
-            total.update(allocatable)
+        for node in self._nodes.values():
+            total.update(node.allocatable)
         return dict(total)
 
     def _count_running(self, pods: list[Pod]) -> None:
         """Pods bound by anybody else: their room is used in the store, whether it fits or
         not; preemption may evict them; and they are no longer the queue's to place."""
         counted = []
-        for pod, outcome in zip(pods, self.store.observe(pods), strict=True):
+        observed = self.store.observe(resolved(pods, self.dispatcher.spec_of))
+        for pod, outcome in zip(pods, observed, strict=True):
             if outcome.committed:
                 counted.append(pod)
             elif outcome.status != Status.DUPLICATE:

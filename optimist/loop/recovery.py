@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from binder.binder import Binder
 from cluster.cluster_adapter import ClusterAdapter
 from cluster.store import STORE_ERRORS, EpochChanged, Store
+from cluster.volumes.index import VolumeIndex
 from dispatcher.dispatcher import Dispatcher
+from optimist.loop.as_stored import limited, resolved
 from optimist.loop.faults import Faults
 
 log = logging.getLogger(__name__)
@@ -30,6 +32,7 @@ class StoreRecovery:
     binder: Binder
     dispatcher: Dispatcher
     faults: Faults
+    volumes: VolumeIndex  # the CSINodes' limits and the claims bound pods attach
 
     @contextmanager
     def surviving(self, rebuild: bool = False) -> Iterator[None]:
@@ -81,7 +84,11 @@ class StoreRecovery:
     def _rebuild(self, logged_at: int) -> None:
         started = time.perf_counter()
         truth = self.cluster.snapshot()
-        rebuilt = self.store.rebuild(truth.nodes, truth.namespaces, truth.pods)
+        rebuilt = self.store.rebuild(
+            limited(truth.nodes, self.volumes),
+            truth.namespaces,
+            resolved(truth.pods, self.dispatcher.spec_of),
+        )
         for outcome in rebuilt:
             if not outcome.committed:
                 log.warning("bound pod %s not counted: %s", outcome.unit, outcome.detail)

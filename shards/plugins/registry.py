@@ -19,6 +19,7 @@ from shards.plugins.node_affinity import NodeAffinity
 from shards.plugins.node_name import NodeName
 from shards.plugins.node_ports import NodePorts
 from shards.plugins.node_unschedulable import NodeUnschedulable
+from shards.plugins.node_volume_limits import NodeVolumeLimits
 from shards.plugins.noderesources import NodeResourcesBalancedAllocation, NodeResourcesFit
 from shards.plugins.pod_topology_spread import PodTopologySpread
 from shards.plugins.taint_toleration import TaintToleration
@@ -43,6 +44,7 @@ REGISTRY: dict[str, Factory] = {
     "GPUTopology": lambda args: GPUTopology(),
     "VolumeBinding": lambda args: VolumeBinding(),
     "VolumeZone": lambda args: VolumeZone(),
+    "NodeVolumeLimits": lambda args: NodeVolumeLimits(),
 }
 
 

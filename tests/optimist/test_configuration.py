@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from optimist.configuration import (
+    REASON_IN_TREE_LIMITS,
     REASON_MISSING,
     REASON_VOLUME,
     REASON_VOLUME_CAPACITY,
@@ -413,10 +414,13 @@ def test_inactive_plugins_are_reported_once_with_their_reason():
     # optimist-b disabled these at Score; upstream still runs PreScore of the second.
     assert ("optimist-b", "ImageLocality") not in by_key
     assert by_key["optimist-b", "NodeResourcesBalancedAllocation"].extension_points == ("PreScore",)
-    for volume in ("VolumeRestrictions", "EBSLimits", "GCEPDLimits", "NodeVolumeLimits"):
-        assert by_key["optimist-b", volume].reason == REASON_VOLUME
-    assert "profile optimist-b: NodeVolumeLimits (PreFilter, Filter): needs volume" in str(
-        by_key["optimist-b", "NodeVolumeLimits"]
+    assert by_key["optimist-b", "VolumeRestrictions"].reason == REASON_VOLUME
+    for in_tree in ("EBSLimits", "GCEPDLimits"):
+        assert by_key["optimist-b", in_tree].reason == REASON_IN_TREE_LIMITS
+    # a filter like any other: inactive only where the registry (fixed here) lacks it
+    assert by_key["optimist-b", "NodeVolumeLimits"].reason == REASON_MISSING
+    assert "profile optimist-b: VolumeRestrictions (PreFilter, Filter): needs volume" in str(
+        by_key["optimist-b", "VolumeRestrictions"]
     )
 
 
