@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from benchmarks.cases import template
-from cluster.volumes.index import CLAIMS, CLASSES, VOLUMES
+from cluster.volumes.index import CLAIMS, CLASSES, CSI_NODES, VOLUMES
 from optimist.loop import SchedulingLoop
 from optimist.offline.invariants import check_invariants
 from optimist.offline.simulator import SimulatedCluster
@@ -26,6 +26,7 @@ from tests.test_kubernetes_end_to_end import settings_for
 pytestmark = pytest.mark.usefixtures("ray_session")
 
 ZONE = "topology.kubernetes.io/zone"
+EBS = "ebs.csi.aws.com"
 
 
 def zoned_node(zone: str) -> dict[str, Any]:
@@ -118,6 +119,56 @@ def test_a_volume_optimist_cannot_read_holds_back_only_its_pods(redis_url, key_p
             "0/2 nodes are available: PersistentVolume pv-bad: spec.nodeAffinity.required"
             ".nodeSelectorTerms[0].matchExpressions[0].operator='Near'"
         )
+
+
+def csi_claim(name: str, handle: str) -> list[tuple[str, dict[str, Any]]]:
+    """A claim bound to a volume of the EBS CSI driver, as upstream's harness makes them."""
+    volume = {
+        "metadata": {"name": f"pv-{name}"},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "csi": {"driver": EBS, "volumeHandle": handle},
+            "claimRef": {"namespace": "default", "name": name},
+        },
+    }
+    return [(VOLUMES, volume), (CLAIMS, bound_claim(name, f"pv-{name}"))]
+
+
+def test_two_shards_never_attach_more_volumes_to_a_node_than_its_limit(redis_url, key_prefix):
+    """Three nodes whose CSINodes allow two EBS volumes each, and pods of a volume each,
+    placed by two shards: six volumes fit, so five of seven pods join the first and two
+    wait, in upstream's words; a pod sharing the first's volume still goes where that
+    volume is; once a pod goes, one that waited takes its place."""
+    settings = Settings(shards=2, redis_url=redis_url, key_prefix=key_prefix, seed=9)
+    cluster = SimulatedCluster(settings.scheduler_names)
+    nodes = cluster.create_nodes(zoned_node("east"), 3)
+    for n in nodes:
+        driver = {"name": EBS, "nodeID": n.name, "allocatable": {"count": 2}}
+        cluster.put_volume_object(
+            CSI_NODES, {"metadata": {"name": n.name}, "spec": {"drivers": [driver]}}
+        )
+    for i in range(8):
+        for resource, manifest in csi_claim(f"data-{i}", f"vol-{i}"):
+            cluster.put_volume_object(resource, manifest)
+    for resource, manifest in csi_claim("shared", "vol-0"):  # vol-0 again, by another claim
+        cluster.put_volume_object(resource, manifest)
+    with Platform(settings) as platform:
+        loop = SchedulingLoop(platform, cluster)
+        [first] = cluster.create_pods(claimed_pod("data-0"), 1)
+        settle(loop, cluster, platform.store)
+        pods = [cluster.create_pods(claimed_pod(f"data-{i}"), 1)[0] for i in range(1, 8)]
+        waiting = settle(loop, cluster, platform.store)
+        assert len(waiting) == 2
+        assert set(waiting.values()) == {
+            "0/3 nodes are available: 3 node(s) exceed max volume count."
+        }
+        [sharer] = cluster.create_pods(claimed_pod("shared"), 1)  # every node is full now
+        assert settle(loop, cluster, platform.store) == waiting
+        assert cluster.bindings[sharer] == cluster.bindings[first]
+        gone = next(p for p in pods if p in cluster.bindings)
+        cluster.delete_pods([gone])
+        unschedulable = settle(loop, cluster, platform.store)
+        assert len(unschedulable) == 1 and set(unschedulable) < set(waiting)
 
 
 def local_volume(name: str, node: str, claim: str) -> dict[str, Any]:

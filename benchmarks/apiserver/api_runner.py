@@ -48,7 +48,7 @@ from cluster.manifests import (
     podgroup_from_manifest,
 )
 from cluster.objects import HOSTNAME_LABEL
-from cluster.volumes.index import CLAIMS, VOLUMES, VolumeIndex
+from cluster.volumes.index import CLAIMS, CSI_NODES, VOLUMES, VolumeIndex
 from optimist.kube.adapter import PATHS as WATCHED
 from optimist.kube.client import MERGE_PATCH, ApiError, KubeClient
 from optimist.kube.informer import list_all, object_key
@@ -73,6 +73,7 @@ PATHS = {
     "Job": "/apis/batch/v1/namespaces/{ns}/jobs",
     "PersistentVolume": "/api/v1/persistentvolumes",
     "PersistentVolumeClaim": "/api/v1/namespaces/{ns}/persistentvolumeclaims",
+    "CSINode": "/apis/storage.k8s.io/v1/csinodes",
 }
 
 
@@ -301,6 +302,12 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
         names = [b["metadata"]["name"] for b in bodies]
         self.made_here += [("Node", name) for name in names]
         return names
+
+    def _create_csi_nodes(self, manifests: list[dict[str, Any]]) -> None:
+        for start in range(0, len(manifests), CREATORS * 8):
+            made = self._post("CSINode", "", manifests[start : start + CREATORS * 8])
+            self.made_here += [("CSINode", object_key(obj)) for obj, _ in made]
+            self._tick()
 
     def _named(self, template: Manifest, count: int, prefix: str) -> list[dict[str, Any]]:
         """`count` copies of the template, each named here: its generateName (or
@@ -637,9 +644,10 @@ def cluster_of(
 
 
 def volumes_of(client: KubeClient) -> VolumeIndex:
-    """The server's claims and volumes, for the checker's `volumes_hold`."""
+    """The server's claims, volumes and CSINodes, for the checker's `volumes_hold` and
+    `attach_limits_hold`."""
     index = VolumeIndex()
-    for resource in (CLAIMS, VOLUMES):
+    for resource in (CLAIMS, VOLUMES, CSI_NODES):
         items, _ = list_all(client, WATCHED[resource])
         for item in items:
             index.apply(resource, item)

@@ -14,9 +14,7 @@ import yaml
 from benchmarks.cases import go_decoding
 from benchmarks.cases.go_template import NotRendered, TemplateError, TextTemplate, check
 from cluster.durations import parse_duration
-
-NO_VOLUMES = "optimist does not model CSI nodes (CSINode: attach limits, migrated plugins) yet"
-
+from cluster.volumes.storage_manifests import MIGRATED_PLUGINS
 
 NO_DRA = "optimist does not model dynamic resource allocation (DRA)"
 
@@ -342,14 +340,55 @@ def unique_label(f: Fields, key: str, value: Any) -> str:
     return label
 
 
-def node_allocatable(f: Fields, key: str, value: Any) -> dict[str, str]:
-    """nodeAllocatableStrategy: status.allocatable of every node; its CSI parts need volumes."""
-    s = f.nested(key, value)
-    s.unsupported_if_present("csiNodeAllocatable", NO_VOLUMES)
-    s.unsupported_if_present("migratedPlugins", NO_VOLUMES)
-    allocatable = s.take("nodeAllocatable", text_map)
-    s.done()
-    return allocatable
+@dataclass(frozen=True, slots=True)
+class NodeAllocatable:
+    """nodeAllocatableStrategy: amounts set in every node's status.allocatable, and the
+    CSINode made for each node: its drivers' attach limits (`count`, None where the
+    driver gives none) and the in-tree plugins it says are migrated to CSI there."""
+
+    allocatable: dict[str, str]
+    csi_drivers: dict[str, int | None]
+    migrated_plugins: tuple[str, ...] = ()
+
+    @classmethod
+    def read(cls, f: Fields, key: str, value: Any) -> NodeAllocatable:
+        s = f.nested(key, value)
+        allocatable = s.take("nodeAllocatable", text_map, {})
+        drivers = s.take("csiNodeAllocatable", _csi_drivers, {})
+        migrated = s.take("migratedPlugins", texts, ())
+        s.done()
+        return cls(allocatable, drivers, migrated)
+
+    def csi_node(self, node: str) -> dict[str, Any] | None:
+        """The CSINode upstream's harness makes for a node, if the strategy says any."""
+        if not self.csi_drivers and not self.migrated_plugins:
+            return None
+        drivers = [
+            {"name": name, "nodeID": node, "allocatable": {} if n is None else {"count": n}}
+            for name, n in self.csi_drivers.items()
+        ]
+        return {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "CSINode",
+            "metadata": {
+                "name": node,
+                "annotations": {MIGRATED_PLUGINS: ",".join(self.migrated_plugins)},
+            },
+            "spec": {"drivers": drivers},
+        }
+
+
+def _csi_drivers(f: Fields, key: str, value: Any) -> dict[str, int | None]:
+    """csiNodeAllocatable: driver name -> {count}, the limit of its volumes on a node."""
+    raw = f.nested(key, value)
+    if not isinstance(value, Mapping):
+        raise f.error(key, value, "must be a map of driver name to {count}")
+    out: dict[str, int | None] = {}
+    for driver, limits in value.items():
+        s = raw.nested(str(driver), limits)
+        out[str(driver)] = s.take("count", count, None)
+        s.done()
+    return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from benchmarks.cases.case_fields import (
     Fields,
     LabelValues,
     Manifest,
+    NodeAllocatable,
     PerIndex,
     Template,
     Unsupported,
@@ -23,7 +24,6 @@ from benchmarks.cases.case_fields import (
     duration,
     flag,
     indexed_template,
-    node_allocatable,
     one_of,
     positive,
     template,
@@ -78,7 +78,7 @@ class CreateNodes:
     opcode: ClassVar[str] = "createNodes"
     count: int
     template: Template
-    allocatable: dict[str, str] | None = None
+    allocatable: NodeAllocatable | None = None
     label_values: LabelValues | None = None
     unique_label: str | None = None
 
@@ -88,7 +88,7 @@ class CreateNodes:
         return cls(
             f.take("count", count),
             f.take("nodeTemplatePath", indexed_template("Node", params=params), case.node_template),
-            f.take("nodeAllocatableStrategy", node_allocatable, None),
+            f.take("nodeAllocatableStrategy", NodeAllocatable.read, None),
             f.take("labelNodePrepareStrategy", LabelValues.read, None),
             f.take("uniqueNodeLabelStrategy", unique_label, None),
         )

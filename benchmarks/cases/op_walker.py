@@ -185,7 +185,10 @@ class OpWalker(ABC, Generic[W]):
         match op:
             case CreateNodes():
                 for manifest, n in workload_objects.node_batches(op, self.rng, self.unique):
-                    self._create_nodes(manifest, n)
+                    names = self._create_nodes(manifest, n)
+                    made = [op.allocatable.csi_node(name) for name in names if op.allocatable]
+                    if csi_nodes := [m for m in made if m is not None]:
+                        self._create_csi_nodes(csi_nodes)
             case CreateNamespaces():
                 for i in range(op.count):
                     self._create_namespace(f"{op.prefix}-{i}", op.labels)
@@ -225,7 +228,12 @@ class OpWalker(ABC, Generic[W]):
             self._close(self.collecting)
 
     @abstractmethod
-    def _create_nodes(self, manifest: Manifest, count: int) -> object: ...
+    def _create_nodes(self, manifest: Manifest, count: int) -> list[str]:
+        """`count` nodes of the manifest; their names."""
+
+    @abstractmethod
+    def _create_csi_nodes(self, manifests: list[dict[str, Any]]) -> None:
+        """The CSINodes of nodes just made (nodeAllocatableStrategy's CSI parts)."""
 
     @abstractmethod
     def _create_namespace(self, name: str, labels: dict[str, str]) -> None: ...

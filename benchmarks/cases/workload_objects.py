@@ -45,9 +45,13 @@ def node_batches(op: CreateNodes, rng: random.Random, unique: Iterator[int]) -> 
 
 
 def _allocated(template: Manifest, op: CreateNodes) -> dict[str, Any]:
+    """The template with the strategy's amounts set in its allocatable, which the API
+    server defaults to the capacity where a node gives none."""
     node: dict[str, Any] = copy_manifest(dict(template))
-    if op.allocatable is not None:
-        node.setdefault("status", {})["allocatable"] = dict(op.allocatable)
+    if op.allocatable is not None and op.allocatable.allocatable:
+        status = node.setdefault("status", {})
+        given = status.get("allocatable") or status.get("capacity") or {}
+        status["allocatable"] = {**given, **op.allocatable.allocatable}
     return node
 
 

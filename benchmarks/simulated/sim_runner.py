@@ -36,7 +36,7 @@ from benchmarks.cases.op_walker import (
 )
 from benchmarks.chaos import Chaos, ChaosPlan
 from benchmarks.report.instruments import CpuClock, PeakMemory, RedisServers
-from cluster.volumes.index import CLAIMS, VOLUMES
+from cluster.volumes.index import CLAIMS, CSI_NODES, VOLUMES
 from optimist.explain import Explainer
 from optimist.loop import SchedulingLoop
 from optimist.metrics.recorder import LoopMetrics
@@ -236,8 +236,12 @@ class CaseRunner(OpWalker[Window]):
             self.chaos.report(self.started) if self.chaos else None,
         )
 
-    def _create_nodes(self, manifest: Manifest, count: int) -> None:
-        self.cluster.create_nodes(manifest, count, hostname_label=True)
+    def _create_nodes(self, manifest: Manifest, count: int) -> list[str]:
+        return [n.name for n in self.cluster.create_nodes(manifest, count, hostname_label=True)]
+
+    def _create_csi_nodes(self, manifests: list[dict[str, Any]]) -> None:
+        for manifest in manifests:
+            self.cluster.put_volume_object(CSI_NODES, manifest)
 
     def _barrier(
         self, namespaces: tuple[str, ...], selector: dict[str, str] | None, attempted: bool

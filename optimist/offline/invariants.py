@@ -15,9 +15,10 @@ from cluster import resources as res
 from cluster.errors import InvalidObject
 from cluster.gpus import GPU, GPU_INDICES_ANNOTATION, MILLI_PER_GPU, GpuDemand, parse_indices
 from cluster.manifests import pod_from_manifest, terminated
-from cluster.objects import ANY_IP, HostPort
+from cluster.objects import ANY_IP, HostPort, Node
 from cluster.reservations import is_reservation
 from cluster.store import Store
+from cluster.volumes.attach import node_with_limits
 from cluster.volumes.index import VolumeIndex
 from cluster.volumes.matching import reaches
 from cluster.volumes.storage_objects import PersistentVolume, PersistentVolumeClaim
@@ -44,6 +45,9 @@ def check_invariants(
         violations += store_agrees(cluster, store, counted)
     if volumes is not None:
         violations += volumes_hold(cluster, counted, volumes)
+    violations += attach_limits_hold(
+        cluster, counted, volumes if volumes is not None else cluster.volume_objects
+    )
     return violations
 
 
@@ -70,6 +74,42 @@ def volumes_hold(cluster: SimulatedCluster, counted: Recount, volumes: VolumeInd
             if isinstance(volume, PersistentVolume) and not reaches(volume, labels):
                 violations.append(
                     f"pod {pod_key} is on {node}, which its volume {volume.name} does not reach"
+                )
+    return violations
+
+
+def attach_limits_hold(
+    cluster: SimulatedCluster, counted: Recount, volumes: VolumeIndex
+) -> list[str]:
+    """No node has more volumes of a CSI driver attached, for pods not ended, than its
+    limit (NodeVolumeLimits): each bound claim's volume counted once per node, under its
+    driver (an in-tree one where its plugin is migrated there)."""
+    attached: dict[str, dict[str, set[str]]] = {}  # node -> limit key -> volumes
+    nodes: dict[str, Node] = {}  # with their limits
+    for pod_key, claim_names in counted.claims.items():
+        name = cluster.bindings[pod_key]
+        if pod_key in counted.ended or name not in cluster.nodes:
+            continue
+        if name not in nodes:
+            nodes[name] = node_with_limits(cluster.nodes[name], volumes.csi_node(name))
+        namespace = pod_key.split("/", 1)[0]
+        for claim_name in claim_names:
+            claim = volumes.claim(f"{namespace}/{claim_name}")
+            if not isinstance(claim, PersistentVolumeClaim) or not claim.volume_name:
+                continue
+            volume = volumes.volume(claim.volume_name)
+            if not isinstance(volume, PersistentVolume) or (counts := volume.attach) is None:
+                continue
+            if not counts.plugin or counts.plugin in nodes[name].migrated_plugins:
+                attached.setdefault(name, {}).setdefault(counts.key, set()).add(counts.volume)
+    violations = []
+    for name, by_key in sorted(attached.items()):
+        limits = dict(nodes[name].volume_limits)
+        for key, held in sorted(by_key.items()):
+            if key in limits and len(held) > limits[key]:
+                violations.append(
+                    f"node {name} has {len(held)} volumes of {key} attached, over its "
+                    f"limit {limits[key]}"
                 )
     return violations
 

@@ -33,7 +33,7 @@ from cluster.manifests import (
 from cluster.objects import HOSTNAME_LABEL, Node, Pod, PodGroup
 from cluster.quota import Quota, quota_from_manifest
 from cluster.reservations import Reservation
-from cluster.volumes.index import VolumeChange
+from cluster.volumes.index import VolumeChange, VolumeIndex
 from cluster.volumes.storage_manifests import ephemeral_named
 from cluster.workload_selectors import WorkloadSelectors, workload_selector_from_manifest
 
@@ -80,6 +80,8 @@ class SimulatedCluster:
     _new_quotas: list[Quota] = field(default_factory=list)
     _new_reservations: list[Reservation] = field(default_factory=list)
     _volume_changes: list[VolumeChange] = field(default_factory=list)
+    # every volume object put, as the cluster holds them (for the invariant checker)
+    volume_objects: VolumeIndex = field(default_factory=VolumeIndex)
     _names: set[str] = field(default_factory=set)
     _new_nodes: list[Node] = field(default_factory=list)
     _deleted_nodes: list[str] = field(default_factory=list)
@@ -247,9 +249,10 @@ class SimulatedCluster:
     def put_volume_object(
         self, resource: str, manifest: Mapping[str, Any], *, deleted: bool = False
     ) -> None:
-        """A PersistentVolumeClaim, PersistentVolume or StorageClass (`resource` as
-        `cluster.volumes.index` names them) made, changed or deleted."""
+        """A PersistentVolumeClaim, PersistentVolume, StorageClass or CSINode
+        (`resource` as `cluster.volumes.index` names them) made, changed or deleted."""
         self._volume_changes.append(VolumeChange(resource, manifest, deleted))
+        self.volume_objects.apply(resource, manifest, deleted)
 
     def take_volume_events(self) -> list[VolumeChange]:
         changes, self._volume_changes = self._volume_changes, []

@@ -1,7 +1,7 @@
 """Upstream's own scheduler_perf files (from the Go module cache `make kube` fills),
 unchanged and where they live: v1.30.4's workloads labelled `fast` on the simulated
 cluster, the newest release's short integration workloads through a real API server;
-the cases optimist cannot run (volumes, DRA) fail alone, saying so, and every other
+the cases optimist cannot run (DRA) fail alone, saying so, and every other
 ends with its pods bound and the invariants holding."""
 
 from __future__ import annotations
@@ -26,10 +26,8 @@ def upstream_file() -> Path:
     return scheduler_perf(PINNED, "config/performance-config.yaml")
 
 
-CANNOT = ("optimist does not model CSI nodes", "optimist does not model dynamic resource")
+CANNOT = "optimist does not model dynamic resource"
 CANNOT_RUN = {
-    "SchedulingMigratedInTreePVs",
-    "SchedulingCSIPVs",
     "SchedulingWithResourceClaimTemplate",
     "SchedulingWithResourceClaimTemplateStructured",
 }
@@ -46,6 +44,7 @@ REPRESENTATIVE = {
     "SchedulingCSIPVs",
     "Unschedulable",
     "SchedulingDeletedPodsWithFinalizers",
+    "SchedulingWithResourceClaim",
 }
 # the v1.30 workloads run on the simulated cluster (the newest release's files, which
 # have every other case of these, run there in full: test_upstream_v137)
@@ -56,6 +55,7 @@ SIMULATED = {
     "PreemptionBasic",
     "Unschedulable",
     "SchedulingWithMixedChurn",
+    "SchedulingMigratedInTreePVs",
 }
 
 
@@ -78,7 +78,7 @@ def test_every_fast_workload_is_read_and_a_representative_set_runs(redis_url, ke
     r = bench.report.model_dump()
     assert r["invariant_violations"] == []
     failed = {c["name"]: c["error"] for c in r["cases"] if c["error"]}
-    assert all(any(why in error for why in CANNOT) for error in failed.values()), failed
+    assert all(CANNOT in error for error in failed.values()), failed
     assert {name.split("/")[0] for name in failed} == CANNOT_RUN
     ran = [c for c in r["cases"] if not c["error"]]
     assert all(c["pods_pending"] == 0 and c["pods_scheduled"] > 0 for c in ran), [
@@ -91,14 +91,15 @@ def test_the_newest_release_s_integration_workloads_run_through_the_api_server(
 ):
     """A representative set of the `short` integration workloads of the newest release's
     files (5 nodes each, as upstream runs them in its own integration tests): plain
-    pods, inter-pod anti-affinity, topology spreading, pods with volumes and claims,
-    unschedulable pods made by churn, pods deleted while a finalizer keeps them, and a
-    case optimist cannot run. Unchanged, through a real API server started as
-    upstream's harness starts one, scheduled by `optimist run` in a process of its own
-    (one for all of them, each workload removing what it made before the next): the case
-    it cannot run fails alone, saying why, every other binds every pod, and the
-    invariants hold on what the server holds. v1.30's file runs on the simulated
-    cluster above; `optimist bench --cluster apiserver` takes the rest of either."""
+    pods, inter-pod anti-affinity, topology spreading, pods with volumes and claims
+    (in-tree, and CSI on nodes whose CSINodes set attach limits), unschedulable pods
+    made by churn, pods deleted while a finalizer keeps them, and a case optimist cannot
+    run (DRA). Unchanged, through a real API server started as upstream's harness
+    starts one, scheduled by `optimist run` in a process of its own (one for all of
+    them, each workload removing what it made before the next): the case it cannot run
+    fails alone, saying why, every other binds every pod, and the invariants hold on
+    what the server holds. v1.30's file runs on the simulated cluster above; `optimist
+    bench --cluster apiserver` takes the rest of either."""
     runs = tuple(
         r
         for read in scheduler_perf_files(NEWEST).values()
@@ -112,8 +113,8 @@ def test_the_newest_release_s_integration_workloads_run_through_the_api_server(
     r = run_apiserver_bench(bench, Plan(runs), lambda label: lambda done, total: None)
     failed = {c.name: c.error for c in r.runs if c.error}
     assert r.invariant_violations == [], (r.invariant_violations, failed)
-    assert {name.split("/")[0] for name in failed} == {"SchedulingCSIPVs"}, failed
-    assert all(CANNOT[0] in error for error in failed.values()), failed
+    assert {name.split("/")[0] for name in failed} == {"SchedulingWithResourceClaim"}, failed
+    assert all(CANNOT in error for error in failed.values()), failed
     ran = [c for c in r.runs if isinstance(c, ApiRunReport) and not c.error]
     assert all(c.pods_scheduled == c.pods_created > 0 for c in ran), [
         (c.name, c.pods_scheduled, c.pods_created) for c in ran

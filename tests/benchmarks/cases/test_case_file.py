@@ -51,7 +51,9 @@ def test_upstream_format_is_read_and_params_are_filled():
     nodes = ops[0]
     assert isinstance(nodes, case_ops.CreateNodes)
     assert nodes.count == 4 and nodes.template["metadata"]["generateName"] == "fixture-node-"
-    assert nodes.allocatable == {"cpu": "4", "memory": "16Gi", "pods": "60"}
+    assert nodes.allocatable == case_fields.NodeAllocatable(
+        {"cpu": "4", "memory": "16Gi", "pods": "60"}, {}
+    )
     assert nodes.label_values == case_fields.LabelValues(
         "topology.kubernetes.io/zone", ("zone1", "zone2")
     )

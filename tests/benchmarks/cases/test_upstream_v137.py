@@ -5,8 +5,13 @@ others run on the simulated cluster, every pod bound."""
 
 from __future__ import annotations
 
-from benchmarks.cases import case_fields, case_file
+import random
+from typing import Any
+
+from benchmarks.cases import case_fields, case_file, case_ops, workload_objects
 from benchmarks.simulated.sim_bench import Plan, load_plan, run_bench
+from cluster.volumes.storage_manifests import csi_node_from_manifest
+from cluster.volumes.storage_objects import CSINode
 from optimist.settings import Settings
 from tests.upstream_modules import scheduler_perf, scheduler_perf_files
 
@@ -21,13 +26,10 @@ REFUSED = {
             "createPodGroups",
             case_fields.NO_WORKLOAD_API,
         ),
-        ("event_handling", "EventHandlingPodDelete"): ("createNodes", case_fields.NO_VOLUMES),
         ("event_handling", "EventHandlingPodUpdate"): ("updateAny", case_fields.NO_UPDATES),
         ("event_handling", "EventHandlingNodeUpdate"): ("updateAny", case_fields.NO_UPDATES),
         ("nodedeclaredfeatures", "NodeDeclaredFeaturesEnabled"): ("params", UNUSED),
         ("starvation", "StarvationPodGroup"): ("createPodGroups", case_fields.NO_WORKLOAD_API),
-        ("volumes", "SchedulingMigratedInTreePVs"): ("createNodes", case_fields.NO_VOLUMES),
-        ("volumes", "SchedulingCSIPVs"): ("createNodes", case_fields.NO_VOLUMES),
     },
     **{
         (f"podgroup/{folder}", case): ("createPodGroups", case_fields.NO_WORKLOAD_API)
@@ -85,7 +87,7 @@ def test_every_file_is_read_and_only_the_cases_optimist_cannot_run_are_refused()
                 assert (folder, run.case) not in REFUSED, run.name
     assert {k: v.pop() for k, v in refused.items()} == {k: v[0] for k, v in REFUSED.items()}
     runnable = [r for runs in read.values() for r in runs if r.unsupported() is None]
-    assert len(runnable) == 130
+    assert len(runnable) == 140
 
 
 def test_the_integration_workloads_of_the_files_without_dra_run_on_the_simulated_cluster(
@@ -115,4 +117,23 @@ def test_a_folder_is_every_file_under_it_and_the_label_filter_picks_as_upstream(
     plan = load_plan(scheduler_perf(VERSION), label_filter="performance")
     picked = [r for runs in files().values() for r in runs if "performance" in r.labels]
     assert [r.name for r in plan.runs] == [r.name for r in picked]
-    assert len([r for r in plan.runs if r.unsupported() is None]) == 64
+    assert len([r for r in plan.runs if r.unsupported() is None]) == 69
+
+
+def test_a_node_allocatable_strategy_s_csi_parts_make_each_node_s_csi_node():
+    """SchedulingMigratedInTreePVs' nodes: 39 EBS volumes each, in the node's allocatable
+    and its CSINode, which says the in-tree EBS plugin is migrated there."""
+    (run,) = [r for r in files()["volumes"] if r.name == "SchedulingMigratedInTreePVs/5Nodes"]
+    nodes = run.ops[0]
+    assert isinstance(nodes, case_ops.CreateNodes) and nodes.allocatable is not None
+    strategy = nodes.allocatable
+    assert strategy.allocatable == {"attachable-volumes-csi-ebs.csi.aws.com": "39"}
+    node = workload_objects.node_batches(nodes, random.Random(0), iter(range(9)))[0][0]
+    assert node["status"]["allocatable"] == {
+        **node["status"]["capacity"],
+        "attachable-volumes-csi-ebs.csi.aws.com": "39",
+    }
+    made: dict[str, Any] | None = strategy.csi_node("node-1")
+    assert made is not None
+    csi = csi_node_from_manifest(made)
+    assert csi == CSINode("node-1", (("ebs.csi.aws.com", 39),), ("kubernetes.io/aws-ebs",))

@@ -5,8 +5,9 @@ reservation."""
 from cluster.cluster_adapter import Binding
 from cluster.manifests import node_from_manifest, pod_from_manifest
 from cluster.objects import POD_GROUP_LABEL, Pod, PodGroup
-from cluster.volumes.index import CLAIMS, VOLUMES, VolumeIndex
+from cluster.volumes.index import CLAIMS, CSI_NODES, VOLUMES, VolumeIndex
 from optimist.offline.invariants import (
+    attach_limits_hold,
     bound_once,
     check_invariants,
     gangs_whole,
@@ -161,3 +162,27 @@ def test_volumes_hold_names_a_pod_bound_before_its_claim_and_a_volume_claimed_tw
     assert "pod default/a is on n, which its volume pv does not reach" in volumes_hold(
         cluster, recount(cluster), index
     )
+
+
+def test_attach_limits_hold_names_a_node_with_more_csi_volumes_than_its_limit():
+    cluster = cluster_with({"a": "Running", "b": "Running", "c": "Succeeded"})
+    for pod in "abc":
+        cluster.pod_manifests[f"default/{pod}"]["spec"]["volumes"] = [
+            {"name": "data", "persistentVolumeClaim": {"claimName": f"c{pod}"}}
+        ]
+    index = VolumeIndex()
+    bound = {"pv.kubernetes.io/bind-completed": "yes"}
+    driver = {"drivers": [{"name": "ebs.csi.aws.com", "nodeID": "n", "allocatable": {"count": 1}}]}
+    index.apply(CSI_NODES, {"metadata": {"name": "n"}, "spec": driver})
+    for pod, handle in (("a", "h1"), ("b", "h1"), ("c", "h2")):  # a and b share one volume
+        csi = {"driver": "ebs.csi.aws.com", "volumeHandle": handle}
+        index.apply(VOLUMES, {"metadata": {"name": f"pv{pod}"}, "spec": {"csi": csi}})
+        index.apply(CLAIMS, {"metadata": {"name": f"c{pod}", "namespace": "default",
+                                          "annotations": bound},
+                             "spec": {"volumeName": f"pv{pod}"}})  # fmt: skip
+    # one volume for the pods that run (c has ended): within the limit
+    assert attach_limits_hold(cluster, recount(cluster), index) == []
+    cluster.pod_manifests["default/c"]["status"]["phase"] = "Running"
+    assert attach_limits_hold(cluster, recount(cluster), index) == [
+        "node n has 2 volumes of attachable-volumes-csi-ebs.csi.aws.com attached, over its limit 1"
+    ]
