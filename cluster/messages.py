@@ -15,6 +15,7 @@ from typing import Any
 
 from cluster.histogram import Series
 from cluster.objects import SchedulingSpec
+from cluster.volumes.needs import Attachable
 from cluster.wire import Wire
 
 
@@ -33,6 +34,10 @@ class UnitRequest:
     # per pod, the node that room is reserved on for it after a preemption ("": none);
     # empty when no pod has one
     nominated: list[str] = field(default_factory=list)
+    # per pod, the volumes it attaches to its node (`Pod.attached`): a pod's own, not its
+    # class's, so that pods of volumes of their own still share a class; empty when no
+    # pod has any
+    volumes: list[tuple[Attachable, ...]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -59,6 +64,7 @@ class PodPlacement:
     nodes: list[str]
     versions: list[int]
     gpus: list[int] = field(default_factory=list)  # its GPUs on the first candidate, if any
+    volumes: list[Attachable] = field(default_factory=list)  # those it attaches there
 
 
 @dataclass(slots=True)

@@ -16,7 +16,7 @@ from typing import Any
 
 from cluster.gpus import GpuTopology, imply_node_milli
 from cluster.selectors import LabelSelector, NodeSelectorTerm
-from cluster.volumes.needs import VolumeNeeds
+from cluster.volumes.needs import Attachable, VolumeNeeds
 from cluster.volumes.storage_objects import PodVolume
 from cluster.wire import Wire
 
@@ -180,6 +180,8 @@ class Pod:
     preempts: bool = True
     # its volumes that name a claim, resolved against the claims where it is dispatched
     volumes: tuple[PodVolume, ...] = ()
+    # the volumes it attaches to its node, once its claims are resolved (NodeVolumeLimits)
+    attached: tuple[Attachable, ...] = ()
     # namespace/name, made once: the queue looks it up several times per pod
     key: str = field(init=False, repr=False, compare=False)
 

@@ -7,21 +7,20 @@ from dataclasses import dataclass, field
 
 from cluster.objects import Pod, SchedulingSpec
 
-SpecOf = Callable[[Pod], SchedulingSpec]  # a pod's spec as a shard is to judge it
+# a pod as a shard is to judge it at this attempt: its volumes resolved
+Resolve = Callable[[Pod], Pod]
 
 
 @dataclass(slots=True)
 class BatchClasses:
     """The specs of a batch's pods, once each: pods with equal specs share a class, which
-    a shard judges once. Each pod's spec is taken as `spec_of` gives it at this attempt."""
+    a shard judges once."""
 
-    spec_of: SpecOf
     specs: list[SchedulingSpec] = field(default_factory=list)
     _index: dict[SchedulingSpec, int] = field(default_factory=dict)
 
-    def of(self, pod: Pod) -> int:
-        """The class index of the pod's spec, a new class if none is equal to it."""
-        spec = self.spec_of(pod)
+    def of(self, spec: SchedulingSpec) -> int:
+        """The class index of a spec, a new class if none is equal to it."""
         index = self._index.get(spec)
         if index is None:
             index = self._index[spec] = len(self.specs)

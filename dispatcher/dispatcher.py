@@ -27,7 +27,7 @@ from cluster.objects import Pod, PodGroup
 from cluster.quota import Quota, QuotaTree
 from cluster.reservations import is_reservation
 from dispatcher.answers import Bound, Held, PreemptionAsk, Reading, Unplaced
-from dispatcher.batch_classes import BatchClasses, InFlightBatch, SpecOf
+from dispatcher.batch_classes import BatchClasses, InFlightBatch, Resolve
 from dispatcher.gangs import Gangs
 from dispatcher.queue import ANY_SHARD, Backoff, QueuedUnit, SchedulingQueue
 from dispatcher.quota_gate import QuotaGate
@@ -49,10 +49,10 @@ class Dispatcher:
         quotas: QuotaTree | None = None,
         lowest_bound_priority: Callable[[], int | None] = lambda: None,
         preemptive_profiles: Collection[str] | None = None,
-        spec_of: SpecOf | None = None,
+        resolve: Resolve | None = None,
     ) -> None:
-        # a pod's spec as a shard judges it: its volumes resolved afresh on each attempt
-        self.spec_of: SpecOf = spec_of or (lambda pod: pod.spec)
+        # a pod as a shard judges it: its volumes resolved afresh on each attempt
+        self.resolve: Resolve = resolve or (lambda pod: pod)
         # the profiles whose pods may preempt (DefaultPreemption enabled); None: all
         self.preemptive_profiles = preemptive_profiles
         # the lowest priority of a bound pod (None: none bound): only a unit above it
@@ -308,7 +308,7 @@ class Dispatcher:
                 self._preempted(stuck)  # its victims' deletion never showed: try anyway
                 self.stats.moved_by_timeout += 1
         self.queue.flush_expired(now)
-        classes = BatchClasses(self.spec_of)
+        classes = BatchClasses()
         # who may look for victims: a unit above the lowest bound priority, or one whose
         # quota may reclaim room another quota must give back
         floor = self.lowest_bound_priority()
@@ -328,15 +328,19 @@ class Dispatcher:
                 continue
             unit.move(PodState.IN_FLIGHT)
             unit.sent_mark = self._events
-            members = [(pod.key, classes.of(pod)) for pod in unit.pods]
+            judged = [self.resolve(pod) for pod in unit.pods]  # their volumes resolved
+            members = [(pod.key, classes.of(pod.spec)) for pod in judged]
             manifests = [dict(p.manifest or {}) for p in unit.pods] if self.send_manifests else []
             preempt = False
             if floor is not None or reclaimable:
                 victims = self._victims_may_exist(unit, floor, reclaimable)
                 preempt = victims and self._may_preempt(unit)
             nominated = [unit.nominated.get(p.key, "") for p in unit.pods] if unit.nominated else []
+            volumes = [p.attached for p in judged] if any(p.attached for p in judged) else []
             units.append(
-                UnitRequest(unit.key, members, unit.min_member, manifests, preempt, nominated)
+                UnitRequest(
+                    unit.key, members, unit.min_member, manifests, preempt, nominated, volumes
+                )
             )
             pods += len(unit.pods)
         resolved = self._resolved.pop(shard, [])

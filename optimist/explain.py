@@ -171,10 +171,8 @@ class Explainer:
         if held is not None:
             ask.standing = held.standing
             classes: dict[SchedulingSpec, int] = {}
-            pods = [
-                (p.key, classes.setdefault(dispatcher.spec_of(p), len(classes)))  # volumes resolved
-                for p in held.pods
-            ]
+            judged = [dispatcher.resolve(p) for p in held.pods]  # volumes resolved
+            pods = [(p.key, classes.setdefault(p.spec, len(classes))) for p in judged]
             request = ExplainRequest(held.unit, list(classes), pods, held.min_member, top=ask.top)
             return request, held.shard % len(self.shards) if held.shard != ANY_SHARD else ANY_SHARD
         running = bound.get(ask.pod)

@@ -44,7 +44,9 @@ class PodClass:
     # int64 [columns]: what the scorers weigh it by while placing it (`request` but
     # for SchedulingSpec.weighed); `request` itself where the two agree
     weighed: np.ndarray
-    attach: tuple[Attachable, ...] = ()  # the volumes NodeVolumeLimits counts on its node
+    # the volumes one pod of the class attaches, once it is placed (`UnitRequest.volumes`):
+    # the class itself says only how many (`VolumeNeeds.attach`)
+    attach: tuple[Attachable, ...] = ()
 
     @classmethod
     def compile(cls, spec: SchedulingSpec, table: NodeTable) -> PodClass:
@@ -65,8 +67,7 @@ class PodClass:
             for name, amount in spec.weighed:
                 weighed[table.col[name]] = amount
         peer_column = table.peer_column(peer.id, peer)
-        attach = spec.volumes.attach if spec.volumes is not None else ()
-        return cls(spec, request, checked, ports, peer_column, gpu, weighed, attach)
+        return cls(spec, request, checked, ports, peer_column, gpu, weighed)
 
 
 class FilterPlugin(ABC):

@@ -36,6 +36,12 @@ _CLASS_CACHE = 4096
 Taken = tuple[int, PodClass, tuple[int, ...]]  # a pod assumed: its row, class and GPUs
 
 
+def with_volumes(pod: PodClass, unit: UnitRequest, i: int) -> PodClass:
+    """The unit's i-th pod's class with the volumes that pod itself attaches, which its
+    class does not name (`UnitRequest.volumes`)."""
+    return replace(pod, attach=unit.volumes[i]) if unit.volumes else pod
+
+
 class ShardCore:
     """Everything a shard does, without Ray: the actor is a thin shell around this."""
 
@@ -245,6 +251,7 @@ class ShardCore:
         if (
             len(first.pods) != 1
             or first.nominated
+            or self._shares_volumes(first, 0)
             or classes[first.pods[0][1]].spec.profile not in self.profiles
         ):
             return 1
@@ -255,9 +262,38 @@ class ShardCore:
             and len(units[end].pods) == 1
             and units[end].pods[0][1] == cls
             and not units[end].nominated
+            and not self._shares_volumes(units[end], 0)
         ):
             end += 1
         return end - i
+
+    def _state_for(
+        self,
+        unit: UnitRequest,
+        i: int,
+        classes: list[PodClass],
+        states: dict[int, ClassState],
+    ) -> ClassState | None:
+        """The state the unit's i-th pod is judged in: its class's, made on first use, or
+        one of its own where it shares a volume; None if its profile is not configured."""
+        cls = unit.pods[i][1]
+        shares = self._shares_volumes(unit, i)
+        if cls in states and not shares:
+            return states[cls]
+        profile = self.profiles.get(classes[cls].spec.profile)
+        if profile is None:
+            return None
+        if shares:
+            return ClassState(with_volumes(classes[cls], unit, i), profile, self.table)
+        state = states[cls] = ClassState(classes[cls], profile, self.table)
+        return state
+
+    def _shares_volumes(self, unit: UnitRequest, i: int) -> bool:
+        """Whether the unit's i-th pod attaches a volume some node has already, which its
+        class cannot say (`NodeVolumeLimits`): it is then judged alone."""
+        return bool(unit.volumes) and any(
+            self.table.volumes.rows_with(v.volume) for v in unit.volumes[i]
+        )
 
     def _place_run(
         self, units: list[UnitRequest], classes: list[PodClass], states: dict[int, ClassState]
@@ -296,12 +332,18 @@ class ShardCore:
                     preemptible = {cls: state.preemptible()} if unit.preempt else {}
                     out.append((self._unplaced(unit.key, state.why(), preemptible), []))
                     continue
-                taken = self._take(row, pod, state.profile)
+                own = with_volumes(pod, unit, 0)
+                taken = self._take(row, own, state.profile)
                 state.took(row)
                 rows = [row, *runners]
                 versions = [int(self.table.version[r]) for r in rows]
                 placement = PodPlacement(
-                    unit.pods[0][0], cls, [names[r] for r in rows], versions, list(taken[2])
+                    unit.pods[0][0],
+                    cls,
+                    [names[r] for r in rows],
+                    versions,
+                    list(taken[2]),
+                    list(own.attach),
                 )
                 out.append((Decision(unit.key, [placement]), [taken]))
 
@@ -351,14 +393,11 @@ class ShardCore:
         placed: list[tuple[str, int]] = []
         rejection: Rejection | None = None
         for i, (key, cls) in enumerate(unit.pods):
-            state = states.get(cls)
+            state = self._state_for(unit, i, classes, states)
             if state is None:
-                profile = self.profiles.get(classes[cls].spec.profile)
-                if profile is None:
-                    self._undo(chosen)
-                    why = f"profile {classes[cls].spec.profile!r} is not configured"
-                    return Decision(unit.key, [], {why: 1}, self.table.size), []
-                state = states[cls] = ClassState(classes[cls], profile, self.table)
+                self._undo(chosen)
+                why = f"profile {classes[cls].spec.profile!r} is not configured"
+                return Decision(unit.key, [], {why: 1}, self.table.size), []
             row, nominated, refused = self._choose(unit, i, state)
             if row < 0:
                 # the reasons count the unit's own pods placed so far; the events of
@@ -368,7 +407,7 @@ class ShardCore:
                 if len(unit.pods) - i - 1 + len(chosen) < unit.min_member:
                     break  # too few pods left to reach min_member
                 continue
-            pod = classes[cls]
+            pod = with_volumes(classes[cls], unit, i)
             if nominated:  # the node's usage holds its reservation: count nothing twice
                 pod = replace(pod, request=np.zeros_like(pod.request))
             chosen.append(self._take(row, pod, state.profile))
@@ -392,9 +431,14 @@ class ShardCore:
         names, versions = self.table.names, self.table.version
         placements = [
             PodPlacement(
-                key, cls, [names[r] for r in rows], [int(versions[r]) for r in rows], list(gpus)
+                key,
+                cls,
+                [names[r] for r in rows],
+                [int(versions[r]) for r in rows],
+                list(gpus),
+                list(pod.attach),
             )
-            for (key, cls), rows, (_, _, gpus) in zip(placed, offered, chosen, strict=True)
+            for (key, cls), rows, (_, pod, gpus) in zip(placed, offered, chosen, strict=True)
         ]
         return Decision(unit.key, placements), chosen
 

@@ -1,18 +1,18 @@
 -- Commit a batch of units, each all-or-nothing against the committed state.
 -- ARGV[3]: msgpack [classes, units]
 --   classes: list of [names, amounts, host ports, peer id, peer, keeps away,
---            GPU locality ('' or the group kind its GPUs must share: 'nvlink', 'numa'),
---            attachable volumes]
+--            GPU locality ('' or the group kind its GPUs must share: 'nvlink', 'numa')]
 --            (a pod's requests; names starting with '~' are score-only
 --            accounting and never checked for fit; host ports as [protocol,
 --            ip, port], ip 0.0.0.0 for any; the peer is what other pods'
 --            affinity and spreading see of the pod, stored once under its id;
---            keeps away: the pod has required anti-affinity; attachable volumes
---            as [limit key, volume, in-tree plugin or '']: one with a plugin
---            counts only on nodes where that plugin is migrated)
+--            keeps away: the pod has required anti-affinity)
 --   units:   list of [unit key, pods], pods a list of [pod key, class index
 --            (0-based), candidate nodes best first, the node versions seen,
---            the GPUs the shard chose on the first candidate (optional)]
+--            the GPUs the shard chose on the first candidate (optional), the
+--            volumes it attaches (optional: [limit key, volume, in-tree plugin
+--            or ''], one with a plugin counting only on nodes where that plugin
+--            is migrated; a pod's own, not its class's, as each names its own)]
 --            A pod that asks for GPUs gets the GPUs chosen if each still has
 --            room, else those that fit best (common.lua's choose_gpus). A pod
 --            whose volumes not yet attached to a node would take more of a limit
@@ -78,16 +78,12 @@ for i, c in ipairs(classes) do
   local ok = type(c) == 'table' and type(c[1]) == 'table' and type(c[2]) == 'table'
     and #c[1] == #c[2] and type(c[3]) == 'table' and is_name(c[4]) and type(c[5]) == 'string'
     and type(c[6]) == 'boolean' and (c[7] == '' or c[7] == 'nvlink' or c[7] == 'numa')
-    and type(c[8]) == 'table'
   if ok then
     for j, name in ipairs(c[1]) do
       ok = ok and is_name(name) and is_amount(c[2][j])
     end
     for _, p in ipairs(c[3]) do
       ok = ok and is_port(p)
-    end
-    for _, a in ipairs(c[8]) do
-      ok = ok and is_attachable(a)
     end
   end
   valid_class[i] = ok
@@ -145,10 +141,18 @@ local function shortfall(n, extra, cls)
   return nil
 end
 
+local function valid_volumes(volumes)
+  if type(volumes) ~= 'table' then return false end
+  for _, a in ipairs(volumes) do
+    if not is_attachable(a) then return false end
+  end
+  return true
+end
+
 local function valid_pod(p)
   return type(p) == 'table' and is_name(p[1]) and type(p[2]) == 'number'
     and valid_class[p[2] + 1] and type(p[3]) == 'table' and #p[3] > 0
-    and (p[5] == nil or type(p[5]) == 'table')
+    and (p[5] == nil or type(p[5]) == 'table') and (p[6] == nil or valid_volumes(p[6]))
 end
 
 -- The GPUs a pod of class `cls` takes on node `n` (its `name`), counting `extra`, the
@@ -172,7 +176,7 @@ local function gpus_for(n, name, extra, cls, wanted)
     name, devices, count, per)
 end
 
--- The volumes of `attach` (a class's) that count on node `n`: {key, volume}, each once.
+-- The volumes of `attach` (a pod's) that count on node `n`: {key, volume}, each once.
 local function volumes_on(n, attach)
   local out, taken = {}, {} -- taken: key -> volume -> true
   for _, a in ipairs(attach) do
@@ -305,7 +309,7 @@ for ui, unit in ipairs(units) do
           if not observed then r, free, amount = shortfall(n, extra[name], cls) end
           local clash = not r and not observed
             and (port_clash(n.ports, cls[3]) or port_clash(extra_ports[name], cls[3]))
-          local volumes = volumes_on(n, cls[8])
+          local volumes = volumes_on(n, p[6] or {})
           local over, more, total, limit = nil, nil, nil, nil
           if not r and not clash and not observed then
             over, more, total, limit = volume_excess(n, extra_volumes[name], volumes)

@@ -380,12 +380,18 @@ class NodeStore:
                 peer.packed,
                 bool(c.anti_affinity_required),
                 c.gpu_locality,
-                [[a.key, a.volume, a.plugin] for a in c.volumes.attach] if c.volumes else [],
             ]
             for c in classes
         ]
         wire_units = [
-            [d.unit, [[p.pod, p.cls, p.nodes, p.versions, p.gpus] for p in d.placements]]
+            [
+                d.unit,
+                [
+                    [p.pod, p.cls, p.nodes, p.versions, p.gpus]
+                    + ([[[a.key, a.volume, a.plugin] for a in p.volumes]] if p.volumes else [])
+                    for p in d.placements
+                ],
+            ]
             for d in decisions
         ]
         args: list[object] = [_lua_frame([wire_classes, wire_units]), mode]
@@ -624,6 +630,7 @@ def pinned(pods: Sequence[Pod]) -> tuple[list[SchedulingSpec], list[Decision]]:
                     [p.node_name],
                     [0],
                     annotated_gpus(p.manifest),
+                    list(p.attached),
                 )
             ],
         )

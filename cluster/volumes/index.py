@@ -14,6 +14,8 @@ from typing import Any, Generic, NamedTuple, TypeVar
 
 from cluster import events
 from cluster.errors import InvalidObject
+from cluster.objects import Node
+from cluster.volumes.attach import node_with_limits
 from cluster.volumes.storage_manifests import (
     claim_from_manifest,
     csi_node_from_manifest,
@@ -122,6 +124,10 @@ class VolumeIndex:
 
     def storage_class(self, name: str) -> StorageClass | InvalidObject | None:
         return self.classes.objects.get(name)
+
+    def limited(self, node: Node) -> Node:
+        """The node with the attach limits of its CSINode, as far as known."""
+        return node_with_limits(node, self.csi_node(node.name))
 
     def csi_node(self, name: str) -> CSINode | None:
         """A node's CSINode; one that cannot be read counts as none (upstream's lister

@@ -7,6 +7,7 @@ one equivalence class and are judged once per node like any other static filter.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from cluster.selectors import NodeSelectorTerm
@@ -34,6 +35,12 @@ class Attachable:
     plugin: str = ""
 
 
+def attach_counts(volumes: tuple[Attachable, ...]) -> tuple[tuple[str, str, int], ...]:
+    """`VolumeNeeds.attach` of a pod attaching these volumes."""
+    counts = Counter((v.key, v.plugin) for v in volumes)
+    return tuple((key, plugin, n) for (key, plugin), n in sorted(counts.items()))
+
+
 @dataclass(frozen=True, slots=True)
 class VolumeNeeds(Wire):
     # per bound claim whose PersistentVolume has required node affinity: its terms, ORed
@@ -46,8 +53,10 @@ class VolumeNeeds(Wire):
     # of the nodes where a volume of it, or provisioning, can (`cluster.volumes.matching`)
     unbound: tuple[tuple[NodeSelectorTerm, ...], ...] = ()
     selected_node: str = ""  # a claim's volume is being provisioned for this node alone
-    # NodeVolumeLimits: the pod's volumes that count against a node's attach limits
-    attach: tuple[Attachable, ...] = ()
+    # NodeVolumeLimits: how many volumes the pod attaches, per limit key and in-tree plugin
+    # they migrated from ("" for CSI ones): (key, plugin, volumes). Which volumes goes
+    # with the pod (`Pod.attached`): pods of a volume each still share a class.
+    attach: tuple[tuple[str, str, int], ...] = ()
     # a plugin's PreFilter rejected the pod before any node was judged: which, and why
     rejected_by: str = ""
     rejection: str = ""

@@ -16,11 +16,11 @@ from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from cluster.errors import InvalidObject
-from cluster.objects import Pod, SchedulingSpec
+from cluster.objects import Pod
 from cluster.volumes.attach import unbound_volume
 from cluster.volumes.index import VolumeIndex
 from cluster.volumes.matching import Terms, matches, node_terms, provision_terms
-from cluster.volumes.needs import ZONE_KEYS, Attachable, VolumeNeeds
+from cluster.volumes.needs import ZONE_KEYS, Attachable, VolumeNeeds, attach_counts
 from cluster.volumes.storage_objects import (
     WAIT_FOR_FIRST_CONSUMER,
     PersistentVolume,
@@ -71,7 +71,7 @@ def resolve(
         if VOLUME_ZONE in plugins:
             needs = replace(needs, zones=_zones(pod, volumes, index))
         if NODE_VOLUME_LIMITS in plugins:
-            needs = replace(needs, attach=_attachable(pod, volumes, index))
+            needs = replace(needs, attach=attach_counts(_attachable(pod, volumes, index)))
     except _Rejected as rejected:
         return rejected.rejection
     return needs
@@ -176,6 +176,17 @@ def _unbound(
     return tuple(unbound), min(selected, default="")
 
 
+def attachable(
+    pod: PodRef, volumes: tuple[PodVolume, ...], index: VolumeIndex
+) -> tuple[Attachable, ...]:
+    """The volumes a pod attaches, as NodeVolumeLimits counts them; none where its
+    claims cannot be resolved (`resolve` then rejects the pod)."""
+    try:
+        return _attachable(pod, volumes, index)
+    except _Rejected:
+        return ()
+
+
 def _attachable(
     pod: PodRef, volumes: tuple[PodVolume, ...], index: VolumeIndex
 ) -> tuple[Attachable, ...]:
@@ -262,18 +273,23 @@ def _known(plugin: str, found: T | InvalidObject | None, missing: str) -> T:
 
 @dataclass(slots=True)
 class VolumeResolver:
-    """Each pod's spec with its volumes resolved afresh, as the dispatcher hands it to a
-    shard: upstream runs its PreFilters on every attempt, against the claims as they are."""
+    """Each pod with its volumes resolved afresh, as the dispatcher hands it to a shard:
+    upstream runs its PreFilters on every attempt, against the claims as they are."""
 
     index: VolumeIndex
     plugins: Mapping[str, frozenset[str]]  # profile -> the filter plugins it runs
 
-    def spec_of(self, pod: Pod) -> SchedulingSpec:
+    def resolved(self, pod: Pod) -> Pod:
+        """The pod with what its volumes ask of a node in its spec, and the volumes it
+        attaches (`Pod.attached`)."""
         if not pod.volumes:
-            return pod.spec
+            return pod
         plugins = self.plugins.get(pod.spec.profile, frozenset())
         ref = PodRef(pod.namespace, pod.name, pod.uid)
         needs = resolve(ref, pod.volumes, self.index, plugins)
+        attached: tuple[Attachable, ...] = ()
         if isinstance(needs, Rejection):
             needs = VolumeNeeds(rejected_by=needs.plugin, rejection=needs.message)
-        return replace(pod.spec, volumes=needs)
+        elif needs is not None and needs.attach:
+            attached = attachable(ref, pod.volumes, self.index)
+        return replace(pod, spec=replace(pod.spec, volumes=needs), attached=attached)

@@ -97,7 +97,7 @@ class SchedulingLoop:
             quotas=QuotaTree(s.quotas) if s.quotas else None,
             lowest_bound_priority=bound_pods.lowest_priority,
             preemptive_profiles=frozenset(preempting),
-            spec_of=resolver.spec_of,
+            resolve=resolver.resolved,
         )
         self.binder = Binder(
             self.store, cluster, s.profiles, s.conflict_mode, bool(platform.binders)

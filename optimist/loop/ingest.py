@@ -24,7 +24,6 @@ from cluster.store import Store
 from cluster.volumes.index import CSI_NODES, VolumeIndex
 from dispatcher.dispatcher import Dispatcher
 from optimist.logs import unit_key
-from optimist.loop.as_stored import limited, resolved
 from optimist.loop.reservation_desk import ReservationDesk
 from optimist.loop.stages import StageHook
 
@@ -83,7 +82,7 @@ class Ingest:
         for name in gone:
             self._nodes.pop(name, None)
         if made:
-            self.store.put_nodes(limited(made, self.volumes))
+            self.store.put_nodes([self.volumes.limited(n) for n in made])
             self.dispatcher.on_event(NODE_ADD)
         if gone:
             self.store.remove_nodes(gone)
@@ -103,7 +102,7 @@ class Ingest:
             if c.resource == CSI_NODES
         }
         if renewed := [self._nodes[name] for name in sorted(csi_nodes) if name in self._nodes]:
-            self.store.put_nodes(limited(renewed, self.volumes))
+            self.store.put_nodes([self.volumes.limited(n) for n in renewed])
         for event in sorted(happened - {""}):
             self.dispatcher.on_event(event)
 
@@ -125,7 +124,8 @@ class Ingest:
         """Pods bound by anybody else: their room is used in the store, whether it fits or
         not; preemption may evict them; and they are no longer the queue's to place."""
         counted = []
-        observed = self.store.observe(resolved(pods, self.dispatcher.spec_of))
+        # with their volumes resolved: those they attach count on their nodes
+        observed = self.store.observe([self.dispatcher.resolve(p) for p in pods])
         for pod, outcome in zip(pods, observed, strict=True):
             if outcome.committed:
                 counted.append(pod)

@@ -19,7 +19,6 @@ from cluster.cluster_adapter import ClusterAdapter
 from cluster.store import STORE_ERRORS, EpochChanged, Store
 from cluster.volumes.index import VolumeIndex
 from dispatcher.dispatcher import Dispatcher
-from optimist.loop.as_stored import limited, resolved
 from optimist.loop.faults import Faults
 
 log = logging.getLogger(__name__)
@@ -85,9 +84,9 @@ class StoreRecovery:
         started = time.perf_counter()
         truth = self.cluster.snapshot()
         rebuilt = self.store.rebuild(
-            limited(truth.nodes, self.volumes),
+            [self.volumes.limited(n) for n in truth.nodes],
             truth.namespaces,
-            resolved(truth.pods, self.dispatcher.spec_of),
+            [self.dispatcher.resolve(p) for p in truth.pods],  # what they attach counts
         )
         for outcome in rebuilt:
             if not outcome.committed:

@@ -9,7 +9,7 @@ import redis
 from cluster.manifests import node_from_manifest, pod_from_manifest
 from cluster.messages import Conflict, Decision, PodPlacement
 from cluster.store.node_store import OBSERVED, _lua_frame
-from cluster.volumes.needs import Attachable, VolumeNeeds
+from cluster.volumes.needs import Attachable, VolumeNeeds, attach_counts
 from shards.testing import node, pod_spec
 
 COLUMNS = ["pods", "cpu", "memory"]
@@ -422,8 +422,21 @@ def ebs(handle, plugin=""):
 
 
 def attaching(*volumes):
-    """A small pod whose volumes count against nodes' attach limits."""
-    return replace(spec(cpu="10m", memory="1"), volumes=VolumeNeeds(attach=volumes))
+    """The volumes each pod of a class attaches (classes of `commit_attaching`)."""
+    return volumes
+
+
+def commit_attaching(store, classes, decisions, mode="fine"):
+    """Commit small pods, those of class i attaching the volumes `classes[i]` names (each
+    pod's own, on its placement, as a shard sends them)."""
+    specs = [
+        replace(spec(cpu="10m", memory="1"), volumes=VolumeNeeds(attach=attach_counts(volumes)))
+        for volumes in classes
+    ]
+    for decision in decisions:
+        for placement in decision.placements:
+            placement.volumes = list(classes[placement.cls])
+    return store.commit(specs, decisions, mode)
 
 
 def attached(store, name):
@@ -452,8 +465,8 @@ def test_lua_validates_attachable_volumes(store):
     keys = store.keys
 
     def commit(attach):
-        cls = [["pods"], [1], [], "peer", "", False, "", attach]
-        forged = _lua_frame([[cls], [["u", [["ns/p", 0, ["a"]]]]]])
+        cls = [["pods"], [1], [], "peer", "", False, ""]
+        forged = _lua_frame([[cls], [["u", [["ns/p", 0, ["a"], [0], [], attach]]]]])
         raw = store._scripts.commit(
             keys=keys.script_keys, args=[keys.node_prefix, store.epoch, forged]
         )
@@ -469,10 +482,10 @@ def test_attach_limits_hold_across_commits(store):
     classes = [attaching(ebs(v)) for v in ("v1", "v2", "v3")] + [attaching(ebs("v1"), ebs("v1"))]
     # two shards' commits, each placed against a view without the other's volume
     for i in range(2):
-        _, [o], _ = store.commit(classes, [unit(f"u{i}", (f"ns/p{i}", i, ["a"]))])
+        _, [o], _ = commit_attaching(store, classes, [unit(f"u{i}", (f"ns/p{i}", i, ["a"]))])
         assert o.status == "committed"
-    _, [third, shared], _ = store.commit(
-        classes, [unit("u2", ("ns/p2", 2, ["a"])), unit("u3", ("ns/p3", 3, ["a"]))]
+    _, [third, shared], _ = commit_attaching(
+        store, classes, [unit("u2", ("ns/p2", 2, ["a"])), unit("u3", ("ns/p3", 3, ["a"]))]
     )
     assert third.status == "conflict" and third.conflict == Conflict.VOLUME_LIMIT
     assert third.detail == (
@@ -485,7 +498,7 @@ def test_attach_limits_hold_across_commits(store):
 def test_a_limit_key_the_node_does_not_have_is_not_checked(store):
     store.put_nodes([limited("a", (EBS, 1))])
     efs = [Attachable(EFS, f"efs.csi.aws.com/fs-{i}") for i in range(3)]
-    _, [o], _ = store.commit([attaching(*efs)], [unit("u", ("ns/p", 0, ["a"]))])
+    _, [o], _ = commit_attaching(store, [attaching(*efs)], [unit("u", ("ns/p", 0, ["a"]))])
     assert o.status == "committed"
     assert attached(store, "a") == {"fs-0": 1, "fs-1": 1, "fs-2": 1}
 
@@ -493,9 +506,11 @@ def test_a_limit_key_the_node_does_not_have_is_not_checked(store):
 def test_a_migrated_volume_counts_only_where_its_plugin_is_migrated(store):
     store.put_nodes([limited("a", (EBS, 1), migrated=[IN_TREE_EBS]), limited("b", (EBS, 1))])
     classes = [attaching(ebs("v1")), attaching(ebs("v2", IN_TREE_EBS))]
-    store.commit(classes, [unit("u1", ("ns/p1", 0, ["a"])), unit("u2", ("ns/p2", 0, ["b"]))])
-    _, [on_a, on_b], _ = store.commit(
-        classes, [unit("u3", ("ns/p3", 1, ["a"])), unit("u4", ("ns/p4", 1, ["b"]))]
+    commit_attaching(
+        store, classes, [unit("u1", ("ns/p1", 0, ["a"])), unit("u2", ("ns/p2", 0, ["b"]))]
+    )
+    _, [on_a, on_b], _ = commit_attaching(
+        store, classes, [unit("u3", ("ns/p3", 1, ["a"])), unit("u4", ("ns/p4", 1, ["b"]))]
     )
     assert on_a.conflict == Conflict.VOLUME_LIMIT
     assert on_b.status == "committed"
@@ -505,15 +520,17 @@ def test_a_migrated_volume_counts_only_where_its_plugin_is_migrated(store):
 def test_release_detaches_the_pod_s_volumes(store):
     store.put_nodes([limited("a", (EBS, 1))])
     classes = [attaching(ebs("v1")), attaching(ebs("v2"))]
-    store.commit(classes, [unit("u1", ("ns/p1", 0, ["a"])), unit("u2", ("ns/p2", 0, ["a"]))])
-    _, [refused], _ = store.commit(classes, [unit("u3", ("ns/p3", 1, ["a"]))])
+    commit_attaching(
+        store, classes, [unit("u1", ("ns/p1", 0, ["a"])), unit("u2", ("ns/p2", 0, ["a"]))]
+    )
+    _, [refused], _ = commit_attaching(store, classes, [unit("u3", ("ns/p3", 1, ["a"]))])
     assert refused.conflict == Conflict.VOLUME_LIMIT
     store.release(pods=["ns/p1"])
     assert attached(store, "a") == {"v1": 1}
     store.release(units=["u2"])
     assert attached(store, "a") == {}
     assert b"av" not in store._hash(store.keys.node("a"))
-    _, [fits], _ = store.commit(classes, [unit("u3", ("ns/p3", 1, ["a"]))])
+    _, [fits], _ = commit_attaching(store, classes, [unit("u3", ("ns/p3", 1, ["a"]))])
     assert fits.status == "committed"
 
 
@@ -521,11 +538,11 @@ def test_pods_the_cluster_runs_count_their_volumes_unchecked(store):
     store.put_nodes([limited("a", (EBS, 1))])
     classes = [attaching(ebs("v1")), attaching(ebs("v2")), attaching(ebs("v3"))]
     placed = [unit("u1", ("ns/p1", 0, ["a"])), unit("u2", ("ns/p2", 1, ["a"]))]
-    _, outcomes, _ = store.commit(classes, placed, OBSERVED)
+    _, outcomes, _ = commit_attaching(store, classes, placed, OBSERVED)
     assert [o.status for o in outcomes] == ["committed"] * 2
     assert attached(store, "a") == {"v1": 1, "v2": 1}
-    _, [over, shared], _ = store.commit(
-        classes, [unit("u3", ("ns/p3", 2, ["a"])), unit("u4", ("ns/p4", 0, ["a"]))]
+    _, [over, shared], _ = commit_attaching(
+        store, classes, [unit("u3", ("ns/p3", 2, ["a"])), unit("u4", ("ns/p4", 0, ["a"]))]
     )
     assert (
         over.conflict == Conflict.VOLUME_LIMIT and "would make 3, over its limit 1" in over.detail
@@ -536,9 +553,13 @@ def test_pods_the_cluster_runs_count_their_volumes_unchecked(store):
 def test_readers_get_attached_volumes_from_the_log_and_from_each_node(store):
     store.put_nodes([limited("a", (EBS, 3)), node("b")])
     since = store.version()
-    classes = [attaching(ebs("v1")), attaching(ebs("v1"), ebs("v2")), spec()]
-    store.commit(classes, [unit("u1", ("ns/p1", 0, ["a"])), unit("u2", ("ns/p2", 2, ["b"]))])
-    store.commit(classes, [unit("u3", ("ns/p3", 1, ["a"]))])  # a's last record holds both
+    classes = [attaching(ebs("v1")), attaching(ebs("v1"), ebs("v2")), attaching()]
+    commit_attaching(
+        store, classes, [unit("u1", ("ns/p1", 0, ["a"])), unit("u2", ("ns/p2", 2, ["b"]))]
+    )
+    commit_attaching(
+        store, classes, [unit("u3", ("ns/p3", 1, ["a"]))]
+    )  # a's last record holds both
     logged = store.changes_since(since, COLUMNS)
     assert logged.from_log
     assert list(logged.attached) == ["a"]
@@ -555,9 +576,11 @@ def test_a_unit_whose_second_pod_passes_the_limit_commits_nothing(store):
     store.put_nodes([limited("a", (EBS, 2)), node("b")])
     classes = [attaching(ebs("v1"), ebs("v2")), attaching(ebs("v3")), attaching(ebs("v1"))]
     gang = unit("g", ("ns/p1", 0, ["a"]), ("ns/p2", 1, ["a"]))
-    _, [outcome], _ = store.commit(classes, [gang])
+    _, [outcome], _ = commit_attaching(store, classes, [gang])
     assert outcome.conflict == Conflict.VOLUME_LIMIT and "pod ns/p2: node a" in outcome.detail
     assert store.committed_pods() == {} and attached(store, "a") == {}
     # a pod sharing a volume an earlier pod of its unit attaches adds nothing to the count
-    _, [shares], _ = store.commit(classes, [unit("g2", ("ns/p1", 0, ["a"]), ("ns/p2", 2, ["a"]))])
+    _, [shares], _ = commit_attaching(
+        store, classes, [unit("g2", ("ns/p1", 0, ["a"]), ("ns/p2", 2, ["a"]))]
+    )
     assert shares.status == "committed" and attached(store, "a") == {"v1": 2, "v2": 1}

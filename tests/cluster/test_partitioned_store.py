@@ -18,7 +18,15 @@ from cluster.store import NodeStore
 from cluster.store.node_store import Reservation
 from cluster.store.partitioned import PartitionedStore
 from shards.testing import node
-from tests.cluster.test_node_store import EBS, attaching, ebs, limited, spec, unit
+from tests.cluster.test_node_store import (
+    EBS,
+    attaching,
+    commit_attaching,
+    ebs,
+    limited,
+    spec,
+    unit,
+)
 
 TTL = 5.0
 CPU = ["cpu"]
@@ -116,7 +124,7 @@ def test_attach_limits_hold_for_gangs_across_partitions(partitioned):
     fits = unit("g1", ("ns/g1-0", 0, [a]), ("ns/g1-1", 1, [b]))
     # c's part is reserved, a's refused: c's volume is given back with its reservation
     over = unit("g2", ("ns/g2-0", 2, [c]), ("ns/g2-1", 1, [a]))
-    first, second = partitioned.commit(classes, [fits, over]).outcomes
+    first, second = commit_attaching(partitioned, classes, [fits, over]).outcomes
     assert first.status == "committed"
     assert second.conflict == Conflict.VOLUME_LIMIT and f"node {a}" in second.detail
     delta = partitioned.changes_since(0, CPU)

@@ -19,7 +19,6 @@ import numpy as np
 
 from cluster.events import ASSIGNED_POD_DELETE, CSI_NODE_ADD, CSI_NODE_UPDATE, NODE_ADD, PVC_ADD
 from cluster.objects import SchedulingSpec
-from cluster.volumes.needs import Attachable
 from cluster.volumes.resolve import NODE_VOLUME_LIMITS
 from shards.framework import FilterPlugin, PodClass, Rows
 from shards.node_table import NodeTable, row_numbers
@@ -38,25 +37,22 @@ class NodeVolumeLimits(FilterPlugin):
     def filter(self, pod: PodClass, table: NodeTable, rows: Rows) -> np.ndarray:
         ids = row_numbers(rows, table.size)
         fits = np.ones(len(ids), dtype=bool)
+        needs = pod.spec.volumes
+        if needs is None or not (needs.attach or needs.rejection):
+            return fits
         if self.prefilter(pod.spec) is not None:
             return ~fits
-        by_key: dict[str, list[Attachable]] = {}
-        for volume in pod.attach:
-            by_key.setdefault(volume.key, []).append(volume)
-        for key, volumes in by_key.items():
+        new: dict[str, np.ndarray] = {}  # limit key -> per row, the volumes added there
+        for key, plugin, volumes in needs.attach:
+            added = new.setdefault(key, np.zeros(len(ids), dtype=np.int64))
+            added += volumes * table.migrated(plugin)[ids] if plugin else volumes
+        for volume in pod.attach:  # the pod's own, where known: a node's already adds nothing
+            if on := table.volumes.rows_with(volume.volume):
+                new[volume.key] -= np.isin(ids, list(on))
+        for key, added in new.items():
             limit = table.volume_limit(key)[ids]
-            limited = limit >= 0
-            if not limited.any():
-                continue
-            new = np.zeros(len(ids), dtype=np.int64)
-            for volume in volumes:
-                counts = table.migrated(volume.plugin)[ids] if volume.plugin else True
-                new += counts
-                on = table.volumes.rows_with(volume.volume)
-                if on:  # already attached there: it adds nothing
-                    new -= counts & np.isin(ids, list(on))
             attached = table.volumes.counts(key, ids)
-            fits &= ~(limited & (new > 0) & (attached + new > limit))
+            fits &= (limit < 0) | (added == 0) | (attached + added <= limit)
         return fits
 
     def reasons(self, pod: PodClass, table: NodeTable, rows: np.ndarray) -> Counter[str]:

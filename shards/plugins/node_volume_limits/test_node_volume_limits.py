@@ -7,7 +7,7 @@ import numpy as np
 
 from cluster.store import Delta
 from cluster.volumes.attach import AWS_EBS, csi_volume, in_tree_volume, limit_key, node_with_limits
-from cluster.volumes.needs import Attachable, VolumeNeeds
+from cluster.volumes.needs import Attachable, VolumeNeeds, attach_counts
 from cluster.volumes.storage_objects import CSINode
 from shards.framework import PodClass
 from shards.node_table import NodeTable
@@ -19,9 +19,10 @@ EBS = "ebs.csi.aws.com"
 
 
 def attaching(table: NodeTable, *volumes: Attachable) -> PodClass:
+    """A pod attaching these volumes: its class says how many, the pod which."""
     pod = compile_pod(pod_spec({"cpu": "1"}), table)
-    spec = replace(pod.spec, volumes=VolumeNeeds(attach=volumes))
-    return PodClass.compile(spec, table)
+    spec = replace(pod.spec, volumes=VolumeNeeds(attach=attach_counts(volumes)))
+    return replace(PodClass.compile(spec, table), attach=volumes)
 
 
 def attached(table: NodeTable, name: str, *volumes: Attachable) -> None:
@@ -42,7 +43,7 @@ def limited(name: str, ebs: int | None, migrated: tuple[str, ...] = ()) -> objec
     return node_with_limits(node(name), CSINode(name, limits, migrated))
 
 
-def test_a_node_takes_volumes_up_to_its_limit_and_one_already_there_adds_nothing():
+def test_a_node_takes_volumes_up_to_its_limit():
     table = table_of([limited("a", 2), limited("b", 2), limited("c", None)])
     one, two, three = (csi_volume(EBS, f"vol-{i}") for i in range(3))
     attached(table, "a", one, two)
@@ -52,10 +53,23 @@ def test_a_node_takes_volumes_up_to_its_limit_and_one_already_there_adds_nothing
     # a is full; b has room for one; c has no limit for the driver
     assert NodeVolumeLimits().filter(pod, table, every(table)).tolist() == [0, 1, 1]
     assert NodeVolumeLimits().reasons(pod, table, np.array([0])) == {REASON: 1}
-    sharing = attaching(table, two)  # on a already: nothing new there
-    assert NodeVolumeLimits().filter(sharing, table, every(table)).tolist() == [1, 1, 1]
     both = attaching(table, one, three)  # one new on a (full), one new on b (room)
     assert NodeVolumeLimits().filter(both, table, every(table)).tolist() == [0, 1, 1]
+
+
+def test_a_volume_a_node_has_already_adds_nothing_there_where_the_pod_names_it():
+    """A class says how many volumes, not which: judged as its class, a pod sharing a
+    volume counts it as new; judged with its own volumes, the node with it has room."""
+    table = table_of([limited("a", 2), limited("b", 2)])
+    one, two, three = (csi_volume(EBS, f"vol-{i}") for i in range(3))
+    attached(table, "a", one, two)
+    attached(table, "b", one, three)
+    sharing = attaching(table, two)
+    assert NodeVolumeLimits().filter(sharing, table, every(table)).tolist() == [1, 0]
+    as_its_class = replace(sharing, attach=())
+    assert NodeVolumeLimits().filter(as_its_class, table, every(table)).tolist() == [0, 0]
+    both = attaching(table, one, two)  # both on a; one of them new on b
+    assert NodeVolumeLimits().filter(both, table, every(table)).tolist() == [1, 0]
 
 
 def test_a_pod_adding_nothing_of_a_driver_passes_a_node_over_that_driver_s_limit():
@@ -72,7 +86,6 @@ def test_this_shard_s_own_placements_count_until_the_store_holds_them():
     table.assume(0, pod.request, volumes=pod.attach)
     other = attaching(table, csi_volume(EBS, "y"))
     assert NodeVolumeLimits().filter(other, table, every(table)).tolist() == [0]
-    assert NodeVolumeLimits().filter(pod, table, every(table)).tolist() == [1]  # shares x
     table.forget(0, pod.request, volumes=pod.attach)
     assert NodeVolumeLimits().filter(other, table, every(table)).tolist() == [1]
 

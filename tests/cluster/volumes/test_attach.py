@@ -17,8 +17,14 @@ from cluster.volumes.attach import (
     node_with_limits,
 )
 from cluster.volumes.index import CLAIMS, CLASSES, CSI_NODES, VOLUMES
-from cluster.volumes.needs import Attachable
-from cluster.volumes.resolve import NODE_VOLUME_LIMITS, VOLUME_BINDING, Rejection, resolve
+from cluster.volumes.needs import Attachable, VolumeNeeds
+from cluster.volumes.resolve import (
+    NODE_VOLUME_LIMITS,
+    VOLUME_BINDING,
+    Rejection,
+    attachable,
+    resolve,
+)
 from cluster.volumes.storage_manifests import csi_node_from_manifest, volume_from_manifest
 from shards.testing import node
 from tests.cluster.volumes.test_resolve import POD, claim, index, pod_volumes, pvc
@@ -127,13 +133,13 @@ def test_a_pod_s_claims_count_by_their_volumes_or_while_unbound_by_their_class()
         (CLAIMS, claim("d", volume="gone", bound=True)),  # its volume not found: the class
         (CLAIMS, claim("e", cls=None)),  # no volume, no class: not counted
     )
-    needs = resolve(POD, pod_volumes(*map(pvc, "abcde")), known, LIMITS)
-    assert needs is not None and not isinstance(needs, Rejection)
-    assert needs.attach == (
-        csi_volume(EBS, "h-a"),
-        csi_volume("p", f"{UNBOUND}-ns/c"),
-        csi_volume("p", f"{UNBOUND}-ns/d"),
-    )
+    volumes = pod_volumes(*map(pvc, "abcde"))
+    counted = (csi_volume(EBS, "h-a"), csi_volume("p", f"{UNBOUND}-ns/c"),
+               csi_volume("p", f"{UNBOUND}-ns/d"))  # fmt: skip
+    assert attachable(POD, volumes, known) == counted
+    # what a class says of them: how many, per limit key
+    needs = resolve(POD, volumes, known, LIMITS)
+    assert needs == VolumeNeeds(attach=((limit_key(EBS), "", 1), (limit_key("p"), "", 2)))
 
 
 def test_a_missing_claim_is_upstream_s_error_where_volume_binding_does_not_say_it_first():
