@@ -204,26 +204,23 @@ class ClaimedPod:
     pod: dict[str, Any]
 
 
-# the in-tree and CSI sources upstream's volume templates use, and the field of each
-# that names the volume (upstream's harness sets it to `vol-<index>`)
-_VOLUME_IDS = {"awsElasticBlockStore": "volumeID", "gcePersistentDisk": "pdName",
-               "azureDisk": "diskName", "csi": "volumeHandle"}  # fmt: skip
-
-
 def claimed(templates: ClaimTemplates, pod: Manifest, namespace: str, index: int) -> ClaimedPod:
     """Pod `index` of a createPods op with volume templates, as upstream's harness makes it
-    (CreatePodWithPersistentVolume): a volume `<namespace>-vol-<index>` whose source names
-    `vol-<index>`, claimed by `pvc-<index>`; a claim of that name naming the volume, bound
-    (the template carries the bind-completed annotation); the pod's volumes replaced by
-    one, `vol`, of that claim. The phases upstream writes (Bound) are left to a PV
-    controller where one runs: nothing optimist reads depends on them."""
+    (CreatePodWithPersistentVolume): a volume `<namespace>-vol-<index>` (a CSI one's
+    handle its name; an in-tree EBS one's volumeID `vol-<index>`, which the pods of the
+    same index in another op share, as upstream's do), claimed by `pvc-<index>`; a claim
+    of that name naming the volume, bound (the template carries the bind-completed
+    annotation); the pod's volumes replaced by one, `vol`, of that claim. The phases
+    upstream writes (Bound) are left to a PV controller where one runs: nothing optimist
+    reads depends on them."""
     claim_name, volume_name = f"pvc-{index}", f"{namespace}-vol-{index}"
     volume: dict[str, Any] = copy_manifest(dict(templates.volume))
     volume.setdefault("metadata", {})["name"] = volume_name
     spec = volume.setdefault("spec", {})
-    for source, field_name in _VOLUME_IDS.items():
-        if isinstance(spec.get(source), dict):
-            spec[source][field_name] = f"vol-{index}"
+    if isinstance(spec.get("csi"), dict):
+        spec["csi"]["volumeHandle"] = volume_name
+    elif isinstance(spec.get("awsElasticBlockStore"), dict):
+        spec["awsElasticBlockStore"]["volumeID"] = f"vol-{index}"
     spec["claimRef"] = {"kind": "PersistentVolumeClaim", "apiVersion": "v1",
                         "namespace": namespace, "name": claim_name}  # fmt: skip
     claim: dict[str, Any] = copy_manifest(dict(templates.claim))
