@@ -24,28 +24,42 @@ class AttachedVolumes:
     def __init__(self) -> None:
         self._committed: dict[int, frozenset[KeyedVolume]] = {}
         self._assumed: dict[int, Counter[KeyedVolume]] = {}
-        self._on_row: dict[int, frozenset[KeyedVolume]] = {}  # the two together
+        self._on_row: dict[int, set[KeyedVolume]] = {}  # the two together
         self._counts: dict[str, npt.NDArray[np.int64]] = {}  # key -> distinct volumes per row
         self._rows: dict[str, set[int]] = {}  # volume -> the rows it is on
 
     def set_committed(self, row: int, entries: Iterable[tuple[str, str, int]]) -> None:
         """The store's (key, volume, pods) of a node, replacing what it said before."""
         held = frozenset((key, volume) for key, volume, pods in entries if pods > 0)
-        if held == self._committed.get(row, frozenset()):
+        before = self._committed.get(row, frozenset())
+        if held == before:
             return
         if held:
             self._committed[row] = held
         else:
             del self._committed[row]
-        self._refresh(row)
+        assumed = self._assumed.get(row, Counter())
+        for gone in before - held:
+            if not assumed[gone]:
+                self._drop(row, gone)
+        for kept in held - before:
+            self._add(row, kept)
 
     def assume(self, row: int, volumes: Iterable[Attachable], sign: int) -> None:
         """Count (1) or stop counting (-1) one placement's volumes on a node."""
         held = self._assumed.setdefault(row, Counter())
-        held.update({(v.key, v.volume): sign for v in volumes})
-        if not +held:
+        committed = self._committed.get(row, frozenset())
+        for volume in volumes:
+            kv = (volume.key, volume.volume)
+            held[kv] += sign
+            if held[kv] <= 0:
+                del held[kv]
+                if kv not in committed:
+                    self._drop(row, kv)
+            elif sign > 0 and held[kv] == 1:
+                self._add(row, kv)
+        if not held:
             del self._assumed[row]
-        self._refresh(row)
 
     def counts(self, key: str, rows: npt.NDArray[np.intp]) -> npt.NDArray[np.int64]:
         """Per row, the distinct volumes of `key` attached there."""
@@ -59,6 +73,31 @@ class AttachedVolumes:
         """The rows this volume is attached on."""
         return self._rows.get(volume, set())
 
+    def _add(self, row: int, kv: KeyedVolume) -> None:
+        """A volume now on the node, committed or assumed (once, however many hold it)."""
+        on = self._on_row.setdefault(row, set())
+        if kv in on:
+            return
+        on.add(kv)
+        key, volume = kv
+        self._counted(key, row)[row] += 1
+        self._rows.setdefault(volume, set()).add(row)
+
+    def _drop(self, row: int, kv: KeyedVolume) -> None:
+        """A volume neither committed nor assumed on the node any more."""
+        on = self._on_row.get(row)
+        if on is None or kv not in on:
+            return
+        on.discard(kv)
+        if not on:
+            del self._on_row[row]
+        key, volume = kv
+        self._counts[key][row] -= 1
+        rows = self._rows[volume]
+        rows.discard(row)
+        if not rows:
+            del self._rows[volume]
+
     def _counted(self, key: str, row: int) -> npt.NDArray[np.int64]:
         """The counts of `key`, with room for `row`."""
         counts = self._counts.get(key, np.zeros(0, dtype=np.int64))
@@ -67,20 +106,3 @@ class AttachedVolumes:
             grown[: len(counts)] = counts
             counts = self._counts[key] = grown
         return counts
-
-    def _refresh(self, row: int) -> None:
-        assumed = self._assumed.get(row, Counter())
-        now = self._committed.get(row, frozenset()) | {kv for kv, n in assumed.items() if n > 0}
-        before = self._on_row.get(row, frozenset())
-        for key, volume in before - now:
-            self._counts[key][row] -= 1
-            self._rows[volume].discard(row)
-            if not self._rows[volume]:
-                del self._rows[volume]
-        for key, volume in now - before:
-            self._counted(key, row)[row] += 1
-            self._rows.setdefault(volume, set()).add(row)
-        if now:
-            self._on_row[row] = now
-        else:
-            self._on_row.pop(row, None)

@@ -62,8 +62,16 @@ def resolve(
     pod: PodRef, volumes: tuple[PodVolume, ...], index: VolumeIndex, plugins: frozenset[str]
 ) -> VolumeNeeds | Rejection | None:
     """None for a pod with no claim, or where the profile runs none of the plugins."""
+    return _resolved(pod, volumes, index, plugins)[0]
+
+
+def _resolved(
+    pod: PodRef, volumes: tuple[PodVolume, ...], index: VolumeIndex, plugins: frozenset[str]
+) -> tuple[VolumeNeeds | Rejection | None, tuple[Attachable, ...]]:
+    """`resolve`'s answer, and the volumes the pod attaches (NodeVolumeLimits)."""
     if not volumes or not plugins & {VOLUME_BINDING, VOLUME_ZONE, NODE_VOLUME_LIMITS}:
-        return None
+        return None, ()
+    attached: tuple[Attachable, ...] = ()
     try:
         needs = VolumeNeeds()
         if VOLUME_BINDING in plugins:
@@ -71,10 +79,11 @@ def resolve(
         if VOLUME_ZONE in plugins:
             needs = replace(needs, zones=_zones(pod, volumes, index))
         if NODE_VOLUME_LIMITS in plugins:
-            needs = replace(needs, attach=attach_counts(_attachable(pod, volumes, index)))
+            attached = _attachable(pod, volumes, index)
+            needs = replace(needs, attach=attach_counts(attached))
     except _Rejected as rejected:
-        return rejected.rejection
-    return needs
+        return rejected.rejection, ()
+    return needs, attached
 
 
 def _not_found(claim: str) -> str:
@@ -176,17 +185,6 @@ def _unbound(
     return tuple(unbound), min(selected, default="")
 
 
-def attachable(
-    pod: PodRef, volumes: tuple[PodVolume, ...], index: VolumeIndex
-) -> tuple[Attachable, ...]:
-    """The volumes a pod attaches, as NodeVolumeLimits counts them; none where its
-    claims cannot be resolved (`resolve` then rejects the pod)."""
-    try:
-        return _attachable(pod, volumes, index)
-    except _Rejected:
-        return ()
-
-
 def _attachable(
     pod: PodRef, volumes: tuple[PodVolume, ...], index: VolumeIndex
 ) -> tuple[Attachable, ...]:
@@ -286,10 +284,7 @@ class VolumeResolver:
             return pod
         plugins = self.plugins.get(pod.spec.profile, frozenset())
         ref = PodRef(pod.namespace, pod.name, pod.uid)
-        needs = resolve(ref, pod.volumes, self.index, plugins)
-        attached: tuple[Attachable, ...] = ()
+        needs, attached = _resolved(ref, pod.volumes, self.index, plugins)
         if isinstance(needs, Rejection):
             needs = VolumeNeeds(rejected_by=needs.plugin, rejection=needs.message)
-        elif needs is not None and needs.attach:
-            attached = attachable(ref, pod.volumes, self.index)
         return replace(pod, spec=replace(pod.spec, volumes=needs), attached=attached)

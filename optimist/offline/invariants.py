@@ -46,7 +46,7 @@ def check_invariants(
     if volumes is not None:
         violations += volumes_hold(cluster, counted, volumes)
     violations += attach_limits_hold(
-        cluster, counted, volumes if volumes is not None else cluster.volume_objects
+        cluster, counted, volumes if volumes is not None else cluster.volume_objects()
     )
     return violations
 

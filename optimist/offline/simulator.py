@@ -80,8 +80,9 @@ class SimulatedCluster:
     _new_quotas: list[Quota] = field(default_factory=list)
     _new_reservations: list[Reservation] = field(default_factory=list)
     _volume_changes: list[VolumeChange] = field(default_factory=list)
-    # every volume object put, as the cluster holds them (for the invariant checker)
-    volume_objects: VolumeIndex = field(default_factory=VolumeIndex)
+    # every volume object put and not deleted, as the cluster holds them: (resource,
+    # namespace/name) -> manifest, read by the invariant checker (`volume_objects`)
+    volume_manifests: dict[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
     _names: set[str] = field(default_factory=set)
     _new_nodes: list[Node] = field(default_factory=list)
     _deleted_nodes: list[str] = field(default_factory=list)
@@ -252,7 +253,19 @@ class SimulatedCluster:
         """A PersistentVolumeClaim, PersistentVolume, StorageClass or CSINode
         (`resource` as `cluster.volumes.index` names them) made, changed or deleted."""
         self._volume_changes.append(VolumeChange(resource, manifest, deleted))
-        self.volume_objects.apply(resource, manifest, deleted)
+        meta = manifest.get("metadata") or {}
+        key = (resource, f"{meta.get('namespace') or ''}/{meta.get('name')}")
+        if deleted:
+            self.volume_manifests.pop(key, None)
+        else:
+            self.volume_manifests[key] = manifest
+
+    def volume_objects(self) -> VolumeIndex:
+        """The volume objects the cluster holds, decoded (for the invariant checker)."""
+        index = VolumeIndex()
+        for (resource, _), manifest in self.volume_manifests.items():
+            index.apply(resource, manifest)
+        return index
 
     def take_volume_events(self) -> list[VolumeChange]:
         changes, self._volume_changes = self._volume_changes, []

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from cluster.errors import InvalidObject
+from cluster.manifests import pod_from_manifest
 from cluster.volumes.attach import (
     AWS_EBS,
     GCE_PD,
@@ -22,7 +23,7 @@ from cluster.volumes.resolve import (
     NODE_VOLUME_LIMITS,
     VOLUME_BINDING,
     Rejection,
-    attachable,
+    VolumeResolver,
     resolve,
 )
 from cluster.volumes.storage_manifests import csi_node_from_manifest, volume_from_manifest
@@ -136,7 +137,10 @@ def test_a_pod_s_claims_count_by_their_volumes_or_while_unbound_by_their_class()
     volumes = pod_volumes(*map(pvc, "abcde"))
     counted = (csi_volume(EBS, "h-a"), csi_volume("p", f"{UNBOUND}-ns/c"),
                csi_volume("p", f"{UNBOUND}-ns/d"))  # fmt: skip
-    assert attachable(POD, volumes, known) == counted
+    spec = {"containers": [{"name": "c"}], "volumes": list(map(pvc, "abcde"))}
+    manifest = {"metadata": {"name": "p", "namespace": "ns", "uid": "uid-p"}, "spec": spec}
+    pod = VolumeResolver(known, {"default-scheduler": LIMITS}).resolved(pod_from_manifest(manifest))
+    assert pod.attached == counted
     # what a class says of them: how many, per limit key
     needs = resolve(POD, volumes, known, LIMITS)
     assert needs == VolumeNeeds(attach=((limit_key(EBS), "", 1), (limit_key("p"), "", 2)))
