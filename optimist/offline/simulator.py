@@ -34,7 +34,7 @@ from cluster.objects import HOSTNAME_LABEL, Node, Pod, PodGroup
 from cluster.quota import Quota, quota_from_manifest
 from cluster.reservations import Reservation
 from cluster.volumes.index import VolumeChange, VolumeIndex
-from cluster.volumes.storage_manifests import ephemeral_named
+from cluster.volumes.storage_manifests import ephemeral_named, pod_volumes
 from cluster.workload_selectors import WorkloadSelectors, workload_selector_from_manifest
 
 # Kubernetes' generateName alphabet: no vowels, no look-alike characters.
@@ -88,6 +88,8 @@ class SimulatedCluster:
     _deleted_nodes: list[str] = field(default_factory=list)
     _deleted_pods: list[str] = field(default_factory=list)
     _parsed: dict[str, Pod] = field(default_factory=dict)  # pods created like a parsed one
+    # the last pod parsed, by its manifest but its name and claims (`_parse`)
+    _last_parsed: tuple[dict[str, Any], Pod] | None = None
     # Services' and controllers' selectors, for the default spreading of the pods taken
     selectors: WorkloadSelectors = field(default_factory=WorkloadSelectors)
 
@@ -168,7 +170,7 @@ class SimulatedCluster:
             self.pod_manifests[key] = manifest
             owned = self._watch(key)  # another scheduler's pods are nobody's to parse
             if owned and i == 0:
-                like = _valid_pod(manifest)
+                like = self._parse(manifest)
                 if like is not None:
                     self._parsed[key] = like
             elif owned and like is not None:
@@ -182,6 +184,29 @@ class SimulatedCluster:
                 )
             keys.append(key)
         return keys
+
+    def _parse(self, manifest: dict[str, Any]) -> Pod | None:
+        """The pod, parsed; where it differs from the last one parsed only in its name and
+        the claims its volumes name (a pod of a volume workload: a claim each), that one
+        with its volumes read again."""
+        shape = _shape(manifest)
+        if self._last_parsed is not None and self._last_parsed[0] == shape:
+            meta, spec = manifest["metadata"], manifest.get("spec") or {}
+            key = f"{meta['namespace']}/{meta['name']}"
+            try:
+                volumes = pod_volumes(f"Pod {key}", meta["name"], spec)
+            except InvalidObject:
+                return None
+            return replace(
+                self._last_parsed[1],
+                name=meta["name"],
+                uid=str(meta.get("uid") or key),
+                manifest=manifest,
+                volumes=volumes,
+            )
+        parsed = _valid_pod(manifest)
+        self._last_parsed = (shape, parsed) if parsed is not None else None
+        return parsed
 
     def _watch(self, key: str) -> bool:
         """Deliver the pod to the scheduler's watch if one of its profiles owns it; whether so."""
@@ -425,6 +450,17 @@ class SimulatedCluster:
                 self.bindings[pod.key] = pod.node_name
                 errors.append(None)
         return errors
+
+
+def _shape(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """A pod manifest but its name and its volumes' claims."""
+    meta = {k: v for k, v in (manifest.get("metadata") or {}).items() if k not in ("name", "uid")}
+    spec = {k: v for k, v in (manifest.get("spec") or {}).items() if k != "volumes"}
+    volumes = [
+        {k: v for k, v in volume.items() if k != "persistentVolumeClaim"}
+        for volume in (manifest.get("spec") or {}).get("volumes") or []
+    ]
+    return {**manifest, "metadata": meta, "spec": spec, "volumes": volumes}
 
 
 def _valid_pod(manifest: Mapping[str, Any]) -> Pod | None:

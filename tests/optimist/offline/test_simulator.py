@@ -26,6 +26,25 @@ def test_pods_of_one_template_are_the_pods_their_manifests_say():
     assert len({p.uid for p in pods}) == 5 and pods[3].manifest is cluster.pod_manifests[keys[3]]
 
 
+def test_pods_made_one_at_a_time_that_differ_in_their_claims_alone_are_each_their_own():
+    """A volume workload makes its pods one at a time, a claim each: each arrives as if
+    parsed, whether it is parsed or read off the one before it."""
+    cluster = SimulatedCluster()
+    keys = []
+    for claim in ("c0", "c1", 7, "c3"):  # the third's claim name is no string: invalid
+        pod = copy.deepcopy(TEMPLATE)
+        pod["spec"]["volumes"] = [{"name": "v", "persistentVolumeClaim": {"claimName": claim}}]
+        keys += cluster.create_pods(pod, 1)
+    other = copy.deepcopy(TEMPLATE)
+    other["metadata"]["labels"] = {"app": "db"}  # differs beyond its claims
+    other["spec"]["volumes"] = [{"name": "v", "persistentVolumeClaim": {"claimName": "c4"}}]
+    keys += cluster.create_pods(other, 1)
+    pods, errors = cluster.take_new_pods()
+    assert [k for k, _ in errors] == [keys[2]] and "claimName" in str(errors[0][1])
+    assert pods == [pod_from_manifest(cluster.pod_manifests[k]) for k in keys if k != keys[2]]
+    assert [p.volumes[0].claim for p in pods] == ["c0", "c1", "c3", "c4"]
+
+
 def test_an_invalid_template_is_reported_pod_by_pod():
     cluster = SimulatedCluster()
     bad = copy.deepcopy(TEMPLATE)
