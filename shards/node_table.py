@@ -411,9 +411,11 @@ class NodeTable:
 
         return self.derived(("gpus present", width, len(self.alive)), present)
 
-    def counted_on(self, row: int, volumes: Sequence[Attachable]) -> list[Attachable]:
+    def counted_on(self, row: int, volumes: Sequence[Attachable]) -> Sequence[Attachable]:
         """The volumes that count on a node: CSI ones, and those of in-tree plugins its
         CSINode says are migrated there."""
+        if not any(v.plugin for v in volumes):
+            return volumes
         spec = self.specs[row]
         migrated = spec.migrated_plugins if spec is not None else ()
         return [v for v in volumes if not v.plugin or v.plugin in migrated]
