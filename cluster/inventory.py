@@ -9,7 +9,7 @@ says was deleted (and, for a cluster that already runs pods, what it had).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -49,6 +49,8 @@ class BoundPods:
         self._node_of: dict[str, str] = {}
         self._priorities: Counter[int] = Counter()
         self._started = 0
+        self._claim_users: dict[str, set[str]] = {}  # claim (namespace/name) -> pod keys
+        self._claims_of: dict[str, tuple[str, ...]] = {}  # pod key -> its claims
 
     def add(self, pod: Pod, node: str) -> None:
         if pod.key in self._node_of:
@@ -59,6 +61,11 @@ class BoundPods:
         self._by_namespace.setdefault(pod.namespace, {})[pod.key] = bound
         self._node_of[pod.key] = node
         self._priorities[pod.priority] += 1
+        if pod.volumes:
+            claims = tuple(f"{pod.namespace}/{v.claim}" for v in pod.volumes)
+            self._claims_of[pod.key] = claims
+            for claim in claims:
+                self._claim_users.setdefault(claim, set()).add(pod.key)
 
     def remove(self, keys: Iterable[str]) -> None:
         """Pods deleted; keys of pods not bound are ignored."""
@@ -77,6 +84,15 @@ class BoundPods:
             self._priorities[gone.priority] -= 1
             if not self._priorities[gone.priority]:
                 del self._priorities[gone.priority]
+            for claim in self._claims_of.pop(key, ()):
+                users = self._claim_users[claim]
+                users.discard(key)
+                if not users:
+                    del self._claim_users[claim]
+
+    def using(self, claim: str) -> Collection[str]:
+        """The bound pods whose volumes name a claim (namespace/name)."""
+        return self._claim_users.get(claim, ())
 
     def get(self, key: str) -> BoundPod | None:
         node = self._node_of.get(key)

@@ -38,6 +38,8 @@ class UnitRequest:
     # class's, so that pods of volumes of their own still share a class; empty when no
     # pod has any
     volumes: list[tuple[Attachable, ...]] = field(default_factory=list)
+    # per pod, its ReadWriteOncePod claims (`Pod.exclusive`); empty when no pod has any
+    claims: list[tuple[str, ...]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -65,6 +67,7 @@ class PodPlacement:
     versions: list[int]
     gpus: list[int] = field(default_factory=list)  # its GPUs on the first candidate, if any
     volumes: list[Attachable] = field(default_factory=list)  # those it attaches there
+    claims: list[str] = field(default_factory=list)  # its ReadWriteOncePod claims
 
 
 @dataclass(slots=True)
@@ -154,6 +157,7 @@ class Conflict(StrEnum):
     GPUS = "gpus"  # too few of a candidate's GPUs have room (in one group, if asked)
     HOST_PORT = "host-port"
     VOLUME_LIMIT = "volume-limit"  # a candidate would attach more volumes than it may
+    VOLUME_IN_USE = "volume-in-use"  # a pod's ReadWriteOncePod claim is another pod's
     NODE_GONE = "node-gone"
     CHANGED = "changed"  # coarse mode: a candidate changed since the shard saw it
     # the binder's inter-pod re-check, or a keeping-away pod committed after routing

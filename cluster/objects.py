@@ -182,6 +182,9 @@ class Pod:
     volumes: tuple[PodVolume, ...] = ()
     # the volumes it attaches to its node, once its claims are resolved (NodeVolumeLimits)
     attached: tuple[Attachable, ...] = ()
+    # its ReadWriteOncePod claims (namespace/name), once resolved: no other pod may use
+    # one while it holds it (VolumeRestrictions)
+    exclusive: tuple[str, ...] = ()
     # namespace/name, made once: the queue looks it up several times per pod
     key: str = field(init=False, repr=False, compare=False)
 

@@ -337,9 +337,17 @@ class Dispatcher:
                 preempt = victims and self._may_preempt(unit)
             nominated = [unit.nominated.get(p.key, "") for p in unit.pods] if unit.nominated else []
             volumes = [p.attached for p in judged] if any(p.attached for p in judged) else []
+            claims = [p.exclusive for p in judged] if any(p.exclusive for p in judged) else []
             units.append(
                 UnitRequest(
-                    unit.key, members, unit.min_member, manifests, preempt, nominated, volumes
+                    unit.key,
+                    members,
+                    unit.min_member,
+                    manifests,
+                    preempt,
+                    nominated,
+                    volumes,
+                    claims,
                 )
             )
             pods += len(unit.pods)

@@ -344,6 +344,7 @@ class ShardCore:
                     versions,
                     list(taken[2]),
                     list(own.attach),
+                    list(unit.claims[0]) if unit.claims else [],
                 )
                 out.append((Decision(unit.key, [placement]), [taken]))
 
@@ -390,9 +391,9 @@ class ShardCore:
     ) -> tuple[Decision, list[Taken]]:
         """`_place`'s work, each pod assumed added to `chosen` as it is placed."""
         offered: list[list[int]] = []
-        placed: list[tuple[str, int]] = []
+        placed: list[int] = []  # the unit's pods placed, by index
         rejection: Rejection | None = None
-        for i, (key, cls) in enumerate(unit.pods):
+        for i, (_, cls) in enumerate(unit.pods):
             state = self._state_for(unit, i, classes, states)
             if state is None:
                 self._undo(chosen)
@@ -412,7 +413,7 @@ class ShardCore:
                 pod = replace(pod, request=np.zeros_like(pod.request))
             chosen.append(self._take(row, pod, state.profile))
             state.took(row)
-            placed.append((key, cls))
+            placed.append(i)
             if nominated:  # its reserved room is there and nowhere else
                 offered.append([row])
                 continue
@@ -431,14 +432,14 @@ class ShardCore:
         names, versions = self.table.names, self.table.version
         placements = [
             PodPlacement(
-                key,
-                cls,
+                *unit.pods[i],
                 [names[r] for r in rows],
                 [int(versions[r]) for r in rows],
                 list(gpus),
                 list(pod.attach),
+                list(unit.claims[i]) if unit.claims else [],
             )
-            for (key, cls), rows, (_, pod, gpus) in zip(placed, offered, chosen, strict=True)
+            for i, rows, (_, pod, gpus) in zip(placed, offered, chosen, strict=True)
         ]
         return Decision(unit.key, placements), chosen
 

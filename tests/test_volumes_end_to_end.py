@@ -171,6 +171,32 @@ def test_two_shards_never_attach_more_volumes_to_a_node_than_its_limit(redis_url
         assert len(unschedulable) == 1 and set(unschedulable) < set(waiting)
 
 
+def test_a_read_write_once_pod_claim_is_one_pod_s_until_it_goes(redis_url, key_prefix):
+    """Three pods of one ReadWriteOncePod claim, placed by two shards at once: one is
+    bound, the others wait in upstream's words; each time the pod holding the claim
+    goes, one that waited takes it."""
+    settings = Settings(shards=2, redis_url=redis_url, key_prefix=key_prefix, seed=10)
+    cluster = SimulatedCluster(settings.scheduler_names)
+    cluster.create_nodes(zoned_node("east"), 3)
+    for resource, manifest in csi_claim("solo", "vol-solo"):
+        if resource == CLAIMS:
+            manifest["spec"]["accessModes"] = ["ReadWriteOncePod"]
+        cluster.put_volume_object(resource, manifest)
+    with Platform(settings) as platform:
+        loop = SchedulingLoop(platform, cluster)
+        pods = cluster.create_pods(claimed_pod("solo"), 3)
+        for left in (2, 1, 0):
+            waiting = settle(loop, cluster, platform.store)
+            [holder] = [p for p in pods if p in cluster.bindings]
+            assert sorted(waiting) == sorted(set(pods) - {holder}) and len(waiting) == left
+            assert set(waiting.values()) <= {
+                "0/3 nodes are available: 3 node has pod using PersistentVolumeClaim with the "
+                "same name and ReadWriteOncePod access mode."
+            }
+            cluster.delete_pods([holder])
+            pods.remove(holder)
+
+
 def local_volume(name: str, node: str, claim: str) -> dict[str, Any]:
     """A local PersistentVolume on `node`, pre-bound to `claim` as upstream's harness
     makes its volumes."""

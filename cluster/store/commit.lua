@@ -12,7 +12,9 @@
 --            the GPUs the shard chose on the first candidate (optional), the
 --            volumes it attaches (optional: [limit key, volume, in-tree plugin
 --            or ''], one with a plugin counting only on nodes where that plugin
---            is migrated; a pod's own, not its class's, as each names its own)]
+--            is migrated; a pod's own, not its class's, as each names its own),
+--            its ReadWriteOncePod claims (optional: namespace/name each, which
+--            no other committed pod may be using)]
 --            A pod that asks for GPUs gets the GPUs chosen if each still has
 --            room, else those that fit best (common.lua's choose_gpus). A pod
 --            whose volumes not yet attached to a node would take more of a limit
@@ -149,10 +151,37 @@ local function valid_volumes(volumes)
   return true
 end
 
+local function valid_claims(claims)
+  if type(claims) ~= 'table' then return false end
+  for _, c in ipairs(claims) do
+    if not is_name(c) then return false end
+  end
+  return true
+end
+
+-- ReadWriteOncePod claims by the pod using them: committed before (read once each), or
+-- by an earlier unit of this batch
+local claimed = {}
+local function holder(claim)
+  if claimed[claim] == nil then claimed[claim] = redis.call('HGET', CLAIMS, claim) or false end
+  return claimed[claim]
+end
+
+-- The first of a pod's claims another pod is using (committed, or earlier in its own
+-- unit, `extra`), and that pod; nil if none.
+local function claim_taken(pod, claims, extra)
+  for _, claim in ipairs(claims) do
+    local by = extra[claim] or holder(claim)
+    if by and by ~= pod then return claim, by end
+  end
+  return nil
+end
+
 local function valid_pod(p)
   return type(p) == 'table' and is_name(p[1]) and type(p[2]) == 'number'
     and valid_class[p[2] + 1] and type(p[3]) == 'table' and #p[3] > 0
     and (p[5] == nil or type(p[5]) == 'table') and (p[6] == nil or valid_volumes(p[6]))
+    and (p[7] == nil or valid_claims(p[7]))
 end
 
 -- The GPUs a pod of class `cls` takes on node `n` (its `name`), counting `extra`, the
@@ -252,6 +281,7 @@ local volumes_dirty = {}
 local new_peers = {} -- peer id -> class
 local namespaces = {} -- of the committed pods
 local records = {} -- pod key, record, ... for PODS
+local claim_records = {} -- ReadWriteOncePod claim, pod key, ... for CLAIMS
 local unit_records = {} -- unit key, its pods, ... for UNITS
 local results = {}
 for ui, unit in ipairs(units) do
@@ -268,6 +298,7 @@ for ui, unit in ipairs(units) do
   local extra_ports = {} -- node -> host ports taken by earlier pods of this unit
   local extra_gpus = {} -- node -> milli per GPU taken by earlier pods of this unit
   local extra_volumes = {} -- node -> volumes attached by earlier pods of this unit
+  local extra_claims = {} -- ReadWriteOncePod claim -> the earlier pod of this unit using it
   local chosen = {}
   local chosen_gpus = {}
   local chosen_volumes = {}
@@ -282,6 +313,14 @@ for ui, unit in ipairs(units) do
         result = {'duplicate', 'pod ' .. pod .. ' is already committed'}
         break
       end
+      local claim, by = nil, nil
+      if not observed then claim, by = claim_taken(pod, p[7] or {}, extra_claims) end
+      if claim then
+        result = {'conflict', string.format('pod %s: its ReadWriteOncePod claim %s is in use by pod %s',
+          pod, claim, by), 'volume-in-use'}
+        break
+      end
+      for _, c in ipairs(p[7] or {}) do extra_claims[c] = pod end
       local h = held[pod]
       if h and load(h[1]) then
         -- its reserved room is free for the unit: given back wherever the pod goes
@@ -382,11 +421,16 @@ for ui, unit in ipairs(units) do
       count_peer(nodes[chosen[i]].peers, cls[4], 1)
       new_peers[cls[4]] = cls
       namespaces[string.match(p[1], '^[^/]*')] = true
+      for _, c in ipairs(p[7] or {}) do
+        claimed[c] = p[1]
+        claim_records[#claim_records + 1] = c
+        claim_records[#claim_records + 1] = p[1]
+      end
       -- what common.lua's release_pod gives back: [node, unit, resource names, amounts,
-      -- host ports, peer id, GPUs, attached volumes as [limit key, volume]]
+      -- host ports, peer id, GPUs, attached volumes as [limit key, volume], claims]
       records[#records + 1] = p[1]
       records[#records + 1] = cmsgpack.pack({chosen[i], unit[1], cls[1], cls[2], cls[3], cls[4],
-        chosen_gpus[i], chosen_volumes[i]})
+        chosen_gpus[i], chosen_volumes[i], p[7] or {}})
     end
     local pods = {}
     for i, p in ipairs(unit[2]) do pods[i] = p[1] end
@@ -459,6 +503,7 @@ if next(dirty) then
   write_pairs('ZADD', CHANGES, changes)
   log_changes(seq, dirty)
   write_pairs('HSET', PODS, records)
+  write_pairs('HSET', CLAIMS, claim_records)
   write_pairs('HSET', UNITS, unit_records)
   if reservation ~= nil then
     local reserved = {}

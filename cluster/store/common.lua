@@ -1,13 +1,13 @@
 -- Shared by every node-store script (prepended when the script is loaded).
 -- KEYS: seq, changes, pods, units, peers, keep-away, holds, namespaces, namespace
--- changes, epoch, reserved, commit log.
+-- changes, epoch, reserved, commit log, ReadWriteOncePod claims in use.
 -- ARGV[1]: the node key prefix; ARGV[2]: the store's epoch as the caller knows it.
 -- A caller whose epoch is not the store's (Redis lost the store and it was built
 -- again, or is being built) changes and reads nothing: the reply is the error
 -- 'EPOCH <the store's epoch>', empty if it has none.
 local SEQ, CHANGES, PODS, UNITS, PEERS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local KEEP_AWAY, HOLDS, NAMESPACES, NAMESPACE_CHANGES = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
-local RESERVED, COMMIT_LOG = KEYS[11], KEYS[12]
+local RESERVED, COMMIT_LOG, CLAIMS = KEYS[11], KEYS[12], KEYS[13]
 -- Versions the commit log keeps: a reader further behind reads every changed node.
 local COMMIT_LOG_KEPT = 256
 local NODE = ARGV[1]
@@ -299,6 +299,9 @@ local function release_pod(pod, dirty)
     local peers = blob and cmsgpack.unpack(blob) or {}
     count_peer(peers, peer, -1)
     write_map(key, 'pp', peers)
+  end
+  for _, claim in ipairs(r[9] or {}) do -- its ReadWriteOncePod claims are free again
+    if redis.call('HGET', CLAIMS, claim) == pod then redis.call('HDEL', CLAIMS, claim) end
   end
   dirty[node] = true
   redis.call('HDEL', PODS, pod)

@@ -26,7 +26,8 @@ class Keys:
     @property
     def pods(self) -> str:
         """Hash: committed pod key -> msgpack [node, unit, resource names, amounts, host
-        ports, peer id, GPUs, attached volumes ([limit key, volume] each)] (commit.lua)."""
+        ports, peer id, GPUs, attached volumes ([limit key, volume] each), ReadWriteOncePod
+        claims] (commit.lua)."""
         return f"{self.prefix}pods"
 
     @property
@@ -105,6 +106,11 @@ class Keys:
         return f"{self.node_prefix}{name}"
 
     @property
+    def claims(self) -> str:
+        """Hash: ReadWriteOncePod claim (namespace/name) -> the committed pod using it."""
+        return f"{self.prefix}claims"
+
+    @property
     def script_keys(self) -> list[str]:
         """KEYS of every script, in this order."""
         return [
@@ -120,4 +126,5 @@ class Keys:
             self.epoch,
             self.reserved,
             self.commit_log,
+            self.claims,
         ]

@@ -383,17 +383,7 @@ class NodeStore:
             ]
             for c in classes
         ]
-        wire_units = [
-            [
-                d.unit,
-                [
-                    [p.pod, p.cls, p.nodes, p.versions, p.gpus]
-                    + ([[[a.key, a.volume, a.plugin] for a in p.volumes]] if p.volumes else [])
-                    for p in d.placements
-                ],
-            ]
-            for d in decisions
-        ]
+        wire_units = [[d.unit, [_wire_pod(p) for p in d.placements]] for d in decisions]
         args: list[object] = [_lua_frame([wire_classes, wire_units]), mode]
         if fences is not None or reserve_until is not None:
             args.append(_lua_frame(fences.to_wire(self.keys.fence_prefix)) if fences else "")
@@ -615,6 +605,16 @@ def _groups(node: Node) -> dict[str, list[int]]:
     return {kind: list(topology.groups(kind, gpus)) for kind in LOCALITIES}
 
 
+def _wire_pod(p: PodPlacement) -> list[object]:
+    """A placed pod as commit.lua reads it, its volumes and claims left out where none."""
+    entry: list[object] = [p.pod, p.cls, p.nodes, p.versions, p.gpus]
+    if p.volumes or p.claims:
+        entry.append([[a.key, a.volume, a.plugin] for a in p.volumes])
+    if p.claims:
+        entry.append(list(p.claims))
+    return entry
+
+
 def pinned(pods: Sequence[Pod]) -> tuple[list[SchedulingSpec], list[Decision]]:
     """Pods placed on their own spec.nodeName, each a unit of its own under its own
     key, as `commit` takes them: the classes, and a decision per pod, with the GPUs
@@ -631,6 +631,7 @@ def pinned(pods: Sequence[Pod]) -> tuple[list[SchedulingSpec], list[Decision]]:
                     [0],
                     annotated_gpus(p.manifest),
                     list(p.attached),
+                    list(p.exclusive),
                 )
             ],
         )

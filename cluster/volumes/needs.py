@@ -57,6 +57,9 @@ class VolumeNeeds(Wire):
     # they migrated from ("" for CSI ones): (key, plugin, volumes). Which volumes goes
     # with the pod (`Pod.attached`): pods of a volume each still share a class.
     attach: tuple[tuple[str, str, int], ...] = ()
+    # VolumeRestrictions: one of its ReadWriteOncePod claims is used by a pod bound, or
+    # committed, already (no node can take it while that pod holds the claim)
+    claim_in_use: bool = False
     # a plugin's PreFilter rejected the pod before any node was judged: which, and why
     rejected_by: str = ""
     rejection: str = ""

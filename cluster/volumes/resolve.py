@@ -1,8 +1,8 @@
 """A pod's volumes resolved against the claims, volumes and classes known: upstream's
-volume PreFilters, in the default profile's order (VolumeBinding, then VolumeZone; not
-yet VolumeRestrictions, which would say first what VolumeBinding says of a missing
-claim), with their verdicts and words, in the control process; and the volumes
-NodeVolumeLimits counts against a node's attach limits, which its Filter looks up.
+volume PreFilters, in the default profile's order (VolumeRestrictions, VolumeBinding,
+then VolumeZone), with their verdicts and words, in the control process; and the
+volumes NodeVolumeLimits counts against a node's attach limits, which its Filter
+looks up.
 
 What passes becomes `VolumeNeeds`, the node-side rules a shard judges; what fails is a
 `Rejection` for the whole pod, as a PreFilter's UnschedulableAndUnresolvable is: no node
@@ -11,7 +11,7 @@ is judged.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
@@ -33,6 +33,11 @@ T = TypeVar("T")
 VOLUME_BINDING = "VolumeBinding"
 VOLUME_ZONE = "VolumeZone"
 NODE_VOLUME_LIMITS = "NodeVolumeLimits"
+VOLUME_RESTRICTIONS = "VolumeRestrictions"
+READ_WRITE_ONCE_POD = "ReadWriteOncePod"
+_PLUGINS = frozenset({VOLUME_RESTRICTIONS, VOLUME_BINDING, VOLUME_ZONE, NODE_VOLUME_LIMITS})
+# who uses a claim (namespace/name): the keys of the pods bound, or committed, with it
+ClaimUsers = Callable[[str], Collection[str]]
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 
 
@@ -52,6 +57,10 @@ class PodRef:
     name: str
     uid: str
 
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
 
 class _Rejected(Exception):
     def __init__(self, rejection: Rejection) -> None:
@@ -59,31 +68,64 @@ class _Rejected(Exception):
 
 
 def resolve(
-    pod: PodRef, volumes: tuple[PodVolume, ...], index: VolumeIndex, plugins: frozenset[str]
+    pod: PodRef,
+    volumes: tuple[PodVolume, ...],
+    index: VolumeIndex,
+    plugins: frozenset[str],
+    users: ClaimUsers = lambda claim: (),
 ) -> VolumeNeeds | Rejection | None:
     """None for a pod with no claim, or where the profile runs none of the plugins."""
-    return _resolved(pod, volumes, index, plugins)[0]
+    return _resolved(pod, volumes, index, plugins, users).needs
+
+
+@dataclass(frozen=True, slots=True)
+class _Resolved:
+    needs: VolumeNeeds | Rejection | None
+    attached: tuple[Attachable, ...] = ()  # the volumes it attaches (NodeVolumeLimits)
+    exclusive: tuple[str, ...] = ()  # its ReadWriteOncePod claims (VolumeRestrictions)
 
 
 def _resolved(
-    pod: PodRef, volumes: tuple[PodVolume, ...], index: VolumeIndex, plugins: frozenset[str]
-) -> tuple[VolumeNeeds | Rejection | None, tuple[Attachable, ...]]:
-    """`resolve`'s answer, and the volumes the pod attaches (NodeVolumeLimits)."""
-    if not volumes or not plugins & {VOLUME_BINDING, VOLUME_ZONE, NODE_VOLUME_LIMITS}:
-        return None, ()
+    pod: PodRef,
+    volumes: tuple[PodVolume, ...],
+    index: VolumeIndex,
+    plugins: frozenset[str],
+    users: ClaimUsers,
+) -> _Resolved:
+    if not volumes or not plugins & _PLUGINS:
+        return _Resolved(None)
     attached: tuple[Attachable, ...] = ()
+    exclusive: tuple[str, ...] = ()
     try:
+        in_use = False
+        if VOLUME_RESTRICTIONS in plugins:
+            exclusive = _exclusive(pod, volumes, index)
+            in_use = any(set(users(claim)) - {pod.key} for claim in exclusive)
         needs = VolumeNeeds()
         if VOLUME_BINDING in plugins:
             needs = _binding(pod, volumes, index)
-        if VOLUME_ZONE in plugins:
-            needs = replace(needs, zones=_zones(pod, volumes, index))
+        zones = _zones(pod, volumes, index) if VOLUME_ZONE in plugins else ()
         if NODE_VOLUME_LIMITS in plugins:
             attached = _attachable(pod, volumes, index)
-            needs = replace(needs, attach=attach_counts(attached))
+        needs = replace(needs, zones=zones, attach=attach_counts(attached), claim_in_use=in_use)
     except _Rejected as rejected:
-        return rejected.rejection, ()
-    return needs, attached
+        return _Resolved(rejected.rejection)
+    return _Resolved(needs, attached, exclusive)
+
+
+def _exclusive(pod: PodRef, volumes: tuple[PodVolume, ...], index: VolumeIndex) -> tuple[str, ...]:
+    """VolumeRestrictions' PreFilter: each persistentVolumeClaim volume's claim there (not
+    an ephemeral one's); those of them ReadWriteOncePod."""
+    exclusive = []
+    for volume in volumes:
+        if volume.ephemeral:
+            continue
+        claim = _lookup(pod, VOLUME_RESTRICTIONS, index, volume.claim)
+        if claim is None:
+            raise _Rejected(Rejection(VOLUME_RESTRICTIONS, _not_found(volume.claim)))
+        if READ_WRITE_ONCE_POD in claim.access_modes:
+            exclusive.append(claim.key)
+    return tuple(dict.fromkeys(exclusive))
 
 
 def _not_found(claim: str) -> str:
@@ -276,15 +318,22 @@ class VolumeResolver:
 
     index: VolumeIndex
     plugins: Mapping[str, frozenset[str]]  # profile -> the filter plugins it runs
+    users: ClaimUsers = lambda claim: ()
 
     def resolved(self, pod: Pod) -> Pod:
-        """The pod with what its volumes ask of a node in its spec, and the volumes it
-        attaches (`Pod.attached`)."""
+        """The pod with what its volumes ask of a node in its spec, and what its own
+        volumes hold once it is placed (`Pod.attached`, `Pod.exclusive`)."""
         if not pod.volumes:
             return pod
         plugins = self.plugins.get(pod.spec.profile, frozenset())
         ref = PodRef(pod.namespace, pod.name, pod.uid)
-        needs, attached = _resolved(ref, pod.volumes, self.index, plugins)
+        found = _resolved(ref, pod.volumes, self.index, plugins, self.users)
+        needs = found.needs
         if isinstance(needs, Rejection):
             needs = VolumeNeeds(rejected_by=needs.plugin, rejection=needs.message)
-        return replace(pod, spec=replace(pod.spec, volumes=needs), attached=attached)
+        return replace(
+            pod,
+            spec=replace(pod.spec, volumes=needs),
+            attached=found.attached,
+            exclusive=found.exclusive,
+        )

@@ -113,8 +113,7 @@ HANDLED_OUTSIDE_SHARDS: dict[str, tuple[tuple[str, ...], str]] = {
         "cluster has no PV controller: its claims stay unbound)",
     ),
 }
-_VOLUME_OR_DRA = frozenset({"VolumeRestrictions", "DynamicResources"})
-REASON_VOLUME = "needs volume/DRA objects optimist does not model"
+REASON_DRA = "needs dynamic resource allocation objects optimist does not model"
 # v1.30's limits of in-tree disks whose plugin is not migrated to CSI on the node
 _IN_TREE_LIMITS = frozenset({"EBSLimits", "GCEPDLimits", "AzureDiskLimits", "CinderLimits"})
 REASON_IN_TREE_LIMITS = (
@@ -319,8 +318,8 @@ def inactive_plugins(profile: ExpandedProfile, known: KnownPlugins) -> list[Inac
 def inactive_reason(name: str) -> str:
     """Why optimist does not run a plugin it knows (the shards, the dispatcher or the
     binder serve every other)."""
-    if name in _VOLUME_OR_DRA:
-        return REASON_VOLUME
+    if name == "DynamicResources":
+        return REASON_DRA
     if name in _IN_TREE_LIMITS:
         return REASON_IN_TREE_LIMITS
     if name == "VolumeBinding":

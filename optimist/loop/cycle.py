@@ -87,7 +87,9 @@ class SchedulingLoop:
         preempting = preemption_args(s)
         self.volumes = VolumeIndex()
         resolver = VolumeResolver(
-            self.volumes, {p.scheduler_name: frozenset(p.filters) for p in s.profiles}
+            self.volumes,
+            {p.scheduler_name: frozenset(p.filters) for p in s.profiles},
+            bound_pods.using,
         )
         self.dispatcher = Dispatcher(
             Backoff(s.backoff_initial_s, s.backoff_max_s),

@@ -21,6 +21,7 @@ from cluster.store import Store
 from cluster.volumes.attach import node_with_limits
 from cluster.volumes.index import VolumeIndex
 from cluster.volumes.matching import reaches
+from cluster.volumes.resolve import READ_WRITE_ONCE_POD
 from cluster.volumes.storage_objects import PersistentVolume, PersistentVolumeClaim
 from optimist.offline.simulator import SimulatedCluster
 
@@ -45,10 +46,33 @@ def check_invariants(
         violations += store_agrees(cluster, store, counted)
     if volumes is not None:
         violations += volumes_hold(cluster, counted, volumes)
-    violations += attach_limits_hold(
-        cluster, counted, volumes if volumes is not None else cluster.volume_objects()
-    )
+    held = volumes if volumes is not None else cluster.volume_objects()
+    violations += attach_limits_hold(cluster, counted, held)
+    violations += exclusive_claims_hold(cluster, counted, held)
     return violations
+
+
+def exclusive_claims_hold(
+    cluster: SimulatedCluster, counted: Recount, volumes: VolumeIndex
+) -> list[str]:
+    """No ReadWriteOncePod claim is named by two bound pods that have not ended
+    (VolumeRestrictions)."""
+    users: dict[str, list[str]] = {}
+    for pod_key, claim_names in counted.claims.items():
+        if pod_key in counted.ended:
+            continue
+        namespace = pod_key.split("/", 1)[0]
+        for name in dict.fromkeys(claim_names):
+            claim = volumes.claim(f"{namespace}/{name}")
+            if isinstance(claim, PersistentVolumeClaim) and READ_WRITE_ONCE_POD in (
+                claim.access_modes
+            ):
+                users.setdefault(claim.key, []).append(pod_key)
+    return [
+        f"ReadWriteOncePod claim {claim} is used by {', '.join(sorted(pods))}"
+        for claim, pods in sorted(users.items())
+        if len(pods) > 1
+    ]
 
 
 def volumes_hold(cluster: SimulatedCluster, counted: Recount, volumes: VolumeIndex) -> list[str]:

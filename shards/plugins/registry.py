@@ -24,6 +24,7 @@ from shards.plugins.noderesources import NodeResourcesBalancedAllocation, NodeRe
 from shards.plugins.pod_topology_spread import PodTopologySpread
 from shards.plugins.taint_toleration import TaintToleration
 from shards.plugins.volume_binding import VolumeBinding
+from shards.plugins.volume_restrictions import VolumeRestrictions
 from shards.plugins.volume_zone import VolumeZone
 
 Plugin = FilterPlugin | ScorePlugin
@@ -45,6 +46,7 @@ REGISTRY: dict[str, Factory] = {
     "VolumeBinding": lambda args: VolumeBinding(),
     "VolumeZone": lambda args: VolumeZone(),
     "NodeVolumeLimits": lambda args: NodeVolumeLimits(),
+    "VolumeRestrictions": lambda args: VolumeRestrictions(),
 }
 
 

@@ -584,3 +584,47 @@ def test_a_unit_whose_second_pod_passes_the_limit_commits_nothing(store):
         store, classes, [unit("g2", ("ns/p1", 0, ["a"]), ("ns/p2", 2, ["a"]))]
     )
     assert shares.status == "committed" and attached(store, "a") == {"v1": 2, "v2": 1}
+
+
+def claiming(store, decisions, claims, mode="fine"):
+    """Commit small pods, pod i of each unit holding the ReadWriteOncePod claims
+    `claims[pod key]` names (each pod's own, on its placement, as a shard sends them)."""
+    for decision in decisions:
+        for placement in decision.placements:
+            placement.claims = list(claims.get(placement.pod, ()))
+    return store.commit([spec(cpu="10m", memory="1")], decisions, mode)
+
+
+def test_a_read_write_once_pod_claim_is_one_committed_pod_s_at_a_time(store):
+    store.put_nodes([node("a"), node("b")])
+    mine = {"ns/p1": ["ns/data"], "ns/p2": ["ns/data"], "ns/p3": ["ns/data"]}
+    # two shards' pods of one claim, on two nodes, committed in one batch
+    _, [first, second], _ = claiming(
+        store, [unit("u1", ("ns/p1", 0, ["a"])), unit("u2", ("ns/p2", 0, ["b"]))], mine
+    )
+    assert first.status == "committed"
+    assert second.conflict == Conflict.VOLUME_IN_USE
+    assert second.detail == "pod ns/p2: its ReadWriteOncePod claim ns/data is in use by pod ns/p1"
+    _, [later], _ = claiming(store, [unit("u3", ("ns/p3", 0, ["b"]))], mine)
+    assert later.conflict == Conflict.VOLUME_IN_USE  # a later batch sees it too
+    # two pods of one unit on one claim: the unit commits nothing
+    both = unit("g", ("ns/g1", 0, ["a"]), ("ns/g2", 0, ["b"]))
+    _, [gang], _ = claiming(store, [both], {"ns/g1": ["ns/x"], "ns/g2": ["ns/x"]})
+    assert (
+        gang.conflict == Conflict.VOLUME_IN_USE
+        and store.client.hget(store.keys.claims, "ns/x") is None
+    )
+    store.release(pods=["ns/p1"])  # its claim is free again
+    _, [now], _ = claiming(store, [unit("u3", ("ns/p3", 0, ["b"]))], mine)
+    assert now.status == "committed"
+    assert store.client.hget(store.keys.claims, "ns/data") == b"ns/p3"
+
+
+def test_pods_the_cluster_runs_hold_their_claims_unchecked(store):
+    store.put_nodes([node("a")])
+    claims = {"ns/p1": ["ns/data"], "ns/p2": ["ns/data"], "ns/p3": ["ns/data"]}
+    placed = [unit("u1", ("ns/p1", 0, ["a"])), unit("u2", ("ns/p2", 0, ["a"]))]
+    _, outcomes, _ = claiming(store, placed, claims, OBSERVED)
+    assert [o.status for o in outcomes] == ["committed"] * 2  # there, whatever the claim
+    _, [mine], _ = claiming(store, [unit("u3", ("ns/p3", 0, ["a"]))], claims)
+    assert mine.conflict == Conflict.VOLUME_IN_USE

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from optimist.configuration import (
+    REASON_DRA,
     REASON_IN_TREE_LIMITS,
     REASON_MISSING,
-    REASON_VOLUME,
     REASON_VOLUME_CAPACITY,
     InactivePlugin,
     default_configuration,
@@ -414,13 +414,13 @@ def test_inactive_plugins_are_reported_once_with_their_reason():
     # optimist-b disabled these at Score; upstream still runs PreScore of the second.
     assert ("optimist-b", "ImageLocality") not in by_key
     assert by_key["optimist-b", "NodeResourcesBalancedAllocation"].extension_points == ("PreScore",)
-    assert by_key["optimist-b", "VolumeRestrictions"].reason == REASON_VOLUME
     for in_tree in ("EBSLimits", "GCEPDLimits"):
         assert by_key["optimist-b", in_tree].reason == REASON_IN_TREE_LIMITS
-    # a filter like any other: inactive only where the registry (fixed here) lacks it
-    assert by_key["optimist-b", "NodeVolumeLimits"].reason == REASON_MISSING
-    assert "profile optimist-b: VolumeRestrictions (PreFilter, Filter): needs volume" in str(
-        by_key["optimist-b", "VolumeRestrictions"]
+    # filters like any other: inactive only where the registry (fixed here) lacks them
+    for volume in ("NodeVolumeLimits", "VolumeRestrictions"):
+        assert by_key["optimist-b", volume].reason == REASON_MISSING
+    assert "profile optimist-b: EBSLimits (PreFilter, Filter): counts in-tree disks" in str(
+        by_key["optimist-b", "EBSLimits"]
     )
 
 
@@ -448,4 +448,4 @@ def test_dynamic_resources_is_known_and_inactive():
         "        enabled: [{name: DynamicResources}]\n"
     )
     [dra] = [x for x in c.inactive if x.plugin == "DynamicResources"]
-    assert dra.reason == REASON_VOLUME and "Filter" in dra.extension_points
+    assert dra.reason == REASON_DRA and "Filter" in dra.extension_points

@@ -14,6 +14,7 @@ from cluster.volumes.needs import VolumeNeeds
 from cluster.volumes.resolve import (
     UNBOUND_IMMEDIATE,
     VOLUME_BINDING,
+    VOLUME_RESTRICTIONS,
     VOLUME_ZONE,
     PodRef,
     Rejection,
@@ -183,3 +184,26 @@ def test_the_index_says_which_event_each_change_is():
     assert known.apply(CLAIMS, claim("c", volume="pv")) == "PersistentVolumeClaimUpdate"
     assert known.apply(CLAIMS, claim("c"), deleted=True) == ""
     assert known.claim("ns/c") is None
+
+
+def rwop(name: str) -> dict[str, Any]:
+    made = claim(name, volume=f"pv-{name}", bound=True)
+    made["spec"]["accessModes"] = ["ReadWriteOncePod"]
+    return made
+
+
+def test_a_read_write_once_pod_claim_another_pod_uses_fits_no_node():
+    """v1.30.4's volume_restrictions.go: the claim's users are counted over the whole
+    cluster, the pod itself aside (a pod resolved again once it is bound)."""
+    restrictions = frozenset({VOLUME_RESTRICTIONS})
+    known = index((CLAIMS, rwop("solo")), (CLAIMS, claim("shared", volume="pv", bound=True)))
+    volumes = pod_volumes(pvc("solo"), pvc("shared"))
+    users = {"ns/solo": {"ns/p"}, "ns/shared": {"ns/other"}}
+    own = resolve(POD, volumes, known, restrictions, lambda c: users.get(c, ()))
+    assert own == VolumeNeeds(claim_in_use=False)  # its own use, and a claim not RWOP
+    users["ns/solo"] = {"ns/p", "ns/other"}
+    taken = resolve(POD, volumes, known, restrictions, lambda c: users.get(c, ()))
+    assert taken == VolumeNeeds(claim_in_use=True)
+    # a missing claim: VolumeRestrictions' PreFilter says it, before VolumeBinding's
+    missing = resolve(POD, pod_volumes(pvc("gone")), known, restrictions | ALL)
+    assert missing == Rejection(VOLUME_RESTRICTIONS, 'persistentvolumeclaim "gone" not found')

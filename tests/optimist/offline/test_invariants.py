@@ -10,6 +10,7 @@ from optimist.offline.invariants import (
     attach_limits_hold,
     bound_once,
     check_invariants,
+    exclusive_claims_hold,
     gangs_whole,
     no_over_commit,
     nothing_lost,
@@ -185,4 +186,22 @@ def test_attach_limits_hold_names_a_node_with_more_csi_volumes_than_its_limit():
     cluster.pod_manifests["default/c"]["status"]["phase"] = "Running"
     assert attach_limits_hold(cluster, recount(cluster), index) == [
         "node n has 2 volumes of attachable-volumes-csi-ebs.csi.aws.com attached, over its limit 1"
+    ]
+
+
+def test_exclusive_claims_hold_names_a_read_write_once_pod_claim_two_pods_use():
+    cluster = cluster_with({"a": "Running", "b": "Running", "c": "Succeeded"})
+    for pod in "abc":
+        cluster.pod_manifests[f"default/{pod}"]["spec"]["volumes"] = [
+            {"name": "data", "persistentVolumeClaim": {"claimName": "solo"}}
+        ]
+    index = VolumeIndex()
+    claim = {"metadata": {"name": "solo", "namespace": "default"},
+             "spec": {"accessModes": ["ReadWriteOnce"]}}  # fmt: skip
+    index.apply(CLAIMS, claim)
+    assert exclusive_claims_hold(cluster, recount(cluster), index) == []  # may be shared
+    claim["spec"]["accessModes"] = ["ReadWriteOncePod"]
+    index.apply(CLAIMS, claim)
+    assert exclusive_claims_hold(cluster, recount(cluster), index) == [
+        "ReadWriteOncePod claim default/solo is used by default/a, default/b"  # c has ended
     ]

@@ -1,0 +1,3 @@
+from shards.plugins.volume_restrictions.volume_restrictions import VolumeRestrictions
+
+__all__ = ["VolumeRestrictions"]
