@@ -143,18 +143,11 @@ local function shortfall(n, extra, cls)
   return nil
 end
 
-local function valid_volumes(volumes)
-  if type(volumes) ~= 'table' then return false end
-  for _, a in ipairs(volumes) do
-    if not is_attachable(a) then return false end
-  end
-  return true
-end
-
-local function valid_claims(claims)
-  if type(claims) ~= 'table' then return false end
-  for _, c in ipairs(claims) do
-    if not is_name(c) then return false end
+-- Whether `list` is a list each of whose items `valid` takes.
+local function all_valid(list, valid)
+  if type(list) ~= 'table' then return false end
+  for _, x in ipairs(list) do
+    if not valid(x) then return false end
   end
   return true
 end
@@ -180,8 +173,8 @@ end
 local function valid_pod(p)
   return type(p) == 'table' and is_name(p[1]) and type(p[2]) == 'number'
     and valid_class[p[2] + 1] and type(p[3]) == 'table' and #p[3] > 0
-    and (p[5] == nil or type(p[5]) == 'table') and (p[6] == nil or valid_volumes(p[6]))
-    and (p[7] == nil or valid_claims(p[7]))
+    and (p[5] == nil or type(p[5]) == 'table') and (p[6] == nil or all_valid(p[6], is_attachable))
+    and (p[7] == nil or all_valid(p[7], is_name))
 end
 
 -- The GPUs a pod of class `cls` takes on node `n` (its `name`), counting `extra`, the
