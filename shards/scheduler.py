@@ -141,9 +141,7 @@ class ShardCore:
                 node = request.bound[i] if request.bound else ""
                 if node in table.index:  # judged as before it came: its room is free
                     credited.append((table.index[node], pod))
-                    table.forget(
-                        table.index[node], pod.request, pod.ports, pod.peer, volumes=pod.attach
-                    )
+                    table.forget(table.index[node], pod.request, pod.ports, pod.peer)
                 state = ClassState(pod, profile, table)
                 row, searched = state.best(rng, start, home)
                 start = (start + searched) % max(table.size, 1)
@@ -153,7 +151,7 @@ class ShardCore:
         finally:
             self._forget(taken)
             for row, pod in credited:
-                table.assume(row, pod.request, pod.ports, pod.peer, volumes=pod.attach)
+                table.assume(row, pod.request, pod.ports, pod.peer)
         placed = sum(bool(p.chosen) for p in pods)
         return UnitExplanation(
             request.unit,
