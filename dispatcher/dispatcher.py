@@ -328,28 +328,12 @@ class Dispatcher:
                 continue
             unit.move(PodState.IN_FLIGHT)
             unit.sent_mark = self._events
-            judged = [self.resolve(pod) for pod in unit.pods]  # their volumes resolved
-            members = [(pod.key, classes.of(pod.spec)) for pod in judged]
-            manifests = [dict(p.manifest or {}) for p in unit.pods] if self.send_manifests else []
             preempt = False
             if floor is not None or reclaimable:
                 victims = self._victims_may_exist(unit, floor, reclaimable)
                 preempt = victims and self._may_preempt(unit)
-            nominated = [unit.nominated.get(p.key, "") for p in unit.pods] if unit.nominated else []
-            volumes = [p.attached for p in judged] if any(p.attached for p in judged) else []
-            claims = [p.exclusive for p in judged] if any(p.exclusive for p in judged) else []
-            units.append(
-                UnitRequest(
-                    unit.key,
-                    members,
-                    unit.min_member,
-                    manifests,
-                    preempt,
-                    nominated,
-                    volumes,
-                    claims,
-                )
-            )
+            judged = [self.resolve(pod) for pod in unit.pods]  # their volumes resolved
+            units.append(classes.request(unit, judged, self.send_manifests, preempt))
             pods += len(unit.pods)
         resolved = self._resolved.pop(shard, [])
         if not units and not resolved:

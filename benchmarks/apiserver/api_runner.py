@@ -74,6 +74,7 @@ PATHS = {
     "PersistentVolume": "/api/v1/persistentvolumes",
     "PersistentVolumeClaim": "/api/v1/namespaces/{ns}/persistentvolumeclaims",
     "CSINode": "/apis/storage.k8s.io/v1/csinodes",
+    "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
 }
 
 
@@ -304,9 +305,13 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
         return names
 
     def _create_csi_nodes(self, manifests: list[dict[str, Any]]) -> None:
-        for start in range(0, len(manifests), CREATORS * 8):
-            made = self._post("CSINode", "", manifests[start : start + CREATORS * 8])
-            self.made_here += [("CSINode", object_key(obj)) for obj, _ in made]
+        self._create_all("CSINode", "", manifests)
+
+    def _create_all(self, kind: str, namespace: str, bodies: list[dict[str, Any]]) -> None:
+        """Objects of one kind, in parallel, a chunk at a time (the loop ticks between)."""
+        for start in range(0, len(bodies), CREATORS * 8):
+            made = self._post(kind, namespace, bodies[start : start + CREATORS * 8])
+            self.made_here += [(kind, object_key(obj)) for obj, _ in made]
             self._tick()
 
     def _named(self, template: Manifest, count: int, prefix: str) -> list[dict[str, Any]]:
@@ -327,14 +332,8 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
     def _create_volumes(self, namespace: str, pairs: list[tuple[Manifest, Manifest]]) -> None:
         """The volumes first, then their claims, each kind in parallel."""
         self._create_namespace(namespace)
-        for kind, bodies in (
-            ("PersistentVolume", [dict(volume) for volume, _ in pairs]),
-            ("PersistentVolumeClaim", [dict(claim) for _, claim in pairs]),
-        ):
-            for start in range(0, len(bodies), CREATORS * 8):
-                made = self._post(kind, namespace, bodies[start : start + CREATORS * 8])
-                self.made_here += [(kind, object_key(obj)) for obj, _ in made]
-                self._tick()
+        self._create_all("PersistentVolume", namespace, [dict(v) for v, _ in pairs])
+        self._create_all("PersistentVolumeClaim", namespace, [dict(c) for _, c in pairs])
 
     def _create_namespace(self, name: str, labels: Mapping[str, str] | None = None) -> None:
         if name in self.namespaces:
