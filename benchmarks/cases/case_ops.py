@@ -35,10 +35,18 @@ from benchmarks.cases.case_fields import (
     unique_label,
 )
 from benchmarks.cases.go_template import TextTemplate
+from cluster.volumes.index import CLAIMS, CLASSES, CSI_NODES, VOLUMES
 
 # Kinds createAny may create; the runner says what it does with each.
 # Kinds whose pods controllers make: only a living cluster (--cluster kwok) runs them.
 WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "DaemonSet")
+# the volume objects createAny makes, by the resource `cluster.volumes.index` names them by
+VOLUME_KINDS = {
+    "StorageClass": CLASSES,
+    "PersistentVolume": VOLUMES,
+    "PersistentVolumeClaim": CLAIMS,
+    "CSINode": CSI_NODES,
+}
 
 
 CREATE_ANY_KINDS = (
@@ -52,6 +60,7 @@ CREATE_ANY_KINDS = (
     "Node",
     "Service",
     *WORKLOAD_KINDS,
+    *VOLUME_KINDS,
 )
 
 

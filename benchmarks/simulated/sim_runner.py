@@ -24,7 +24,13 @@ import ray
 from benchmarks.cases import workload_objects
 from benchmarks.cases.case_fields import Manifest
 from benchmarks.cases.case_file import CaseWorkload
-from benchmarks.cases.case_ops import WORKLOAD_KINDS, CreateAny, CreatePodGroups, DeletePods
+from benchmarks.cases.case_ops import (
+    VOLUME_KINDS,
+    WORKLOAD_KINDS,
+    CreateAny,
+    CreatePodGroups,
+    DeletePods,
+)
 from benchmarks.cases.go_template import TextTemplate
 from benchmarks.cases.op_walker import (
     NO_CONTROLLERS,
@@ -344,28 +350,37 @@ class CaseRunner(OpWalker[Window]):
             made = op.template
             if isinstance(made, TextTemplate):  # each its own, as upstream renders them
                 made = made.render(i, op.count)
-            kind = made["kind"]
-            if kind == "Namespace":
-                meta = made["metadata"]
-                self._create_namespace(str(meta["name"]), meta.get("labels") or {})
-            elif kind == "PriorityClass":
-                self.priorities.add(made)
-            elif kind == "PodGroup":
-                self.cluster.create_pod_group(_in_namespace(made, op.namespace))
-            elif kind == "PodDisruptionBudget":
-                self.cluster.create_disruption_budget(_in_namespace(made, op.namespace))
-            elif kind == "ElasticQuota":
-                self.cluster.create_elastic_quota(_in_namespace(made, op.namespace))
-            elif kind == "Reservation":
-                self.cluster.create_reservation(made)
-            elif kind == "Node":
-                self.cluster.create_nodes(made, 1)
-            elif kind == "Service":
-                self.cluster.create_workload_selector(_in_namespace(made, op.namespace))
-            elif kind in WORKLOAD_KINDS:
-                raise ValueError(f"kind {kind}: {NO_CONTROLLERS}")
-            else:  # Pod
-                self._create_pods(index, op.namespace, [(dict(made), 1)], False, True)
+            self._create_one(index, op, made)
+
+    def _create_one(self, index: int, op: CreateAny, made: Mapping[str, Any]) -> None:
+        """One object of a createAny op, by its kind."""
+        kind = made["kind"]
+        namespaced = _in_namespace(made, op.namespace)
+        if kind == "Namespace":
+            meta = made["metadata"]
+            self._create_namespace(str(meta["name"]), meta.get("labels") or {})
+        elif kind == "PriorityClass":
+            self.priorities.add(made)
+        elif kind == "PodGroup":
+            self.cluster.create_pod_group(namespaced)
+        elif kind == "PodDisruptionBudget":
+            self.cluster.create_disruption_budget(namespaced)
+        elif kind == "ElasticQuota":
+            self.cluster.create_elastic_quota(namespaced)
+        elif kind == "Reservation":
+            self.cluster.create_reservation(made)
+        elif kind == "Node":
+            self.cluster.create_nodes(made, 1)
+        elif kind == "Service":
+            self.cluster.create_workload_selector(namespaced)
+        elif kind in WORKLOAD_KINDS:
+            raise ValueError(f"kind {kind}: {NO_CONTROLLERS}")
+        elif kind == "PersistentVolumeClaim":
+            self.cluster.put_volume_object(CLAIMS, namespaced)
+        elif kind in VOLUME_KINDS:  # cluster-scoped
+            self.cluster.put_volume_object(VOLUME_KINDS[kind], made)
+        else:  # Pod
+            self._create_pods(index, op.namespace, [(dict(made), 1)], False, True)
 
     def _note(self, note: str) -> None:
         """Once in the report, however often it applies."""

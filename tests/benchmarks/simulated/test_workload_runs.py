@@ -22,6 +22,7 @@ from cluster.gpus import GPU_INDICES_ANNOTATION
 from cluster.objects import POD_GROUP_LABEL
 from optimist.loop import SchedulingLoop
 from optimist.settings import Settings
+from tests.benchmarks.simulated.test_fidelity import write_case
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 
@@ -221,3 +222,60 @@ def test_workloads_in_a_row_share_the_shards_and_each_begins_knowing_nothing(
     assert set(bench.clusters[second.name].bindings.values()) <= set(
         bench.clusters[second.name].nodes
     )
+
+
+def test_create_any_makes_volume_objects_that_pods_then_follow(redis_url, key_prefix, tmp_path):
+    """createAny of a StorageClass, a local volume pinned to one of two nodes and a claim
+    of the class: the pod naming the claim goes to the volume's node (its claim waits
+    for its first consumer; the simulated cluster has no PV controller to bind it)."""
+    capacity = {"pods": "10", "cpu": "4", "memory": "8Gi"}
+    named = {"name": "n-{{.Index}}", "labels": {"kubernetes.io/hostname": "n-{{.Index}}"}}
+    node = {"kind": "Node", "metadata": named, "status": {"capacity": capacity}}
+    local = {
+        "kind": "StorageClass",
+        "metadata": {"name": "local"},
+        "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": "WaitForFirstConsumer",
+    }
+    on_n1 = {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n-1"]}
+    affinity = {"required": {"nodeSelectorTerms": [{"matchExpressions": [on_n1]}]}}
+    claimed = {"accessModes": ["ReadWriteOnce"], "storageClassName": "local"}
+    volume = {
+        "kind": "PersistentVolume",
+        "metadata": {"name": "disk"},
+        "spec": {
+            **claimed,
+            "capacity": {"storage": "1Gi"},
+            "local": {"path": "/mnt/disk"},
+            "nodeAffinity": affinity,
+        },
+        "status": {"phase": "Available"},  # a PV controller's, where one runs
+    }
+    claim = {
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "data"},
+        "spec": {**claimed, "resources": {"requests": {"storage": "1Gi"}}},
+    }
+    uses = {"name": "v", "persistentVolumeClaim": {"claimName": "data"}}
+    pod = {
+        "kind": "Pod",
+        "metadata": {"generateName": "p-"},
+        "spec": {"containers": [{"name": "c", "image": "x"}], "volumes": [uses]},
+    }
+    measured = {"podTemplatePath": "config/pod.yaml", "collectMetrics": True}
+    path = write_case(
+        tmp_path,
+        [
+            {"opcode": "createAny", "count": 2, "templatePath": "config/node.yaml"},
+            {"opcode": "createAny", "templatePath": "config/local.yaml"},
+            {"opcode": "createAny", "templatePath": "config/volume.yaml"},
+            {"opcode": "createAny", "templatePath": "config/claim.yaml", "namespace": "ns"},
+            {"opcode": "createPods", "count": 1, "namespace": "ns", **measured},
+        ],
+        {"node.yaml": node, "local.yaml": local, "volume.yaml": volume, "claim.yaml": claim}
+        | {"pod.yaml": pod},
+    )
+    runs = pc.load(path, template("node-default.yaml"))
+    bench = run_bench(settings(redis_url, key_prefix), Plan(tuple(runs), timeout_s=30))
+    assert bench.ok, bench.report.errors
+    assert list(bench.cluster.bindings.values()) == ["n-1"]
