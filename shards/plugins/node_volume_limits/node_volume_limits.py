@@ -6,6 +6,11 @@ node adds nothing. A node with no limit for a driver takes any number of its vol
 and a pod adding none of a driver is not held to that driver's limit even where the
 node is over it, as upstream.
 
+A class says how many volumes its pods attach, not which (each replica of a StatefulSet
+has its own, and would otherwise be a class of its own); a pod that shares a volume
+some node has already is judged alone with its own (`PodClass.attach`), so that a node
+holding it counts it once.
+
 Rule across shards: re-checked by the binder. The commit script keeps each node's
 attached volumes in the store and refuses a pod that would take it past a limit, with
 the same rule as here (cluster/store/commit.lua).
