@@ -266,6 +266,15 @@ local function count_gpus(used, indices, per, sign)
   for k = 1, last do used[k] = used[k] or 0 end
 end
 
+-- Take what a pod held (`held`, as `count` counts it: count_ports, count_volumes,
+-- count_peer) out of a node's counted map `field`, written back whole.
+local function give_back_map(key, field, count, held)
+  local blob = redis.call('HGET', key, field)
+  local map = blob and cmsgpack.unpack(blob) or {}
+  count(map, held, -1)
+  write_map(key, field, map)
+end
+
 -- Give back what a committed pod holds (requests, ports, peer, GPUs, attached
 -- volumes: its record in PODS, commit.lua) and forget it.
 -- Marks its node in `dirty`; returns whether the pod was committed.
@@ -283,22 +292,9 @@ local function release_pod(pod, dirty)
       count_gpus(used, gpus, per, -1)
       redis.call('HSET', key, 'g', cmsgpack.pack(used))
     end
-    if #ports > 0 then
-      local blob = redis.call('HGET', key, 'hp')
-      local used = blob and cmsgpack.unpack(blob) or {}
-      count_ports(used, ports, -1)
-      write_map(key, 'hp', used)
-    end
-    if volumes and #volumes > 0 then
-      local blob = redis.call('HGET', key, 'av')
-      local used = blob and cmsgpack.unpack(blob) or {}
-      count_volumes(used, volumes, -1)
-      write_map(key, 'av', used)
-    end
-    local blob = redis.call('HGET', key, 'pp')
-    local peers = blob and cmsgpack.unpack(blob) or {}
-    count_peer(peers, peer, -1)
-    write_map(key, 'pp', peers)
+    if #ports > 0 then give_back_map(key, 'hp', count_ports, ports) end
+    if volumes and #volumes > 0 then give_back_map(key, 'av', count_volumes, volumes) end
+    give_back_map(key, 'pp', count_peer, peer)
   end
   for _, claim in ipairs(r[9] or {}) do -- its ReadWriteOncePod claims are free again
     if redis.call('HGET', CLAIMS, claim) == pod then redis.call('HDEL', CLAIMS, claim) end

@@ -133,6 +133,14 @@ def _not_found(claim: str) -> str:
     return f'persistentvolumeclaim "{claim}" not found'
 
 
+def _not_owner(pod: PodRef, claim: PersistentVolumeClaim) -> str:
+    """Upstream's words for an ephemeral volume's claim that another pod made."""
+    return (
+        f"PVC {claim.namespace}/{claim.name} was not created for pod "
+        f"{pod.namespace}/{pod.name} (pod is not owner)"
+    )
+
+
 def _lookup(
     pod: PodRef, plugin: str, index: VolumeIndex, name: str
 ) -> PersistentVolumeClaim | None:
@@ -179,10 +187,7 @@ def _binding(pod: PodRef, volumes: tuple[PodVolume, ...], index: VolumeIndex) ->
         elif claim.deleting:
             problem = f'persistentvolumeclaim "{claim.name}" is being deleted'
         elif volume.ephemeral and claim.controller_uid != pod.uid:
-            problem = (
-                f"PVC {claim.namespace}/{claim.name} was not created for pod "
-                f"{pod.namespace}/{pod.name} (pod is not owner)"
-            )
+            problem = _not_owner(pod, claim)
         if problem:
             raise _Rejected(Rejection(VOLUME_BINDING, problem))
         assert claim is not None
@@ -241,11 +246,7 @@ def _attachable(
             message = f"looking up PVC {pod.namespace}/{volume.claim}: {_not_found(volume.claim)}"
             raise _Rejected(Rejection(NODE_VOLUME_LIMITS, message))
         if volume.ephemeral and claim.controller_uid != pod.uid:
-            message = (
-                f"PVC {claim.namespace}/{claim.name} was not created for pod "
-                f"{pod.namespace}/{pod.name} (pod is not owner)"
-            )
-            raise _Rejected(Rejection(NODE_VOLUME_LIMITS, message))
+            raise _Rejected(Rejection(NODE_VOLUME_LIMITS, _not_owner(pod, claim)))
         pv = index.volume(claim.volume_name) if claim.volume_name else None
         if isinstance(pv, PersistentVolume):
             counted = pv.attach

@@ -18,7 +18,6 @@ from cluster.manifests import pod_from_manifest, terminated
 from cluster.objects import ANY_IP, HostPort, Node
 from cluster.reservations import is_reservation
 from cluster.store import Store
-from cluster.volumes.attach import node_with_limits
 from cluster.volumes.index import VolumeIndex
 from cluster.volumes.matching import reaches
 from cluster.volumes.resolve import READ_WRITE_ONCE_POD
@@ -115,7 +114,7 @@ def attach_limits_hold(
         if pod_key in counted.ended or name not in cluster.nodes:
             continue
         if name not in nodes:
-            nodes[name] = node_with_limits(cluster.nodes[name], volumes.csi_node(name))
+            nodes[name] = volumes.limited(cluster.nodes[name])
         namespace = pod_key.split("/", 1)[0]
         for claim_name in claim_names:
             claim = volumes.claim(f"{namespace}/{claim_name}")

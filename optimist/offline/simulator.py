@@ -35,6 +35,7 @@ from cluster.quota import Quota, quota_from_manifest
 from cluster.reservations import Reservation
 from cluster.volumes.index import VolumeChange, VolumeIndex
 from cluster.volumes.storage_manifests import ephemeral_named, pod_volumes
+from cluster.volumes.storage_objects import PodVolume
 from cluster.workload_selectors import WorkloadSelectors, workload_selector_from_manifest
 
 # Kubernetes' generateName alphabet: no vowels, no look-alike characters.
@@ -174,14 +175,8 @@ class SimulatedCluster:
                 if like is not None:
                     self._parsed[key] = like
             elif owned and like is not None:
-                uid = str(meta.get("uid") or key)
-                self._parsed[key] = replace(
-                    like,
-                    name=meta["name"],
-                    uid=uid,
-                    manifest=manifest,
-                    volumes=ephemeral_named(like.volumes, meta["name"]),
-                )
+                volumes = ephemeral_named(like.volumes, meta["name"])
+                self._parsed[key] = _named_like(like, manifest, volumes)
             keys.append(key)
         return keys
 
@@ -192,18 +187,11 @@ class SimulatedCluster:
         shape = _shape(manifest)
         if self._last_parsed is not None and self._last_parsed[0] == shape:
             meta, spec = manifest["metadata"], manifest.get("spec") or {}
-            key = f"{meta['namespace']}/{meta['name']}"
             try:
-                volumes = pod_volumes(f"Pod {key}", meta["name"], spec)
+                volumes = pod_volumes(f"Pod {meta['namespace']}/{meta['name']}", meta["name"], spec)
             except InvalidObject:
                 return None
-            return replace(
-                self._last_parsed[1],
-                name=meta["name"],
-                uid=str(meta.get("uid") or key),
-                manifest=manifest,
-                volumes=volumes,
-            )
+            return _named_like(self._last_parsed[1], manifest, volumes)
         parsed = _valid_pod(manifest)
         self._last_parsed = (shape, parsed) if parsed is not None else None
         return parsed
@@ -450,6 +438,13 @@ class SimulatedCluster:
                 self.bindings[pod.key] = pod.node_name
                 errors.append(None)
         return errors
+
+
+def _named_like(like: Pod, manifest: dict[str, Any], volumes: tuple[PodVolume, ...]) -> Pod:
+    """A pod parsed as `like` was, but for its name, uid and manifest, and its volumes."""
+    meta = manifest["metadata"]
+    uid = str(meta.get("uid") or f"{meta['namespace']}/{meta['name']}")
+    return replace(like, name=meta["name"], uid=uid, manifest=manifest, volumes=volumes)
 
 
 def _shape(manifest: Mapping[str, Any]) -> dict[str, Any]:
