@@ -3,7 +3,8 @@ and what those limits are (upstream's NodeVolumeLimits, its CSI limits).
 
 A volume counts under its CSI driver, as `<driver>/<handle>`, so that pods sharing it
 on a node count it once; an in-tree volume of a plugin migrated to CSI counts under
-the driver it migrated to, on the nodes whose CSINode says it is migrated there. A
+the driver it migrated to, on the nodes that have a CSINode (upstream's isCSIMigrationOn
+takes these plugins as migrated wherever a CSINode exists, whatever its annotation). A
 node's limits are its allocatable's `attachable-volumes-*` amounts, which its CSINode's
 driver counts replace (v1.30 reads both; newer releases the CSINode alone).
 """

@@ -94,38 +94,52 @@ def _resolved(
 ) -> _Resolved:
     if not volumes or not plugins & _PLUGINS:
         return _Resolved(None)
+    # what the pod holds once placed is read as upstream reads a pod already on a node,
+    # whatever refuses it as a new one: claims that cannot be read are not counted
     attached: tuple[Attachable, ...] = ()
     exclusive: tuple[str, ...] = ()
+    limits_problem = restrictions_problem = None
+    if NODE_VOLUME_LIMITS in plugins:
+        attached, limits_problem = _attachable(pod, volumes, index)
+    if VOLUME_RESTRICTIONS in plugins:
+        exclusive, restrictions_problem = _exclusive(pod, volumes, index)
     try:
         in_use = False
         if VOLUME_RESTRICTIONS in plugins:
-            exclusive = _exclusive(pod, volumes, index)
+            _refuse(restrictions_problem)
             in_use = any(set(users(claim)) - {pod.key} for claim in exclusive)
         needs = VolumeNeeds()
         if VOLUME_BINDING in plugins:
             needs = _binding(pod, volumes, index)
         zones = _zones(pod, volumes, index) if VOLUME_ZONE in plugins else ()
-        if NODE_VOLUME_LIMITS in plugins:
-            attached = _attachable(pod, volumes, index)
+        _refuse(limits_problem)
         needs = replace(needs, zones=zones, attach=attach_counts(attached), claim_in_use=in_use)
     except _Rejected as rejected:
-        return _Resolved(rejected.rejection)
+        return _Resolved(rejected.rejection, attached, exclusive)
     return _Resolved(needs, attached, exclusive)
 
 
-def _exclusive(pod: PodRef, volumes: tuple[PodVolume, ...], index: VolumeIndex) -> tuple[str, ...]:
+def _refuse(problem: Rejection | None) -> None:
+    if problem is not None:
+        raise _Rejected(problem)
+
+
+def _exclusive(
+    pod: PodRef, volumes: tuple[PodVolume, ...], index: VolumeIndex
+) -> tuple[tuple[str, ...], Rejection | None]:
     """VolumeRestrictions' PreFilter: each persistentVolumeClaim volume's claim there (not
-    an ephemeral one's); those of them ReadWriteOncePod."""
-    exclusive = []
+    an ephemeral one's); those of them ReadWriteOncePod, and the first problem found."""
+    exclusive, problem = [], None
     for volume in volumes:
         if volume.ephemeral:
             continue
-        claim = _lookup(pod, VOLUME_RESTRICTIONS, index, volume.claim)
-        if claim is None:
-            raise _Rejected(Rejection(VOLUME_RESTRICTIONS, _not_found(volume.claim)))
-        if READ_WRITE_ONCE_POD in claim.access_modes:
+        claim = index.claim(f"{pod.namespace}/{volume.claim}")
+        if not isinstance(claim, PersistentVolumeClaim):
+            message = _not_found(volume.claim) if claim is None else str(claim)
+            problem = problem or Rejection(VOLUME_RESTRICTIONS, message)
+        elif READ_WRITE_ONCE_POD in claim.access_modes:
             exclusive.append(claim.key)
-    return tuple(dict.fromkeys(exclusive))
+    return tuple(dict.fromkeys(exclusive)), problem
 
 
 def _not_found(claim: str) -> str:
@@ -198,8 +212,9 @@ def _binding(pod: PodRef, volumes: tuple[PodVolume, ...], index: VolumeIndex) ->
             found = index.volume(claim.volume_name)
             if isinstance(found, InvalidObject):
                 raise _Rejected(Rejection(VOLUME_BINDING, str(found)))
+            # upstream checks bound claims in order up to the first whose volume is gone
             missing |= found is None
-            if found is not None and found.node_affinity is not None:
+            if not missing and found is not None and found.node_affinity is not None:
                 affinity.append(found.node_affinity)
         elif _delayed(claim, index) and not claim.volume_name:
             delayed.append(claim)
@@ -234,19 +249,26 @@ def _unbound(
 
 def _attachable(
     pod: PodRef, volumes: tuple[PodVolume, ...], index: VolumeIndex
-) -> tuple[Attachable, ...]:
-    """NodeVolumeLimits' new pod's volumes (upstream's filterAttachableVolumes): each
-    claim's volume's CSI names, or its class's provisioner's while it has no volume."""
+) -> tuple[tuple[Attachable, ...], Rejection | None]:
+    """NodeVolumeLimits' volumes of the pod (upstream's filterAttachableVolumes): each
+    claim's volume's CSI names, or its class's provisioner's while it has no volume; and
+    the first problem that refuses it as a new pod (a pod on a node skips those claims)."""
     found: dict[str, Attachable] = {}
+    problem = None
     for volume in volumes:
+        claim = index.claim(f"{pod.namespace}/{volume.claim}") if volume.claim else None
+        message = ""
         if not volume.claim:
-            raise _Rejected(Rejection(NODE_VOLUME_LIMITS, "PersistentVolumeClaim had no name"))
-        claim = _lookup(pod, NODE_VOLUME_LIMITS, index, volume.claim)
-        if claim is None:
+            message = "PersistentVolumeClaim had no name"
+        elif claim is None:
             message = f"looking up PVC {pod.namespace}/{volume.claim}: {_not_found(volume.claim)}"
-            raise _Rejected(Rejection(NODE_VOLUME_LIMITS, message))
-        if volume.ephemeral and claim.controller_uid != pod.uid:
-            raise _Rejected(Rejection(NODE_VOLUME_LIMITS, _not_owner(pod, claim)))
+        elif isinstance(claim, InvalidObject):
+            message = str(claim)
+        elif volume.ephemeral and claim.controller_uid != pod.uid:
+            message = _not_owner(pod, claim)
+        if message or not isinstance(claim, PersistentVolumeClaim):
+            problem = problem or Rejection(NODE_VOLUME_LIMITS, message)
+            continue
         pv = index.volume(claim.volume_name) if claim.volume_name else None
         if isinstance(pv, PersistentVolume):
             counted = pv.attach
@@ -259,7 +281,7 @@ def _attachable(
             )
         if counted is not None:
             found.setdefault(counted.volume, counted)
-    return tuple(found.values())
+    return tuple(found.values()), problem
 
 
 def _zones(

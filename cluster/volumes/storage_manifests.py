@@ -19,7 +19,15 @@ from cluster.manifest_fields import (
 )
 from cluster.quantity import quantity_field
 from cluster.selectors import NodeSelectorTerm, Requirement
-from cluster.volumes.attach import AWS_EBS, AZURE_DISK, CINDER, GCE_PD, csi_volume, in_tree_volume
+from cluster.volumes.attach import (
+    AWS_EBS,
+    AZURE_DISK,
+    CINDER,
+    GCE_PD,
+    MIGRATED_TO,
+    csi_volume,
+    in_tree_volume,
+)
 from cluster.volumes.needs import Attachable
 from cluster.volumes.storage_objects import (
     BETA_CLASS,
@@ -35,7 +43,6 @@ from cluster.volumes.storage_objects import (
 )
 
 BINDING_MODES = ("Immediate", "WaitForFirstConsumer")
-MIGRATED_PLUGINS = "storage.alpha.kubernetes.io/migrated-plugins"
 # the in-tree sources a migrated plugin reads: the spec field, and its field naming the disk
 _IN_TREE_SOURCES = {
     "awsElasticBlockStore": (AWS_EBS, "volumeID"),
@@ -173,7 +180,7 @@ def _attachable(obj: str, spec: Mapping[str, Any], labels: dict[str, str]) -> At
 
 
 def csi_node_from_manifest(raw: Mapping[str, Any]) -> CSINode:
-    name, _, meta = metadata(raw, "CSINode")
+    name, _, _ = metadata(raw, "CSINode")
     obj = f"CSINode {name}"
     spec = map_field(obj, "spec", raw.get("spec"))
     limits = []
@@ -185,9 +192,7 @@ def csi_node_from_manifest(raw: Mapping[str, Any]) -> CSINode:
                 path = f"spec.drivers[{i}].allocatable.count"
                 raise InvalidObject(obj, path, count, "must be a whole number >= 0")
             limits.append((_text(obj, f"spec.drivers[{i}].name", driver.get("name")), count))
-    annotations = string_map(obj, "metadata.annotations", meta.get("annotations"))
-    migrated = annotations.get(MIGRATED_PLUGINS, "")
-    return CSINode(name, tuple(limits), tuple(migrated.split(",")) if migrated else ())
+    return CSINode(name, tuple(limits), tuple(MIGRATED_TO))
 
 
 def storage_class_from_manifest(raw: Mapping[str, Any]) -> StorageClass:

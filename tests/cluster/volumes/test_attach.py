@@ -12,6 +12,7 @@ from cluster.manifests import pod_from_manifest
 from cluster.volumes.attach import (
     AWS_EBS,
     GCE_PD,
+    MIGRATED_TO,
     UNBOUND,
     csi_volume,
     limit_key,
@@ -110,10 +111,14 @@ def test_a_node_s_limits_are_its_allocatable_s_with_its_csi_node_s_counts_over_t
     plain = node("n", **{})
     plain.allocatable[limit_key(EBS)] = 39
     plain.allocatable["attachable-volumes-aws-ebs"] = 25
-    read = csi_node_from_manifest(csi_node("n", {EBS: 20, "x.io": None}, f"{AWS_EBS},{GCE_PD}"))
+    read = csi_node_from_manifest(csi_node("n", {EBS: 20, "x.io": None}, GCE_PD))
     limited = node_with_limits(plain, read)
     assert dict(limited.volume_limits) == {limit_key(EBS): 20, "attachable-volumes-aws-ebs": 25}
-    assert limited.migrated_plugins == (AWS_EBS, GCE_PD)
+    # a node with a CSINode counts the four migrated plugins' disks, whatever its
+    # annotation says (v1.30's isCSIMigrationOn); one without counts none
+    assert set(limited.migrated_plugins) == set(MIGRATED_TO)
+    assert node_with_limits(plain, csi_node_from_manifest(csi_node("n", {}))).migrated_plugins
+    assert node_with_limits(plain, None).migrated_plugins == ()
     assert dict(node_with_limits(plain, None).volume_limits)[limit_key(EBS)] == 39
     with pytest.raises(InvalidObject, match=r"spec.drivers\[0\].allocatable.count"):
         csi_node_from_manifest(csi_node("n", {EBS: -1}))
