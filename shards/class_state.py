@@ -154,7 +154,7 @@ class ClassState:
             rows = self.static.rows
             self._feasible = np.zeros(size, dtype=bool)
             self._feasible[rows] = self.profile.feasible(self.pod, self.table, rows, dynamic=True)
-            if self._single:  # as upstream, the one node is taken unscored, unweighed
+            if self.single:  # as upstream, the one node is taken unscored, unweighed
                 unscored = np.zeros(size, dtype=np.int64)
                 unscored.flags.writeable = False
                 self.raws = [unscored] * len(self.profile.scorers)
@@ -164,7 +164,7 @@ class ClassState:
                     self.raws.append(np.zeros(size, dtype=raw.dtype))
                     self.raws[-1][rows] = raw
         self._feasible_rows: np.ndarray | None = None  # np.flatnonzero(feasible), when asked
-        if self._single:
+        if self.single:
             self.parts = list(self.raws)
         else:
             self.parts = self.profile.weighted(
@@ -175,7 +175,7 @@ class ClassState:
         self._sensitive = self._window_sensitive()
 
     @property
-    def _single(self) -> bool:
+    def single(self) -> bool:
         """A filter named one node as the only one that can take the pod (a DaemonSet's)."""
         return self.static.candidates is not None and len(self.static.rows) <= 1
 
@@ -221,7 +221,7 @@ class ClassState:
         if reshaped:
             self._feasible[rows] = feasible
             self._feasible_rows = None
-        if self._single:  # no score to keep: only whether the one node still fits
+        if self.single:  # no score to keep: only whether the one node still fits
             self._scores[rows] = np.where(feasible, 0, -1)
             return
         scorers = self.profile.scorers

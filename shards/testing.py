@@ -71,6 +71,17 @@ def hold_pods(table: NodeTable, name: str, peer: Peer, pods: int) -> int:
     return col
 
 
+def commit_volumes(table: NodeTable, name: str, volumes: list[tuple[str, str, int]]) -> None:
+    """Node `name`'s attached volumes as the store holds them, each (limit key, volume,
+    pods using it), brought by a sync of the node; the sync resets what else the table
+    counts of the node's pods (ports, peers), so it comes before those."""
+    row = table.index[name]
+    used = table.used[row : row + 1, : len(table.columns)].copy()
+    table.apply(
+        Delta(table.store_version, [name], np.array([1], np.int64), used, attached={name: volumes})
+    )
+
+
 def compile_pod(manifest: Mapping[str, Any], table: NodeTable) -> PodClass:
     return PodClass.compile(pod_from_manifest(manifest).spec, table)
 

@@ -43,10 +43,12 @@ class NodeVolumeLimits(FilterPlugin):
         ids = row_numbers(rows, table.size)
         fits = np.ones(len(ids), dtype=bool)
         needs = pod.spec.volumes
-        if needs is None or not (needs.attach or needs.rejection):
+        if needs is None:
             return fits
         if self.prefilter(pod.spec) is not None:
             return ~fits
+        if not needs.attach:  # none, or another plugin refused the pod before this one
+            return fits
         new: dict[str, np.ndarray] = {}  # limit key -> per row, the volumes added there
         for key, plugin, volumes in needs.attach:
             added = new.setdefault(key, np.zeros(len(ids), dtype=np.int64))

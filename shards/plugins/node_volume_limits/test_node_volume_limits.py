@@ -5,7 +5,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from cluster.store import Delta
 from cluster.volumes.attach import AWS_EBS, csi_volume, in_tree_volume, limit_key, node_with_limits
 from cluster.volumes.needs import Attachable, VolumeNeeds, attach_counts
 from cluster.volumes.storage_objects import CSINode
@@ -13,7 +12,7 @@ from shards.framework import PodClass
 from shards.node_table import NodeTable
 from shards.plugins.node_volume_limits import NodeVolumeLimits
 from shards.plugins.node_volume_limits.node_volume_limits import REASON
-from shards.testing import compile_pod, every, node, pod_spec, table_of
+from shards.testing import commit_volumes, compile_pod, every, node, pod_spec, table_of
 
 EBS = "ebs.csi.aws.com"
 
@@ -27,15 +26,7 @@ def attaching(table: NodeTable, *volumes: Attachable) -> PodClass:
 
 def attached(table: NodeTable, name: str, *volumes: Attachable) -> None:
     """Volumes committed on a node, as a sync from the store brings them."""
-    row = table.index[name]
-    delta = Delta(
-        table.store_version,
-        [name],
-        np.array([1], np.int64),
-        table.used[row : row + 1, : len(table.columns)].copy(),
-        attached={name: [(v.key, v.volume, 1) for v in volumes]},
-    )
-    table.apply(delta)
+    commit_volumes(table, name, [(v.key, v.volume, 1) for v in volumes])
 
 
 def limited(name: str, ebs: int | None, migrated: tuple[str, ...] = ()) -> object:
@@ -110,3 +101,14 @@ def test_its_prefilter_rejection_fits_no_node():
     pod = PodClass.compile(spec, table)
     assert NodeVolumeLimits().prefilter(pod.spec) == said
     assert NodeVolumeLimits().filter(pod, table, every(table)).tolist() == [0]
+
+
+def test_a_pod_another_plugin_refused_is_not_judged_here():
+    """Its class carries another plugin's rejection and no counts; the pod still names
+    the volumes it would attach."""
+    table = table_of([limited("a", 1)])
+    attached(table, "a", csi_volume(EBS, "x"))
+    pod = attaching(table, csi_volume(EBS, "x"))
+    refused = VolumeNeeds(rejected_by="VolumeBinding", rejection="no")
+    pod = replace(pod, spec=replace(pod.spec, volumes=refused))
+    assert NodeVolumeLimits().filter(pod, table, every(table)).tolist() == [1]

@@ -91,3 +91,20 @@ def test_a_claim_provisioned_for_a_node_takes_that_node_alone():
     assert plugin.filter(pod, table, every(table)).tolist() == [0, 1, 0]
     assert plugin.reasons(pod, table, np.array([0, 2])) == {BIND_CONFLICT: 2}
     assert plugin.candidates(needing(VolumeNeeds(), table).spec) is None
+
+
+def test_a_node_says_each_kind_of_claim_it_fails():
+    """v1.30.4's FindPodVolumes: a node that reaches the bound claims' volumes before the
+    missing one says the volume is missing, one that does not says the affinity; either
+    also says its unbound claims found nothing."""
+    table = table_of([node("a", labels={ZONE: "x"}), node("b", labels={ZONE: "y"})])
+    in_x = (NodeSelectorTerm((Requirement(ZONE, "In", ("x",)),)),)
+    nowhere = (NodeSelectorTerm(match_fields=()),)
+    pod = needing(VolumeNeeds((in_x,), True, unbound=(nowhere,)), table)
+    plugin = VolumeBinding()
+    assert plugin.filter(pod, table, every(table)).tolist() == [0, 0]
+    assert plugin.reasons(pod, table, np.array([0, 1])) == {
+        MISSING_VOLUME: 1,
+        AFFINITY_CONFLICT: 1,
+        BIND_CONFLICT: 2,
+    }

@@ -97,16 +97,16 @@ class VolumeBinding(FilterPlugin):
         )
 
     def reasons(self, pod: PodClass, table: NodeTable, rows: np.ndarray) -> Counter[str]:
-        """Upstream stops at the first bound claim whose volume is missing; else a node
-        may fail its bound claims and its unbound ones, and says both. A PreFilter
-        rejection is its own words on every node (`optimist explain`)."""
+        """A node says each kind of claim it fails: its bound claims' volumes (up to the
+        first that is gone: a node that reaches those before it says the volume is
+        missing) and its unbound ones. A PreFilter rejection is its own words on every
+        node (`optimist explain`)."""
         if (why := self.prefilter(pod.spec)) is not None:
             return Counter({why: len(rows)})
         needs = pod.spec.volumes
         if needs is None:
             return Counter()
-        if needs.missing_volume:
-            return Counter({MISSING_VOLUME: len(rows)})
         bound = int((~self._bound(needs, table, rows)).sum())
+        missing = len(rows) - bound if needs.missing_volume else 0
         unbound = int((~self._unbound(needs, table, rows)).sum())
-        return +Counter({AFFINITY_CONFLICT: bound, BIND_CONFLICT: unbound})
+        return +Counter({AFFINITY_CONFLICT: bound, BIND_CONFLICT: unbound, MISSING_VOLUME: missing})

@@ -12,12 +12,14 @@ from cluster.selectors import NodeSelectorTerm, Requirement
 from cluster.volumes.index import CLAIMS, CLASSES, VOLUMES, VolumeIndex
 from cluster.volumes.needs import VolumeNeeds
 from cluster.volumes.resolve import (
+    NODE_VOLUME_LIMITS,
     UNBOUND_IMMEDIATE,
     VOLUME_BINDING,
     VOLUME_RESTRICTIONS,
     VOLUME_ZONE,
     PodRef,
     Rejection,
+    VolumeResolver,
     resolve,
 )
 
@@ -207,3 +209,41 @@ def test_a_read_write_once_pod_claim_another_pod_uses_fits_no_node():
     # a missing claim: VolumeRestrictions' PreFilter says it, before VolumeBinding's
     missing = resolve(POD, pod_volumes(pvc("gone")), known, restrictions | ALL)
     assert missing == Rejection(VOLUME_RESTRICTIONS, 'persistentvolumeclaim "gone" not found')
+
+
+def test_bound_claims_are_judged_up_to_the_first_whose_volume_is_gone():
+    """v1.30.4's checkBoundClaims stops at the first missing volume: affinity of the
+    claims before it still holds, of those after it is never looked at."""
+    known = index(
+        (CLAIMS, claim("before", volume="pv-a", bound=True)),
+        (CLAIMS, claim("gone", volume="pv-gone", bound=True)),
+        (CLAIMS, claim("after", volume="pv-b", bound=True)),
+        (VOLUMES, volume("pv-a", hosts=("n1",))),
+        (VOLUMES, volume("pv-b", hosts=("n2",))),
+    )
+    plugins = frozenset({VOLUME_BINDING})
+    needs = resolve(POD, pod_volumes(pvc("before"), pvc("gone"), pvc("after")), known, plugins)
+    term = NodeSelectorTerm((Requirement("kubernetes.io/hostname", "In", ("n1",)),))
+    assert needs == VolumeNeeds(((term,),), True)
+
+
+def test_a_pod_refused_as_a_new_one_still_holds_the_volumes_it_attaches():
+    """A pod on a node is counted as upstream counts it (filterAttachableVolumes of an
+    existing pod): its readable claims' volumes, whatever refuses it as a new pod (here
+    a claim being deleted), and a claim not found skipped."""
+    csi = volume("pv")
+    csi["spec"]["csi"] = {"driver": "ebs.csi.aws.com", "volumeHandle": "h"}
+    deleting = claim(
+        "c", volume="pv", bound=True, meta={"deletionTimestamp": "2026-12-07T00:00:00Z"}
+    )
+    known = index((CLAIMS, deleting), (VOLUMES, csi))
+    plugins = frozenset({VOLUME_BINDING, NODE_VOLUME_LIMITS})
+    pod = pod_from_manifest(
+        {
+            "metadata": {"name": "p", "namespace": "ns", "uid": "uid-p"},
+            "spec": {"containers": [{"name": "c"}], "volumes": [pvc("c"), pvc("missing")]},
+        }
+    )
+    resolved = VolumeResolver(known, {pod.spec.profile: plugins}).resolved(pod)
+    assert resolved.spec.volumes is not None and resolved.spec.volumes.rejected_by == VOLUME_BINDING
+    assert [a.volume for a in resolved.attached] == ["ebs.csi.aws.com/h"]
