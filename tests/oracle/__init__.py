@@ -25,6 +25,14 @@ WORKLOAD_FIELDS = {
     "ReplicaSet": "replicaSets",
     "StatefulSet": "statefulSets",
 }
+# a storage object's kind -> where the request gives it
+STORAGE_FIELDS = {
+    "PersistentVolume": "persistentVolumes",
+    "PersistentVolumeClaim": "persistentVolumeClaims",
+    "StorageClass": "storageClasses",
+    "CSINode": "csiNodes",
+    "CSIDriver": "csiDrivers",
+}
 Manifest = Mapping[str, Any]
 
 
@@ -104,10 +112,12 @@ class Oracle:
         pod: Manifest,
         profile: str = "",
         workloads: Sequence[Manifest] = (),
+        storage: Sequence[Manifest] = (),
     ) -> Verdict:
-        """Upstream's verdict on `pod`, with `pods` bound to `nodes` and `workloads`
-        (Services, ReplicationControllers, ReplicaSets, StatefulSets) selecting pods;
-        raises OracleError with upstream's message where it refuses the request."""
+        """Upstream's verdict on `pod`, with `pods` bound to `nodes`, `workloads`
+        (Services, ReplicationControllers, ReplicaSets, StatefulSets) selecting pods and
+        `storage` (classes, PersistentVolumes, claims, CSINodes, CSIDrivers) for their
+        volumes; raises OracleError with upstream's message where it refuses the request."""
         request = {
             "configuration": configuration,
             "profile": profile,
@@ -118,6 +128,10 @@ class Oracle:
             **{
                 field: [w for w in workloads if w["kind"] == kind]
                 for kind, field in WORKLOAD_FIELDS.items()
+            },
+            **{
+                field: [s for s in storage if s["kind"] == kind]
+                for kind, field in STORAGE_FIELDS.items()
             },
         }
         assert self._process.stdin and self._process.stdout

@@ -15,6 +15,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from tests.oracle.storage import storage
+
 Manifest = dict[str, Any]
 GiB, MiB = 2**30, 2**20
 GPU = "example.com/gpu"
@@ -67,6 +69,8 @@ class Case:
     bound: list[tuple[Manifest, bool]] = field(default_factory=list)
     # Services and controllers, whose selectors default spreading counts by
     workloads: list[Manifest] = field(default_factory=list)
+    # storage classes, PersistentVolumes, claims and CSINodes (`tests/oracle/storage.py`)
+    storage: list[Manifest] = field(default_factory=list)
 
 
 # --- nodes ---------------------------------------------------------------------------------
@@ -619,4 +623,8 @@ def cases(draw: st.DrawFn) -> Case:
         owner = draw(controller(pod["metadata"]["namespace"]))
         workloads.append(owner)
         pod["metadata"]["ownerReferences"] = [owner_reference(owner, draw(st.booleans()))]
-    return Case(draw(configuration()), nodes, namespaces, pod, bound, workloads)
+    objects: list[Manifest] = []
+    if draw(st.sampled_from((True, True, False))):  # volumes for the pod and some bound ones
+        names = [n["metadata"]["name"] for n in nodes]
+        objects = draw(storage(names, [manifest for manifest, _ in bound], pod))
+    return Case(draw(configuration()), nodes, namespaces, pod, bound, workloads, objects)

@@ -19,6 +19,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
@@ -46,6 +47,12 @@ type request struct {
 	ReplicationControllers []v1.ReplicationController `json:"replicationControllers"`
 	ReplicaSets            []appsv1.ReplicaSet        `json:"replicaSets"`
 	StatefulSets           []appsv1.StatefulSet       `json:"statefulSets"`
+	// what the volume plugins read
+	PersistentVolumes      []v1.PersistentVolume      `json:"persistentVolumes"`
+	PersistentVolumeClaims []v1.PersistentVolumeClaim `json:"persistentVolumeClaims"`
+	StorageClasses         []storagev1.StorageClass   `json:"storageClasses"`
+	CSINodes               []storagev1.CSINode        `json:"csiNodes"`
+	CSIDrivers             []storagev1.CSIDriver      `json:"csiDrivers"`
 	Pod                    v1.Pod                     `json:"pod"`
 }
 
@@ -147,19 +154,25 @@ func judge(req *request) (*verdict, error) {
 	snap := newSnapshot(nodes, bound)
 
 	// the listers some plugins build on (namespaces for namespaceSelector; Services
-	// and controllers for PodTopologySpread's default constraints), filled straight
-	// into their informers' stores: starting informers would cost a resync wait per request
-	client := fake.NewSimpleClientset()
-	factory := informers.NewSharedInformerFactory(client, 0)
+	// and controllers for PodTopologySpread's default constraints; storage classes and
+	// CSINodes for the volume plugins), filled straight into their informers' stores:
+	// starting informers would cost a resync wait per request. Claims and volumes are
+	// the client's, listed by their informers, whose handlers fill VolumeBinding's caches.
+	client := fake.NewSimpleClientset(append(objects(req.PersistentVolumes), objects(req.PersistentVolumeClaims)...)...)
+	shared := informers.NewSharedInformerFactory(client, 0)
+	factory := watchedFactory{shared, &watched{}}
 	stores := []struct {
 		store   cache.Store
 		objects []runtime.Object
 	}{
-		{factory.Core().V1().Namespaces().Informer().GetStore(), objects(req.Namespaces)},
-		{factory.Core().V1().Services().Informer().GetStore(), objects(req.Services)},
-		{factory.Core().V1().ReplicationControllers().Informer().GetStore(), objects(req.ReplicationControllers)},
-		{factory.Apps().V1().ReplicaSets().Informer().GetStore(), objects(req.ReplicaSets)},
-		{factory.Apps().V1().StatefulSets().Informer().GetStore(), objects(req.StatefulSets)},
+		{shared.Core().V1().Namespaces().Informer().GetStore(), objects(req.Namespaces)},
+		{shared.Core().V1().Services().Informer().GetStore(), objects(req.Services)},
+		{shared.Core().V1().ReplicationControllers().Informer().GetStore(), objects(req.ReplicationControllers)},
+		{shared.Apps().V1().ReplicaSets().Informer().GetStore(), objects(req.ReplicaSets)},
+		{shared.Apps().V1().StatefulSets().Informer().GetStore(), objects(req.StatefulSets)},
+		{shared.Storage().V1().StorageClasses().Informer().GetStore(), objects(req.StorageClasses)},
+		{shared.Storage().V1().CSINodes().Informer().GetStore(), objects(req.CSINodes)},
+		{shared.Storage().V1().CSIDrivers().Informer().GetStore(), objects(req.CSIDrivers)},
 	}
 	for _, s := range stores {
 		for _, obj := range s.objects {
@@ -189,6 +202,9 @@ func judge(req *request) (*verdict, error) {
 	)
 	if err != nil {
 		return nil, fmt.Errorf("profile %s: %w", prof.SchedulerName, err)
+	}
+	if err := factory.watched.run(ctx); err != nil {
+		return nil, err
 	}
 	listed := fwk.ListPlugins()
 	v := &verdict{

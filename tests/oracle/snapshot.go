@@ -14,12 +14,14 @@ import (
 type snapshot struct {
 	list   []*framework.NodeInfo
 	byName map[string]*framework.NodeInfo
+	// the claims (namespace/name) the bound pods use, as the cache's snapshot keeps them
+	usedClaims sets.Set[string]
 }
 
 var _ framework.SharedLister = (*snapshot)(nil)
 
 func newSnapshot(nodes []*v1.Node, pods []*v1.Pod) *snapshot {
-	s := &snapshot{byName: map[string]*framework.NodeInfo{}}
+	s := &snapshot{byName: map[string]*framework.NodeInfo{}, usedClaims: sets.New[string]()}
 	images := map[string]*framework.ImageStateSummary{}
 	for _, node := range nodes {
 		info := framework.NewNodeInfo()
@@ -48,6 +50,11 @@ func newSnapshot(nodes []*v1.Node, pods []*v1.Pod) *snapshot {
 	for _, pod := range pods {
 		if info, ok := s.byName[pod.Spec.NodeName]; ok {
 			info.AddPod(pod)
+		}
+	}
+	for _, info := range s.list {
+		for claim := range info.PVCRefCounts {
+			s.usedClaims.Insert(claim)
 		}
 	}
 	return s
@@ -83,5 +90,4 @@ func (s *snapshot) Get(name string) (*framework.NodeInfo, error) {
 	return nil, fmt.Errorf("nodeinfo not found for node name %q", name)
 }
 
-// IsPVCUsedByPods: the pods the tests place have no volumes.
-func (s *snapshot) IsPVCUsedByPods(string) bool { return false }
+func (s *snapshot) IsPVCUsedByPods(key string) bool { return s.usedClaims.Has(key) }
