@@ -87,9 +87,11 @@ class Dispatcher:
 
     # --- intake ----------------------------------------------------------------
 
-    def add(self, pod: Pod) -> None:
+    def add(self, pod: Pod, failures: int = 0) -> None:
         """A pod created, or changed while it waits. One with scheduling gates waits
-        apart, holding nothing and counting for no gang, until its last gate is gone."""
+        apart, holding nothing and counting for no gang, until its last gate is gone.
+        One back after `failures` bindings failed past their commit waits out that
+        backoff first."""
         if pod.key in self.gated or pod.gates:
             if pod.key not in self.gated and pod.key in self._unit_of:
                 return  # gates cannot be added to a pod the queue already holds
@@ -104,7 +106,7 @@ class Dispatcher:
             for pods in self.gangs.offer(pod):
                 self._enqueue(pods, "" if running else pod.group)
         elif pod.key not in self._unit_of:
-            self._enqueue([pod])
+            self._enqueue([pod], failures=failures)
 
     def gang_waits(self, groups: Collection[str]) -> dict[str, str]:
         """Pod key -> why, of these groups' pods that wait for their gang (too few
@@ -116,7 +118,7 @@ class Dispatcher:
         for pods in self.gangs.add_group(group):
             self._enqueue(pods, group.key)
 
-    def _enqueue(self, pods: list[Pod], group: str = "") -> None:
+    def _enqueue(self, pods: list[Pod], group: str = "", failures: int = 0) -> None:
         """A unit for these pods: a gang of PodGroup `group`, or else one pod."""
         if not pods:
             return
@@ -135,10 +137,16 @@ class Dispatcher:
             shard=self._home_shard(pods),
         )
         self.units[unit.key] = unit
-        self.stats.incoming["active", "PodAdd"] += len(pods)
         for pod in pods:
             self._unit_of[pod.key] = unit.key
         self.quota.queued(pods)
+        if failures:  # it arrives in backoff, as a failed attempt leaves a unit
+            unit.state, unit.attempts = PodState.BACKOFF, failures
+            unit.backoff_until = self.clock() + self.queue.backoff.duration(failures)
+            self.queue.push_backoff(unit)
+            self.stats.incoming["backoff", "PodAdd"] += len(pods)
+            return
+        self.stats.incoming["active", "PodAdd"] += len(pods)
         self.queue.push_active(unit)
 
     def _home_shard(self, pods: list[Pod]) -> int:

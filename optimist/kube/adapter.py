@@ -117,6 +117,8 @@ class KubernetesAdapter:
         self._lock = threading.Lock()
         self._arrived = threading.Event()  # set by every watch event: wakes an idle loop
         self._new_pods: dict[str, dict[str, Any]] = {}  # key -> manifest, in arrival order
+        # key -> bindings of the pod in a row that failed after their commit (PreBind)
+        self._late_failures: dict[str, int] = {}
         self._deleted_pods: list[str] = []
         self._running: dict[str, Pod] = {}  # bound by others, not yet taken
         self._nodes: dict[str, Node] = {}
@@ -322,6 +324,7 @@ class KubernetesAdapter:
         with self._lock:
             if gone:
                 self.prebind.forget(key)
+                self._late_failures.pop(key, None)
                 self._pending.pop(key, None)
                 self._new_pods.pop(key, None)
                 self._running.pop(key, None)
@@ -334,6 +337,7 @@ class KubernetesAdapter:
             node = spec.get("nodeName")
             if node:
                 self.prebind.forget(key)
+                self._late_failures.pop(key, None)
                 self._pending.pop(key, None)
                 self._new_pods.pop(key, None)
                 if self._bound.get(key) == node:
@@ -439,6 +443,10 @@ class KubernetesAdapter:
             pods.append(self.selectors.with_spread_selector(pod))
         return pods, errors
 
+    def take_late_failures(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._late_failures)
+
     def take_running_pods(self) -> list[Pod]:
         with self._lock:
             taken, self._running = self._running, {}
@@ -541,7 +549,8 @@ class KubernetesAdapter:
 
     def _prebind_failed(self, binding: Binding, why: str) -> None:
         """A pod whose binding failed after the loop was told it would be made: it goes
-        back to the loop as deleted (its room given back) and made again (queued anew)."""
+        back to the loop as deleted (its room given back) and made again (queued anew,
+        to wait out a backoff as after a failed attempt: `take_late_failures`)."""
         self._unclaim(binding)
         namespace, name = binding.pod.split("/", 1)
         try:
@@ -553,6 +562,7 @@ class KubernetesAdapter:
             self._deleted_pods.append(binding.pod)
             if obj is not None and waits and not obj["metadata"].get("deletionTimestamp"):
                 self._new_pods[binding.pod] = obj
+                self._late_failures[binding.pod] = self._late_failures.get(binding.pod, 0) + 1
         self.reports.unschedulable([(binding.pod, "SchedulerError", why)])
         self._arrived.set()
 

@@ -370,6 +370,9 @@ class SimulatedCluster:
     def nominate(self, nominations: dict[str, str]) -> None:
         self.nominated.update(nominations)
 
+    def take_late_failures(self) -> dict[str, int]:
+        return {}  # no PreBind here: every binding is done at its commit
+
     def take_deleted_pods(self) -> list[str]:
         """Keys of the pods deleted since the last call."""
         gone, self._deleted_pods = self._deleted_pods, []

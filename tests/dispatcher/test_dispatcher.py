@@ -239,6 +239,22 @@ def test_a_unit_no_shard_answers_three_times_in_a_row_backs_off(dispatcher, cloc
     assert dispatcher.units["default/poison"].lost == 0
 
 
+def test_a_pod_back_after_its_binding_failed_past_the_commit_waits_out_its_backoff(
+    dispatcher, clock
+):
+    """A claim PreBind wrote and nobody bound gives the pod back as if made again: it is
+    not tried at once (it would take the same node and fail the same way), but after the
+    backoff of as many failed attempts as its bindings failed in a row."""
+    dispatcher.add(pod("late"), failures=2)
+    dispatcher.add(pod("fresh"))
+    assert dispatcher.units["default/late"].state is PodState.BACKOFF
+    assert [u.key for u in dispatcher.next_batch(0, 10).units] == ["default/fresh"]
+    clock.now += 1.9
+    assert dispatcher.next_batch(0, 10) is None
+    clock.now += 0.1  # two failures: a backoff of 2 s
+    assert [u.key for u in dispatcher.next_batch(0, 10).units] == ["default/late"]
+
+
 def test_on_result_names_the_units_that_failed_and_those_dropped(dispatcher):
     for name in ("fits", "refused", "dropped"):
         dispatcher.add(pod(name))
