@@ -32,15 +32,17 @@ def storage_class(name: str, provisioner: str) -> dict[str, Any]:
     return {"metadata": {"name": name}, "provisioner": provisioner, "volumeBindingMode": WFFC}
 
 
-def local_volume(name: str, node: str, zone: str, size: str = "1Gi") -> dict[str, Any]:
-    """A local volume on one node, of the static class `local`."""
+def local_volume(
+    name: str, node: str, zone: str, size: str = "1Gi", storage_class: str = "local"
+) -> dict[str, Any]:
+    """A local volume on one node, of a static class."""
     term = {"matchExpressions": [{"key": HOSTNAME_LABEL, "operator": "In", "values": [node]}]}
     return {
         "metadata": {"name": name, "labels": {ZONE_LABEL: zone}},
         "spec": {
             "capacity": {"storage": size},
             "accessModes": ["ReadWriteOnce"],
-            "storageClassName": "local",
+            "storageClassName": storage_class,
             "persistentVolumeReclaimPolicy": "Retain",
             "local": {"path": f"/mnt/disks/{name}"},
             "nodeAffinity": {"required": {"nodeSelectorTerms": [term]}},
@@ -48,17 +50,22 @@ def local_volume(name: str, node: str, zone: str, size: str = "1Gi") -> dict[str
     }
 
 
-def stateful_set(name: str, replicas: int, storage_class: str) -> dict[str, Any]:
-    """Replicas made at once, each with a claim of its own from the template."""
+def stateful_set(
+    name: str, replicas: int, storage_class: str, templates: tuple[str, ...] = ("data",)
+) -> dict[str, Any]:
+    """Replicas made at once, each with a claim of its own from each template."""
     container = {"name": "db", "image": "db", "resources": {"requests": {"cpu": "100m"}}}
-    claim = {
-        "metadata": {"name": "data"},
-        "spec": {
-            "accessModes": ["ReadWriteOnce"],
-            "storageClassName": storage_class,
-            "resources": {"requests": {"storage": "1Gi"}},
-        },
-    }
+    claims = [
+        {
+            "metadata": {"name": template},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": storage_class,
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        }
+        for template in templates
+    ]
     return {
         "metadata": {"name": name, "namespace": "default"},
         "spec": {
@@ -70,14 +77,14 @@ def stateful_set(name: str, replicas: int, storage_class: str) -> dict[str, Any]
                 "metadata": {"labels": {"app": name}},
                 "spec": {"schedulerName": SCHEDULER, "containers": [container]},
             },
-            "volumeClaimTemplates": [claim],
+            "volumeClaimTemplates": claims,
         },
     }
 
 
-def zoned_nodes(api: Api, zones: dict[str, str]) -> None:
+def zoned_nodes(api: Api, zones: dict[str, str], cpus: dict[str, str] | None = None) -> None:
     for name, zone in zones.items():
-        node = kwok_node(name)
+        node = kwok_node(name, cpu=(cpus or {}).get(name, "4"))
         node["metadata"]["labels"][ZONE_LABEL] = zone
         api.put("nodes", node)
     wait_for(lambda: all(api.plane.node_ready(n) for n in zones), what="the nodes Ready")
@@ -107,14 +114,20 @@ def test_claims_are_bound_where_their_pods_go_and_a_claim_never_bound_holds_noth
     - `made`: kube-controller-manager's host-path provisioner makes each volume once
       optimist has written the node it chose on the claim; the pod is bound there after;
     - `stuck`: no provisioner serves its class; after bindTimeoutSeconds its pod goes
-      back to the queue, saying why, its room given back, and nothing else waits."""
+      back to the queue, saying why, its room given back, and nothing else waits;
+    - `pair`: two claims of one static class, a free volume of it on n4 and two on n5:
+      the replica goes to n5, each claim to a volume of its own there."""
     api = living_api
-    zoned_nodes(api, {f"n{i}": "ab"[i % 2] for i in range(6)})
+    # n4 the roomiest: the node every score prefers, where the pair does not fit
+    zoned_nodes(api, {f"n{i}": "ab"[i % 2] for i in range(6)}, cpus={"n4": "64"})
     api.put("storageclasses", storage_class("local", "kubernetes.io/no-provisioner"))
     api.put("storageclasses", storage_class("made", HOSTPATH_PROVISIONER))
     api.put("storageclasses", storage_class("nobody", "example.com/nobody"))
     for i in range(4):
         api.put("persistentvolumes", local_volume(f"pv{i}", f"n{i}", "ab"[i % 2]))
+    api.put("storageclasses", storage_class("pairs", "kubernetes.io/no-provisioner"))
+    for name, node in (("lone", "n4"), ("twin-a", "n5"), ("twin-b", "n5")):
+        api.put("persistentvolumes", local_volume(name, node, "a", storage_class="pairs"))
 
     def timed_out() -> bool:
         pod = api.get("pods", "default", "stuck-0") or {}
@@ -130,7 +143,9 @@ def test_claims_are_bound_where_their_pods_go_and_a_claim_never_bound_holds_noth
         api.put("statefulsets", stateful_set("stuck", 1, "nobody"))
         api.put("statefulsets", stateful_set("local", 4, "local"))
         api.put("statefulsets", stateful_set("made", 2, "made"))
+        api.put("statefulsets", stateful_set("pair", 1, "pairs", ("data", "wal")))
         wait_for(lambda: len(running(api, "local")) == 4, 120, "4 replicas Running")
+        wait_for(lambda: len(running(api, "pair")) == 1, 120, "the pair's replica Running")
         wait_for(lambda: len(running(api, "made")) == 2, 120, "2 replicas Running")
         wait_for(timed_out, 60, "stuck-0's binding timed out")
     volumes = {v["metadata"]["name"]: v for v in api.items("persistentvolumes")}
@@ -146,6 +161,12 @@ def test_claims_are_bound_where_their_pods_go_and_a_claim_never_bound_holds_noth
     for pod in running(api, "made"):
         claim = claims(api)[f"data-{pod['metadata']['name']}"]
         assert claim["metadata"]["annotations"][SELECTED_NODE] == pod["spec"]["nodeName"]
+    [pair] = running(api, "pair")
+    assert pair["spec"]["nodeName"] == "n5"
+    failed = [e for e in api.events_for("default/pair-0") if e["reason"] == "FailedScheduling"]
+    assert not failed  # n4, with one volume of the class, was never tried
+    twins = {v["spec"]["claimRef"]["name"] for n, v in volumes.items() if n.startswith("twin")}
+    assert twins == {"data-pair-0", "wal-pair-0"}
     chosen = claims(api)["data-stuck-0"]["metadata"]["annotations"][SELECTED_NODE]
     assert chosen in {f"n{i}" for i in range(6)}
     stuck = api.get("pods", "default", "stuck-0") or {}

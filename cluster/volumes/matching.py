@@ -10,10 +10,12 @@ table (`VolumeNeeds.unbound`), and PreBind picks the volume on the node chosen (
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from cluster.selectors import NodeSelectorTerm, Requirement
+from cluster.volumes.needs import SharedVolumes
 from cluster.volumes.storage_objects import (
     AVAILABLE,
     PersistentVolume,
@@ -77,18 +79,54 @@ def node_terms(found: Matches, storage_class: StorageClass | None) -> Terms | No
     volumes = [found.promised] if found.promised is not None else list(found.free)
     terms: list[NodeSelectorTerm] = []
     for volume in volumes:
-        if volume.node_affinity is None:
+        reach = _reach(volume)
+        if reach is None:
             return None
-        for term in volume.node_affinity:
-            if term.match_fields and not term.match_expressions:
-                return None  # judged without the node's name, it holds on every node
-            terms.append(NodeSelectorTerm(term.match_expressions))
+        terms.extend(reach)
     if storage_class is not None:
         provisioned = provision_terms(storage_class)
         if provisioned is None:
             return None
         terms.extend(provisioned)
     return _merged(terms)
+
+
+def shared_volumes(
+    claims: list[tuple[PersistentVolumeClaim, Matches]], storage_class: StorageClass
+) -> SharedVolumes:
+    """Claims of one class that may take the same free volume, for the shard to match
+    together on each node as upstream's findMatchingVolumes does: smallest request first
+    (the order `ordered` gives PreBind too), each its candidates, smallest first."""
+    index: dict[str, int] = {}
+    reach: list[Terms | None] = []
+    candidates = []
+    for _, found in ordered(claims, lambda c: c[0]):
+        for volume in found.free:
+            if volume.name not in index:
+                index[volume.name] = len(reach)
+                reach.append(_reach(volume))
+        candidates.append(tuple(index[v.name] for v in found.free))
+    return SharedVolumes(tuple(reach), tuple(candidates), provision_terms(storage_class))
+
+
+T = TypeVar("T")
+
+
+def ordered(items: Iterable[T], claim_of: Callable[[T], PersistentVolumeClaim]) -> list[T]:
+    """Claims in the order upstream matches them to volumes: smallest request first."""
+    return sorted(items, key=lambda item: claim_of(item).request)
+
+
+def _reach(volume: PersistentVolume) -> Terms | None:
+    """A volume's node affinity as node terms judged on labels alone (None: every node)."""
+    if volume.node_affinity is None:
+        return None
+    terms = []
+    for term in volume.node_affinity:
+        if term.match_fields and not term.match_expressions:
+            return None  # judged without the node's name, it holds on every node
+        terms.append(NodeSelectorTerm(term.match_expressions))
+    return tuple(terms)
 
 
 def provision_terms(storage_class: StorageClass) -> Terms | None:

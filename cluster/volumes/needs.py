@@ -42,6 +42,19 @@ def attach_counts(volumes: tuple[Attachable, ...]) -> tuple[tuple[str, str, int]
 
 
 @dataclass(frozen=True, slots=True)
+class SharedVolumes(Wire):
+    """Claims of a pod, of one class, that may be given the same free volume: upstream
+    takes them smallest request first, giving each the smallest free volume that fits it,
+    that the node reaches and that no earlier claim took; a claim left without one is
+    provisioned where its class provisions (`cluster.volumes.matching`)."""
+
+    # per candidate volume: the node terms it reaches (None: every node)
+    reach: tuple[tuple[NodeSelectorTerm, ...] | None, ...]
+    claims: tuple[tuple[int, ...], ...]  # per claim, in that order: its candidates, smallest first
+    provisions: tuple[NodeSelectorTerm, ...] | None  # where the class provisions (None: anywhere)
+
+
+@dataclass(frozen=True, slots=True)
 class VolumeNeeds(Wire):
     # per bound claim whose PersistentVolume has required node affinity: its terms, ORed
     bound_affinity: tuple[tuple[NodeSelectorTerm, ...], ...] = ()
@@ -52,6 +65,8 @@ class VolumeNeeds(Wire):
     # per claim waiting for its first consumer that not every node can serve: the terms
     # of the nodes where a volume of it, or provisioning, can (`cluster.volumes.matching`)
     unbound: tuple[tuple[NodeSelectorTerm, ...], ...] = ()
+    # claims waiting for their first consumer that may take the same free volume, per class
+    shared: tuple[SharedVolumes, ...] = ()
     selected_node: str = ""  # a claim's volume is being provisioned for this node alone
     # NodeVolumeLimits: how many volumes the pod attaches, per limit key and in-tree plugin
     # they migrated from ("" for CSI ones): (key, plugin, volumes). Which volumes goes

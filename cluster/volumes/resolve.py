@@ -19,8 +19,21 @@ from cluster.errors import InvalidObject
 from cluster.objects import Pod
 from cluster.volumes.attach import unbound_volume
 from cluster.volumes.index import VolumeIndex
-from cluster.volumes.matching import Terms, matches, node_terms, provision_terms
-from cluster.volumes.needs import ZONE_KEYS, Attachable, VolumeNeeds, attach_counts
+from cluster.volumes.matching import (
+    Matches,
+    Terms,
+    matches,
+    node_terms,
+    provision_terms,
+    shared_volumes,
+)
+from cluster.volumes.needs import (
+    ZONE_KEYS,
+    Attachable,
+    SharedVolumes,
+    VolumeNeeds,
+    attach_counts,
+)
 from cluster.volumes.storage_objects import (
     WAIT_FOR_FIRST_CONSUMER,
     PersistentVolume,
@@ -220,17 +233,21 @@ def _binding(pod: PodRef, volumes: tuple[PodVolume, ...], index: VolumeIndex) ->
             delayed.append(claim)
         else:
             raise _Rejected(Rejection(VOLUME_BINDING, UNBOUND_IMMEDIATE))
-    unbound, selected = _unbound(delayed, index)
-    return VolumeNeeds(tuple(affinity), missing, unbound=unbound, selected_node=selected)
+    unbound, shared, selected = _unbound(delayed, index)
+    return VolumeNeeds(
+        tuple(affinity), missing, unbound=unbound, shared=shared, selected_node=selected
+    )
 
 
 def _unbound(
     claims: list[PersistentVolumeClaim], index: VolumeIndex
-) -> tuple[tuple[Terms, ...], str]:
+) -> tuple[tuple[Terms, ...], tuple[SharedVolumes, ...], str]:
     """The node terms of the claims that wait for their first consumer, those that every
-    node can serve left out; and the node chosen for them by an earlier attempt, if any
-    (two chosen nodes: no node serves them both, which an empty term says)."""
+    node can serve left out; the claims of one class that may take the same free volume,
+    matched together; and the node chosen for them by an earlier attempt, if any (two
+    chosen nodes: no node serves them both, which an empty term says)."""
     unbound: list[Terms] = []
+    waiting: dict[str, list[tuple[PersistentVolumeClaim, Matches]]] = {}  # class -> claims
     selected = {c.selected_node for c in claims if c.selected_node}
     for claim in claims:
         storage_class = index.storage_class(claim.storage_class)
@@ -239,12 +256,36 @@ def _unbound(
             terms = provision_terms(storage_class)
         else:
             found = matches(claim, index.volumes_of_class(claim.storage_class))
+            if found.promised is None and found.free:
+                waiting.setdefault(claim.storage_class, []).append((claim, found))
+                continue
             terms = node_terms(found, storage_class)
         if terms is not None:
             unbound.append(terms)
+    shared = []
+    for name, group in waiting.items():
+        storage_class = index.storage_class(name)
+        assert isinstance(storage_class, StorageClass)
+        if _compete(group):
+            shared.append(shared_volumes(group, storage_class))
+            continue
+        for _, found in group:
+            if (terms := node_terms(found, storage_class)) is not None:
+                unbound.append(terms)
     if len(selected) > 1:
         unbound.append(())
-    return tuple(unbound), min(selected, default="")
+    return tuple(unbound), tuple(shared), min(selected, default="")
+
+
+def _compete(group: list[tuple[PersistentVolumeClaim, Matches]]) -> bool:
+    """Whether two of these claims could be given the same free volume."""
+    seen: set[str] = set()
+    for _, found in group:
+        names = {v.name for v in found.free}
+        if seen & names:
+            return True
+        seen |= names
+    return False
 
 
 def _attachable(

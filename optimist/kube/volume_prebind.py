@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from cluster.cluster_adapter import Binding
 from cluster.objects import Pod
 from cluster.volumes.index import VOLUMES, VolumeChange, VolumeIndex
-from cluster.volumes.matching import matches, pick, reaches
+from cluster.volumes.matching import matches, ordered, pick, reaches
 from cluster.volumes.resolve import VOLUME_BINDING
 from cluster.volumes.storage_objects import (
     BOUND_BY_CONTROLLER,
@@ -187,9 +187,9 @@ class VolumePreBind:
     def _plan(
         self, namespace: str, volumes: tuple[PodVolume, ...], labels: Mapping[str, str]
     ) -> list[tuple[PersistentVolumeClaim, PersistentVolume | None]]:
-        """Per claim to bind on this node: its volume, or None to provision it."""
-        plan: list[tuple[PersistentVolumeClaim, PersistentVolume | None]] = []
-        chosen = set(self._given)
+        """Per claim to bind on this node: its volume, or None to provision it; the claims
+        taken in the order the Filter matched them (smallest request first)."""
+        waiting: list[tuple[PersistentVolumeClaim, StorageClass]] = []
         for volume in volumes:
             claim = self.index.claim(f"{namespace}/{volume.claim}")
             if not isinstance(claim, PersistentVolumeClaim) or claim.volume_name:
@@ -197,8 +197,11 @@ class VolumePreBind:
             storage_class = self.index.storage_class(claim.storage_class)
             if not isinstance(storage_class, StorageClass):
                 continue
-            if storage_class.binding_mode != WAIT_FOR_FIRST_CONSUMER:
-                continue
+            if storage_class.binding_mode == WAIT_FOR_FIRST_CONSUMER:
+                waiting.append((claim, storage_class))
+        plan: list[tuple[PersistentVolumeClaim, PersistentVolume | None]] = []
+        chosen = set(self._given)
+        for claim, storage_class in ordered(waiting, lambda w: w[0]):
             found = None
             if not claim.selected_node:
                 candidates = matches(claim, self.index.volumes_of_class(claim.storage_class))

@@ -183,7 +183,7 @@ def storage(
     given to some of the `pods` bound there and to the incoming `pod` (edited in place)."""
     # hypothesis favours the first of a list: what is usual comes first
     objects: list[Manifest] = [c for c in CLASSES if draw(st.sampled_from((True,) * 5 + (False,)))]
-    volumes = [draw(volume(i, nodes)) for i in range(draw(st.integers(0, 5)))]
+    volumes = [draw(volume(i, nodes)) for i in range(draw(st.sampled_from((3, 2, 4, 1, 0, 5))))]
     claims: dict[tuple[str, str], Manifest] = {}
 
     def named(namespace: str, name: str) -> None:
@@ -196,7 +196,8 @@ def storage(
             name = draw(st.sampled_from(CLAIMS))
             bound["spec"]["volumes"] = [claim_volume(name)]
             named(bound["metadata"]["namespace"], name)
-    wanted = draw(st.lists(st.sampled_from(CLAIMS), min_size=1, max_size=2, unique=True))
+    count = draw(st.sampled_from((2, 1, 1)))
+    wanted = draw(st.lists(st.sampled_from(CLAIMS), min_size=count, max_size=count, unique=True))
     namespace = pod["metadata"]["namespace"]
     pod_volumes = [claim_volume(name) for name in wanted]
     for name in wanted:

@@ -43,7 +43,6 @@ from cluster.volumes.resolve import (
     VOLUME_ZONE,
     VolumeResolver,
 )
-from cluster.volumes.storage_objects import PersistentVolumeClaim
 from cluster.workload_selectors import WorkloadSelectors, workload_selector_from_manifest
 from optimist.configuration import ConfigError, parse_configuration
 from shards.class_state import ClassState
@@ -111,17 +110,6 @@ def shard_table(case: Case, volumes: VolumeResolver) -> NodeTable:
         else:
             table.assume(row, cls.request, cls.ports, cls.peer, volumes=pod.attached)
     return table
-
-
-def competing_claims(index: VolumeIndex, pod: Pod) -> bool:
-    """Whether two of the pod's claims wait for their first consumer in one class with
-    no node chosen yet, where both may be matched to one free volume."""
-    classes = Counter()
-    for volume in pod.volumes:
-        claim = index.claim(f"{pod.namespace}/{volume.claim}")
-        if isinstance(claim, PersistentVolumeClaim) and not claim.volume_name:
-            classes[claim.storage_class] += not claim.selected_node
-    return any(n > 1 for n in classes.values())
 
 
 def judged(pod: Pod, table: NodeTable) -> PodClass:
@@ -264,14 +252,11 @@ def test_plugins_agree_with_kube_scheduler(oracle: Oracle, case: Case) -> None:
     if case.storage:
         event("with volumes")
     volumes = resolver(case, config)
-    if competing_claims(volumes.index, pod):
-        # each claim is matched on its own (a departure, docs/plugins.md): upstream keeps a
-        # volume one claim took from the next, so a node with one free volume serves one
-        event("departure: two claims of one pod that may take the same volume")
-        return
     pod = volumes.resolved(pod)
     if pod.spec.volumes is not None and pod.spec.volumes.rejected_by:
         event(f"refused by {pod.spec.volumes.rejected_by}'s PreFilter")
+    if pod.spec.volumes is not None and pod.spec.volumes.shared:
+        event("claims that may take the same volume, matched together")
     table = shard_table(case, volumes)
     state = ClassState(judged(pod, table), build_profile(config), table)
     bare = shard_table(replace(case, bound=[]), volumes)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/client-go/informers"
@@ -71,12 +72,9 @@ func (i claimInformer) Informer() cache.SharedIndexInformer {
 }
 
 func (w *watched) keep(informer cache.SharedIndexInformer) cache.SharedIndexInformer {
-	for _, known := range w.informers {
-		if known == informer {
-			return recording{informer, w}
-		}
+	if !slices.Contains(w.informers, informer) {
+		w.informers = append(w.informers, informer)
 	}
-	w.informers = append(w.informers, informer)
 	return recording{informer, w}
 }
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 
 from cluster.selectors import NodeSelectorTerm, Requirement
-from cluster.volumes.needs import VolumeNeeds
+from cluster.volumes.needs import SharedVolumes, VolumeNeeds
 from shards.framework import PodClass
 from shards.plugins.volume_binding import VolumeBinding
 from shards.plugins.volume_binding.volume_binding import (
@@ -18,6 +18,7 @@ from shards.plugins.volume_binding.volume_binding import (
 from shards.testing import compile_pod, every, node, pod_spec, table_of
 
 ZONE = "topology.kubernetes.io/zone"
+HOST = "kubernetes.io/hostname"
 
 
 def needing(needs: VolumeNeeds | None, table) -> PodClass:
@@ -108,3 +109,22 @@ def test_a_node_says_each_kind_of_claim_it_fails():
         AFFINITY_CONFLICT: 1,
         BIND_CONFLICT: 2,
     }
+
+
+def test_claims_matched_together_take_distinct_volumes_on_a_node():
+    """Two claims and the volumes they may share: a node reaching one volume serves one
+    claim, unless the class provisions there; the first claim takes its smallest."""
+    table = table_of([node(n, labels={HOST: n}) for n in ("a", "b", "c")])
+    on = {n: (NodeSelectorTerm((Requirement(HOST, "In", (n,)),)),) for n in "abc"}
+    # volumes: 0 on a, 1 on b, 2 on b, 3 anywhere-but-c; claim 0 fits all, claim 1 fits 0 and 2
+    shared = SharedVolumes(
+        (on["a"], on["b"], on["b"], (*on["a"], *on["b"])), ((0, 1, 2, 3), (0, 2)), ()
+    )
+    pod = needing(VolumeNeeds(shared=(shared,)), table)
+    plugin = VolumeBinding()
+    # a: claim 0 takes volume 0, claim 1 has only volume 0: nothing left; b: 1 then 2
+    assert plugin.filter(pod, table, every(table)).tolist() == [0, 1, 0]
+    assert plugin.reasons(pod, table, np.array([0, 2])) == {BIND_CONFLICT: 2}
+    provisioning = replace(shared, provisions=(on["a"][0],))
+    pod = needing(VolumeNeeds(shared=(provisioning,)), table)
+    assert plugin.filter(pod, table, every(table)).tolist() == [1, 1, 0]

@@ -25,7 +25,8 @@ from cluster.events import (
     STORAGE_CLASS_UPDATE,
 )
 from cluster.objects import SchedulingSpec
-from cluster.volumes.needs import VolumeNeeds
+from cluster.selectors import NodeSelectorTerm
+from cluster.volumes.needs import SharedVolumes, VolumeNeeds
 from cluster.volumes.resolve import VOLUME_BINDING
 from shards.framework import FilterPlugin, PodClass, Rows
 from shards.node_table import NodeTable
@@ -80,6 +81,8 @@ class VolumeBinding(FilterPlugin):
         mask = np.ones(table.alive[rows].shape, dtype=bool)
         for terms in needs.unbound:
             mask &= any_term(terms, table, rows, names=False)
+        for shared in needs.shared:
+            mask &= _matched(shared, table, rows)
         if needs.selected_node:
             mask &= table.named(rows, needs.selected_node)
         return mask
@@ -92,6 +95,7 @@ class VolumeBinding(FilterPlugin):
             needs.bound_affinity,
             needs.missing_volume,
             needs.unbound,
+            needs.shared,
             needs.selected_node,
             self.prefilter(spec),
         )
@@ -110,3 +114,28 @@ class VolumeBinding(FilterPlugin):
         missing = len(rows) - bound if needs.missing_volume else 0
         unbound = int((~self._unbound(needs, table, rows)).sum())
         return +Counter({AFFINITY_CONFLICT: bound, BIND_CONFLICT: unbound, MISSING_VOLUME: missing})
+
+
+def _matched(shared: SharedVolumes, table: NodeTable, rows: Rows) -> np.ndarray:
+    """Per row, whether upstream's findMatchingVolumes serves every claim of the group
+    there: each claim in turn takes the first of its candidates the node reaches that no
+    earlier claim took there, else is provisioned where the class provisions."""
+    everywhere = np.ones(table.alive[rows].shape, dtype=bool)
+
+    def reached(terms: tuple[NodeSelectorTerm, ...] | None) -> np.ndarray:
+        if terms is None:
+            return everywhere
+        return any_term(terms, table, rows, names=False) if terms else ~everywhere
+
+    reach = [reached(terms) for terms in shared.reach]
+    free = [mask.copy() for mask in reach]  # not yet taken by an earlier claim, per row
+    provisioned = reached(shared.provisions)
+    served = everywhere.copy()
+    for candidates in shared.claims:
+        found = ~everywhere
+        for volume in candidates:
+            took = free[volume] & ~found
+            free[volume] &= ~took
+            found = found | took
+        served &= found | provisioned
+    return served

@@ -11,7 +11,7 @@ import pytest
 from cluster.selectors import NodeSelectorTerm, Requirement
 from cluster.volumes.index import CLAIMS, CLASSES, VOLUMES, VolumeIndex
 from cluster.volumes.matching import matches, pick
-from cluster.volumes.resolve import resolve
+from cluster.volumes.resolve import Rejection, resolve
 from cluster.volumes.storage_objects import PersistentVolumeClaim
 from tests.cluster.volumes.test_resolve import ALL, POD, claim, pod_volumes, pvc
 
@@ -154,3 +154,27 @@ def test_the_index_files_each_readable_volume_under_its_class_as_it_changes():
     assert names("zonal") == ["other"]
     index.apply(VOLUMES, local("other", "n2", cls="zonal"), deleted=True)
     assert names("zonal") == [] and index.volume("other") is None
+
+
+def test_claims_that_may_take_the_same_volume_are_matched_together():
+    """findMatchingVolumes keeps a volume one claim took from the next: two claims of one
+    class go to the shard together, smallest request first, each with its candidates
+    smallest first; claims whose volumes cannot overlap are matched alone."""
+    index = known(
+        (VOLUMES, local("big", "n1", "10Gi")),
+        (VOLUMES, local("small", "n1", "1Gi")),
+        (VOLUMES, local("other", "n2", "5Gi")),
+        (CLAIMS, wanted("data", size="5Gi")),
+        (CLAIMS, wanted("wal", size="1Gi")),
+    )
+    needs = resolve(POD, pod_volumes(pvc("data"), pvc("wal")), index, ALL)
+    assert needs is not None and not isinstance(needs, Rejection) and not needs.unbound
+    [shared] = needs.shared
+    reach = [term for terms in shared.reach for term in terms or ()]
+    assert reach == [hosts("n1"), hosts("n2"), hosts("n1")]  # small, other, big
+    assert shared.claims == ((0, 1, 2), (1, 2))  # wal first: every volume fits it
+    assert shared.provisions == ()  # a class of static volumes alone
+    apart = known((VOLUMES, local("big", "n1", "10Gi")), (CLAIMS, wanted("data", size="5Gi")),
+                  (CLAIMS, wanted("tiny", size="20Gi")))  # fmt: skip
+    needs = resolve(POD, pod_volumes(pvc("data"), pvc("tiny")), apart, ALL)
+    assert needs is not None and not isinstance(needs, Rejection) and not needs.shared
