@@ -73,6 +73,9 @@ def test_every_fast_workload_is_read_and_a_representative_set_runs(redis_url, ke
     assert refused == CANNOT_RUN
     runs = [r for r in fast if r.case in SIMULATED | CANNOT_RUN]
     assert {r.case for r in runs} == SIMULATED | CANNOT_RUN
+    # their smallest clusters: most of the time at 5,000 nodes goes to making them
+    runs = [r for r in runs if r.params.get("initNodes", 0) < 5000]
+    assert {r.case for r in runs} == SIMULATED | CANNOT_RUN
     settings = Settings(shards=2, redis_url=redis_url, key_prefix=key_prefix, seed=1)
     bench = run_bench(settings, Plan(tuple(runs), timeout_s=120))
     r = bench.report.model_dump()

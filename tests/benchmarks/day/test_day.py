@@ -13,7 +13,7 @@ from benchmarks.day.day_runner import DayRunner
 from benchmarks.report.instruments import ProcessTree
 from tests.kube.api import Api
 
-DURATION_S = 45.0
+DURATION_S = 35.0
 NAMES = frozenset({"default-scheduler"})
 
 
@@ -21,7 +21,7 @@ def test_a_short_day_keeps_every_invariant_and_explains_what_it_leaves_pending(
     living_api: Api, tmp_path: Path
 ):
     api = living_api
-    # the shipped day, its node pool gone from the fifth second to 70% of the day: the
+    # the shipped day, its node pool gone from a tenth of the day to 70% of it: the
     # node lifecycle controller needs its grace (10 s) to see it NotReady
     day = load_day(day_file())
     assert day.node_down is not None and day.drain is not None

@@ -89,13 +89,13 @@ def test_gpu_policy_cost_times_every_policy_on_a_trace(monkeypatch, capsys, tmp_
 
 @pytest.mark.usefixtures("ray_session")
 def test_soak_smoke_keeps_binding_and_reports_its_slopes(monkeypatch, capsys, tmp_path):
-    """The 18-second version of the ten-minute soak: a smoke, no figure asserted."""
+    """The 12-second version of the ten-minute soak: a smoke, no figure asserted."""
     import json
 
     from benchmarks import soak
 
     report = tmp_path / "soak.json"
-    argv = ["soak", "--duration", "18", "--nodes", "500", "--burst", "2000", "--window", "3"]
+    argv = ["soak", "--duration", "12", "--nodes", "500", "--burst", "2000", "--window", "2"]
     monkeypatch.setattr(sys, "argv", [*argv, "--report", str(report)])
     soak.main()
     r = json.loads(report.read_text())
