@@ -232,11 +232,23 @@ def _binding(pod: PodRef, volumes: tuple[PodVolume, ...], index: VolumeIndex) ->
         elif _delayed(claim, index) and not claim.volume_name:
             delayed.append(claim)
         else:
-            raise _Rejected(Rejection(VOLUME_BINDING, UNBOUND_IMMEDIATE))
+            raise _Rejected(Rejection(VOLUME_BINDING, _immediate(claim, index)))
     unbound, shared, selected = _unbound(delayed, index)
     return VolumeNeeds(
         tuple(affinity), missing, unbound=unbound, shared=shared, selected_node=selected
     )
+
+
+def _immediate(claim: PersistentVolumeClaim, index: VolumeIndex) -> str:
+    """Upstream's words for a claim that binds at once and is not bound; where that is
+    for want of the class it names (which only making the class will change), which
+    claim names which class too."""
+    if claim.storage_class and index.storage_class(claim.storage_class) is None:
+        return (
+            f"{UNBOUND_IMMEDIATE} (PersistentVolumeClaim {claim.key}: "
+            f"spec.storageClassName='{claim.storage_class}': no such StorageClass)"
+        )
+    return UNBOUND_IMMEDIATE
 
 
 def _unbound(

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import replace
 
 import numpy as np
@@ -142,6 +143,12 @@ def selected(case: Case, pod: Pod) -> Pod:
     return selectors.with_spread_selector(pod)
 
 
+def in_upstream_words(reason: str, upstream: Collection[str]) -> str:
+    """A reason as upstream words it: where optimist adds which object is at fault (a
+    claim's class that is not there), it does so after upstream's words, in brackets."""
+    return next((words for words in upstream if reason.startswith(f"{words} (")), reason)
+
+
 def agree_on_filters(
     verdict: Verdict, profile: Profile, pod: PodClass, table: NodeTable, bare: NodeTable
 ) -> None:
@@ -164,7 +171,10 @@ def agree_on_filters(
         # upstream never filters, so gives no reason; optimist names the plugin's reason
         explained = [table.index[n] for n, s in upstream.items() if s.reasons]
         want = Counter(r for s in upstream.values() for r in s.reasons)
-        assert plugin.reasons(pod, table, np.array(explained, np.intp)) == want, plugin.name
+        said = plugin.reasons(pod, table, np.array(explained, np.intp))
+        assert Counter({in_upstream_words(r, want): n for r, n in said.items()}) == want, (
+            plugin.name
+        )
         if plugin.preemptible:  # evicting pods can make it pass: upstream's Unschedulable
             assert {s.code for s in upstream.values() if not s.passed} <= {"Unschedulable"}
 
@@ -201,11 +211,9 @@ def agree(oracle: Oracle, case: Case, state: ClassState, bare: NodeTable) -> int
     agree_on_filters(verdict, state.profile, state.pod, state.table, bare)
     needs = state.pod.spec.volumes
     if verdict.prefilter.plugin in VOLUME_PLUGINS:  # the same plugin first, in its words
-        assert needs is not None
-        assert (needs.rejected_by, (needs.rejection,)) == (
-            verdict.prefilter.plugin,
-            verdict.prefilter.reasons,
-        )
+        assert needs is not None and needs.rejected_by == verdict.prefilter.plugin
+        reasons = verdict.prefilter.reasons
+        assert (in_upstream_words(needs.rejection, reasons),) == reasons
     row, _ = state.best(np.random.default_rng(0), 0)
     agree_on_scores(verdict, state, bare)
     if verdict.totals:

@@ -114,11 +114,16 @@ def test_a_pod_without_claims_asks_nothing_of_a_node():
             [(CLAIMS, claim("c", cls=None))],
             Rejection(VOLUME_BINDING, UNBOUND_IMMEDIATE),
         ),
-        # a class that does not exist binds at once, for VolumeBinding
+        # a class that does not exist binds at once, for VolumeBinding; optimist says
+        # which claim names which class
         (
             [pvc("c")],
             [(CLAIMS, claim("c", cls="nope"))],
-            Rejection(VOLUME_BINDING, UNBOUND_IMMEDIATE),
+            Rejection(
+                VOLUME_BINDING,
+                f"{UNBOUND_IMMEDIATE} (PersistentVolumeClaim ns/c: "
+                "spec.storageClassName='nope': no such StorageClass)",
+            ),
         ),
         # named a volume, but the PV controller has not completed the binding
         (
