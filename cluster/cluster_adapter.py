@@ -40,10 +40,10 @@ class ClusterAdapter(Protocol):
         """Pods of our profiles created, or changed while unbound, since the last call;
         (pod key, error) for unparsable ones."""
 
-    def take_late_failures(self) -> dict[str, int]:
+    def late_failures(self) -> dict[str, int]:
         """Pod key -> how many bindings of the pod in a row failed after their commit (a
-        claim PreBind wrote that was never bound), for the pods among the new ones that
-        come back so: they wait out that backoff before their next attempt."""
+        claim PreBind wrote that was never bound), for pods not bound since: such a pod,
+        back among the new ones, waits out that backoff before its next attempt."""
 
     def take_running_pods(self) -> list[Pod]:
         """Pods found bound that optimist did not bind since the last call (another

@@ -24,6 +24,7 @@ from cluster.volumes.storage_objects import (
 )
 
 Terms = tuple[NodeSelectorTerm, ...]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,9 +108,6 @@ def shared_volumes(
                 reach.append(_reach(volume))
         candidates.append(tuple(index[v.name] for v in found.free))
     return SharedVolumes(tuple(reach), tuple(candidates), provision_terms(storage_class))
-
-
-T = TypeVar("T")
 
 
 def ordered(items: Iterable[T], claim_of: Callable[[T], PersistentVolumeClaim]) -> list[T]:

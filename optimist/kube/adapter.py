@@ -443,7 +443,7 @@ class KubernetesAdapter:
             pods.append(self.selectors.with_spread_selector(pod))
         return pods, errors
 
-    def take_late_failures(self) -> dict[str, int]:
+    def late_failures(self) -> dict[str, int]:
         with self._lock:
             return dict(self._late_failures)
 
@@ -550,7 +550,7 @@ class KubernetesAdapter:
     def _prebind_failed(self, binding: Binding, why: str) -> None:
         """A pod whose binding failed after the loop was told it would be made: it goes
         back to the loop as deleted (its room given back) and made again (queued anew,
-        to wait out a backoff as after a failed attempt: `take_late_failures`)."""
+        to wait out a backoff as after a failed attempt: `late_failures`)."""
         self._unclaim(binding)
         namespace, name = binding.pod.split("/", 1)
         try:

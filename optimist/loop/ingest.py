@@ -157,7 +157,7 @@ class Ingest:
         pods, errors = self.cluster.take_new_pods()
         if self.on_stage and pods:
             self.on_stage("queued", [p.key for p in pods], time.perf_counter())
-        failures = self.cluster.take_late_failures() if pods else {}
+        failures = self.cluster.late_failures() if pods else {}
         for pod in pods:
             self.dispatcher.add(pod, failures.get(pod.key, 0))
         touched = groups | {p.group for p in pods if p.group}

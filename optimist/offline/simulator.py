@@ -370,7 +370,7 @@ class SimulatedCluster:
     def nominate(self, nominations: dict[str, str]) -> None:
         self.nominated.update(nominations)
 
-    def take_late_failures(self) -> dict[str, int]:
+    def late_failures(self) -> dict[str, int]:
         return {}  # no PreBind here: every binding is done at its commit
 
     def take_deleted_pods(self) -> list[str]:

@@ -2,9 +2,11 @@
 required node affinity, judged on the node's labels); a claim whose volume is gone fits
 no node; each claim waiting for its first consumer needs a free volume of its class that
 the node reaches, or a class that provisions there (the dispatcher resolved which nodes
-those are: `cluster.volumes.matching`), and only the node chosen for its provisioning
-once one was; and a pod whose claims cannot be used (missing, lost, being deleted, not
-bound and not waiting for a consumer) is rejected before any node, in upstream's words.
+those are: `cluster.volumes.matching`), claims of one class that may take the same free
+volume each a volume of its own there (matched together, as upstream), and only the node
+chosen for its provisioning once one was; and a pod whose claims cannot be used
+(missing, lost, being deleted, not bound and not waiting for a consumer) is rejected
+before any node, in upstream's words.
 """
 
 from __future__ import annotations
