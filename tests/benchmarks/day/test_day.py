@@ -13,7 +13,7 @@ from benchmarks.day.day_runner import DayRunner
 from benchmarks.report.instruments import ProcessTree
 from tests.kube.api import Api
 
-DURATION_S = 35.0
+DURATION_S = 30.0
 NAMES = frozenset({"default-scheduler"})
 
 
@@ -37,7 +37,7 @@ def test_a_short_day_keeps_every_invariant_and_explains_what_it_leaves_pending(
     with optimist_process(kubeconfig, scheduler_documents(None), 1, tmp_path, port) as pid:
         runner = DayRunner(
             plan, api.plane, api.admin, "optimist", {"scheduler": ProcessTree(pid)},
-            metrics_url("optimist", port), NAMES, check_every_s=10, settle_s=60,
+            metrics_url("optimist", port), NAMES, check_every_s=8, settle_s=60,
             explain_address=f"127.0.0.1:{port}",
         )  # fmt: skip
         outcome = runner.run()
