@@ -100,10 +100,12 @@ def unbound_volume(claim: PersistentVolumeClaim, storage_class: StorageClass) ->
 
 
 def node_with_limits(node: Node, csi_node: CSINode | None) -> Node:
-    """The node with the attach limits and migrated plugins NodeVolumeLimits reads."""
+    """The node with the attach limits and migrated plugins NodeVolumeLimits reads: a
+    node with a CSINode counts the disks of the four plugins as their CSI drivers'
+    (upstream's isCSIMigrationOn, which reads no annotation for them)."""
     limits = {k: v for k, v in node.allocatable.items() if k.startswith(ATTACH_PREFIX)}
     migrated: tuple[str, ...] = ()
     if csi_node is not None:
         limits.update((limit_key(d), n) for d, n in csi_node.limits)
-        migrated = csi_node.migrated_plugins
+        migrated = tuple(MIGRATED_TO)
     return replace(node, volume_limits=tuple(sorted(limits.items())), migrated_plugins=migrated)

@@ -24,7 +24,6 @@ from cluster.volumes.attach import (
     AZURE_DISK,
     CINDER,
     GCE_PD,
-    MIGRATED_TO,
     csi_volume,
     in_tree_volume,
 )
@@ -192,7 +191,7 @@ def csi_node_from_manifest(raw: Mapping[str, Any]) -> CSINode:
                 path = f"spec.drivers[{i}].allocatable.count"
                 raise InvalidObject(obj, path, count, "must be a whole number >= 0")
             limits.append((_text(obj, f"spec.drivers[{i}].name", driver.get("name")), count))
-    return CSINode(name, tuple(limits), tuple(MIGRATED_TO))
+    return CSINode(name, tuple(limits))
 
 
 def storage_class_from_manifest(raw: Mapping[str, Any]) -> StorageClass:

@@ -115,7 +115,3 @@ class CSINode:
 
     name: str
     limits: tuple[tuple[str, int], ...] = ()  # driver -> allocatable.count, where set
-    # the in-tree plugins counted as their CSI drivers there: upstream takes the migration
-    # of the four it knows as on wherever a node has a CSINode (not reading the node's
-    # migrated-plugins annotation for them)
-    migrated_plugins: tuple[str, ...] = ()

@@ -29,9 +29,15 @@ def attached(table: NodeTable, name: str, *volumes: Attachable) -> None:
     commit_volumes(table, name, [(v.key, v.volume, 1) for v in volumes])
 
 
-def limited(name: str, ebs: int | None, migrated: tuple[str, ...] = ()) -> object:
+def limited(name: str, ebs: int | None, csi_node: bool = True) -> object:
+    """A node whose CSINode gives the EBS driver's limit; without one, its allocatable
+    does (and no in-tree plugin is migrated there)."""
+    if not csi_node:
+        bare = node(name)
+        bare.allocatable[limit_key(EBS)] = ebs or 0
+        return node_with_limits(bare, None)
     limits = ((EBS, ebs),) if ebs is not None else ()
-    return node_with_limits(node(name), CSINode(name, limits, migrated))
+    return node_with_limits(node(name), CSINode(name, limits))
 
 
 def test_a_node_takes_volumes_up_to_its_limit():
@@ -82,14 +88,14 @@ def test_this_shard_s_own_placements_count_until_the_store_holds_them():
 
 
 def test_a_migrated_in_tree_volume_counts_only_where_its_plugin_is_migrated():
-    table = table_of([limited("a", 1, (AWS_EBS,)), limited("b", 1)])
+    table = table_of([limited("a", 1), limited("b", 1, csi_node=False)])
     attached(table, "a", csi_volume(EBS, "x"))
     attached(table, "b", csi_volume(EBS, "x"))
     disk = in_tree_volume(AWS_EBS, "aws://us-east-1a/vol-1")
     assert disk == Attachable(limit_key(EBS), f"{EBS}/vol-1", AWS_EBS)
     pod = attaching(table, disk)
     assert NodeVolumeLimits().filter(pod, table, every(table)).tolist() == [0, 1]
-    table.assume(1, pod.request, volumes=pod.attach)  # not counted on b: not migrated there
+    table.assume(1, pod.request, volumes=pod.attach)  # not counted on b: no CSINode there
     assert table.volumes.counts(limit_key(EBS), np.array([0, 1])).tolist() == [1, 1]
 
 
