@@ -117,10 +117,8 @@ def _resolved(
     if VOLUME_RESTRICTIONS in plugins:
         exclusive, restrictions_problem = _exclusive(pod, volumes, index)
     try:
-        in_use = False
-        if VOLUME_RESTRICTIONS in plugins:
-            _refuse(restrictions_problem)
-            in_use = any(set(users(claim)) - {pod.key} for claim in exclusive)
+        _refuse(restrictions_problem)
+        in_use = any(set(users(claim)) - {pod.key} for claim in exclusive)
         needs = VolumeNeeds()
         if VOLUME_BINDING in plugins:
             needs = _binding(pod, volumes, index)
