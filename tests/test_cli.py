@@ -152,6 +152,15 @@ def test_bench_takes_the_profiling_endpoint_only_with_its_metrics(redis_url, cap
 
 
 @pytest.mark.parametrize(
+    "args",
+    [["--compare", "kube-scheduler"], ["--rounds", "2"], ["--ceiling-pods", "200"]],
+)
+def test_the_simulated_bench_refuses_what_only_the_api_bench_takes(args):
+    result = CliRunner().invoke(app, ["bench", str(CASES), *args])
+    assert result.exit_code == 2 and "go with --cluster apiserver or kwok" in result.output
+
+
+@pytest.mark.parametrize(
     ("args", "expected"),
     [
         (["--case", "Nothing"], "no workload matches case='Nothing'"),

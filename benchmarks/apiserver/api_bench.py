@@ -99,6 +99,7 @@ class ApiBench:
     seed: int = 0
     living: bool = False  # --cluster kwok: controllers and KWOK's nodes beside the server
     kube_version: str = NEWEST  # the release of the server started and of kube-scheduler
+    ceiling_pods: int = CEILING_PODS  # pods the server's ceiling is measured on
 
 
 # --- the schedulers under test -------------------------------------------------------
@@ -450,7 +451,7 @@ def run_apiserver_bench(
     ceilings: list[float] = []
     for round_ in range(bench.rounds):
         with api_server(bench.kubeconfig, version=bench.kube_version) as server:
-            ceilings.append(ceiling(server.client))
+            ceilings.append(ceiling(server.client, bench.ceiling_pods))
         order = bench.schedulers if round_ % 2 == 0 else bench.schedulers[::-1]
         for name, stretch in stretches(bench, plan, order):
             done = 0
@@ -467,7 +468,9 @@ def run_apiserver_bench(
         schedulers=list(bench.schedulers),
         rounds=bench.rounds,
         shards=bench.shards,
-        ceiling_pods_per_s=Ceiling(runs=ceilings, median=statistics.median(ceilings)),
+        ceiling_pods_per_s=Ceiling(
+            pods=bench.ceiling_pods, runs=ceilings, median=statistics.median(ceilings)
+        ),
         cases=cases,
         runs=runs,
         errors=[r.error for r in runs if r.error],

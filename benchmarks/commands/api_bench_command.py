@@ -65,6 +65,7 @@ def bench_apiserver(f: ApiServerFlags, *, living: bool) -> NoReturn:
         f.seed or 0,
         living,
         f.kube_version,
+        f.ceiling_pods,
     )
     with progress_bar(f.progress) as bar:
 

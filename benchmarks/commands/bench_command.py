@@ -9,6 +9,7 @@ from typing import Any
 
 import typer
 
+from benchmarks.apiserver.api_bench import CEILING_PODS
 from benchmarks.chaos import DURATION_S
 from benchmarks.commands import api_bench_command, sim_bench_command
 from benchmarks.commands import bench_options as opt
@@ -69,6 +70,7 @@ def bench(
     compare: opt.Compare = None,
     rounds: opt.Rounds = 1,
     kube_version: opt.KubeVersion = NEWEST,
+    ceiling_pods: opt.CeilingPods = CEILING_PODS,
     kubeconfig: opt.Kubeconfig = None,
 ) -> None:
     """Run scheduler_perf cases on a simulated cluster (or through a real API server) and
@@ -78,10 +80,11 @@ def bench(
     if cluster not in CLUSTERS:
         refuse(f"--cluster {cluster!r}: sim, apiserver or kwok")
     if cluster == "sim":
-        if compare or scheduler != "optimist" or rounds != 1 or kube_version != NEWEST:
+        defaults = ("optimist", 1, NEWEST, CEILING_PODS)
+        if compare or (scheduler, rounds, kube_version, ceiling_pods) != defaults:
             refuse(
-                "--scheduler, --compare, --rounds and --kube-version go with --cluster "
-                "apiserver or kwok"
+                "--scheduler, --compare, --rounds, --kube-version and --ceiling-pods go "
+                "with --cluster apiserver or kwok"
             )
         sim_bench_command.bench_simulated(opt.SimulatedFlags.picked(flags))
     if cluster == "kwok" and kubeconfig:

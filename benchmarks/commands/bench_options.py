@@ -259,6 +259,15 @@ KubeVersion = Annotated[
     ),
 ]
 
+CeilingPods = Annotated[
+    int,
+    typer.Option(
+        min=1,
+        help="with --cluster apiserver or kwok: pods the server's ceiling (a binding and an "
+        "event per pod from 16 threads, each round) is measured on",
+    ),
+]
+
 Kubeconfig = Annotated[
     Path | None,
     typer.Option(
@@ -352,4 +361,5 @@ class ApiServerFlags(WorkloadFlags):
     compare: list[str] | None
     rounds: int
     kube_version: str
+    ceiling_pods: int
     kubeconfig: Path | None
