@@ -68,6 +68,11 @@ class PodPlacement:
     gpus: list[int] = field(default_factory=list)  # its GPUs on the first candidate, if any
     volumes: list[Attachable] = field(default_factory=list)  # those it attaches there
     claims: list[str] = field(default_factory=list)  # its ReadWriteOncePod claims
+    # per candidate (as `nodes`), the free volumes its claims that wait for their first
+    # consumer are given there: (claim, volume), volume "" where none is left and the
+    # claim's class cannot provision. Chosen by the control process before the commit
+    # (optimist/loop/volume_picks.py), which refuses a volume given to another pod.
+    picks: list[tuple[tuple[str, str], ...]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -158,6 +163,7 @@ class Conflict(StrEnum):
     HOST_PORT = "host-port"
     VOLUME_LIMIT = "volume-limit"  # a candidate would attach more volumes than it may
     VOLUME_IN_USE = "volume-in-use"  # a pod's ReadWriteOncePod claim is another pod's
+    VOLUME_TAKEN = "volume-taken"  # a free volume picked for a claim is another pod's
     NODE_GONE = "node-gone"
     CHANGED = "changed"  # coarse mode: a candidate changed since the shard saw it
     # the binder's inter-pod re-check, or a keeping-away pod committed after routing

@@ -14,7 +14,9 @@
 --            or ''], one with a plugin counting only on nodes where that plugin
 --            is migrated; a pod's own, not its class's, as each names its own),
 --            its ReadWriteOncePod claims (optional: namespace/name each, which
---            no other committed pod may be using)]
+--            no other committed pod may be using), per candidate the free volumes
+--            its claims are given there (optional: [claim, volume] each, volume
+--            '' where none is left; each volume no other claim's)]
 --            A pod that asks for GPUs gets the GPUs chosen if each still has
 --            room, else those that fit best (common.lua's choose_gpus). A pod
 --            whose volumes not yet attached to a node would take more of a limit
@@ -170,11 +172,42 @@ local function claim_taken(pod, claims, extra)
   return nil
 end
 
+-- Free volumes by the claim they were given to: committed before (read once each), or
+-- in an earlier unit of this batch
+local given = {}
+local function given_to(volume)
+  if given[volume] == nil then given[volume] = redis.call('HGET', GIVEN, volume) or false end
+  return given[volume]
+end
+
+local function is_pick(x)
+  return type(x) == 'table' and is_name(x[1]) and (x[2] == '' or is_name(x[2]))
+end
+
+-- Why a pod cannot have the volumes picked for its claims on node `name`: none was left
+-- for a claim, or one is another claim's (committed, or earlier in its unit: `extra`).
+-- Pods of one claim share its volume.
+local function picks_refused(name, picks, extra)
+  for _, pick in ipairs(picks) do
+    local claim, volume = pick[1], pick[2]
+    if volume == '' then
+      return string.format('node %s: no free volume it reaches is left for claim %s', name, claim)
+    end
+    local to = extra[volume] or given_to(volume)
+    if to and to ~= claim then
+      return string.format('node %s: volume %s, picked for claim %s, is given to claim %s',
+        name, volume, claim, to)
+    end
+  end
+  return nil
+end
+
 local function valid_pod(p)
   return type(p) == 'table' and is_name(p[1]) and type(p[2]) == 'number'
     and valid_class[p[2] + 1] and type(p[3]) == 'table' and #p[3] > 0
     and (p[5] == nil or type(p[5]) == 'table') and (p[6] == nil or all_valid(p[6], is_attachable))
     and (p[7] == nil or all_valid(p[7], is_name))
+    and (p[8] == nil or (#p[8] == #p[3] and all_valid(p[8], function(c) return all_valid(c, is_pick) end)))
 end
 
 -- The GPUs a pod of class `cls` takes on node `n` (its `name`), counting `extra`, the
@@ -275,6 +308,7 @@ local new_peers = {} -- peer id -> class
 local namespaces = {} -- of the committed pods
 local records = {} -- pod key, record, ... for PODS
 local claim_records = {} -- ReadWriteOncePod claim, pod key, ... for CLAIMS
+local given_records = {} -- free volume, claim, ... for GIVEN
 local unit_records = {} -- unit key, its pods, ... for UNITS
 local results = {}
 for ui, unit in ipairs(units) do
@@ -292,9 +326,11 @@ for ui, unit in ipairs(units) do
   local extra_gpus = {} -- node -> milli per GPU taken by earlier pods of this unit
   local extra_volumes = {} -- node -> volumes attached by earlier pods of this unit
   local extra_claims = {} -- ReadWriteOncePod claim -> the earlier pod of this unit using it
+  local extra_given = {} -- free volume -> the claim of an earlier pod of this unit given it
   local chosen = {}
   local chosen_gpus = {}
   local chosen_volumes = {}
+  local chosen_picks = {} -- per pod, the free volumes its claims take on its node
   if not result then
     for pi, p in ipairs(unit[2]) do
       if not valid_pod(p) then
@@ -346,14 +382,21 @@ for ui, unit in ipairs(units) do
           if not r and not clash and not observed then
             over, more, total, limit = volume_excess(n, extra_volumes[name], volumes)
           end
+          local picks = p[8] and p[8][c] or {}
+          local taken = nil
+          if not r and not clash and not over and not observed then
+            taken = picks_refused(name, picks, extra_given)
+          end
           local gpus, short = nil, nil
-          if not r and not clash and not over then
+          if not r and not clash and not over and not taken then
             gpus, short = gpus_for(n, name, extra_gpus[name], cls, c == 1 and p[5] or nil)
           end
           if gpus then
             chosen[#chosen + 1] = name
             chosen_gpus[#chosen_gpus + 1] = gpus
             chosen_volumes[#chosen_volumes + 1] = volumes
+            chosen_picks[#chosen_picks + 1] = picks
+            for _, pick in ipairs(picks) do extra_given[pick[2]] = pick[1] end
             for i, rn in ipairs(cls[1]) do
               extra[name][rn] = (extra[name][rn] or 0) + cls[2][i]
             end
@@ -371,6 +414,8 @@ for ui, unit in ipairs(units) do
           elseif over then
             why, kind = string.format('node %s: attaching %d more volumes of %s would make %d, over its limit %d',
               name, more, over, total, limit), 'volume-limit'
+          elseif taken then
+            why, kind = taken, 'volume-taken'
           else
             why, kind = short, 'gpus'
           end
@@ -419,11 +464,17 @@ for ui, unit in ipairs(units) do
         claim_records[#claim_records + 1] = c
         claim_records[#claim_records + 1] = p[1]
       end
+      for _, pick in ipairs(chosen_picks[i]) do
+        given[pick[2]] = pick[1]
+        given_records[#given_records + 1] = pick[2]
+        given_records[#given_records + 1] = pick[1]
+      end
       -- what common.lua's release_pod gives back: [node, unit, resource names, amounts,
-      -- host ports, peer id, GPUs, attached volumes as [limit key, volume], claims]
+      -- host ports, peer id, GPUs, attached volumes as [limit key, volume], claims,
+      -- free volumes given as [claim, volume]]
       records[#records + 1] = p[1]
       records[#records + 1] = cmsgpack.pack({chosen[i], unit[1], cls[1], cls[2], cls[3], cls[4],
-        chosen_gpus[i], chosen_volumes[i], p[7] or {}})
+        chosen_gpus[i], chosen_volumes[i], p[7] or {}, chosen_picks[i]})
     end
     local pods = {}
     for i, p in ipairs(unit[2]) do pods[i] = p[1] end
@@ -497,6 +548,7 @@ if next(dirty) then
   log_changes(seq, dirty)
   write_pairs('HSET', PODS, records)
   write_pairs('HSET', CLAIMS, claim_records)
+  write_pairs('HSET', GIVEN, given_records)
   write_pairs('HSET', UNITS, unit_records)
   if reservation ~= nil then
     local reserved = {}

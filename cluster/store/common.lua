@@ -1,13 +1,14 @@
 -- Shared by every node-store script (prepended when the script is loaded).
 -- KEYS: seq, changes, pods, units, peers, keep-away, holds, namespaces, namespace
--- changes, epoch, reserved, commit log, ReadWriteOncePod claims in use.
+-- changes, epoch, reserved, commit log, ReadWriteOncePod claims in use, free volumes
+-- given to claims.
 -- ARGV[1]: the node key prefix; ARGV[2]: the store's epoch as the caller knows it.
 -- A caller whose epoch is not the store's (Redis lost the store and it was built
 -- again, or is being built) changes and reads nothing: the reply is the error
 -- 'EPOCH <the store's epoch>', empty if it has none.
 local SEQ, CHANGES, PODS, UNITS, PEERS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local KEEP_AWAY, HOLDS, NAMESPACES, NAMESPACE_CHANGES = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
-local RESERVED, COMMIT_LOG, CLAIMS = KEYS[11], KEYS[12], KEYS[13]
+local RESERVED, COMMIT_LOG, CLAIMS, GIVEN = KEYS[11], KEYS[12], KEYS[13], KEYS[14]
 -- Versions the commit log keeps: a reader further behind reads every changed node.
 local COMMIT_LOG_KEPT = 256
 local NODE = ARGV[1]
@@ -298,6 +299,9 @@ local function release_pod(pod, dirty)
   end
   for _, claim in ipairs(r[9] or {}) do -- its ReadWriteOncePod claims are free again
     if redis.call('HGET', CLAIMS, claim) == pod then redis.call('HDEL', CLAIMS, claim) end
+  end
+  for _, pick in ipairs(r[10] or {}) do -- and the free volumes its claims were given
+    if redis.call('HGET', GIVEN, pick[2]) == pick[1] then redis.call('HDEL', GIVEN, pick[2]) end
   end
   dirty[node] = true
   redis.call('HDEL', PODS, pod)

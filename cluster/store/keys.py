@@ -27,7 +27,7 @@ class Keys:
     def pods(self) -> str:
         """Hash: committed pod key -> msgpack [node, unit, resource names, amounts, host
         ports, peer id, GPUs, attached volumes ([limit key, volume] each), ReadWriteOncePod
-        claims] (commit.lua)."""
+        claims, free volumes given to its claims ([claim, volume] each)] (commit.lua)."""
         return f"{self.prefix}pods"
 
     @property
@@ -111,6 +111,12 @@ class Keys:
         return f"{self.prefix}claims"
 
     @property
+    def given_volumes(self) -> str:
+        """Hash: a free PersistentVolume given at commit to a claim waiting for its first
+        consumer -> that claim (namespace/name), until the pod given it is released."""
+        return f"{self.prefix}givenvolumes"
+
+    @property
     def script_keys(self) -> list[str]:
         """KEYS of every script, in this order."""
         return [
@@ -127,4 +133,5 @@ class Keys:
             self.reserved,
             self.commit_log,
             self.claims,
+            self.given_volumes,
         ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from math import ceil
 from typing import Any, NamedTuple, cast
@@ -534,6 +534,14 @@ class NodeStore:
             pod.decode(): msgpack.unpackb(rec)[0] for pod, rec in self._hash(self.keys.pods).items()
         }
 
+    def given_volumes(self, names: Collection[str]) -> dict[str, str]:
+        """Of these free volumes, those given to a claim at commit: volume -> claim."""
+        if not names:
+            return {}
+        names = list(names)
+        given = cast(list[bytes | None], self.client.hmget(self.keys.given_volumes, names))
+        return {v: claim.decode() for v, claim in zip(names, given, strict=True) if claim}
+
     def close(self) -> None:
         """Nothing to give back (a split store stops its threads)."""
 
@@ -606,13 +614,17 @@ def _groups(node: Node) -> dict[str, list[int]]:
 
 
 def _wire_pod(p: PodPlacement) -> list[object]:
-    """A placed pod as commit.lua reads it, its volumes and claims left out where none."""
+    """A placed pod as commit.lua reads it, its volumes, claims and picks left out from
+    the last it has."""
     entry: list[object] = [p.pod, p.cls, p.nodes, p.versions, p.gpus]
-    if p.volumes or p.claims:
-        entry.append([[a.key, a.volume, a.plugin] for a in p.volumes])
-    if p.claims:
-        entry.append(list(p.claims))
-    return entry
+    optional: list[object] = [
+        [[a.key, a.volume, a.plugin] for a in p.volumes],
+        list(p.claims),
+        [[list(pick) for pick in picks] for picks in p.picks],
+    ]
+    while optional and not optional[-1]:
+        optional.pop()
+    return entry + optional
 
 
 def pinned(pods: Sequence[Pod]) -> tuple[list[SchedulingSpec], list[Decision]]:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import time
 import zlib
 from collections import OrderedDict, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from functools import partial
@@ -253,7 +253,12 @@ class PartitionedStore:
             home = self.partition_of(p.nodes[0])
             kept = [k for k, n in enumerate(p.nodes) if self.partition_of(n) == home]
             placements[home].append(
-                replace(p, nodes=[p.nodes[k] for k in kept], versions=[p.versions[k] for k in kept])
+                replace(
+                    p,
+                    nodes=[p.nodes[k] for k in kept],
+                    versions=[p.versions[k] for k in kept],
+                    picks=[p.picks[k] for k in kept] if p.picks else [],
+                )
             )
         first = self.partition_of(decision.placements[0].nodes[0])
         order = [first, *sorted(set(placements) - {first})]
@@ -517,6 +522,10 @@ class PartitionedStore:
 
     def committed_pods(self) -> dict[str, str]:
         return {p: n for s in self.stores for p, n in s.committed_pods().items()}
+
+    def given_volumes(self, names: Collection[str]) -> dict[str, str]:
+        """Given in any partition (each keeps those of the pods committed there)."""
+        return {v: p for s in self.stores for v, p in s.given_volumes(names).items()}
 
     def _by_partition(self, items: Iterable[T], node_of: Callable[[T], str]) -> dict[int, list[T]]:
         owned: dict[int, list[T]] = defaultdict(list)

@@ -628,3 +628,63 @@ def test_pods_the_cluster_runs_hold_their_claims_unchecked(store):
     assert [o.status for o in outcomes] == ["committed"] * 2  # there, whatever the claim
     _, [mine], _ = claiming(store, [unit("u3", ("ns/p3", 0, ["a"]))], claims)
     assert mine.conflict == Conflict.VOLUME_IN_USE
+
+
+def picking(store, decisions, picks):
+    """Commit small pods, each given on each candidate the free volumes `picks[pod key]`
+    names per candidate ((claim, volume) each), as the control process sends them."""
+    for decision in decisions:
+        for placement in decision.placements:
+            placement.picks = [tuple(c) for c in picks.get(placement.pod, ())]
+    return store.commit([spec(cpu="10m", memory="1")], decisions)
+
+
+def given(store):
+    """The store's free volumes given to claims: volume -> claim."""
+    held = store.client.hgetall(store.keys.given_volumes)
+    return {k.decode(): v.decode() for k, v in held.items()}
+
+
+def test_a_free_volume_is_given_to_one_claim(store):
+    store.put_nodes([node("a"), node("b")])
+    picks = {
+        "ns/p1": [[("ns/c1", "pv1")]],
+        "ns/p2": [[("ns/c2", "pv1")], [("ns/c2", "pv2")]],  # on a, then b
+        "ns/p3": [[("ns/c3", "pv1")]],
+        "ns/p4": [[("ns/c1", "pv1")]],  # a second pod of c1's
+    }
+    # two shards' pods picking one volume in one batch: the second goes to its next node
+    _, [first, second], _ = picking(
+        store, [unit("u1", ("ns/p1", 0, ["a"])), unit("u2", ("ns/p2", 0, ["a", "b"]))], picks
+    )
+    assert first.nodes == ["a"] and second.nodes == ["b"]
+    assert given(store) == {"pv1": "ns/c1", "pv2": "ns/c2"}
+    _, [later, shares], _ = picking(
+        store, [unit("u3", ("ns/p3", 0, ["a"])), unit("u4", ("ns/p4", 0, ["a"]))], picks
+    )
+    assert later.conflict == Conflict.VOLUME_TAKEN
+    assert later.detail == (
+        "pod ns/p3: node a: volume pv1, picked for claim ns/c3, is given to claim ns/c1"
+    )
+    assert shares.status == "committed"  # pods of one claim share its volume
+    store.release(pods=["ns/p1", "ns/p4"])  # its volume is free again
+    _, [now], _ = picking(store, [unit("u3", ("ns/p3", 0, ["a"]))], picks)
+    assert now.status == "committed" and given(store) == {"pv1": "ns/c3", "pv2": "ns/c2"}
+
+
+def test_a_gang_whose_claims_cannot_all_have_a_volume_commits_nothing(store):
+    store.put_nodes([node("a")])
+    gang = unit("g", ("ns/g1", 0, ["a"]), ("ns/g2", 0, ["a"]))
+    # two members picking one volume, then one left without any
+    for second in ("pv1", ""):
+        picks = {"ns/g1": [[("ns/c1", "pv1")]], "ns/g2": [[("ns/c2", second)]]}
+        _, [outcome], _ = picking(store, [gang], picks)
+        assert outcome.conflict == Conflict.VOLUME_TAKEN, outcome
+        assert store.committed_pods() == {} and given(store) == {}
+    assert "no free volume it reaches is left for claim ns/c2" in outcome.detail
+    picks = {"ns/g1": [[("ns/c1", "pv1")]], "ns/g2": [[("ns/c2", "pv2")]]}
+    _, [whole], _ = picking(store, [gang], picks)
+    assert whole.status == "committed" and given(store) == {"pv1": "ns/c1", "pv2": "ns/c2"}
+    assert store.given_volumes(["pv2", "pv3"]) == {"pv2": "ns/c2"}
+    store.release(units=["g"])
+    assert given(store) == {}

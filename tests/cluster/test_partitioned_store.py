@@ -23,7 +23,9 @@ from tests.cluster.test_node_store import (
     attaching,
     commit_attaching,
     ebs,
+    given,
     limited,
+    picking,
     spec,
     unit,
 )
@@ -133,6 +135,17 @@ def test_attach_limits_hold_for_gangs_across_partitions(partitioned):
         b: [(EBS, "ebs.csi.aws.com/v2", 1)],
     }
     assert partitioned.committed_pods() == {"ns/g1-0": a, "ns/g1-1": b}
+
+
+def test_a_pod_keeps_the_volumes_picked_on_each_candidate_of_its_partition(partitioned):
+    a, b, _ = owned(partitioned)
+    a2 = next(f"n{i}" for i in range(30) if partitioned.partition_of(f"n{i}") == 0 and f"n{i}" != a)
+    partitioned.commit([spec()], [gang("full", [a, a])])  # a is full: the pod goes to a2
+    picks = {"ns/p": [[("ns/c", "pv-a")], [("ns/c", "pv-b")], [("ns/c", "pv-a2")]]}
+    [outcome] = picking(partitioned, [unit("u", ("ns/p", 0, [a, b, a2]))], picks).outcomes
+    assert outcome.nodes == [a2]  # b, of another partition, is no candidate there
+    assert given(partitioned.stores[0]) == {"pv-a2": "ns/c"}
+    assert partitioned.given_volumes(["pv-a", "pv-a2"]) == {"pv-a2": "ns/c"}
 
 
 def test_a_gang_across_partitions_commits_whole_in_two_steps(partitioned):
