@@ -20,6 +20,9 @@ class Binding:
     pod: str
     node: str
     gpus: tuple[int, ...] = ()  # written on the pod before it is bound (cluster/gpus.py)
+    # the free volumes the commit gave its claims that wait for their first consumer:
+    # (claim, volume) each, which PreBind binds before the pod (`PodPlacement.picks`)
+    volumes: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(slots=True)

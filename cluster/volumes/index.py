@@ -8,8 +8,8 @@ is wrong with it, and nothing else is held back.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from cluster import events
@@ -23,6 +23,7 @@ from cluster.volumes.storage_manifests import (
     volume_from_manifest,
 )
 from cluster.volumes.storage_objects import (
+    ClaimRef,
     CSINode,
     PersistentVolume,
     PersistentVolumeClaim,
@@ -75,6 +76,10 @@ class VolumeIndex:
     # the readable volumes by storage class, as `volumes` holds them: what a claim is
     # matched against at each attempt, without a pass over every volume
     _by_class: dict[str, dict[str, PersistentVolume]] = field(default_factory=dict)
+    # upstream's assume cache: the free volumes committed pods' claims were given
+    # ((claim, volume) each, by pod), read as promised to those claims until the pod goes
+    _assumed: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    _given: dict[str, str] = field(default_factory=dict)  # volume -> claim key
 
     def apply(self, resource: str, manifest: Mapping[str, Any], deleted: bool = False) -> str:
         """A watch's object (of `resource`: CLAIMS, VOLUMES, CLASSES or CSI_NODES) made, changed or
@@ -136,5 +141,38 @@ class VolumeIndex:
         return found if isinstance(found, CSINode) else None
 
     def volumes_of_class(self, name: str) -> list[PersistentVolume]:
-        """The readable volumes of a storage class (upstream's ListPVs)."""
-        return list(self._by_class.get(name, {}).values())
+        """The readable volumes of a storage class (upstream's ListPVs), those given to a
+        claim (`assume`) as promised to it."""
+        volumes = list(self._by_class.get(name, {}).values())
+        if not self._given:
+            return volumes
+        return [self._as_given(v) for v in volumes]
+
+    def _as_given(self, volume: PersistentVolume) -> PersistentVolume:
+        claim = self._given.get(volume.name)
+        if claim is None or volume.claim_ref is not None:
+            return volume
+        namespace, name = claim.split("/", 1)
+        return replace(volume, claim_ref=ClaimRef(namespace, name))
+
+    def assume(self, pod: str, picks: tuple[tuple[str, str], ...]) -> None:
+        """A committed pod's claims were given these free volumes ((claim, volume) each):
+        no other claim is matched to them while the pod is there."""
+        self._assumed[pod] = picks
+        self._given.update((volume, claim) for claim, volume in picks)
+
+    def forget(self, pods: Iterable[str]) -> str:
+        """Pods gone, or sent back: the volumes their claims were given, where not bound
+        since, are free again. The cluster event that is (a volume changed), "" if none."""
+        freed = False
+        for pod in pods:
+            for claim, volume in self._assumed.pop(pod, ()):
+                if self._given.get(volume) == claim:
+                    del self._given[volume]
+                    freed |= self._free(volume)
+        return events.PV_UPDATE if freed else ""
+
+    def _free(self, name: str) -> bool:
+        """Whether the volume reads as free now (not bound since it was given)."""
+        volume = self.volumes.objects.get(name)
+        return isinstance(volume, PersistentVolume) and volume.claim_ref is None

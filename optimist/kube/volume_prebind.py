@@ -1,11 +1,11 @@
 """VolumeBinding's PreBind: the claims of a pod that wait for their first consumer are
 bound to volumes on the pod's node before the pod is bound there, as kube-scheduler does.
 
-For each such claim, on the node the binder committed: the volume promised to it, or the
-smallest free one of its class the node reaches (`cluster.volumes.matching.pick`), is
-given the claim (its claimRef, for the PV controller to finish); where none is, the claim
-is told the node (its selected-node annotation, for the provisioner). Each write is
-conditional on the object as last seen, so a volume two schedulers picked goes to one.
+For each such claim, on the node the binder committed: the volume the commit gave it
+(`Binding.volumes`, picked before the commit by `cluster.volumes.picks`) is given the
+claim (its claimRef, for the PV controller to finish); a claim given none is told the
+node (its selected-node annotation, for the provisioner). Each write is conditional on
+the object as last seen, so a volume two schedulers gave goes to one.
 The pod is then bound once the PV controller has bound every claim, or not at all after
 bindTimeoutSeconds, as upstream's PreBind waits; the pod goes back to the queue.
 
@@ -23,17 +23,16 @@ from dataclasses import dataclass, field
 
 from cluster.cluster_adapter import Binding
 from cluster.objects import Pod
-from cluster.volumes.index import VOLUMES, VolumeChange, VolumeIndex
-from cluster.volumes.matching import matches, ordered, pick, reaches
+from cluster.volumes.index import VolumeChange, VolumeIndex
+from cluster.volumes.matching import reaches
+from cluster.volumes.picks import waiting_claims
 from cluster.volumes.resolve import VOLUME_BINDING
 from cluster.volumes.storage_objects import (
     BOUND_BY_CONTROLLER,
     SELECTED_NODE,
-    WAIT_FOR_FIRST_CONSUMER,
     PersistentVolume,
     PersistentVolumeClaim,
     PodVolume,
-    StorageClass,
 )
 from optimist.kube.client import MERGE_PATCH, ApiError, KubeClient
 
@@ -80,7 +79,6 @@ class VolumePreBind:
     _volumes: dict[str, tuple[PodVolume, ...]] = field(default_factory=dict)  # pod -> claims
     _profiles: dict[str, str] = field(default_factory=dict)  # pod -> its scheduler name
     _waiting: dict[str, _Waiting] = field(default_factory=dict)  # by pod key
-    _given: set[str] = field(default_factory=set)  # volumes given, until seen with claimRef
     _wake: threading.Condition = field(init=False)
     _timer: threading.Thread | None = None
     _stopped: bool = False
@@ -124,8 +122,6 @@ class VolumePreBind:
         ready, wrong = [], []
         with self._lock:
             self.index.apply(*change)
-            if change.resource == VOLUMES:
-                self._seen(change)
             for key, waiting in list(self._waiting.items()):
                 try:
                     done = self._bound(waiting)
@@ -152,19 +148,13 @@ class VolumePreBind:
             timeout = self.timeouts.get(self._profiles.get(binding.pod, ""))
             if timeout is None:
                 return False
-            plan = self._plan(binding.pod.split("/", 1)[0], volumes, labels)
-            self._given.update(volume.name for _, volume in plan if volume is not None)
+            plan = self._plan(binding, volumes)
         if not plan:
             return False
         if self.nominate is not None:
             self.nominate(binding)
-        try:
-            for claim, volume in plan:
-                self._write(claim, volume, binding.node)
-        except PreBindError:
-            with self._lock:
-                self._given.difference_update(v.name for _, v in plan if v is not None)
-            raise
+        for claim, volume in plan:
+            self._write(claim, volume, binding.node)
         waiting = _Waiting(
             binding,
             labels,
@@ -185,33 +175,28 @@ class VolumePreBind:
     # --- what is given, and when it is done (the lock held) ------------------
 
     def _plan(
-        self, namespace: str, volumes: tuple[PodVolume, ...], labels: Mapping[str, str]
+        self, binding: Binding, volumes: tuple[PodVolume, ...]
     ) -> list[tuple[PersistentVolumeClaim, PersistentVolume | None]]:
-        """Per claim to bind on this node: its volume, or None to provision it; the claims
-        taken in the order the Filter matched them (smallest request first)."""
-        waiting: list[tuple[PersistentVolumeClaim, StorageClass]] = []
-        for volume in volumes:
-            claim = self.index.claim(f"{namespace}/{volume.claim}")
-            if not isinstance(claim, PersistentVolumeClaim) or claim.volume_name:
-                continue  # bound already, or gone: the pod's binding says so if it matters
-            storage_class = self.index.storage_class(claim.storage_class)
-            if not isinstance(storage_class, StorageClass):
-                continue
-            if storage_class.binding_mode == WAIT_FOR_FIRST_CONSUMER:
-                waiting.append((claim, storage_class))
+        """Per claim to bind on the pod's node: the volume the commit gave it, or None to
+        provision it."""
+        given = dict(binding.volumes)
         plan: list[tuple[PersistentVolumeClaim, PersistentVolume | None]] = []
-        chosen = set(self._given)
-        for claim, storage_class in ordered(waiting, lambda w: w[0]):
-            found = None
-            if not claim.selected_node:
-                candidates = matches(claim, self.index.volumes_of_class(claim.storage_class))
-                found = pick(claim, candidates, labels, chosen)
-            if found is None and not storage_class.provisions:
+        for waiting in waiting_claims(self.index, binding.pod.split("/", 1)[0], volumes):
+            claim = waiting.claim
+            volume = self._given(given.get(claim.key), claim)
+            if volume is None and not waiting.storage_class.provisions:
                 raise PreBindError(f'no volume left for claim "{claim.key}" on this node')
-            if found is not None:
-                chosen.add(found.name)
-            plan.append((claim, found))
+            plan.append((claim, volume))
         return plan
+
+    def _given(self, name: str | None, claim: PersistentVolumeClaim) -> PersistentVolume | None:
+        """The volume the commit gave the claim (None: none); PreBindError if it is gone."""
+        if not name:
+            return None
+        volume = self.index.volume(name)
+        if not isinstance(volume, PersistentVolume):
+            raise PreBindError(f'pv "{name}" given to claim "{claim.key}" is gone')
+        return volume
 
     def _write(
         self, claim: PersistentVolumeClaim, volume: PersistentVolume | None, node: str
@@ -272,14 +257,6 @@ class VolumePreBind:
                 node = waiting.binding.node
                 raise PreBindError(f'pv "{volume.name}" node affinity doesn\'t match node "{node}"')
         return done
-
-    def _seen(self, change: VolumeChange) -> None:
-        """A volume we gave, now seen with a claimRef (or gone): the index keeps it out
-        of the next pick from now on."""
-        name = str((change.manifest.get("metadata") or {}).get("name", ""))
-        volume = self.index.volume(name)
-        if change.deleted or (isinstance(volume, PersistentVolume) and volume.claim_ref):
-            self._given.discard(name)
 
     def _expire(self) -> None:
         """The timer thread: fails the pods whose claims were not bound in time."""

@@ -24,6 +24,7 @@ from cluster.store import STORE_ERRORS, Store
 from cluster.wire import MalformedMessage
 from optimist.loop.faults import Faults
 from optimist.loop.recovery import StoreRecovery
+from optimist.loop.volume_picks import VolumePicks
 
 if TYPE_CHECKING:
     from binder.binder_actor import BinderActor
@@ -51,12 +52,14 @@ class Commits:
         store: Store,
         recovery: StoreRecovery,
         faults: Faults,
+        volumes: VolumePicks,
     ) -> None:
         self.binder = binder
         self.actors = actors
         self.store = store
         self.recovery = recovery
         self.faults = faults
+        self.volumes = volumes
         self.out: dict[ray.ObjectRef[bytes], Committing] = {}  # at binder actors
         self.by_binder = [0] * (len(actors) + 1)  # batches committed; 0 is the driver's
 
@@ -70,10 +73,12 @@ class Commits:
         held: list[UnitOutcome],
     ) -> list[UnitOutcome] | None:
         """Commit a batch here and give back its outcomes (with `held`), or send it to a
-        binder actor: None, and its outcomes come with `take`."""
+        binder actor: None, and its outcomes come with `take`. Either way the free volumes
+        its pods' claims take are picked first."""
         slot = batch_id % (len(self.actors) + 1)
         actor = self.actors[slot - 1] if slot else None
         try:
+            self.volumes.pick(placed)
             request = (
                 self.binder.request_for_actor(classes, placed, epoch) if actor and placed else None
             )
@@ -121,11 +126,11 @@ class Commits:
         decisions: list[Decision],
         voided: bool = False,
     ) -> list[UnitOutcome]:
-        """Commit (or take a binder actor's commit) and bind. If the store fails
-        meanwhile, what it holds of the batch once it is back is what was committed:
-        nothing, if it was lost, or if the batch was placed against a store since lost.
-        The pods of a commit so `voided` (or lost here) that are not bound are counted
-        as tried again for a fault."""
+        """Commit (or take a binder actor's commit) and bind, and note the volumes given
+        to the pods bound. If the store fails meanwhile, what it holds of the batch once
+        it is back is what was committed: nothing, if it was lost, or if the batch was
+        placed against a store since lost. The pods of a commit so `voided` (or lost
+        here) that are not bound are counted as tried again for a fault."""
         while True:
             try:
                 outcomes = commit()
@@ -135,6 +140,7 @@ class Commits:
                 voided = True
                 lost = (Conflict.STORE_FAILED, f"the node store failed during the commit: {err}")
                 commit = partial(self.binder.take_reply, classes, decisions, None, lost)
+        self.volumes.committed(decisions, outcomes)
         if voided:
             settled = {o.unit: len(o.unbound) for o in outcomes if o.status.bound}
             self.faults.fault_retries += sum(

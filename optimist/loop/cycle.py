@@ -39,6 +39,7 @@ from optimist.loop.pipelines import Sent, ShardPipelines
 from optimist.loop.recovery import StoreRecovery
 from optimist.loop.reservation_desk import ReservationDesk
 from optimist.loop.stages import StageHook
+from optimist.loop.volume_picks import VolumePicks
 from optimist.metrics.recorder import LoopMetrics
 from optimist.profiling import Profiler
 from optimist.runtime import Platform
@@ -139,8 +140,15 @@ class SchedulingLoop:
         self.pipelines = ShardPipelines(
             platform.shards, s.batches_in_flight, s.shard_timeout_s, self.faults
         )
+        picks = VolumePicks(
+            self.volumes,
+            self.store,
+            self._unit_pods,
+            self.intake.labels,
+            frozenset(s.volume_bind_timeouts()),
+        )
         self.commits = Commits(
-            self.binder, platform.binders, self.store, self.recovery, self.faults
+            self.binder, platform.binders, self.store, self.recovery, self.faults, picks
         )
 
     def run_until_settled(self, tick: Callable[[], None] = lambda: None) -> None:
@@ -206,6 +214,11 @@ class SchedulingLoop:
     def add_running(self, pods: list[Pod]) -> None:
         """Pods the cluster already runs, committed to the store by the caller."""
         self.intake.add_running(pods)
+
+    def _unit_pods(self, key: str) -> list[Pod]:
+        """A unit's pods, as the dispatcher holds them."""
+        unit = self.dispatcher.units.get(key)
+        return unit.pods if unit is not None else []
 
     def round_trips(self) -> int:
         """Calls made to Redis so far: the driver's, the shards' (as their results say)

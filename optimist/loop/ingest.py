@@ -73,6 +73,11 @@ class Ingest:
         for pod in pods:
             self.bound_pods.add(pod, pod.node_name)
 
+    def labels(self, node: str) -> dict[str, str]:
+        """A node's labels, as the cluster last reported them (none for a node gone)."""
+        known = self._nodes.get(node)
+        return known.labels if known is not None else {}
+
     def _take_nodes(self) -> None:
         made, gone = self.cluster.take_node_events()
         if not (made or gone):
@@ -139,9 +144,12 @@ class Ingest:
         if not deleted:
             return
         self.bound_pods.remove(deleted)
+        freed = self.volumes.forget(deleted)
         self.dispatcher.forget(deleted)
         if self.store.release(pods=deleted).pods:
             self.dispatcher.on_event(ASSIGNED_POD_DELETE)
+        if freed:
+            self.dispatcher.on_event(freed)
 
     def _expired_holds(self) -> None:
         now = time.time()
