@@ -49,6 +49,13 @@ EVENTS = frozenset(
     }
 )
 
+# what may leave a free volume for a claim once the commit found none (a gang's claims
+# wanting one volume): volumes, claims or classes changed (a volume given to the claim of
+# a pod gone is free again: PV_UPDATE)
+VOLUMES_FREED = frozenset(
+    {PVC_ADD, PVC_UPDATE, PV_ADD, PV_UPDATE, STORAGE_CLASS_ADD, STORAGE_CLASS_UPDATE}
+)
+
 # upstream's podMaxInUnschedulablePodsDuration: a unit no event has moved is tried
 # again after this long anyway
 UNSCHEDULABLE_TIMEOUT_S = 300.0

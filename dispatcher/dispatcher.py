@@ -17,11 +17,20 @@ from cluster.events import (
     EVENTS,
     NODE_ADD,
     UNSCHEDULABLE_TIMEOUT_S,
+    VOLUMES_FREED,
 )
 from cluster.explanation import Standing
 from cluster.inventory import BoundPod
 from cluster.lifecycle import PodState
-from cluster.messages import Decision, ShardBatch, ShardResult, Status, UnitOutcome, UnitRequest
+from cluster.messages import (
+    Conflict,
+    Decision,
+    ShardBatch,
+    ShardResult,
+    Status,
+    UnitOutcome,
+    UnitRequest,
+)
 from cluster.node_partitions import node_partition, pinned_node
 from cluster.objects import Pod, PodGroup
 from cluster.quota import Quota, QuotaTree
@@ -473,22 +482,7 @@ class Dispatcher:
             elif outcome.status in (Status.CONFLICT, Status.BIND_FAILED):
                 # a shard's assumption, or a reservation, gave its room back
                 released.append(ASSIGNED_POD_DELETE)
-                if outcome.status == Status.BIND_FAILED:
-                    self.stats.bind_failures += 1
-                else:
-                    self.stats.conflicts += 1
-                    self.stats.commit_rollbacks += len(unit.placed) > 1
-                    unit.conflicts += 1
-                    unit.nominated = None  # its reservation, if it still holds one, was not enough
-                    if unit.conflicts % self.max_conflicts == 0:
-                        # a hot spot: back off instead of spinning; retried at once
-                        # when nothing else is going on
-                        self.stats.conflict_backoffs += 1
-                        self._back_off(unit, f"conflict: {outcome.detail}")
-                        continue
-                self.quota.given_back(unit.pods)
-                unit.move(PodState.ACTIVE)
-                self.queue.push_active(unit)
+                self._not_committed(unit, outcome)
             else:  # duplicate or invalid: the store refused the request; no event helps
                 self._wait_unschedulable(unit, f"{outcome.status}: {outcome.detail}", frozenset())
         self._close_batch(batch_id)
@@ -497,6 +491,30 @@ class Dispatcher:
         for event in dict.fromkeys(released):
             self.on_event(event)
         return bound
+
+    def _not_committed(self, unit: QueuedUnit, outcome: UnitOutcome) -> None:
+        """A conflict, or a binding that failed: tried again at once, unless it keeps
+        meeting conflicts: a hot spot backs off instead of spinning (retried at once when
+        nothing else is going on); volumes found taken each time wait for volumes to
+        change (a gang's claims wanting the last one)."""
+        if outcome.status == Status.BIND_FAILED:
+            self.stats.bind_failures += 1
+        else:
+            self.stats.conflicts += 1
+            self.stats.commit_rollbacks += len(unit.placed) > 1
+            unit.conflicts += 1
+            unit.nominated = None  # its reservation, if it still holds one, was not enough
+            if unit.conflicts % self.max_conflicts == 0:
+                self.stats.conflict_backoffs += 1
+                why = f"conflict: {outcome.detail}"
+                if outcome.conflict == Conflict.VOLUME_TAKEN:
+                    self._wait_unschedulable(unit, why, VOLUMES_FREED)
+                else:
+                    self._back_off(unit, why)
+                return
+        self.quota.given_back(unit.pods)
+        unit.move(PodState.ACTIVE)
+        self.queue.push_active(unit)
 
     def _bound(self, unit: QueuedUnit, placed: list[str]) -> None:
         """The unit's `placed` pods are bound; its other pods are scheduled again.
@@ -607,24 +625,8 @@ class Dispatcher:
         return self.rejected.get(pod_key)
 
     def _standing(self, unit: QueuedUnit) -> Standing:
-        now = self.clock()
-        waiting = unit.state in (PodState.UNSCHEDULABLE, PodState.PREEMPTING)
         quota = self.quota.standing(unit.pods[0]) if unit.pods else ""
-        if unit.state is PodState.QUOTA_WAIT:
-            quota = unit.reason
-        return Standing(
-            state=unit.state.value,
-            attempts=unit.attempts,
-            reason=unit.reason,
-            plugins=list(unit.plugins),
-            waits_for=sorted(unit.requeue_on) if unit.state is PodState.UNSCHEDULABLE else [],
-            backoff_left_s=max(unit.backoff_until - now, 0.0),
-            waiting_s=now - (unit.unschedulable_since if waiting else unit.since),
-            quota=quota,
-            preemption=self._preemption(unit),
-            group=unit.group,
-            min_member=unit.min_member,
-        )
+        return unit.standing(self.clock(), quota, self._preemption(unit))
 
     def _preemption(self, unit: QueuedUnit) -> str:
         """Whether the unit may look for victims when it fits nowhere, and what came of

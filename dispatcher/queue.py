@@ -15,6 +15,7 @@ import heapq
 from collections import deque
 from dataclasses import dataclass, field
 
+from cluster.explanation import Standing
 from cluster.lifecycle import PodState, check_transition
 from cluster.objects import Pod
 
@@ -27,7 +28,8 @@ class Backoff:
     max_s: float = 10.0
 
     def duration(self, attempts: int) -> float:
-        doubled: int = 2 ** max(attempts - 1, 0)  # typeshed: int ** int is Any (could be a float)
+        # capped before it is raised: 2 ** 1024 is no float (a unit tried for days)
+        doubled: int = 2 ** min(max(attempts - 1, 0), 64)  # typeshed: int ** int is Any
         return min(self.initial_s * doubled, self.max_s)
 
 
@@ -67,6 +69,24 @@ class QueuedUnit:
         check_transition(self.key, self.state, new)
         self.state = new
         self.generation += 1
+
+    def standing(self, now: float, quota: str, preemption: str) -> Standing:
+        """Where it stands, for `optimist explain`: `quota`, what its quota says of its
+        first pod; `preemption`, what came of its last look for victims."""
+        waiting = self.state in (PodState.UNSCHEDULABLE, PodState.PREEMPTING)
+        return Standing(
+            state=self.state.value,
+            attempts=self.attempts,
+            reason=self.reason,
+            plugins=list(self.plugins),
+            waits_for=sorted(self.requeue_on) if self.state is PodState.UNSCHEDULABLE else [],
+            backoff_left_s=max(self.backoff_until - now, 0.0),
+            waiting_s=now - (self.unschedulable_since if waiting else self.since),
+            quota=self.reason if self.state is PodState.QUOTA_WAIT else quota,
+            preemption=preemption,
+            group=self.group,
+            min_member=self.min_member,
+        )
 
 
 @dataclass(slots=True)

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from benchmarks.cases import template
+from cluster.objects import POD_GROUP_LABEL
 from cluster.volumes.index import CLAIMS, CLASSES, CSI_NODES, VOLUMES
 from optimist.loop import SchedulingLoop
 from optimist.offline.invariants import check_invariants
@@ -261,3 +262,69 @@ def test_through_the_api_server_claims_are_watched_and_pods_follow_their_volumes
         wait_for(lambda: api.pods_bound().get("default/late") == "n2", what="late on n2")
         cluster = api.as_cluster(settings.scheduler_names)
         assert check_invariants(cluster, [], service.loop.store) == []
+
+
+def free_local_volume(name: str, node: str) -> dict[str, Any]:
+    """A local volume on `node`, free: of a WaitForFirstConsumer class of static volumes."""
+    volume = local_volume(name, node, "")
+    del volume["spec"]["claimRef"]
+    volume["spec"]["storageClassName"] = "local-wffc"
+    volume["status"] = {"phase": "Available"}
+    return volume
+
+
+def waiting_claim(name: str) -> dict[str, Any]:
+    claim = claim_bound_to(name, "")
+    del claim["spec"]["volumeName"], claim["metadata"]["annotations"]
+    claim["spec"]["storageClassName"] = "local-wffc"
+    return claim
+
+
+def test_two_shards_give_each_free_volume_to_one_claim_and_a_gang_its_volumes_whole(
+    redis_url, key_prefix
+):
+    """Two free local volumes, on n0 and n1, and three pods of a claim each waiting for
+    its first consumer, placed by two shards at once: each volume goes to one claim
+    (the commit checks it with the rest of the unit), the third pod waits in upstream's
+    words. A gang of two then finds one volume for its two claims and binds neither;
+    given a second, it binds whole."""
+    settings = Settings(shards=2, redis_url=redis_url, key_prefix=key_prefix, seed=11)
+    cluster = SimulatedCluster(settings.scheduler_names)
+    cluster.create_nodes(zoned_node("east"), 3, hostname_label=True)
+    names = sorted(cluster.nodes)
+    cluster.put_volume_object(CLASSES, {"metadata": {"name": "local-wffc"},
+                                        "provisioner": "kubernetes.io/no-provisioner",
+                                        "volumeBindingMode": "WaitForFirstConsumer"})  # fmt: skip
+    for i in range(2):
+        cluster.put_volume_object(VOLUMES, free_local_volume(f"pv-{i}", names[i]))
+    for claim in ("c0", "c1", "c2", "g0", "g1"):
+        cluster.put_volume_object(CLAIMS, waiting_claim(claim))
+    with Platform(settings) as platform:
+        loop = SchedulingLoop(platform, cluster)
+        pods = [cluster.create_pods(claimed_pod(f"c{i}"), 1)[0] for i in range(3)]
+        waiting = settle(loop, cluster, platform.store)
+        placed = sorted(cluster.bindings[p] for p in pods if p in cluster.bindings)
+        assert placed == names[:2]
+        [left] = waiting
+        assert waiting[left] == (
+            "0/3 nodes are available: 3 node(s) didn't find available persistent volumes to bind."
+        )
+        given = platform.store.given_volumes(["pv-0", "pv-1"])
+        assert len(set(given.values())) == 2  # each to a claim of its own
+        # the gang: one volume left (the pod waiting goes), for two claims
+        cluster.delete_pods([p for p in pods if p in cluster.bindings][:1])
+        cluster.delete_pods([left])
+        cluster.create_pod_group({"metadata": {"name": "pair"}, "spec": {"minMember": 2}})
+        gang = []
+        for claim in ("g0", "g1"):
+            doc = claimed_pod(claim)
+            doc["metadata"] = {"generateName": "pair-", "labels": {POD_GROUP_LABEL: "pair"}}
+            gang += cluster.create_pods(doc, 1)
+        waiting = settle(loop, cluster, platform.store)
+        assert not set(gang) & set(cluster.bindings)
+        [reason] = {waiting[p] for p in gang}  # the gang's, on both pods
+        assert reason.startswith("conflict: pod default/pair-")
+        assert "no free volume it reaches is left for claim default/g" in reason
+        cluster.put_volume_object(VOLUMES, free_local_volume("pv-2", names[2]))
+        assert settle(loop, cluster, platform.store) == {}
+        assert len({cluster.bindings[p] for p in gang}) == 2

@@ -5,11 +5,13 @@ from cluster.events import (
     ASSIGNED_POD_DELETE,
     NODE_ADD,
     NODE_UPDATE,
+    PV_UPDATE,
     UNSCHEDULABLE_TIMEOUT_S,
+    VOLUMES_FREED,
 )
 from cluster.lifecycle import IllegalTransition, PodState
 from cluster.manifests import pod_from_manifest
-from cluster.messages import Decision, PodPlacement, ShardResult, UnitOutcome
+from cluster.messages import Conflict, Decision, PodPlacement, ShardResult, UnitOutcome
 from cluster.objects import POD_GROUP_LABEL
 from cluster.quota import Quota
 from dispatcher.dispatcher import Dispatcher
@@ -317,6 +319,30 @@ def test_a_hot_spot_backs_off_after_max_conflicts(clock):
     assert d.stats.conflicts == 3 and d.stats.conflict_backoffs == 1
     # nothing else going on: its backoff need not be waited out
     assert d.skip_backoff() == 1
+
+
+def test_volumes_found_taken_again_and_again_wait_for_volumes_to_change(clock):
+    """A gang's claims wanting the last free volume: no retry finds another until one
+    is made or given back, so the unit waits for that, not for a backoff."""
+    d = Dispatcher(Backoff(1.0, 10.0), clock=clock, max_conflicts=2)
+    d.add(pod("pair"))
+    why = "node n1: no free volume it reaches is left for claim default/c"
+    for _ in range(2):
+        batch = d.next_batch(0, 10)
+        d.on_result(ShardResult(0, batch.batch_id, 1, placed(batch)))
+        outcome = UnitOutcome(
+            "default/pair", "conflict", detail=why, conflict=Conflict.VOLUME_TAKEN
+        )
+        d.on_outcomes(batch.batch_id, [outcome])
+    unit = d.units["default/pair"]
+    assert unit.state is PodState.UNSCHEDULABLE and unit.requeue_on == VOLUMES_FREED
+    assert d.unschedulable() == {"default/pair": f"conflict: {why}"} and d.settled()
+    d.on_event(PV_UPDATE)  # a volume given to a pod gone is free again
+    assert unit.state is PodState.BACKOFF  # moved: tried once its backoff is out
+
+
+def test_the_backoff_of_a_unit_tried_for_days_stays_its_cap():
+    assert Backoff(1.0, 10.0).duration(100_000) == 10.0
 
 
 def test_deleted_pods_leave_the_queue_wherever_they_wait(dispatcher, clock):
