@@ -10,7 +10,7 @@ table (`VolumeNeeds.unbound`), and PreBind picks the volume on the node chosen (
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -155,16 +155,15 @@ def pick(
     claim: PersistentVolumeClaim,
     found: Matches,
     labels: Mapping[str, str],
-    taken: Iterable[str] = (),
+    taken: Container[str] = (),
 ) -> PersistentVolume | None:
-    """The volume PreBind binds the claim to on a node with these labels: the promised
-    one, else the smallest free one not `taken` (by the pod's other claims, or by
-    bindings not yet seen through the watch); None: provision it, if its class can."""
+    """The volume the claim is given on a node with these labels: the promised one, else
+    the smallest free one not `taken` (by the pod's other claims, or by other pods'
+    claims); None: provision it, if its class can."""
     if found.promised is not None:
         return found.promised if reaches(found.promised, labels) else None
-    skip = set(taken)
     return next(
-        (v for v in found.free if v.name not in skip and reaches(v, labels)),
+        (v for v in found.free if v.name not in taken and reaches(v, labels)),
         None,
     )
 

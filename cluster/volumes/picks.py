@@ -65,16 +65,32 @@ def picks_on(
     (claim key, NONE_LEFT) per claim with none left that its class cannot provision;
     claims to provision are not named. `given`: volume -> the claim it is given to
     already, which no other claim takes (pods of one claim share its volume)."""
-    given = dict(given)
+    mine: dict[str, str] = {}  # the volumes given here to the pod's claims
     picks = []
     for w in waiting:
         volume = None
         if w.found is not None:
-            taken = [v for v, claim in given.items() if claim != w.claim.key]
+            taken = _GivenElsewhere((mine, given), w.claim.key)
             volume = pick(w.claim, w.found, labels, taken)
         if volume is not None:
-            given[volume.name] = w.claim.key
+            mine[volume.name] = w.claim.key
             picks.append((w.claim.key, volume.name))
         elif not w.storage_class.provisions:
             picks.append((w.claim.key, NONE_LEFT))
     return tuple(picks)
+
+
+@dataclass(frozen=True, slots=True)
+class _GivenElsewhere:
+    """The volumes given to a claim other than `claim`, looked up where asked (a batch
+    gives thousands: no set of them is made for each claim)."""
+
+    given: tuple[Mapping[str, str], ...]  # volume -> claim, each
+    claim: str
+
+    def __contains__(self, volume: object) -> bool:
+        for given in self.given:
+            to = given.get(volume) if isinstance(volume, str) else None
+            if to is not None:
+                return to != self.claim
+        return False

@@ -44,13 +44,12 @@ class VolumePicks:
         given: dict[str, str] = {}  # volume -> claim, as the store says
         asked: set[str] = set()
         while waiting:
-            earlier: dict[str, str] = {}  # the first candidates' picks of the pods before
+            known = dict(given)  # and the first candidates' picks of the pods before
             for placement, claims in waiting:
                 placement.picks = [
-                    picks_on(claims, self.labels(node), {**given, **earlier})
-                    for node in placement.nodes
+                    picks_on(claims, self.labels(node), known) for node in placement.nodes
                 ]
-                earlier.update((volume, claim) for claim, volume in placement.picks[0] if volume)
+                known.update((volume, claim) for claim, volume in placement.picks[0] if volume)
             named = {v for p, _ in waiting for picks in p.picks for _, v in picks if v} - asked
             asked |= named
             newly = self.store.given_volumes(named)

@@ -254,7 +254,8 @@ def exercise(kube_api, client):
         until(lambda: getattr(index.volume("pv"), "phase", "") == "Available")
         until(lambda: index.claim("default/local") and index.claim("default/made"))
         until(lambda: index.storage_class("local") and index.storage_class("made"))
-        assert adapter.bind([Binding("default/v", "n1")]) == [None]  # waits for its claims
+        given = (("default/local", "pv"),)  # the volume the commit gave its claim
+        assert adapter.bind([Binding("default/v", "n1", volumes=given)]) == [None]  # waits
         until(lambda: "default/v" in adapter.take_deleted_pods(), timeout_s=10)
         for _ in range(2):  # the second counts up on the first event
             adapter.report_unschedulable([("default/p", "Unschedulable", "0/1 nodes")])
