@@ -137,7 +137,9 @@ class KubernetesAdapter:
         self.selectors = WorkloadSelectors()
         self.controller_wait_s = controller_wait_s
         self.awaiting: dict[str, float] = {}  # pod key -> when it began to wait for its controller
-        self._pending: dict[str, str] = {}  # our unbound pods: key -> what a change compares
+        # our unbound pods: key -> what a change is compared by (their spec, labels and
+        # annotations, as the watch decoded them: an equal tuple is no change)
+        self._pending: dict[str, tuple[Any, ...]] = {}
         self._bound: dict[str, str] = {}  # key -> node, of every pod bound we know of
         self._uids: dict[str, str] = {}  # pod key -> uid, for events
         self.invalid: list[tuple[str, str]] = []  # (object, error) of objects left out
@@ -352,7 +354,7 @@ class KubernetesAdapter:
             if meta.get("deletionTimestamp"):
                 return  # on its way out: not to be placed
             # status changes (our own reports among them) are no reason to schedule again
-            seen = repr((spec, meta.get("labels"), meta.get("annotations")))
+            seen = (spec, meta.get("labels"), meta.get("annotations"))
             if self._pending.get(key) == seen:
                 return
             self._pending[key] = seen
@@ -533,6 +535,7 @@ class KubernetesAdapter:
                 f"/api/v1/namespaces/{namespace}/pods/{name}/status",
                 body={"status": {"nominatedNodeName": binding.node}},
                 content_type=MERGE_PATCH,
+                answer=False,
             )
         except ApiError as err:
             log.warning("nominating %s for %s before its volumes: %s", binding.node, name, err)
@@ -587,9 +590,13 @@ class KubernetesAdapter:
                     f"/api/v1/namespaces/{namespace}/pods/{name}",
                     body={"metadata": {"annotations": annotations}},
                     content_type="application/strategic-merge-patch+json",
+                    answer=False,
                 )
             self.client.request(
-                "POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body=body
+                "POST",
+                f"/api/v1/namespaces/{namespace}/pods/{name}/binding",
+                body=body,
+                answer=False,
             )
         except ApiError as err:
             self._unclaim(binding)

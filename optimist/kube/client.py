@@ -126,8 +126,10 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
         timeout_s: float = 30.0,
+        answer: bool = True,
     ) -> dict[str, Any]:
-        """One request, retried on 429, 5xx and broken connections; the answer's JSON."""
+        """One request, retried on 429, 5xx and broken connections; the answer's JSON
+        (without `answer`, {}: a write whose answer nobody reads is not decoded)."""
         for attempt in range(self.backoff.tries):
             self.bucket.take()
             try:
@@ -139,7 +141,7 @@ class KubeClient:
                 continue
             data = response.body
             if 200 <= response.status < 300:
-                return json.loads(data) if data else {}
+                return json.loads(data) if data and answer else {}
             status = _status(data)
             if response.status in RETRIED and attempt + 1 < self.backoff.tries:
                 why = f"{method} {path}: {response.status} {status.get('message', '')}"

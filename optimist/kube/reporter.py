@@ -178,6 +178,7 @@ class Reporter:
                     f"/api/v1/namespaces/{namespace}/pods/{name}/status",
                     body={"status": report.status},
                     content_type="application/strategic-merge-patch+json",
+                    answer=False,  # the whole pod: not read
                 )
                 last.status = status
             if report.reason:
@@ -197,15 +198,17 @@ class Reporter:
                     f"{events}/{last.event}",
                     body={"count": last.count + 1, "lastTimestamp": now},
                     content_type=MERGE_PATCH,
+                    answer=False,
                 )
                 last.count += 1
                 return
             except ApiError as err:
                 if err.status != 404:  # gone (events expire): a new one below
                     raise
-        made = self.client.request("POST", events, body=self._event(report))
+        event = self._event(report)
+        self.client.request("POST", events, body=event, answer=False)
         last.event, last.reason, last.message = (
-            made["metadata"]["name"],
+            event["metadata"]["name"],
             report.reason,
             report.message,
         )
@@ -217,7 +220,8 @@ class Reporter:
         return {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"generateName": f"{name}.", "namespace": namespace},
+            # named as client-go's recorder names them, so the answer need not be read
+            "metadata": {"name": f"{name}.{time.time_ns():x}", "namespace": namespace},
             "involvedObject": {
                 "apiVersion": "v1",
                 "kind": "Pod",
