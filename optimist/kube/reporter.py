@@ -206,22 +206,23 @@ class Reporter:
                 if err.status != 404:  # gone (events expire): a new one below
                     raise
         event = self._event(report)
-        self.client.request("POST", events, body=event, answer=False)
-        last.event, last.reason, last.message = (
-            event["metadata"]["name"],
-            report.reason,
-            report.message,
-        )
-        last.count = 1
+        named = event["metadata"].get("name")
+        made = self.client.request("POST", events, body=event, answer=not named)
+        last.event = named or made["metadata"]["name"]
+        last.reason, last.message, last.count = report.reason, report.message, 1
 
     def _event(self, report: _Report) -> dict[str, Any]:
         namespace, name = report.pod.split("/", 1)
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        # named as client-go's recorder names them, so that the answer need not be read;
+        # where that would pass 253 characters, by the server
+        meta = {"name": f"{name}.{time.time_ns():x}"}
+        if len(meta["name"]) > 253:
+            meta = {"generateName": f"{name}."}
         return {
             "apiVersion": "v1",
             "kind": "Event",
-            # named as client-go's recorder names them, so the answer need not be read
-            "metadata": {"name": f"{name}.{time.time_ns():x}", "namespace": namespace},
+            "metadata": {**meta, "namespace": namespace},
             "involvedObject": {
                 "apiVersion": "v1",
                 "kind": "Pod",

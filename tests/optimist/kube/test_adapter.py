@@ -1,5 +1,7 @@
 """The Kubernetes adapter against the real API server, through the fault proxy."""
 
+import re
+
 import pytest
 
 from cluster.cluster_adapter import Binding
@@ -135,6 +137,7 @@ def test_binding_goes_through_the_subresource_once_and_is_reported(adapter):
     [event] = api.events_for("default/a")
     assert (event["reason"], event["type"]) == ("Scheduled", "Normal")
     assert event["message"] == "Successfully assigned default/a to n1"
+    assert re.fullmatch(r"a\.[0-9a-f]{16}", event["metadata"]["name"])  # as client-go names it
     # our own binding, confirmed by the watch, is not somebody else's running pod
     assert adapter.take_running_pods() == []
 
