@@ -71,7 +71,7 @@ class PodPlacement:
     # per candidate (as `nodes`), the free volumes its claims that wait for their first
     # consumer are given there: (claim, volume), volume "" where none is left and the
     # claim's class cannot provision. Chosen by the control process before the commit
-    # (optimist/loop/volume_picks.py), which refuses a volume given to another pod.
+    # (optimist/loop/volume_picks.py); the commit refuses a volume another claim holds.
     picks: list[tuple[tuple[str, str], ...]] = field(default_factory=list)
 
 
@@ -163,7 +163,8 @@ class Conflict(StrEnum):
     HOST_PORT = "host-port"
     VOLUME_LIMIT = "volume-limit"  # a candidate would attach more volumes than it may
     VOLUME_IN_USE = "volume-in-use"  # a pod's ReadWriteOncePod claim is another pod's
-    VOLUME_TAKEN = "volume-taken"  # a free volume picked for a claim is another pod's
+    # a free volume picked for a claim is another claim's, or none was left for it
+    VOLUME_TAKEN = "volume-taken"
     NODE_GONE = "node-gone"
     CHANGED = "changed"  # coarse mode: a candidate changed since the shard saw it
     # the binder's inter-pod re-check, or a keeping-away pod committed after routing

@@ -525,7 +525,7 @@ class PartitionedStore:
 
     def given_volumes(self, names: Collection[str]) -> dict[str, str]:
         """Given in any partition (each keeps those of the pods committed there)."""
-        return {v: p for s in self.stores for v, p in s.given_volumes(names).items()}
+        return {v: c for s in self.stores for v, c in s.given_volumes(names).items()}
 
     def _by_partition(self, items: Iterable[T], node_of: Callable[[T], str]) -> dict[int, list[T]]:
         owned: dict[int, list[T]] = defaultdict(list)

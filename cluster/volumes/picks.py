@@ -33,15 +33,18 @@ class WaitingClaim:
 
     claim: PersistentVolumeClaim
     storage_class: StorageClass
-    found: Matches | None  # None: being provisioned already (its selected node is set)
+    # None: not matched (being provisioned already, its selected node set; or not asked)
+    found: Matches | None
 
 
 def waiting_claims(
-    index: VolumeIndex, namespace: str, volumes: Iterable[PodVolume]
+    index: VolumeIndex, namespace: str, volumes: Iterable[PodVolume], match: bool = True
 ) -> list[WaitingClaim]:
     """A pod's claims that wait for their first consumer, in the order the Filter matched
-    them (smallest request first); claims bound, gone or of a class not there are left
-    to the pod's binding, which says so if it matters."""
+    them (smallest request first), each with its matches unless not to `match` (a pass
+    over its class's volumes: PreBind, given its volumes, needs none); claims bound,
+    gone or of a class not there are left to the pod's binding, which says so if it
+    matters."""
     waiting = []
     for volume in volumes:
         claim = index.claim(f"{namespace}/{volume.claim}")
@@ -52,7 +55,7 @@ def waiting_claims(
             continue
         if storage_class.binding_mode == WAIT_FOR_FIRST_CONSUMER:
             found = None
-            if not claim.selected_node:
+            if match and not claim.selected_node:
                 found = matches(claim, index.volumes_of_class(claim.storage_class))
             waiting.append(WaitingClaim(claim, storage_class, found))
     return ordered(waiting, lambda w: w.claim)

@@ -181,7 +181,8 @@ class VolumePreBind:
         provision it."""
         given = dict(binding.volumes)
         plan: list[tuple[PersistentVolumeClaim, PersistentVolume | None]] = []
-        for waiting in waiting_claims(self.index, binding.pod.split("/", 1)[0], volumes):
+        namespace = binding.pod.split("/", 1)[0]
+        for waiting in waiting_claims(self.index, namespace, volumes, match=False):
             claim = waiting.claim
             volume = self._given(given.get(claim.key), claim)
             if volume is None and not waiting.storage_class.provisions:
