@@ -135,8 +135,8 @@ class Binder:
                 for placement, node, indices in zip(
                     decision.placements, outcome.nodes, gpus, strict=True
                 ):
-                    picks = placement.picks[placement.nodes.index(node)] if placement.picks else ()
-                    bindings.append(Binding(placement.pod, node, tuple(indices), picks))
+                    volumes = placement.picked(node)
+                    bindings.append(Binding(placement.pod, node, tuple(indices), volumes))
                     owners.append(outcome)
                     self.guard.note_committed(classes[placement.cls])
         self.committed_pods += len(bindings)

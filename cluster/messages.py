@@ -74,6 +74,10 @@ class PodPlacement:
     # (optimist/loop/volume_picks.py); the commit refuses a volume another claim holds.
     picks: list[tuple[tuple[str, str], ...]] = field(default_factory=list)
 
+    def picked(self, node: str) -> tuple[tuple[str, str], ...]:
+        """The free volumes its claims were picked on `node`, one of its candidates."""
+        return self.picks[self.nodes.index(node)] if self.picks else ()
+
 
 @dataclass(slots=True)
 class Decision:

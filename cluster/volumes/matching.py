@@ -5,7 +5,8 @@ What holds of a volume and a claim wherever the pod goes is decided here, once p
 attempt: a volume promised to the claim (its claimRef names it), else the free volumes
 of its class that fit it, else provisioning where its class provisions. What depends on
 the node is left for last: the shard judges the resulting node terms over its node
-table (`VolumeNeeds.unbound`), and PreBind picks the volume on the node chosen (`pick`).
+table (`VolumeNeeds.unbound`), and the control process picks the volume on each
+candidate node before the commit (`pick`, through `cluster.volumes.picks`).
 """
 
 from __future__ import annotations

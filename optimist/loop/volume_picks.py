@@ -70,4 +70,4 @@ class VolumePicks:
                 continue
             for placement, node in zip(decision.placements, outcome.nodes, strict=True):
                 if placement.picks and placement.pod not in outcome.unbound:
-                    self.index.assume(placement.pod, placement.picks[placement.nodes.index(node)])
+                    self.index.assume(placement.pod, placement.picked(node))
