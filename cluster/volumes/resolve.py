@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from cluster.errors import InvalidObject
-from cluster.objects import Pod
+from cluster.objects import Pod, SchedulingSpec
 from cluster.volumes.attach import unbound_volume
 from cluster.volumes.index import VolumeIndex
 from cluster.volumes.matching import (
@@ -119,14 +119,21 @@ def _resolved(
     try:
         _refuse(restrictions_problem)
         in_use = any(set(users(claim)) - {pod.key} for claim in exclusive)
-        needs = VolumeNeeds()
-        if VOLUME_BINDING in plugins:
-            needs = _binding(pod, volumes, index)
+        binding = _binding(pod, volumes, index) if VOLUME_BINDING in plugins else _Binding()
         zones = _zones(pod, volumes, index) if VOLUME_ZONE in plugins else ()
         _refuse(limits_problem)
-        needs = replace(needs, zones=zones, attach=attach_counts(attached), claim_in_use=in_use)
     except _Rejected as rejected:
         return _Resolved(rejected.rejection, attached, exclusive)
+    needs = VolumeNeeds(
+        bound_affinity=binding.affinity,
+        missing_volume=binding.missing,
+        zones=zones,
+        unbound=binding.unbound,
+        shared=binding.shared,
+        selected_node=binding.selected_node,
+        attach=attach_counts(attached),
+        claim_in_use=in_use,
+    )
     return _Resolved(needs, attached, exclusive)
 
 
@@ -190,7 +197,17 @@ def _delayed(claim: PersistentVolumeClaim, index: VolumeIndex) -> bool:
     return found.binding_mode == WAIT_FOR_FIRST_CONSUMER
 
 
-def _binding(pod: PodRef, volumes: tuple[PodVolume, ...], index: VolumeIndex) -> VolumeNeeds:
+class _Binding(NamedTuple):
+    """What VolumeBinding's PreFilter leaves a node to judge (`VolumeNeeds`' fields)."""
+
+    affinity: tuple[Terms, ...] = ()
+    missing: bool = False
+    unbound: tuple[Terms, ...] = ()
+    shared: tuple[SharedVolumes, ...] = ()
+    selected_node: str = ""
+
+
+def _binding(pod: PodRef, volumes: tuple[PodVolume, ...], index: VolumeIndex) -> _Binding:
     """VolumeBinding's PreFilter: each claim there, usable by this pod, and bound or
     waiting for its first consumer; the bound ones' volumes' node affinity."""
     claims = []
@@ -231,10 +248,7 @@ def _binding(pod: PodRef, volumes: tuple[PodVolume, ...], index: VolumeIndex) ->
             delayed.append(claim)
         else:
             raise _Rejected(Rejection(VOLUME_BINDING, _immediate(claim, index)))
-    unbound, shared, selected = _unbound(delayed, index)
-    return VolumeNeeds(
-        tuple(affinity), missing, unbound=unbound, shared=shared, selected_node=selected
-    )
+    return _Binding(tuple(affinity), missing, *_unbound(delayed, index))
 
 
 def _immediate(claim: PersistentVolumeClaim, index: VolumeIndex) -> str:
@@ -393,6 +407,9 @@ class VolumeResolver:
     index: VolumeIndex
     plugins: Mapping[str, frozenset[str]]  # profile -> the filter plugins it runs
     users: ClaimUsers = lambda claim: ()
+    # the last spec made, from which spec and needs: pods of one template that ask the
+    # same of a node (a volume each of one kind) share it, made once
+    _last: tuple[SchedulingSpec, VolumeNeeds | None, SchedulingSpec] | None = None
 
     def resolved(self, pod: Pod) -> Pod:
         """The pod with what its volumes ask of a node in its spec, and what its own
@@ -405,9 +422,13 @@ class VolumeResolver:
         needs = found.needs
         if isinstance(needs, Rejection):
             needs = VolumeNeeds(rejected_by=needs.plugin, rejection=needs.message)
-        return replace(
-            pod,
-            spec=replace(pod.spec, volumes=needs),
-            attached=found.attached,
-            exclusive=found.exclusive,
-        )
+        spec = self._spec(pod.spec, needs)
+        return replace(pod, spec=spec, attached=found.attached, exclusive=found.exclusive)
+
+    def _spec(self, spec: SchedulingSpec, needs: VolumeNeeds | None) -> SchedulingSpec:
+        last = self._last
+        if last is not None and last[0] is spec and last[1] == needs:
+            return last[2]
+        made = replace(spec, volumes=needs)
+        self._last = (spec, needs, made)
+        return made

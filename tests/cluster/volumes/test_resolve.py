@@ -3,6 +3,7 @@ from volume_binding.go, volume_restrictions.go and volume_zone.go)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -252,3 +253,37 @@ def test_a_pod_refused_as_a_new_one_still_holds_the_volumes_it_attaches():
     resolved = VolumeResolver(known, {pod.spec.profile: plugins}).resolved(pod)
     assert resolved.spec.volumes is not None and resolved.spec.volumes.rejected_by == VOLUME_BINDING
     assert [a.volume for a in resolved.attached] == ["ebs.csi.aws.com/h"]
+
+
+def test_pods_of_one_spec_that_ask_the_same_share_one_resolved_spec():
+    """Pods of a template with a volume each of one kind are one class: their resolved
+    specs are one object, each pod still holding its own volume; a pod that asks
+    something else of a node gets a spec of its own."""
+
+    def csi(name: str) -> dict[str, Any]:
+        made = volume(name)
+        made["spec"]["csi"] = {"driver": "ebs.csi.aws.com", "volumeHandle": name}
+        return made
+
+    hosted = volume("pv-c", hosts=("n1",))
+    known = index(
+        *[(CLAIMS, claim(n, volume=f"pv-{n}", bound=True)) for n in ("a", "b", "c")],
+        (VOLUMES, csi("pv-a")),
+        (VOLUMES, csi("pv-b")),
+        (VOLUMES, hosted),
+    )
+    template = pod_from_manifest(
+        {
+            "metadata": {"name": "p", "namespace": "ns", "uid": "uid-p"},
+            "spec": {"containers": [{"name": "c"}], "volumes": [pvc("a")]},
+        }
+    )
+    resolver = VolumeResolver(known, {template.spec.profile: ALL | {NODE_VOLUME_LIMITS}})
+    a, b, c = (resolver.resolved(replace(template, volumes=pod_volumes(pvc(n)))) for n in "abc")
+    assert a.spec is b.spec
+    assert [p.attached[0].volume for p in (a, b)] == [
+        "ebs.csi.aws.com/pv-a",
+        "ebs.csi.aws.com/pv-b",
+    ]
+    assert c.spec is not a.spec and c.spec.volumes != a.spec.volumes
+    assert resolver.resolved(replace(template, volumes=pod_volumes(pvc("b")))).spec == b.spec
