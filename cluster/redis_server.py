@@ -160,6 +160,11 @@ class EmbeddedRedis:
         self.stop()
         raise RuntimeError(f"{self.executable} did not answer on {self.socket} within {timeout_s}s")
 
+    @property
+    def exited(self) -> bool:
+        """Started, and ended since (killed, crashed, or out of memory)."""
+        return self._process is not None and self._process.poll() is not None
+
     def kill(self) -> None:
         """Kill the server as a crash would: what it held is lost."""
         if self._process is not None:

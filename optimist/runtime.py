@@ -249,6 +249,16 @@ class Platform:
             if waiting:
                 time.sleep(0.1)
 
+    def revive_redis(self) -> int:
+        """Start again, empty, each private Redis that has exited: nobody else will (a
+        given Redis is its operator's to restart). How many; the store is then built
+        again from the cluster, as after any Redis that lost what it held."""
+        dead = [server for server in self.embedded_servers if server.exited]
+        for server in dead:
+            log.warning("private Redis on %s exited: starting it again, empty", server.socket)
+            server.start()
+        return len(dead)
+
     def __exit__(self, *exc: object) -> None:
         for actor in self.shards + self.binders:
             ray.kill(actor)

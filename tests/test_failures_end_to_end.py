@@ -107,20 +107,21 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def test_redis_restarted_empty_mid_run_is_built_again_and_nothing_is_lost():
-    """The platform's own Redis is killed and started empty while pods are in flight at
-    the shards: the driver builds the store again from the cluster, under a new epoch,
-    and every placement made against the lost store is refused, never applied."""
+def test_redis_killed_mid_run_is_started_again_built_again_and_nothing_is_lost():
+    """The platform's own Redis is killed while pods are in flight at the shards, and
+    nobody starts it again: the driver does (`Platform.revive_redis`), empty, and builds
+    the store again from the cluster, under a new epoch; every placement made against
+    the lost store is refused, never applied."""
     settings = Settings(shards=2, batch_pods=32)  # a private Redis, to kill
     cluster = cluster_of(settings, 60)
     with Platform(settings) as platform:
         assert platform.embedded_redis is not None
         epoch = platform.store.epoch
-        restarted = FaultAfter(cluster, 300, platform.embedded_redis.restart)
-        loop = SchedulingLoop(platform, cluster, on_bound=restarted)
+        killed = FaultAfter(cluster, 300, platform.embedded_redis.kill)
+        loop = SchedulingLoop(platform, cluster, on_bound=killed)
         placed = pods(cluster, "p", 1500)
         settle_and_check(loop, platform, cluster)
-        assert restarted.at is not None and len(loop.faults.store_rebuilds) == 1
+        assert killed.at is not None and len(loop.faults.store_rebuilds) == 1
         assert platform.store.epoch != epoch
         later = pods(cluster, "later", 300)  # the shards work in the new store
         settle_and_check(loop, platform, cluster)

@@ -106,7 +106,13 @@ class SchedulingLoop:
             self.store, cluster, s.profiles, s.conflict_mode, bool(platform.binders)
         )
         self.recovery = StoreRecovery(
-            self.store, cluster, self.binder, self.dispatcher, self.faults, self.volumes
+            self.store,
+            cluster,
+            self.binder,
+            self.dispatcher,
+            self.faults,
+            self.volumes,
+            platform.revive_redis,
         )
         self.reservations = ReservationDesk(self.store, self.dispatcher, self.recovery)
         self.intake = Ingest(

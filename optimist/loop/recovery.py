@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -32,6 +32,8 @@ class StoreRecovery:
     dispatcher: Dispatcher
     faults: Faults
     volumes: VolumeIndex  # the CSINodes' limits and the claims bound pods attach
+    # starts the private Redis servers that exited, if any (`Platform.revive_redis`)
+    revive: Callable[[], int] = lambda: 0
 
     @contextmanager
     def surviving(self, rebuild: bool = False) -> Iterator[None]:
@@ -67,6 +69,8 @@ class StoreRecovery:
                 return
             except STORE_ERRORS as again:
                 rebuild = rebuild or building  # a rebuild cut short is done again
+                if self.revive():
+                    continue  # at once: what it held is gone, and is built again
                 failures += 1
                 wait = min(0.05 * 2**failures, 2.0)
                 log.warning("node store away (%s): trying again in %.2f s", again, wait)
