@@ -1,10 +1,13 @@
-"""Faults injected into a benchmark run (`optimist bench --chaos`).
+"""Faults injected into a benchmark run (`optimist bench --chaos`): which, how many,
+when, and how long each took to recover from.
 
 The run must finish with the invariants holding whatever is killed; the report
 counts the faults (`faults_injected`) and how long the platform took to recover
-from each: a killed shard or binder actor until Ray has started it again and it
-answers, a Redis restarted empty until the store is built again and a pod is
-bound in it.
+from each, as the injector of the cluster kind measures it (`Injector`): on the
+simulated cluster (`benchmarks.simulated.platform_faults`) the platform's own parts,
+each until it answers again; through an API server
+(`benchmarks.apiserver.plane_faults`) the control plane's parts and optimist's, each
+until the next pod is bound.
 
 Faults are bounded, so that every run settles: at most `limit` of them (by
 default two of each kind asked for), and none after `duration_s` (60 s) of the
@@ -25,17 +28,18 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-import ray
-
-from optimist.loop import SchedulingLoop
-from optimist.runtime import Platform
+from typing import Any, Protocol
 
 log = logging.getLogger(__name__)
 
 KILL_SHARD, KILL_BINDER, RESTART_REDIS = "kill-shard", "kill-binder", "restart-redis"
-FAULTS = (KILL_SHARD, KILL_BINDER, RESTART_REDIS)
+FAULTS = (KILL_SHARD, KILL_BINDER, RESTART_REDIS)  # the simulated cluster's
+# through an API server: the control plane's parts, and optimist's own (its runs only)
+KILL_APISERVER, RESTART_ETCD, COMPACT_ETCD = "kill-apiserver", "restart-etcd", "compact-etcd"
+KILL_REDIS, STOP_KWOK = "kill-redis", "stop-kwok"
+PLANE_FAULTS = (KILL_APISERVER, RESTART_ETCD, COMPACT_ETCD, KILL_SHARD, KILL_REDIS)
+LIVING_FAULTS = (*PLANE_FAULTS, STOP_KWOK)  # with KWOK's nodes, which can stop heartbeating
+ALL = "all"  # --chaos all: every kind the cluster kind has
 FAULTS_PER_KIND = 2  # the default bound: each kind asked for, twice
 DURATION_S = 60.0  # the default bound: no fault after this long into a workload
 SPACING_S = 0.5  # spread over progress: the longest a fault waits for the last's recovery
@@ -63,13 +67,17 @@ class ChaosPlan:
         interval_s: float | None = None,
         limit: int | None = None,
         duration_s: float = DURATION_S,
+        kinds: tuple[str, ...] = FAULTS,
     ) -> ChaosPlan:
+        """From `--chaos` and its options; `kinds`, those of the cluster kind."""
         faults = tuple(dict.fromkeys(f.strip() for f in text.split(",") if f.strip()))
-        unknown = [f for f in faults if f not in FAULTS]
+        if faults == (ALL,):
+            faults = kinds
+        unknown = [f for f in faults if f not in kinds]
         if not faults or unknown:
             raise ChaosError(
                 f"--chaos {text!r}: {', '.join(unknown) or 'no fault'} is not one of "
-                f"{', '.join(FAULTS)}"
+                f"{', '.join(kinds)} (or {ALL})"
             )
         if interval_s is not None and not interval_s > 0:
             raise ChaosError(f"--chaos-interval {interval_s}: must be positive")
@@ -84,14 +92,29 @@ class ChaosPlan:
         """The most faults one workload gets."""
         return self.limit if self.limit is not None else FAULTS_PER_KIND * len(self.faults)
 
-    def check(self, binders: int, own_redis: bool) -> None:
-        """Refuse faults this platform has nothing to inject into."""
-        if KILL_BINDER in self.faults and binders < 2:
-            raise ChaosError(f"--chaos {KILL_BINDER}: needs --binders 2 or more (binder actors)")
-        if RESTART_REDIS in self.faults and not own_redis:
-            raise ChaosError(
-                f"--chaos {RESTART_REDIS}: needs the platform's own Redis (no --redis-url)"
-            )
+    def only(self, kinds: tuple[str, ...]) -> ChaosPlan | None:
+        """The plan with the kinds of `kinds` alone (a scheduler beside optimist has no
+        shard to kill); None if none is left."""
+        faults = tuple(f for f in self.faults if f in kinds)
+        if not faults:
+            return None
+        return ChaosPlan(faults, self.interval_s, self.limit, self.duration_s)
+
+
+# when the platform recovered from a fault, once it has (a time.perf_counter() reading)
+Recovery = Callable[[], float | None]
+
+
+class Injector(Protocol):
+    """What injects the faults of a cluster kind, and reads what the run did about them."""
+
+    def inject(self, kind: str, rng: random.Random) -> tuple[str, Recovery]:
+        """Inject a fault of `kind`: its target, and when it was recovered from."""
+        ...
+
+    def retries(self) -> int | None:
+        """Pods tried again because of the faults, where the run can tell."""
+        ...
 
 
 @dataclass(slots=True)
@@ -99,27 +122,19 @@ class _Fault:
     kind: str
     target: str
     at: float  # time.perf_counter()
-    probe: ray.ObjectRef[Any] | None  # answers once the killed actor is back
-    rebuilds: int  # the loop's store rebuilds before it
-    bound: int  # pods bound before it
+    recovered_at: Recovery
     recovered_s: float | None = None
 
 
 class Chaos:
-    """Injects one workload's faults, called between the loop's steps (`tick`);
-    `progress` is the share of the workload's pods settled so far (0 to 1)."""
+    """Injects one workload's faults through `injector`, called between the run's turns
+    (`tick`); `progress` is the share of the workload's pods settled so far (0 to 1)."""
 
     def __init__(
-        self,
-        plan: ChaosPlan,
-        platform: Platform,
-        loop: SchedulingLoop,
-        progress: Callable[[], float],
-        seed: int,
+        self, plan: ChaosPlan, injector: Injector, progress: Callable[[], float], seed: int
     ) -> None:
         self.plan = plan
-        self.platform = platform
-        self.loop = loop
+        self.injector = injector
         self.progress = progress
         self.rng = random.Random(seed)
         self.faults: list[_Fault] = []
@@ -133,7 +148,7 @@ class Chaos:
 
     def tick(self) -> None:
         now = time.perf_counter()
-        self._note_recoveries(now)
+        self._note_recoveries()
         if self.stopped is None:
             if len(self.faults) >= self.plan.bound:
                 self.stopped = "limit"
@@ -155,42 +170,18 @@ class Chaos:
         return self.progress() >= (len(self.faults) + 1) / (self.plan.bound + 1)
 
     def _inject(self, kind: str, now: float) -> None:
-        platform, target = self.platform, "redis"
-        probe: ray.ObjectRef[Any] | None = None
-        if kind == RESTART_REDIS:
-            servers = platform.embedded_servers  # ChaosPlan.check saw that there are some
-            index = self.rng.randrange(len(servers))
-            target = f"redis {index}" if len(servers) > 1 else "redis"
-            servers[index].restart()
-        else:
-            actors = platform.shards if kind == KILL_SHARD else platform.binders
-            index = self.rng.randrange(len(actors))
-            target = f"{'shard' if kind == KILL_SHARD else 'binder'} {index}"
-            ray.kill(actors[index], no_restart=False)  # Ray starts it again
-            probe = actors[index].info.remote()  # queued until it is back
+        target, recovered_at = self.injector.inject(kind, self.rng)
         log.warning("chaos: %s (%s)", kind, target)
-        self.faults.append(_Fault(kind, target, now, probe, self._rebuilds(), self._bound()))
+        self.faults.append(_Fault(kind, target, now, recovered_at))
 
-    def _rebuilds(self) -> int:
-        return len(self.loop.faults.store_rebuilds)
-
-    def _bound(self) -> int:
-        return self.loop.dispatcher.stats.bound_pods
-
-    def _note_recoveries(self, now: float) -> None:
+    def _note_recoveries(self) -> None:
         for fault in self.faults:
-            if fault.recovered_s is None and self._recovered(fault):
-                fault.recovered_s = now - fault.at
-
-    def _recovered(self, fault: _Fault) -> bool:
-        if fault.probe is not None:
-            ready, _ = ray.wait([fault.probe], timeout=0)
-            return bool(ready)
-        return self._rebuilds() > fault.rebuilds and self._bound() > fault.bound
+            if fault.recovered_s is None and (when := fault.recovered_at()) is not None:
+                fault.recovered_s = when - fault.at
 
     def report(self, started: float) -> dict[str, Any]:
         """What was injected and how long each recovery took (None: not within the run)."""
-        self._note_recoveries(time.perf_counter())
+        self._note_recoveries()
         recovery: dict[str, dict[str, Any]] = {}
         for kind in self.plan.faults:
             times = [f.recovered_s for f in self.faults if f.kind == kind]
@@ -209,8 +200,8 @@ class Chaos:
             "limits": {"faults": self.plan.bound, "duration_s": self.plan.duration_s},
             "stopped": self.stopped or "run ended",
             # pods sent to the shards again because a fault voided their attempt, or
-            # because a store built again woke them
-            "retries": self.loop.faults.fault_retries,
+            # because a store built again woke them (None: not known to the bench)
+            "retries": self.injector.retries(),
             "recovery_s": recovery,
             "faults": [
                 {

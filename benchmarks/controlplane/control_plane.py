@@ -123,6 +123,8 @@ class ControlPlane:
         self.port = free_port()
         self.url = f"https://127.0.0.1:{self.port}"
         self._processes: dict[str, subprocess.Popen[bytes]] = {}
+        # how each was started, (binary, args): to start it again
+        self._commands: dict[str, tuple[str, tuple[str, ...]]] = {}
 
     # --- the context ---------------------------------------------------------------
 
@@ -309,17 +311,14 @@ class ControlPlane:
             "--experimental-watch-progress-notify-interval=1s",
             "--log-level=warn",
         )
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                self._etcd("/v3/kv/range", {"key": "AA=="})
-                return
-            except (OSError, ValueError) as err:
-                self._alive("etcd")
-                if time.monotonic() > deadline:
-                    log = self.log("etcd")
-                    raise ControlPlaneError(f"etcd not serving in 30 s:\n{log}") from err
-                time.sleep(0.1)
+        self._wait_until("etcd", self._etcd_answers)
+
+    def _etcd_answers(self) -> bool:
+        try:
+            self._etcd("/v3/kv/range", {"key": "AA=="})
+        except (OSError, ValueError):
+            return False
+        return True
 
     def _start_apiserver(self) -> None:
         d = self.dir
@@ -375,9 +374,25 @@ class ControlPlane:
         """Stop a process it runs, by its PID, as a fault or a test asks."""
         _stop(self._processes.pop(name))
 
+    def restart(self, name: str) -> None:
+        """Kill a process it runs (SIGKILL, by its PID: a crash, nothing flushed) and start
+        it again as it was started, on the same ports and data; returns once it serves
+        (etcd and kube-apiserver) or runs. A fault the chaos bench injects."""
+        process = self._processes[name]
+        process.kill()
+        process.wait()
+        binary, args = self._commands[name]
+        self._spawn(name, *args, binary=binary)
+        if name == "etcd":
+            self._wait_until(name, self._etcd_answers)
+        elif name == "kube-apiserver":
+            self._wait_ready()
+
     def _spawn(self, name: str, *args: str, binary: str = "") -> None:
-        """Start `binary` (`name`'s own by default) as `name`, its log in the folder."""
-        with open(self.dir / f"{name}.log", "wb") as log:
+        """Start `binary` (`name`'s own by default) as `name`, its log in the folder
+        (appended to: a restarted process's follows the one before)."""
+        self._commands[name] = (binary, args)
+        with open(self.dir / f"{name}.log", "ab") as log:
             self._processes[name] = subprocess.Popen(
                 [str(self.bin_dir / (binary or name)), *args],
                 stdin=subprocess.DEVNULL,

@@ -61,6 +61,7 @@ from benchmarks.report.bench_report import (
     Threshold,
     Throughput,
 )
+from benchmarks.simulated import platform_faults
 from benchmarks.simulated.explain_probe import ExplainProbe
 from benchmarks.simulated.pooled_figures import decision_rate, idle_fraction, pooled
 from benchmarks.simulated.sim_runner import CaseOutcome, CaseRunner
@@ -186,7 +187,7 @@ def run_bench(
     is timed from when it began (`began`, a perf_counter reading, for the first; None:
     the command's start, Ray's included)."""
     if chaos:
-        chaos.check(settings.binders, own_redis=settings.private_redis)
+        platform_faults.check(chaos, settings.binders, own_redis=settings.private_redis)
     if explain_every_s and explainer is None:
         explainer = Explainer(settings.scheduler_names)
     plan = Plan((workload.case(),)) if isinstance(workload, Workload) else workload

@@ -42,6 +42,7 @@ from benchmarks.cases.op_walker import (
 )
 from benchmarks.chaos import Chaos, ChaosPlan
 from benchmarks.report.instruments import CpuClock, PeakMemory, RedisServers
+from benchmarks.simulated.platform_faults import PlatformFaults
 from cluster.volumes.index import CLAIMS, CSI_NODES, VOLUMES
 from optimist.explain import Explainer
 from optimist.loop import SchedulingLoop
@@ -207,7 +208,11 @@ class CaseRunner(OpWalker[Window]):
         self.notes: list[str] = []
         self._ours = 0  # pods of our profiles made, for the progress bar
         self._next_sample = 0.0
-        self.chaos = Chaos(chaos, platform, self.loop, self._settled_share, seed) if chaos else None
+        self.chaos = (
+            Chaos(chaos, PlatformFaults(platform, self.loop), self._settled_share, seed)
+            if chaos
+            else None
+        )
 
     # --- the whole run ---------------------------------------------------------------
 

@@ -6,7 +6,17 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.cases import template
-from benchmarks.chaos import DURATION_S, FAULTS, FAULTS_PER_KIND, ChaosError, ChaosPlan
+from benchmarks.chaos import (
+    DURATION_S,
+    FAULTS,
+    FAULTS_PER_KIND,
+    KILL_SHARD,
+    LIVING_FAULTS,
+    PLANE_FAULTS,
+    ChaosError,
+    ChaosPlan,
+)
+from benchmarks.simulated import platform_faults
 from benchmarks.simulated.sim_bench import Workload, run_bench
 from optimist.settings import Settings
 
@@ -38,9 +48,26 @@ def test_a_plan_is_bounded_by_default():
 def test_faults_the_platform_has_nothing_to_inject_into_are_refused():
     plan = ChaosPlan.parse("kill-binder,restart-redis", 1.0)
     with pytest.raises(ChaosError, match="--binders 2"):
-        plan.check(binders=1, own_redis=True)
+        platform_faults.check(plan, binders=1, own_redis=True)
     with pytest.raises(ChaosError, match="own Redis"):
-        plan.check(binders=2, own_redis=False)
+        platform_faults.check(plan, binders=2, own_redis=False)
+
+
+def test_all_is_every_kind_of_the_cluster_kind_and_no_other():
+    assert ChaosPlan.parse("all").faults == FAULTS
+    assert ChaosPlan.parse("all", kinds=LIVING_FAULTS).faults == LIVING_FAULTS
+    with pytest.raises(ChaosError, match="stop-kwok is not one of"):
+        ChaosPlan.parse("kill-apiserver,stop-kwok", kinds=PLANE_FAULTS)
+    with pytest.raises(ChaosError, match="kill-binder is not one of"):
+        ChaosPlan.parse("kill-binder", kinds=PLANE_FAULTS)
+
+
+def test_a_plan_narrowed_to_a_scheduler_s_kinds_keeps_its_bounds():
+    plan = ChaosPlan.parse("kill-apiserver,kill-shard", 2.0, limit=5, kinds=PLANE_FAULTS)
+    narrowed = plan.only(("kill-apiserver", "restart-etcd"))
+    assert narrowed == ChaosPlan(("kill-apiserver",), 2.0, 5, DURATION_S)
+    assert plan.only(("restart-etcd",)) is None
+    assert ChaosPlan.parse(KILL_SHARD).only(PLANE_FAULTS) == ChaosPlan((KILL_SHARD,))
 
 
 @pytest.mark.usefixtures("ray_session")
