@@ -21,6 +21,7 @@ random, `interval_s` apart on average.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import random
 import statistics
@@ -103,6 +104,9 @@ class ChaosPlan:
 
 # when the platform recovered from a fault, once it has (a time.perf_counter() reading)
 Recovery = Callable[[], float | None]
+# when each binding between two perf_counter readings was seen, in order
+BindTimes = Callable[[float, float], list[float]]
+STALL_WINDOW_S = 10.0  # a fault's stall: the longest pause in bindings this long after it
 
 
 class Injector(Protocol):
@@ -131,10 +135,16 @@ class Chaos:
     (`tick`); `progress` is the share of the workload's pods settled so far (0 to 1)."""
 
     def __init__(
-        self, plan: ChaosPlan, injector: Injector, progress: Callable[[], float], seed: int
+        self,
+        plan: ChaosPlan,
+        injector: Injector,
+        progress: Callable[[], float],
+        seed: int,
+        bindings: BindTimes | None = None,
     ) -> None:
         self.plan = plan
         self.injector = injector
+        self.bindings = bindings  # where given, each fault's stall is measured
         self.progress = progress
         self.rng = random.Random(seed)
         self.faults: list[_Fault] = []
@@ -182,15 +192,20 @@ class Chaos:
     def report(self, started: float) -> dict[str, Any]:
         """What was injected and how long each recovery took (None: not within the run)."""
         self._note_recoveries()
+        ends = [f.at for f in self.faults[1:]] + [float("inf")]
+        stalls = {id(f): self._stalled(f, end) for f, end in zip(self.faults, ends, strict=True)}
         recovery: dict[str, dict[str, Any]] = {}
         for kind in self.plan.faults:
             times = [f.recovered_s for f in self.faults if f.kind == kind]
             done = [t for t in times if t is not None]
+            stalled = [s for f in self.faults if f.kind == kind and (s := stalls[id(f)])]
             recovery[kind] = {
                 "count": len(times),
                 "recovered": len(done),
                 "median_s": statistics.median(done) if done else None,
                 "max_s": max(done) if done else None,
+                "stall_median_s": statistics.median(stalled) if stalled else None,
+                "stall_max_s": max(stalled) if stalled else None,
             }
         injected = Counter(f.kind for f in self.faults)
         return {
@@ -209,7 +224,21 @@ class Chaos:
                     "target": f.target,
                     "at_s": f.at - started,
                     "recovered_s": f.recovered_s,
+                    "stalled_s": stalls[id(f)],
                 }
                 for f in self.faults
             ],
         }
+
+    def _stalled(self, fault: _Fault, next_at: float) -> float | None:
+        """The longest pause in bindings from a fault up to the last binding within
+        STALL_WINDOW_S after it, and before the next fault (`next_at`): a fault whose
+        work in flight lands after it (bindings already sent) still shows the outage
+        that follows. Its recovery where nothing was bound before the next fault; None
+        where not measured."""
+        if self.bindings is None:
+            return None
+        seen = self.bindings(fault.at, min(fault.at + STALL_WINDOW_S, next_at))
+        if not seen:
+            return fault.recovered_s
+        return max(b - a for a, b in itertools.pairwise([fault.at, *seen]))

@@ -14,6 +14,7 @@ kube-scheduler; the API server; etcd; this process, which makes the objects.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import statistics
@@ -40,7 +41,9 @@ from benchmarks.apiserver.api_runner import (
     remove_namespaces,
     volumes_of,
 )
+from benchmarks.apiserver.plane_faults import PLANE_ONLY, PlaneTargets
 from benchmarks.cases.case_file import CaseWorkload
+from benchmarks.chaos import PLANE_FAULTS, ChaosPlan
 from benchmarks.controlplane.control_plane import (
     SCHEDULER_PERF_CLIENT,
     ControlPlane,
@@ -66,7 +69,7 @@ from benchmarks.report.api_report import (
     Ceiling,
     SchedulerFigures,
 )
-from benchmarks.report.bench_report import Latency, Machine, Throughput
+from benchmarks.report.bench_report import ChaosFigures, Latency, Machine, Throughput
 from benchmarks.simulated.sim_bench import Plan, case_warnings, ending
 from optimist.configuration import default_configuration, load_file
 from optimist.kube.client import ApiError, KubeClient
@@ -100,6 +103,7 @@ class ApiBench:
     living: bool = False  # --cluster kwok: controllers and KWOK's nodes beside the server
     kube_version: str = NEWEST  # the release of the server started and of kube-scheduler
     ceiling_pods: int = CEILING_PODS  # pods the server's ceiling is measured on
+    chaos: ChaosPlan | None = None  # faults injected into each run (a server started here)
 
 
 # --- the schedulers under test -------------------------------------------------------
@@ -249,7 +253,11 @@ class Server:
         they are ours to read."""
         if self.plane is None:
             return {}
-        return {name: instruments.ProcessTree(self.plane.pid(name)) for name in self.plane.running}
+        plane = self.plane
+        return {
+            name: instruments.ProcessTree(functools.partial(plane.pid, name))
+            for name in plane.running
+        }
 
 
 @contextmanager
@@ -300,11 +308,12 @@ def run_stretch(
             **server.meters(),
             "client": instruments.ProcessTree(os.getpid(), descendants=False),
         }
+        chaos = _chaos(bench, name, server, pid)
         for run in runs:
             label = progress(f"{run.name} [{name}, round {round_ + 1}]")
             runner = ApiCaseRunner(
                 run, server.client, names, meters, seed=bench.seed, timeout_s=bench.timeout_s,
-                progress=label, kwok_pool=KWOK_POOL if bench.living else None,
+                progress=label, kwok_pool=KWOK_POOL if bench.living else None, chaos=chaos,
             )  # fmt: skip
             with runner:
                 try:
@@ -323,6 +332,17 @@ def run_stretch(
             if keep is not None:
                 keep((run.name, name, str(round_ + 1)), cluster)
             yield workload_report(outcome, name, round_, len(cluster.nodes), violations)
+
+
+def _chaos(
+    bench: ApiBench, name: str, server: Server, pid: int
+) -> tuple[ChaosPlan, PlaneTargets] | None:
+    """The faults of a scheduler's runs, and what they go into: optimist's own parts
+    are killed in its runs alone."""
+    if bench.chaos is None or server.plane is None:
+        return None
+    plan = bench.chaos.only(PLANE_FAULTS if name == SCHEDULERS[0] else PLANE_ONLY)
+    return (plan, PlaneTargets(server.plane, pid)) if plan else None
 
 
 def stretches(
@@ -395,7 +415,8 @@ def workload_report(
         cpu_s_per_1000_pods={p: s * 1000 / scheduled for p, s in cpu.items()} if scheduled else {},
         memory_peak_bytes=outcome.peak_rss,
         invariant_violations=violations[:100],
-        warnings=case_warnings(duration, None, None, failed=outcome.failure is not None),
+        warnings=case_warnings(duration, None, outcome.chaos, failed=outcome.failure is not None),
+        chaos=ChaosFigures.model_validate(outcome.chaos) if outcome.chaos else None,
     )
 
 
@@ -450,8 +471,9 @@ def run_apiserver_bench(
     runs: list[ApiRun] = []
     ceilings: list[float] = []
     for round_ in range(bench.rounds):
-        with api_server(bench.kubeconfig, version=bench.kube_version) as server:
-            ceilings.append(ceiling(server.client, bench.ceiling_pods))
+        if bench.ceiling_pods:
+            with api_server(bench.kubeconfig, version=bench.kube_version) as server:
+                ceilings.append(ceiling(server.client, bench.ceiling_pods))
         order = bench.schedulers if round_ % 2 == 0 else bench.schedulers[::-1]
         for name, stretch in stretches(bench, plan, order):
             done = 0
@@ -461,16 +483,19 @@ def run_apiserver_bench(
                     done += 1
             except (ApiBenchError, ControlPlaneError, ApiError, SchedulerExited) as e:
                 runs += [_failed(run, name, round_, str(e)) for run in stretch[done:]]
-    cases = compare(runs, statistics.median(ceilings))
+    limit = (
+        Ceiling(pods=bench.ceiling_pods, runs=ceilings, median=statistics.median(ceilings))
+        if ceilings
+        else None
+    )
+    cases = compare(runs, limit.median if limit else None)
     return ApiBenchReport(
         cluster="apiserver",
         kubernetes=bench.kube_version,
         schedulers=list(bench.schedulers),
         rounds=bench.rounds,
         shards=bench.shards,
-        ceiling_pods_per_s=Ceiling(
-            pods=bench.ceiling_pods, runs=ceilings, median=statistics.median(ceilings)
-        ),
+        ceiling_pods_per_s=limit,
         cases=cases,
         runs=runs,
         errors=[r.error for r in runs if r.error],
@@ -490,7 +515,7 @@ def _failed(run: CaseWorkload, name: str, round_: int, error: str) -> ApiRunNotR
     )
 
 
-def compare(runs: list[ApiRun], ceiling_median: float) -> list[ApiCaseComparison]:
+def compare(runs: list[ApiRun], ceiling_median: float | None) -> list[ApiCaseComparison]:
     """Per workload and scheduler, the medians over the rounds; kube-scheduler's
     pods/s beside optimist's as a ratio, and optimist's as a share of the ceiling."""
     out = []

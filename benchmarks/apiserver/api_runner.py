@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchmarks.apiserver.plane_faults import PlaneFaults, PlaneTargets
 from benchmarks.apiserver.pod_watch import PodWatch
 from benchmarks.cases import workload_objects
 from benchmarks.cases.case_fields import Manifest
@@ -39,6 +40,7 @@ from benchmarks.cases.op_walker import (
     OpWalker,
     phase_takes,
 )
+from benchmarks.chaos import Chaos, ChaosPlan
 from benchmarks.controlplane.living_plane import run_by
 from benchmarks.report.instruments import ProcessTree
 from cluster.cluster_adapter import Binding
@@ -109,6 +111,7 @@ class ApiOutcome:
     peak_rss: dict[str, int]
     error: str | None = None
     failure: CaseError | None = None  # the op that stopped the case, if one did
+    chaos: dict[str, Any] | None = None  # the faults injected, and the recoveries
 
 
 class MemorySampler:
@@ -150,6 +153,7 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
         timeout_s: float,
         progress: Callable[[int, int], None] = lambda done, total: None,
         kwok_pool: str | None = None,
+        chaos: tuple[ChaosPlan, PlaneTargets] | None = None,
     ) -> None:
         self.run = run
         self.client = client
@@ -184,6 +188,19 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
         self.expected: Counter[str] = Counter()  # namespace -> pods its workloads make
         self.arrivals: Counter[str] = Counter()  # namespace -> pods controllers made
         self._next_progress = 0.0
+        self.started = time.perf_counter()
+        # faults, injected between the turns of its waits: never while it makes objects
+        self.chaos = (
+            Chaos(
+                chaos[0],
+                PlaneFaults(chaos[1], self.watch),
+                self._settled_share,
+                seed,
+                self.watch.bind_times_between,
+            )
+            if chaos
+            else None
+        )
 
     def __enter__(self) -> ApiCaseRunner:
         return self
@@ -221,6 +238,7 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
             dict(memory.peak),
             error,
             failure,
+            self.chaos.report(self.started) if self.chaos else None,
         )
 
     def _create_groups(self, index: int, op: CreatePodGroups) -> None:
@@ -602,7 +620,19 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
                 return False
             time.sleep(POLL_S)
 
+    def _settled(self) -> tuple[int, int]:
+        """The pods bound or reported unschedulable, and the pods made so far."""
+        with self.watch.lock:
+            done = len(self.watch.bound_at) + len(self.watch.unschedulable)
+        return done, len(self.created_at)
+
+    def _settled_share(self) -> float:
+        done, made = self._settled()
+        return done / made if made else 0.0
+
     def _tick(self) -> None:
+        if self.chaos:
+            self.chaos.tick()
         self._adopt()
         self._churn()
         self._pace_deletions()
@@ -614,9 +644,7 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
         now = time.perf_counter()
         if now >= self._next_progress:
             self._next_progress = now + 1.0
-            with self.watch.lock:
-                done = len(self.watch.bound_at) + len(self.watch.unschedulable)
-            self.progress(done, len(self.created_at))
+            self.progress(*self._settled())
 
 
 def cluster_of(

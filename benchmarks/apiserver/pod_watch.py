@@ -4,6 +4,7 @@ reported unschedulable while its PodScheduled condition says False)."""
 
 from __future__ import annotations
 
+import bisect
 import threading
 import time
 from collections import Counter
@@ -46,6 +47,7 @@ class PodWatch:
         self.arrived: list[tuple[str, float, dict[str, Any]]] = []
         self.nodes: dict[str, str] = {}
         self.bind_log: list[Binding] = []
+        self.bind_times: list[float] = []  # when each of bind_log was seen, in order
         # PodGroup -> its pods deleted after they were bound (a finished gang may go)
         self.departed_members: Counter[str] = Counter()
         self.unschedulable: dict[str, str] = {}  # pod -> the condition's reason
@@ -109,6 +111,7 @@ class PodWatch:
                 if self.nodes.get(key) != node:
                     self.nodes[key] = node
                     self.bind_log.append(Binding(key, node))
+                    self.bind_times.append(now)
                     self.bound_at.setdefault(key, now)
                     self.last_change = now
                 self.unschedulable.pop(key, None)
@@ -128,6 +131,19 @@ class PodWatch:
         the checker needs beyond the server's state now."""
         with self.lock:
             return list(self.bind_log), Counter(self.departed_members)
+
+    def bound_after(self, at: float) -> float | None:
+        """When the first binding after `at` (a perf_counter reading) was seen, if one
+        has been."""
+        with self.lock:
+            i = bisect.bisect_right(self.bind_times, at)
+            return self.bind_times[i] if i < len(self.bind_times) else None
+
+    def bind_times_between(self, start: float, end: float) -> list[float]:
+        """When each binding seen between two perf_counter readings was seen."""
+        with self.lock:
+            times = self.bind_times
+            return times[bisect.bisect_right(times, start) : bisect.bisect_right(times, end)]
 
     def take_arrived(self) -> list[tuple[str, float, dict[str, Any]]]:
         with self.lock:

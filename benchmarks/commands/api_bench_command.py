@@ -12,10 +12,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchmarks.apiserver.api_bench import BENCHED, ApiBench, run_apiserver_bench
+from benchmarks.chaos import PLANE_FAULTS
 from benchmarks.commands.bench_options import ApiServerFlags
+from benchmarks.commands.bench_tables import chaos_rows
 from benchmarks.controlplane.control_plane import ControlPlaneMissing, binaries
 from benchmarks.controlplane.releases import UnknownRelease
-from benchmarks.report.api_report import ApiBenchReport
+from benchmarks.report.api_report import ApiBenchReport, ApiRunReport
 from benchmarks.report.cluster_files import write_placements, write_state
 from benchmarks.report.instruments import comparison_rows
 from benchmarks.report.pages import write_html
@@ -54,6 +56,9 @@ def bench_apiserver(f: ApiServerFlags, *, living: bool) -> NoReturn:
         binaries(f.kube_version)  # kube-scheduler, and the control plane unless one is given
     except (ControlPlaneMissing, UnknownRelease) as e:
         refuse(str(e))
+    chaos = f.chaos_plan(PLANE_FAULTS)
+    if chaos and f.kubeconfig:
+        refuse("--chaos: not with --kubeconfig (its faults go into a server started here)")
     plan = f.plan()
     bench = ApiBench(
         schedulers,
@@ -66,6 +71,7 @@ def bench_apiserver(f: ApiServerFlags, *, living: bool) -> NoReturn:
         living,
         f.kube_version,
         f.ceiling_pods,
+        chaos,
     )
     with progress_bar(f.progress) as bar:
 
@@ -110,7 +116,7 @@ def _show(f: ApiServerFlags, result: ApiBenchReport) -> None:
 
 def apiserver_tables(result: ApiBenchReport) -> list[Table]:
     """One table per workload, a column per scheduler (`instruments.comparison_rows`)."""
-    ceiling = result.ceiling_pods_per_s.median
+    ceiling = result.ceiling_pods_per_s.median if result.ceiling_pods_per_s else None
     tables = []
     for entry in result.cases:
         table = Table(title=escape(entry.name), title_justify="left")
@@ -120,4 +126,13 @@ def apiserver_tables(result: ApiBenchReport) -> list[Table]:
         for label, cells in comparison_rows(entry, ceiling):
             table.add_row(label, *cells)
         tables.append(table)
+    for run in result.runs:
+        if isinstance(run, ApiRunReport) and run.chaos is not None:
+            title = f"{run.name} [{run.scheduler}, round {run.round + 1}]: faults"
+            table = Table(title=escape(title), title_justify="left")
+            table.add_column("injected into the run")
+            table.add_column("", justify="right")
+            for label, value in chaos_rows(run.chaos):
+                table.add_row(label, str(value))
+            tables.append(table)
     return tables

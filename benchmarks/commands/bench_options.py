@@ -12,7 +12,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from benchmarks.cases.case_fields import PerfConfigError
-from benchmarks.chaos import FAULTS, FAULTS_PER_KIND
+from benchmarks.chaos import ALL, FAULTS, FAULTS_PER_KIND, PLANE_FAULTS, ChaosError, ChaosPlan
 from benchmarks.controlplane.releases import RELEASES
 from benchmarks.simulated.sim_bench import Plan, load_plan
 from optimist.cli.shared_options import usage_error
@@ -186,9 +186,10 @@ ProfilingEndpoint = Annotated[
 Chaos = Annotated[
     str | None,
     typer.Option(
-        help="inject these faults at random while the run runs, comma-separated: "
-        f"{', '.join(FAULTS)}; the report counts them (faults_injected) and times "
-        "each recovery"
+        help="inject these faults at random while the run runs, comma-separated, or "
+        f"{ALL}: on the simulated cluster {', '.join(FAULTS)}; through an API server "
+        f"(one started for the run) {', '.join(PLANE_FAULTS)}. The report counts them "
+        "and times each recovery"
     ),
 ]
 
@@ -262,9 +263,10 @@ KubeVersion = Annotated[
 CeilingPods = Annotated[
     int,
     typer.Option(
-        min=1,
+        min=0,
         help="with --cluster apiserver or kwok: pods the server's ceiling (a binding and an "
-        "event per pod from 16 threads, each round) is measured on",
+        "event per pod from 16 threads, each round, on a server of its own) is measured "
+        "on; 0: not measured",
     ),
 ]
 
@@ -302,11 +304,25 @@ class WorkloadFlags:
     placements: Path | None
     save_state: Path | None
     progress: bool
+    chaos: str | None
+    chaos_interval: float | None
+    chaos_faults: int | None
+    chaos_duration: float
 
     @classmethod
     def picked(cls: type[T], flags: dict[str, Any]) -> T:
         """This group's options out of the command's, by name."""
         return cls(**{f.name: flags[f.name] for f in dataclasses.fields(cls)})
+
+    def chaos_plan(self, kinds: tuple[str, ...]) -> ChaosPlan | None:
+        """--chaos and its options, of the cluster kind's `kinds`; exit 2 naming what is
+        wrong."""
+        if not self.chaos:
+            return None
+        with usage_error(ChaosError):
+            return ChaosPlan.parse(
+                self.chaos, self.chaos_interval, self.chaos_faults, self.chaos_duration, kinds
+            )
 
     def plan(self) -> Plan:
         """The workloads a bench runs, --nodes and --pods set in each; exit 2 naming what
@@ -347,10 +363,6 @@ class SimulatedFlags(WorkloadFlags):
     linger: float
     profile: Path | None
     profiling_endpoint: bool
-    chaos: str | None
-    chaos_interval: float | None
-    chaos_faults: int | None
-    chaos_duration: float
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from rich.table import Table
 from benchmarks.report.bench_report import (
     BenchReport,
     CaseReport,
+    ChaosFigures,
     ExplainFigures,
     QueueFigures,
     SweepReport,
@@ -121,7 +122,7 @@ def summary_table(r: BenchReport) -> Table:
         ("first decision, from the start of the command", _seconds(case.first_decision_s)),
         ("pods/s p50 / p90 / p99", f"{t.p50:.0f} / {t.p90:.0f} / {t.p99:.0f}"),
         *_latency_and_memory(case),
-        *_chaos(case),
+        *chaos_rows(case.chaos),
     ]
     if case.upstream_threshold:
         rows.append((case.upstream_threshold.note, case.upstream_threshold.pods_per_s))
@@ -148,19 +149,27 @@ def _latency_and_memory(case: CaseReport) -> list[tuple[str, object]]:
     return rows
 
 
-def _chaos(case: CaseReport) -> list[tuple[str, object]]:
+def chaos_rows(chaos: ChaosFigures | None) -> list[tuple[str, object]]:
     """The faults injected (`--chaos`) and how long the platform took to recover."""
-    chaos = case.chaos
     if chaos is None:
         return []
-    rows: list[tuple[str, object]] = [
-        (
-            f"chaos {kind}: injected / recovered; recovery median / max",
-            f"{rec.count} / {rec.recovered}; {_seconds(rec.median_s)} / {_seconds(rec.max_s)}",
+    rows: list[tuple[str, object]] = []
+    for kind, rec in chaos.recovery_s.items():
+        rows.append(
+            (
+                f"chaos {kind}: injected / recovered; recovery median / max",
+                f"{rec.count} / {rec.recovered}; {_seconds(rec.median_s)} / {_seconds(rec.max_s)}",
+            )
         )
-        for kind, rec in chaos.recovery_s.items()
-    ]
-    rows.append(("chaos: pods tried again for the faults", chaos.retries))
+        if rec.stall_max_s is not None:
+            rows.append(
+                (
+                    f"chaos {kind}: longest pause in bindings after it, median / max",
+                    f"{_seconds(rec.stall_median_s)} / {_seconds(rec.stall_max_s)}",
+                )
+            )
+    if chaos.retries is not None:
+        rows.append(("chaos: pods tried again for the faults", chaos.retries))
     rows.append(("chaos: faults stopped by", chaos.stopped))
     return rows
 

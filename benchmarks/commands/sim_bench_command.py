@@ -11,7 +11,7 @@ from typing import NoReturn
 import typer
 from rich.markup import escape
 
-from benchmarks.chaos import ChaosError, ChaosPlan
+from benchmarks.chaos import FAULTS, ChaosError, ChaosPlan
 from benchmarks.commands.bench_options import SimulatedFlags
 from benchmarks.commands.bench_tables import explained, summary_table, sweep_table
 from benchmarks.report.bench_report import BenchReport, SweepReport
@@ -51,14 +51,9 @@ def bench_simulated(f: SimulatedFlags) -> NoReturn:
             "--profiling-endpoint needs --metrics-address, and takes its profiles "
             "instead of --profile's"
         )
-    with usage_error(ChaosError):
-        faults = (
-            ChaosPlan.parse(f.chaos, f.chaos_interval, f.chaos_faults, f.chaos_duration)
-            if f.chaos
-            else None
-        )
-        if faults and f.sweep:
-            raise ChaosError("--chaos: not with --sweep (each run would see other faults)")
+    faults = f.chaos_plan(FAULTS)
+    if faults and f.sweep:
+        refuse("--chaos: not with --sweep (each run would see other faults)")
     settings = _settings(f)
     plan = f.plan()
     run: BenchRun[BenchReport] | BenchRun[SweepReport]

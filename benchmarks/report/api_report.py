@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchmarks.report.bench_report import (
+    ChaosFigures,
     FailedOp,
     Figures,
     Latency,
@@ -37,6 +38,7 @@ class ApiRunReport(Figures):
     """One workload run by one scheduler in one round: scheduler_perf's figures for its
     measured phase, read from the server, and each process tree's CPU and memory."""
 
+    ABSENT_WHEN_NONE = frozenset({"chaos"})
     name: str
     case: str
     workload: str
@@ -64,6 +66,7 @@ class ApiRunReport(Figures):
     memory_peak_bytes: dict[str, int]  # by process tree
     invariant_violations: list[str]
     warnings: list[str]
+    chaos: ChaosFigures | None = None  # the faults injected (--chaos), and the recoveries
 
 
 class ApiRunNotRun(Figures):
@@ -125,7 +128,7 @@ class Ceiling(Figures):
 class ApiBenchReport(Figures):
     """A run of the API bench: every workload with every scheduler, every round."""
 
-    ABSENT_WHEN_NONE = frozenset({"kubernetes"})
+    ABSENT_WHEN_NONE = frozenset({"kubernetes", "ceiling_pods_per_s"})
 
     cluster: str
     # the release of the server and of kube-scheduler (None: a file from before there
@@ -134,7 +137,7 @@ class ApiBenchReport(Figures):
     schedulers: list[str]
     rounds: int
     shards: int
-    ceiling_pods_per_s: Ceiling
+    ceiling_pods_per_s: Ceiling | None = None  # None: not measured (--ceiling-pods 0)
     cases: list[ApiCaseComparison]
     runs: list[ApiRun]
     errors: list[str]

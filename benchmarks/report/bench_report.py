@@ -141,10 +141,14 @@ class Threshold(Figures):
 
 
 class Recovery(Figures):
+    # through an API server: the longest pause in bindings after each fault
+    ABSENT_WHEN_NONE = frozenset({"stall_median_s", "stall_max_s"})
     count: int
     recovered: int
     median_s: float | None
     max_s: float | None
+    stall_median_s: float | None = None
+    stall_max_s: float | None = None
 
 
 class ChaosLimits(Figures):
@@ -153,10 +157,12 @@ class ChaosLimits(Figures):
 
 
 class Fault(Figures):
+    ABSENT_WHEN_NONE = frozenset({"stalled_s"})
     kind: str
     target: str
     at_s: float
     recovered_s: float | None
+    stalled_s: float | None = None  # `Chaos._stalled`, where measured
 
 
 class ChaosFigures(Figures):
@@ -166,7 +172,7 @@ class ChaosFigures(Figures):
     never_injected: list[str]
     limits: ChaosLimits
     stopped: str
-    retries: int
+    retries: int | None  # None through an API server: optimist counts them in its process
     recovery_s: dict[str, Recovery]
     faults: list[Fault]
 

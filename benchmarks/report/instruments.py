@@ -243,15 +243,20 @@ class ProcessTree:
     whole: `optimist run` with its Ray daemons, shards and Redis; kube-scheduler
     alone. CPU seconds so far (a descendant that has exited keeps what it was last
     seen using) and resident memory now (the sum of their RSS: pages two of them
-    share count twice)."""
+    share count twice). Given a function for its PID, the root is whichever process
+    has it now: a server the chaos bench restarts is read on, its new process adding
+    to what the one before used."""
 
-    def __init__(self, pid: int, *, descendants: bool = True) -> None:
-        self.root = psutil.Process(pid)
+    def __init__(self, pid: int | Callable[[], int], *, descendants: bool = True) -> None:
+        self._pid_of = pid if callable(pid) else lambda: pid
+        self.root = psutil.Process(self._pid_of())
         self.descendants = descendants
         self._cpu: dict[tuple[int, float], float] = {}  # (pid, start time) -> busy s
 
     def _members(self) -> list[psutil.Process]:
         try:
+            if (pid := self._pid_of()) != self.root.pid:
+                self.root = psutil.Process(pid)
             below = self.root.children(recursive=True) if self.descendants else []
         except psutil.Error:
             return []
@@ -311,7 +316,7 @@ def _cpu_cell(process: str, figures: SchedulerFigures) -> str:
     return "n/a" if seconds is None else f"{seconds:.2f}"
 
 
-def comparison_rows(entry: ApiCaseComparison, ceiling: float) -> list[tuple[str, list[str]]]:
+def comparison_rows(entry: ApiCaseComparison, ceiling: float | None) -> list[tuple[str, list[str]]]:
     """One workload of the API bench as rows of (label, a cell per scheduler; the ratio
     and the share of the ceiling in the first): the terminal and the HTML page show
     these same rows."""
@@ -324,7 +329,7 @@ def comparison_rows(entry: ApiCaseComparison, ceiling: float) -> list[tuple[str,
     rows = [("pods/s (median)", each(lambda f: f"{f.pods_per_s:,.0f}"))]
     if entry.ratio is not None:
         rows.append(("optimist / kube-scheduler", [f"{entry.ratio:.2f}x", *blank]))
-    if entry.share_of_ceiling is not None:
+    if entry.share_of_ceiling is not None and ceiling is not None:
         label = f"of the server's ceiling ({ceiling:,.0f} pods/s)"
         rows.append((label, [f"{entry.share_of_ceiling:.0%}", *blank]))
     null = entry.schedulers.get(NULL_SCHEDULER)

@@ -17,6 +17,7 @@ import psutil
 import pytest
 from typer.testing import CliRunner
 
+from benchmarks.chaos import PLANE_FAULTS
 from benchmarks.controlplane.control_plane import stop_tree
 from benchmarks.controlplane.living_plane import JOB_RUNS_FOR
 from benchmarks.report.api_report import ApiCaseComparison
@@ -31,8 +32,9 @@ from tests.benchmarks.simulated.test_fidelity import (
 )
 from tests.kube.api import wait_for
 
-# the server's ceiling on 200 pods, not the bench's 2,000: about a second, not eleven
-CEILING = ["--ceiling-pods", "200"]
+# no ceiling measured (a server of its own for it, where none is given), but in the
+# test of the comparison, on 200 pods: about a second, not the bench's eleven
+NO_CEILING = ["--ceiling-pods", "0"]
 
 
 def test_both_schedulers_place_an_upstream_case_through_the_api_server(
@@ -70,7 +72,8 @@ def test_both_schedulers_place_an_upstream_case_through_the_api_server(
             str(placements),
             "--save-state",
             str(state),
-            *CEILING,
+            "--ceiling-pods",
+            "200",
         ],
     )
     assert result.exit_code == 0, result.output
@@ -135,7 +138,7 @@ def test_the_null_scheduler_binds_every_pod_round_robin_deciding_nothing(tmp_pat
         [
             "bench", str(path), "--cluster", "apiserver", "--compare", "null-scheduler",
             "--kubeconfig", kubeconfig, "--shards", "1", "--timeout", "120", "--no-progress",
-            "--report", str(report), "--placements", str(placements), *CEILING,
+            "--report", str(report), "--placements", str(placements), *NO_CEILING,
         ],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -155,7 +158,7 @@ def test_a_failed_case_keeps_what_it_measured_through_the_api_server(tmp_path, c
     no warning of a short phase."""
     report = tmp_path / "report.json"
     args = ["bench", str(waited_anti_affine_case(tmp_path)), "--cluster", "apiserver"]
-    args += ["--scheduler", "kube-scheduler", "--timeout", "120", "--no-progress", *CEILING]
+    args += ["--scheduler", "kube-scheduler", "--timeout", "120", "--no-progress", *NO_CEILING]
     args += ["--kubeconfig", str(control_plane.admin_kubeconfig), "--report", str(report)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 1, result.output
@@ -203,7 +206,7 @@ def _bench(path, *more):
         "--shards",
         "1",
         "--no-progress",
-        *CEILING,
+        *NO_CEILING,
         *more,
     ]
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -313,7 +316,7 @@ def test_a_living_cluster_s_workloads_are_made_by_controllers_and_each_stage_tim
     KWOK cost."""
     report = tmp_path / "report.json"
     command = ["bench", str(workloads_case(tmp_path)), "--cluster", "kwok", "--shards", "1"]
-    command += ["--timeout", "120", "--no-progress", "--report", str(report), *CEILING]
+    command += ["--timeout", "120", "--no-progress", "--report", str(report), *NO_CEILING]
     result = CliRunner().invoke(app, command)
     assert result.exit_code == 0, result.output
     [run] = json.loads(report.read_text())["runs"]
@@ -342,3 +345,50 @@ def test_a_workload_where_no_controller_runs_fails_its_case_naming_why(tmp_path)
     [case] = json.loads(report.read_text())["cases"]
     assert case["failed"]["opcode"] == "createAny" and case["failed"]["op"] == 2
     assert "made by controllers, which run only on --cluster kwok" in case["failed"]["reason"]
+
+
+def test_every_fault_of_the_control_plane_and_of_optimist_loses_and_doubles_nothing(tmp_path):
+    """`--chaos all` through an API server started for the run: kube-apiserver and etcd
+    killed and started again, etcd compacted under the watches, a shard and optimist's
+    private Redis killed, once each while 1,200 pods are scheduled. Every pod ends
+    bound, once, on a node with room, as the server holds them at the end; each fault
+    is recovered from (a pod bound after it) and its pause in bindings measured."""
+    path = write_case(
+        tmp_path,
+        [
+            {"opcode": "createNodes", "count": 40},
+            {
+                "opcode": "createPods",
+                "count": 1200,
+                "podTemplatePath": "config/pod.yaml",
+                "collectMetrics": True,
+            },
+        ],
+        {"pod.yaml": POD},
+    )
+    report = tmp_path / "report.json"
+    command = ["bench", str(path), "--cluster", "apiserver", "--shards", "2", "--chaos", "all"]
+    command += ["--chaos-faults", str(len(PLANE_FAULTS)), "--timeout", "300", "--no-progress"]
+    result = CliRunner().invoke(app, [*command, "--report", str(report), *NO_CEILING])
+    assert result.exit_code == 0, result.output
+    [run] = json.loads(report.read_text())["runs"]
+    assert run["error"] is None and run["invariant_violations"] == [], run
+    assert run["pods_scheduled"] == run["all_pods"]["bound"] == 1200, run["all_pods"]
+    chaos = run["chaos"]
+    assert chaos["faults_injected"] == {kind: 1 for kind in PLANE_FAULTS}, chaos
+    for fault in chaos["faults"]:
+        assert fault["recovered_s"] is not None and fault["stalled_s"] is not None, fault
+    assert "longest pause in bindings" in result.output
+
+
+@pytest.mark.parametrize(
+    ("more", "told"),
+    [
+        (["--chaos", "kill-binder"], "kill-binder is not one of kill-apiserver"),
+        (["--chaos", "all", "--kubeconfig", __file__], "not with --kubeconfig"),
+    ],
+)
+def test_faults_the_api_server_bench_cannot_inject_are_refused(tmp_path, more, told):
+    path = anti_affine_case(tmp_path)
+    result = CliRunner().invoke(app, ["bench", str(path), "--cluster", "apiserver", *more])
+    assert result.exit_code == 2 and told in result.output, result.output

@@ -115,7 +115,7 @@ def test_the_newest_release_s_integration_workloads_run_through_the_api_server(
         shards=1,
         kubeconfig=perf_control_plane.admin_kubeconfig,
         timeout_s=60,
-        ceiling_pods=200,  # about a second, not the bench's eleven
+        ceiling_pods=0,  # not measured: the figures are not what this test reads
     )
     r = run_apiserver_bench(bench, Plan(runs), lambda label: lambda done, total: None)
     failed = {c.name: c.error for c in r.runs if c.error}

@@ -98,3 +98,22 @@ def test_the_tables_show_what_they_showed_from_the_dicts():
         for table in apiserver_tables(ApiBenchReport.model_validate(figures(name))):
             out.print(table)
     assert out.export_text() == (RESULTS / "api-tables.txt").read_text()
+
+
+def test_a_bench_that_measured_no_ceiling_leaves_it_out_of_the_file_the_tables_and_the_page():
+    """`--ceiling-pods 0`: no server is started for the ceiling, and nothing is said of it."""
+    doc = figures("api-apiserver")
+    del doc["ceiling_pods_per_s"]
+    for case in doc["cases"]:
+        del case["share_of_ceiling"]
+    report = ApiBenchReport.model_validate(doc)
+    assert report.ceiling_pods_per_s is None
+    assert json.dumps(report.model_dump(mode="json")) == json.dumps(doc)
+    assert compare(report.runs, None) == report.cases
+    console = Console(record=True, width=200)
+    for table in apiserver_tables(report):
+        console.print(table)
+    text = console.export_text()
+    assert "pods/s (median)" in text and "ceiling" not in text
+    page = render_html(report.model_dump())
+    assert "Through a real kube-apiserver" in page and "ceiling" not in page

@@ -1,0 +1,106 @@
+"""The faults `--chaos` injects through an API server: the control plane's parts, as
+they fail in production, and optimist's own, inside `optimist run`.
+
+- kill-apiserver: kube-apiserver killed (SIGKILL) and started again on its port; every
+  watch and connection of every client breaks, and nothing answers until it serves.
+- restart-etcd: etcd killed and started again on its data; the server's watch cache
+  relists from it.
+- compact-etcd: etcd's history compacted up to now, under the watches: a client that
+  resumes a watch or a list from a version before it gets 410 Gone, and must relist.
+- kill-shard: a shard's worker process of `optimist run` killed; Ray starts the actor
+  again.
+- kill-redis: `optimist run`'s private Redis killed; optimist starts it again, empty,
+  and builds its store from the API server.
+
+The last two are optimist's own parts: another scheduler's runs get the others alone.
+Each fault is recovered from at the next pod bound after it, as the bench's own watch
+of pods sees the binding (a watch that was itself cut by the fault sees the bindings
+made meanwhile once it has listed again).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import psutil
+
+from benchmarks.apiserver.pod_watch import PodWatch
+from benchmarks.chaos import (
+    COMPACT_ETCD,
+    KILL_APISERVER,
+    KILL_REDIS,
+    KILL_SHARD,
+    PLANE_FAULTS,
+    RESTART_ETCD,
+    ChaosError,
+    Recovery,
+)
+from benchmarks.controlplane.control_plane import ControlPlane
+
+OPTIMIST_ONLY = (KILL_SHARD, KILL_REDIS)
+PLANE_ONLY = tuple(kind for kind in PLANE_FAULTS if kind not in OPTIMIST_ONLY)
+# how a process of `optimist run`'s tree is known: a shard's Ray worker names itself
+# after its actor class; the private Redis is redis-server
+_PARTS: dict[str, Callable[[psutil.Process], bool]] = {
+    KILL_SHARD: lambda p: " ".join(p.cmdline()).startswith("ray::ShardActor"),
+    KILL_REDIS: lambda p: p.name() == "redis-server",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PlaneTargets:
+    """What a run's faults go into: its control plane, and the scheduler's process
+    (`optimist run`, whose tree holds its shards and its private Redis)."""
+
+    plane: ControlPlane
+    scheduler_pid: int
+
+
+@dataclass(frozen=True, slots=True)
+class PlaneFaults:
+    """`benchmarks.chaos.Injector` of the runs through an API server."""
+
+    targets: PlaneTargets
+    watch: PodWatch
+
+    def inject(self, kind: str, rng: random.Random) -> tuple[str, Recovery]:
+        at = time.perf_counter()
+        plane = self.targets.plane
+        if kind == KILL_APISERVER:
+            plane.restart("kube-apiserver")
+            target = "kube-apiserver"
+        elif kind == RESTART_ETCD:
+            plane.restart("etcd")
+            target = "etcd"
+        elif kind == COMPACT_ETCD:
+            target = f"etcd, up to revision {plane.compact()}"
+        else:
+            target = self._kill(kind, rng)
+        return target, lambda: self.watch.bound_after(at)
+
+    def retries(self) -> None:
+        """Not known here: optimist counts its retries in its own process."""
+        return None
+
+    def _kill(self, kind: str, rng: random.Random) -> str:
+        """SIGKILL one process of the scheduler's tree that is the fault's target, by its
+        PID; what it was."""
+        try:
+            tree = psutil.Process(self.targets.scheduler_pid).children(recursive=True)
+        except psutil.Error:
+            tree = []
+        found = []
+        for process in tree:
+            try:
+                if _PARTS[kind](process):
+                    found.append(process)
+            except psutil.Error:
+                continue  # gone meanwhile
+        if not found:
+            raise ChaosError(f"--chaos {kind}: the scheduler's processes hold none to kill")
+        victim = rng.choice(sorted(found, key=lambda p: p.pid))
+        victim.kill()
+        return f"{kind.removeprefix('kill-')} (pid {victim.pid})"
