@@ -32,7 +32,7 @@ def figures(path: Path, link: str) -> str:
     if "happenings" in report:
         rows = _day(report)
     else:
-        rows = _beside(report) if "cluster" in report else _simulated(report)
+        rows = [*_beside(report), *_faults(report)] if "cluster" in report else _simulated(report)
     return "\n".join([*rows, "", _made_by(report, path.name, link)])
 
 
@@ -91,6 +91,32 @@ def _beside(report: dict[str, Any]) -> list[str]:
                 f"{s['latency_p99_s']:.2f} s |"
             )
     return out
+
+
+def _faults(report: dict[str, Any]) -> list[str]:
+    """Under `--chaos`, one row per run and kind of fault: how many, the time to the next
+    binding after each, and the longest pause in bindings after each."""
+    runs = [r for r in report["runs"] if r.get("chaos")]
+    if not runs:
+        return []
+    out = [
+        "",
+        "| workload | scheduler | fault | injected | to the next binding, median / max | "
+        "longest pause in bindings, median / max |",
+        "|---|---|---|---|---|---|",
+    ]
+    for run in runs:
+        for kind, r in run["chaos"]["recovery_s"].items():
+            out.append(
+                f"| {run['name']} | {run['scheduler']} | {kind} | {r['count']} | "
+                f"{_seconds(r['median_s'])} / {_seconds(r['max_s'])} | "
+                f"{_seconds(r.get('stall_median_s'))} / {_seconds(r.get('stall_max_s'))} |"
+            )
+    return out
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f} s"
 
 
 def _day(report: dict[str, Any]) -> list[str]:
