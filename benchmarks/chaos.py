@@ -29,7 +29,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 log = logging.getLogger(__name__)
 
@@ -37,9 +37,8 @@ KILL_SHARD, KILL_BINDER, RESTART_REDIS = "kill-shard", "kill-binder", "restart-r
 FAULTS = (KILL_SHARD, KILL_BINDER, RESTART_REDIS)  # the simulated cluster's
 # through an API server: the control plane's parts, and optimist's own (its runs only)
 KILL_APISERVER, RESTART_ETCD, COMPACT_ETCD = "kill-apiserver", "restart-etcd", "compact-etcd"
-KILL_REDIS, STOP_KWOK = "kill-redis", "stop-kwok"
-PLANE_FAULTS = (KILL_APISERVER, RESTART_ETCD, COMPACT_ETCD, KILL_SHARD, KILL_REDIS)
-LIVING_FAULTS = (*PLANE_FAULTS, STOP_KWOK)  # with KWOK's nodes, which can stop heartbeating
+KILL_REDIS, KILL_LEADER = "kill-redis", "kill-leader"
+PLANE_FAULTS = (KILL_APISERVER, RESTART_ETCD, COMPACT_ETCD, KILL_SHARD, KILL_REDIS, KILL_LEADER)
 ALL = "all"  # --chaos all: every kind the cluster kind has
 FAULTS_PER_KIND = 2  # the default bound: each kind asked for, twice
 DURATION_S = 60.0  # the default bound: no fault after this long into a workload
@@ -104,6 +103,17 @@ class ChaosPlan:
 
 # when the platform recovered from a fault, once it has (a time.perf_counter() reading)
 Recovery = Callable[[], float | None]
+
+
+class Injected(NamedTuple):
+    """A fault as its injector made it: its target, when it struck (perf_counter), and
+    when it was recovered from."""
+
+    target: str
+    at: float
+    recovered_at: Recovery
+
+
 # when each binding between two perf_counter readings was seen, in order
 BindTimes = Callable[[float, float], list[float]]
 STALL_WINDOW_S = 10.0  # a fault's stall: the longest pause in bindings this long after it
@@ -112,8 +122,9 @@ STALL_WINDOW_S = 10.0  # a fault's stall: the longest pause in bindings this lon
 class Injector(Protocol):
     """What injects the faults of a cluster kind, and reads what the run did about them."""
 
-    def inject(self, kind: str, rng: random.Random) -> tuple[str, Recovery]:
-        """Inject a fault of `kind`: its target, and when it was recovered from."""
+    def inject(self, kind: str, rng: random.Random) -> Injected:
+        """Inject a fault of `kind` (having first waited, where it must, for the last
+        one's target to be back)."""
         ...
 
     def retries(self) -> int | None:
@@ -165,9 +176,9 @@ class Chaos:
             elif now - self.started > self.plan.duration_s:
                 self.stopped = "duration"
             elif self._due(now):
-                self._inject(self.plan.faults[self._turn % len(self.plan.faults)], now)
+                self._inject(self.plan.faults[self._turn % len(self.plan.faults)])
                 self._turn += 1
-                self._next = now + self._gap()
+                self._next = time.perf_counter() + self._gap()
 
     def _due(self, now: float) -> bool:
         if self.plan.interval_s:
@@ -179,10 +190,10 @@ class Chaos:
             return False
         return self.progress() >= (len(self.faults) + 1) / (self.plan.bound + 1)
 
-    def _inject(self, kind: str, now: float) -> None:
-        target, recovered_at = self.injector.inject(kind, self.rng)
+    def _inject(self, kind: str) -> None:
+        target, at, recovered_at = self.injector.inject(kind, self.rng)
         log.warning("chaos: %s (%s)", kind, target)
-        self.faults.append(_Fault(kind, target, now, recovered_at))
+        self.faults.append(_Fault(kind, target, at, recovered_at))
 
     def _note_recoveries(self) -> None:
         for fault in self.faults:
@@ -192,8 +203,8 @@ class Chaos:
     def report(self, started: float) -> dict[str, Any]:
         """What was injected and how long each recovery took (None: not within the run)."""
         self._note_recoveries()
-        ends = [f.at for f in self.faults[1:]] + [float("inf")]
-        stalls = {id(f): self._stalled(f, end) for f, end in zip(self.faults, ends, strict=True)}
+        ends = [f.at for f in self.faults[1:]] + [float("inf")]  # each, the next's start
+        stalls = {id(f): self._stalled(f, end) for f, end in zip(self.faults, ends, strict=False)}
         recovery: dict[str, dict[str, Any]] = {}
         for kind in self.plan.faults:
             times = [f.recovered_s for f in self.faults if f.kind == kind]

@@ -18,8 +18,6 @@ import functools
 import itertools
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -27,10 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import psutil
-import yaml
+from typing import Any, NamedTuple
 
 from benchmarks.apiserver import null_scheduler
 from benchmarks.apiserver.api_runner import (
@@ -42,18 +37,22 @@ from benchmarks.apiserver.api_runner import (
     volumes_of,
 )
 from benchmarks.apiserver.plane_faults import PLANE_ONLY, PlaneTargets
+from benchmarks.apiserver.replicas import OptimistReplicas
+from benchmarks.apiserver.scheduler_processes import (
+    ApiBenchError,
+    null_scheduler_process,
+    optimist_process,
+    scheduler_documents,
+    scheduler_names,
+)
 from benchmarks.cases.case_file import CaseWorkload
-from benchmarks.chaos import PLANE_FAULTS, ChaosPlan
+from benchmarks.chaos import KILL_LEADER, PLANE_FAULTS, ChaosPlan
 from benchmarks.controlplane.control_plane import (
-    SCHEDULER_PERF_CLIENT,
     ControlPlane,
     ControlPlaneError,
-    answers,
     binaries,
-    free_port,
     kube_scheduler,
     scheduler_perf_plane,
-    stop_tree,
 )
 from benchmarks.controlplane.living_plane import KWOK_POOL, LivingPlane
 from benchmarks.controlplane.releases import NEWEST
@@ -71,24 +70,16 @@ from benchmarks.report.api_report import (
 )
 from benchmarks.report.bench_report import ChaosFigures, Latency, Machine, Throughput
 from benchmarks.simulated.sim_bench import Plan, case_warnings, ending
-from optimist.configuration import default_configuration, load_file
 from optimist.kube.client import ApiError, KubeClient
 from optimist.offline import provenance
 from optimist.offline.invariants import check_invariants
 from optimist.offline.simulator import SimulatedCluster
-from optimist.settings import Settings
 
 SCHEDULERS = ("optimist", "kube-scheduler")
 # and what the API bench can run besides them: the null scheduler, the limit of the path
 BENCHED = (*SCHEDULERS, NULL_SCHEDULER)
 CEILING_PODS = 2000  # pods the ceiling is measured on
 CEILING_THREADS = 16
-READY_TIMEOUT_S = 180.0  # `optimist run`: Ray, Redis, the informers' first lists
-STOP_GRACE_S = 30.0
-
-
-class ApiBenchError(RuntimeError):
-    """A scheduler that did not start, or a setting that cannot be run; says which."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,99 +98,6 @@ class ApiBench:
 
 
 # --- the schedulers under test -------------------------------------------------------
-
-
-def scheduler_documents(path: Path | None) -> list[dict[str, Any]]:
-    """The configuration file's documents (a KubeSchedulerConfiguration first); without
-    a file, one document with v1.30's one default-scheduler profile."""
-    if path is None:
-        return [
-            {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
-        ]
-    return [d for d in yaml.safe_load_all(path.read_text()) if d]
-
-
-def scheduler_names(path: Path | None) -> frozenset[str]:
-    configuration = load_file(path) if path else default_configuration()
-    return Settings.from_configuration(configuration).scheduler_names
-
-
-@contextmanager
-def optimist_process(
-    kubeconfig: Path,
-    documents: list[dict[str, Any]],
-    shards: int,
-    folder: Path,
-    port: int | None = None,
-) -> Iterator[int]:
-    """`optimist run` in a process of its own, with the configuration's profiles, no
-    leader election and scheduler_perf's client limits, serving metrics on `port` (one
-    free by default); yields its PID once it is ready (scheduling). Stopped by SIGTERM,
-    then whatever of its tree is left by PID."""
-    first, *rest = documents
-    first = {
-        **first,
-        "leaderElection": {"leaderElect": False},
-        "clientConnection": {**(first.get("clientConnection") or {}), **SCHEDULER_PERF_CLIENT},
-    }
-    config = folder / "optimist.yaml"
-    config.write_text(yaml.safe_dump_all([first, *rest]))
-    port = port or free_port()
-    command = [
-        sys.executable, "-c", "from optimist.cli.main import entry; entry()",
-        "run", "--config", str(config), "--kubeconfig", str(kubeconfig),
-        "--metrics-address", f"127.0.0.1:{port}", "--shards", str(shards),
-    ]  # fmt: skip
-    log_path = folder / "optimist-run.log"
-    with log_path.open("wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-    started: list[psutil.Process] = []  # its Redis and Ray's daemons, once it is ready
-    try:
-        _wait_ready(process, lambda: answers(f"http://127.0.0.1:{port}/readyz"), log_path)
-        started = psutil.Process(process.pid).children(recursive=True)
-        yield process.pid
-    finally:
-        stop_tree(process, STOP_GRACE_S, started)
-
-
-@contextmanager
-def null_scheduler_process(kubeconfig: Path, names: frozenset[str], folder: Path) -> Iterator[int]:
-    """The null scheduler (`null_scheduler`) in a process of its own for the profiles
-    `names`; yields its PID once it has listed the nodes and pods. It ends when its
-    input closes; SIGTERM if it lingers."""
-    command = [sys.executable, "-m", null_scheduler.__name__, str(kubeconfig), *sorted(names)]
-    log_path = folder / "null-scheduler.log"
-    with log_path.open("wb") as out:
-        process = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT
-        )
-    try:
-        _wait_ready(process, lambda: log_path.read_bytes().startswith(b"ready"), log_path)
-        yield process.pid
-    finally:
-        if process.stdin is not None:
-            process.stdin.close()
-        stop_tree(process, STOP_GRACE_S)
-
-
-def _wait_ready(
-    process: subprocess.Popen[bytes], ready: Callable[[], bool], log_path: Path
-) -> None:
-    """Until `ready()` while the process lives; ApiBenchError with its log if it ends, or
-    READY_TIMEOUT_S goes by, first."""
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        # ready, and still ours that is (not another process that took the port while
-        # this one started)
-        if ready() and process.poll() is None:
-            return
-        if process.poll() is not None:
-            raise ApiBenchError(
-                f"{process.args!r} exited ({process.returncode}) before it was ready: "
-                f"{log_path.read_text(errors='replace')[-2000:]}"
-            )
-        time.sleep(0.2)
-    raise ApiBenchError(f"{process.args!r} not ready within {READY_TIMEOUT_S:.0f} s ({log_path})")
 
 
 @contextmanager
@@ -229,12 +127,6 @@ def scheduler(
         raise ApiBenchError(f"--scheduler {name!r}: not one of {', '.join(BENCHED)}")
 
 
-def metrics_url(name: str, port: int) -> str:
-    """Where the scheduler `name` started on `port` serves its Prometheus metrics."""
-    scheme = "https" if name == "kube-scheduler" else "http"  # its own certificate
-    return f"{scheme}://127.0.0.1:{port}/metrics"
-
-
 # --- one workload, one scheduler -----------------------------------------------------
 
 
@@ -255,9 +147,14 @@ class Server:
             return {}
         plane = self.plane
         return {
-            name: instruments.ProcessTree(functools.partial(plane.pid, name))
+            name: instruments.ProcessTree(functools.partial(_one, plane, name))
             for name in plane.running
         }
+
+
+def _one(plane: ControlPlane, name: str) -> tuple[int]:
+    """The PID of a process of the plane, whichever runs under that name now."""
+    return (plane.pid(name),)
 
 
 @contextmanager
@@ -301,14 +198,14 @@ def run_stretch(
     names = scheduler_names(path)
     with (
         api_server(bench.kubeconfig, bench.living, bench.kube_version) as server,
-        scheduler(name, server, scheduler_documents(path), names, bench.shards) as pid,
+        _under_test(bench, name, server, scheduler_documents(path), names) as under_test,
     ):
         meters = {
-            "scheduler": instruments.ProcessTree(pid),
+            "scheduler": instruments.ProcessTree(under_test.pids),
             **server.meters(),
             "client": instruments.ProcessTree(os.getpid(), descendants=False),
         }
-        chaos = _chaos(bench, name, server, pid)
+        chaos = _chaos(bench, name, server, under_test)
         for run in runs:
             label = progress(f"{run.name} [{name}, round {round_ + 1}]")
             runner = ApiCaseRunner(
@@ -334,15 +231,43 @@ def run_stretch(
             yield workload_report(outcome, name, round_, len(cluster.nodes), violations)
 
 
+class UnderTest(NamedTuple):
+    """The scheduler a stretch runs: the PIDs of its processes (optimist's replicas,
+    where a leader is to be killed), the one whose tree schedules now, and the replicas."""
+
+    pids: Callable[[], list[int]]
+    leader_pid: Callable[[], int]
+    replicas: OptimistReplicas | None = None
+
+
+@contextmanager
+def _under_test(
+    bench: ApiBench,
+    name: str,
+    server: Server,
+    documents: list[dict[str, Any]],
+    names: frozenset[str],
+) -> Iterator[UnderTest]:
+    """The scheduler `name`, once it is ready; optimist as two replicas sharing a Lease
+    where `--chaos kill-leader` is to kill its leader."""
+    if name == SCHEDULERS[0] and bench.chaos is not None and KILL_LEADER in bench.chaos.faults:
+        with OptimistReplicas(server.kubeconfig, documents, bench.shards, server.folder) as r:
+            yield UnderTest(r.pids, r.leader_pid, r)
+        return
+    with scheduler(name, server, documents, names, bench.shards) as pid:
+        yield UnderTest(lambda: [pid], lambda: pid)
+
+
 def _chaos(
-    bench: ApiBench, name: str, server: Server, pid: int
+    bench: ApiBench, name: str, server: Server, under_test: UnderTest
 ) -> tuple[ChaosPlan, PlaneTargets] | None:
     """The faults of a scheduler's runs, and what they go into: optimist's own parts
     are killed in its runs alone."""
     if bench.chaos is None or server.plane is None:
         return None
     plan = bench.chaos.only(PLANE_FAULTS if name == SCHEDULERS[0] else PLANE_ONLY)
-    return (plan, PlaneTargets(server.plane, pid)) if plan else None
+    targets = PlaneTargets(server.plane, under_test.leader_pid, under_test.replicas)
+    return (plan, targets) if plan else None
 
 
 def stretches(

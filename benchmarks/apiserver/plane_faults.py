@@ -3,6 +3,9 @@ they fail in production, and optimist's own, inside `optimist run`.
 
 - kill-apiserver: kube-apiserver killed (SIGKILL) and started again on its port; every
   watch and connection of every client breaks, and nothing answers until it serves.
+  The bench goes on watching meanwhile, and before the next fault waits until the
+  server answers again (not until it is ready: it binds pods before its readiness
+  checks pass).
 - restart-etcd: etcd killed and started again on its data; the server's watch cache
   relists from it.
 - compact-etcd: etcd's history compacted up to now, under the watches: a client that
@@ -11,8 +14,11 @@ they fail in production, and optimist's own, inside `optimist run`.
   again.
 - kill-redis: `optimist run`'s private Redis killed; optimist starts it again, empty,
   and builds its store from the API server.
+- kill-leader: optimist runs as two replicas sharing a Lease (`replicas`); the leader
+  is killed with all it started, and the standby takes over once the lease lapses; a
+  new replica takes the killed one's place, as a Deployment's would.
 
-The last two are optimist's own parts: another scheduler's runs get the others alone.
+The last three are optimist's own parts: another scheduler's runs get the others.
 Each fault is recovered from at the next pod bound after it, as the bench's own watch
 of pods sees the binding (a watch that was itself cut by the fault sees the bindings
 made meanwhile once it has listed again).
@@ -28,19 +34,21 @@ from dataclasses import dataclass
 import psutil
 
 from benchmarks.apiserver.pod_watch import PodWatch
+from benchmarks.apiserver.replicas import OptimistReplicas
 from benchmarks.chaos import (
     COMPACT_ETCD,
     KILL_APISERVER,
+    KILL_LEADER,
     KILL_REDIS,
     KILL_SHARD,
     PLANE_FAULTS,
     RESTART_ETCD,
     ChaosError,
-    Recovery,
+    Injected,
 )
 from benchmarks.controlplane.control_plane import ControlPlane
 
-OPTIMIST_ONLY = (KILL_SHARD, KILL_REDIS)
+OPTIMIST_ONLY = (KILL_SHARD, KILL_REDIS, KILL_LEADER)
 PLANE_ONLY = tuple(kind for kind in PLANE_FAULTS if kind not in OPTIMIST_ONLY)
 # how a process of `optimist run`'s tree is known: a shard's Ray worker names itself
 # after its actor class; the private Redis is redis-server
@@ -52,34 +60,46 @@ _PARTS: dict[str, Callable[[psutil.Process], bool]] = {
 
 @dataclass(frozen=True, slots=True)
 class PlaneTargets:
-    """What a run's faults go into: its control plane, and the scheduler's process
-    (`optimist run`, whose tree holds its shards and its private Redis)."""
+    """What a run's faults go into: its control plane, the scheduler's process that
+    schedules now (`optimist run`, whose tree holds its shards and its private Redis),
+    and optimist's replicas where there are two."""
 
     plane: ControlPlane
-    scheduler_pid: int
+    scheduler_pid: Callable[[], int]
+    replicas: OptimistReplicas | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PlaneFaults:
     """`benchmarks.chaos.Injector` of the runs through an API server."""
 
     targets: PlaneTargets
     watch: PodWatch
+    _restarted: bool = False  # kube-apiserver started again, not waited for
 
-    def inject(self, kind: str, rng: random.Random) -> tuple[str, Recovery]:
-        at = time.perf_counter()
+    def inject(self, kind: str, rng: random.Random) -> Injected:
         plane = self.targets.plane
+        if self._restarted:
+            plane.wait_answering()
+            self._restarted = False
+        if kind == KILL_LEADER and self.targets.replicas is not None:
+            self.targets.replicas.await_standby()
+        at = time.perf_counter()
         if kind == KILL_APISERVER:
-            plane.restart("kube-apiserver")
-            target = "kube-apiserver"
+            plane.restart("kube-apiserver", wait=False)
+            self._restarted, target = True, "kube-apiserver"
         elif kind == RESTART_ETCD:
             plane.restart("etcd")
             target = "etcd"
         elif kind == COMPACT_ETCD:
             target = f"etcd, up to revision {plane.compact()}"
+        elif kind == KILL_LEADER:
+            if self.targets.replicas is None:
+                raise ChaosError(f"--chaos {kind}: optimist runs as one replica here")
+            target = self.targets.replicas.kill_leader()
         else:
             target = self._kill(kind, rng)
-        return target, lambda: self.watch.bound_after(at)
+        return Injected(target, at, lambda: self.watch.bound_after(at))
 
     def retries(self) -> None:
         """Not known here: optimist counts its retries in its own process."""
@@ -89,7 +109,7 @@ class PlaneFaults:
         """SIGKILL one process of the scheduler's tree that is the fault's target, by its
         PID; what it was."""
         try:
-            tree = psutil.Process(self.targets.scheduler_pid).children(recursive=True)
+            tree = psutil.Process(self.targets.scheduler_pid()).children(recursive=True)
         except psutil.Error:
             tree = []
         found = []

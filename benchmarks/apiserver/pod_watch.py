@@ -14,7 +14,7 @@ from typing import Any
 from benchmarks.controlplane.control_plane import ControlPlaneError
 from cluster.cluster_adapter import Binding
 from cluster.manifests import condition, condition_true, pod_group, terminated
-from optimist.kube.client import KubeClient
+from optimist.kube.client import Backoff, KubeClient
 from optimist.kube.informer import Informer, object_key
 
 SETTLE_S = 3.0  # nothing bound for this long, and every pod left reported unschedulable
@@ -22,6 +22,9 @@ SETTLE_S = 3.0  # nothing bound for this long, and every pod left reported unsch
 # has passed since the change: a pod refused before a node was added is retried after
 # its backoff, 10 s at most in both schedulers (a verdict given since stands at once)
 RETRY_S = 11.0
+
+
+WATCH_RETRY = Backoff(first_s=0.05, cap_s=0.25)
 
 
 def _unschedulable(pod: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -66,7 +69,10 @@ class PodWatch:
         # the pod events the server sent, every one a scheduler's informer decodes too:
         # on a living cluster each pod's Running and Ready come on top of its binding
         self.events = 0
-        self.informer = Informer(client, "/api/v1/pods", self._seen)
+        # the bench's instrument: a watch cut by a fault (a server killed) is taken up
+        # again within a quarter second, so that what it times is the schedulers', not
+        # its own backoff's (a scheduler's watches back off up to 30 s)
+        self.informer = Informer(client, "/api/v1/pods", self._seen, backoff=WATCH_RETRY)
 
     def __enter__(self) -> PodWatch:
         self.informer.start()

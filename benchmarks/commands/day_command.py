@@ -12,11 +12,9 @@ from typing import Annotated, NoReturn
 import typer
 from rich.markup import escape
 
-from benchmarks.apiserver.api_bench import (
-    SCHEDULERS,
-    api_server,
+from benchmarks.apiserver.api_bench import SCHEDULERS, api_server, scheduler
+from benchmarks.apiserver.scheduler_processes import (
     metrics_url,
-    scheduler,
     scheduler_documents,
     scheduler_names,
 )

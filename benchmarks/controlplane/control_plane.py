@@ -374,19 +374,32 @@ class ControlPlane:
         """Stop a process it runs, by its PID, as a fault or a test asks."""
         _stop(self._processes.pop(name))
 
-    def restart(self, name: str) -> None:
+    def restart(self, name: str, *, wait: bool = True) -> None:
         """Kill a process it runs (SIGKILL, by its PID: a crash, nothing flushed) and start
-        it again as it was started, on the same ports and data; returns once it serves
-        (etcd and kube-apiserver) or runs. A fault the chaos bench injects."""
+        it again as it was started, on the same ports and data; with `wait`, return once
+        it serves (`wait_serving`). A fault the chaos bench injects."""
         process = self._processes[name]
         process.kill()
         process.wait()
         binary, args = self._commands[name]
         self._spawn(name, *args, binary=binary)
+        if wait:
+            self.wait_serving(name)
+
+    def wait_serving(self, name: str) -> None:
+        """Until etcd answers, or kube-apiserver is ready (other processes: at once)."""
         if name == "etcd":
             self._wait_until(name, self._etcd_answers)
         elif name == "kube-apiserver":
             self._wait_ready()
+
+    def wait_answering(self) -> None:
+        """Until kube-apiserver answers requests, which it does, and binds pods, before
+        all its readiness checks pass (a restarted one, seconds before)."""
+        request = urllib.request.Request(
+            f"{self.url}/version", headers={"Authorization": f"Bearer {self.admin.token}"}
+        )
+        self._wait_healthy("kube-apiserver", request, self.client_context())
 
     def _spawn(self, name: str, *args: str, binary: str = "") -> None:
         """Start `binary` (`name`'s own by default) as `name`, its log in the folder

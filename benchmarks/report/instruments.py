@@ -10,7 +10,7 @@ of resident set sizes sampled once a second.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from functools import partial
 from typing import Any, Protocol, cast
 
@@ -243,24 +243,30 @@ class ProcessTree:
     whole: `optimist run` with its Ray daemons, shards and Redis; kube-scheduler
     alone. CPU seconds so far (a descendant that has exited keeps what it was last
     seen using) and resident memory now (the sum of their RSS: pages two of them
-    share count twice). Given a function for its PID, the root is whichever process
-    has it now: a server the chaos bench restarts is read on, its new process adding
-    to what the one before used."""
+    share count twice). Given a function for its roots' PIDs, the roots are whichever
+    processes have them now: a server the chaos bench restarts is read on, its new
+    process adding to what the one before used, and the replicas of a scheduler
+    (one leading, one waiting) are read together."""
 
-    def __init__(self, pid: int | Callable[[], int], *, descendants: bool = True) -> None:
-        self._pid_of = pid if callable(pid) else lambda: pid
-        self.root = psutil.Process(self._pid_of())
+    def __init__(
+        self, pid: int | Callable[[], Collection[int]], *, descendants: bool = True
+    ) -> None:
+        self._pids = pid if callable(pid) else lambda: (pid,)
         self.descendants = descendants
+        self._roots: dict[int, psutil.Process] = {}
         self._cpu: dict[tuple[int, float], float] = {}  # (pid, start time) -> busy s
+        self._members()  # a root not there fails here, as psutil.Process does
 
     def _members(self) -> list[psutil.Process]:
-        try:
-            if (pid := self._pid_of()) != self.root.pid:
-                self.root = psutil.Process(pid)
-            below = self.root.children(recursive=True) if self.descendants else []
-        except psutil.Error:
-            return []
-        return [self.root, *below]
+        members = []
+        for pid in self._pids():
+            try:
+                root = self._roots.get(pid) or self._roots.setdefault(pid, psutil.Process(pid))
+                below = root.children(recursive=True) if self.descendants else []
+            except psutil.Error:
+                continue
+            members += [root, *below]
+        return members
 
     def cpu_s(self) -> float:
         for process in self._members():
@@ -271,12 +277,16 @@ class ProcessTree:
         return sum(self._cpu.values())
 
     def alive(self) -> bool:
-        """Whether the root process still runs (an exited child not yet reaped is a
-        zombie: it runs no more)."""
-        try:
-            return cast(bool, self.root.status() != psutil.STATUS_ZOMBIE)  # psutil is untyped
-        except psutil.Error:
-            return False
+        """Whether a root still runs (an exited child not yet reaped is a zombie: it runs
+        no more)."""
+        for pid in self._pids():
+            try:
+                root = self._roots.get(pid) or psutil.Process(pid)
+                if root.status() != psutil.STATUS_ZOMBIE:
+                    return True
+            except psutil.Error:
+                continue
+        return False
 
     def rss(self) -> int:
         total = 0

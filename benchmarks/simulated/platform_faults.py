@@ -11,7 +11,14 @@ from dataclasses import dataclass
 
 import ray
 
-from benchmarks.chaos import KILL_BINDER, KILL_SHARD, RESTART_REDIS, ChaosError, ChaosPlan, Recovery
+from benchmarks.chaos import (
+    KILL_BINDER,
+    KILL_SHARD,
+    RESTART_REDIS,
+    ChaosError,
+    ChaosPlan,
+    Injected,
+)
 from optimist.loop import SchedulingLoop
 from optimist.runtime import Platform
 
@@ -33,20 +40,23 @@ class PlatformFaults:
     platform: Platform
     loop: SchedulingLoop
 
-    def inject(self, kind: str, rng: random.Random) -> tuple[str, Recovery]:
+    def inject(self, kind: str, rng: random.Random) -> Injected:
+        at = time.perf_counter()
         if kind == RESTART_REDIS:
             servers = self.platform.embedded_servers  # `check` saw that there are some
             index = rng.randrange(len(servers))
             rebuilds, bound = self._rebuilds(), self._bound()
             servers[index].restart()
             target = f"redis {index}" if len(servers) > 1 else "redis"
-            return target, lambda: _now_if(self._rebuilds() > rebuilds and self._bound() > bound)
+            return Injected(
+                target, at, lambda: _now_if(self._rebuilds() > rebuilds and self._bound() > bound)
+            )
         actors = self.platform.shards if kind == KILL_SHARD else self.platform.binders
         index = rng.randrange(len(actors))
         ray.kill(actors[index], no_restart=False)  # Ray starts it again
         probe: ray.ObjectRef[object] = actors[index].info.remote()  # queued until it is back
         target = f"{'shard' if kind == KILL_SHARD else 'binder'} {index}"
-        return target, lambda: _now_if(bool(ray.wait([probe], timeout=0)[0]))
+        return Injected(target, at, lambda: _now_if(bool(ray.wait([probe], timeout=0)[0])))
 
     def retries(self) -> int:
         return self.loop.faults.fault_retries

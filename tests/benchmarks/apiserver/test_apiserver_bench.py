@@ -350,16 +350,17 @@ def test_a_workload_where_no_controller_runs_fails_its_case_naming_why(tmp_path)
 def test_every_fault_of_the_control_plane_and_of_optimist_loses_and_doubles_nothing(tmp_path):
     """`--chaos all` through an API server started for the run: kube-apiserver and etcd
     killed and started again, etcd compacted under the watches, a shard and optimist's
-    private Redis killed, once each while 1,200 pods are scheduled. Every pod ends
-    bound, once, on a node with room, as the server holds them at the end; each fault
-    is recovered from (a pod bound after it) and its pause in bindings measured."""
+    private Redis killed, and optimist's leader killed with a standby running, once
+    each while 3,000 pods are scheduled. Every pod ends bound, once, on a node with
+    room, as the server holds them at the end; each fault is recovered from (a pod
+    bound after it) and its pause in bindings measured."""
     path = write_case(
         tmp_path,
         [
-            {"opcode": "createNodes", "count": 40},
+            {"opcode": "createNodes", "count": 60},
             {
                 "opcode": "createPods",
-                "count": 1200,
+                "count": 3000,
                 "podTemplatePath": "config/pod.yaml",
                 "collectMetrics": True,
             },
@@ -373,7 +374,7 @@ def test_every_fault_of_the_control_plane_and_of_optimist_loses_and_doubles_noth
     assert result.exit_code == 0, result.output
     [run] = json.loads(report.read_text())["runs"]
     assert run["error"] is None and run["invariant_violations"] == [], run
-    assert run["pods_scheduled"] == run["all_pods"]["bound"] == 1200, run["all_pods"]
+    assert run["pods_scheduled"] == run["all_pods"]["bound"] == 3000, run["all_pods"]
     chaos = run["chaos"]
     assert chaos["faults_injected"] == {kind: 1 for kind in PLANE_FAULTS}, chaos
     for fault in chaos["faults"]:

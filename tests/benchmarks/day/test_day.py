@@ -3,7 +3,11 @@ every kind of happening comes to pass, and the day's own checks find nothing wro
 
 from pathlib import Path
 
-from benchmarks.apiserver.api_bench import metrics_url, optimist_process, scheduler_documents
+from benchmarks.apiserver.scheduler_processes import (
+    metrics_url,
+    optimist_process,
+    scheduler_documents,
+)
 from benchmarks.cases import day_file
 from benchmarks.controlplane.control_plane import free_port
 from benchmarks.day.day_file import load_day

@@ -1,0 +1,131 @@
+"""optimist as a Deployment of two replicas runs it, for `--chaos kill-leader`: two
+`optimist run` processes sharing a Lease, one leading and one waiting to take over.
+The leader killed (SIGKILL, its whole process tree, as a node's kubelet ends a pod's
+container) is replaced by a new replica, as the Deployment's ReplicaSet would start a
+new pod: there is always a standby for the next fault.
+
+The bench's lease is short (`LEASE`), so that a run meets several takeovers: a
+standby takes over once the killed leader's lease has lapsed, then starts its Redis
+and shards and lists the cluster.
+"""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from benchmarks.apiserver.scheduler_processes import STOP_GRACE_S, start_optimist, wait_ready
+from benchmarks.controlplane.control_plane import answers, free_port, stop_tree
+
+LEASE = {
+    "leaderElect": True,
+    "leaseDuration": "3s",
+    "renewDeadline": "2s",
+    "retryPeriod": "500ms",
+    "resourceNamespace": "default",
+    "resourceName": "optimist",
+}
+
+
+@dataclass
+class _Replica:
+    name: str
+    port: int
+    process: subprocess.Popen[bytes]
+    started: list[psutil.Process] = field(default_factory=list)  # its tree, once seen
+
+    def leading(self) -> bool:
+        """Ready: only the replica holding the lease schedules, and says so."""
+        return self.process.poll() is None and answers(f"http://127.0.0.1:{self.port}/readyz")
+
+
+class OptimistReplicas:
+    """The replicas, for as long as the context lasts."""
+
+    def __init__(
+        self, kubeconfig: Path, documents: list[dict[str, Any]], shards: int, folder: Path
+    ) -> None:
+        self.kubeconfig = kubeconfig
+        self.documents = documents
+        self.shards = shards
+        self.folder = folder
+        self.replicas: list[_Replica] = []
+        self._names = itertools.count()
+
+    def pids(self) -> list[int]:
+        """The running replicas' PIDs (their trees hold their Ray and Redis)."""
+        return [r.process.pid for r in self.replicas if r.process.poll() is None]
+
+    def leader_pid(self) -> int:
+        """The leader's PID; the first replica's while none leads (a takeover)."""
+        leader = next((r for r in self.replicas if r.leading()), self.replicas[0])
+        return int(leader.process.pid)
+
+    def kill_leader(self) -> str:
+        """Kill the leader and all it started, by PID, and start a replica in its place;
+        which replica was killed."""
+        leader = next((r for r in self.replicas if r.leading()), None)
+        if leader is None:
+            return "none leading (a takeover under way)"
+        tree = [leader.process, *_tree(leader.process.pid)]
+        for process in tree:
+            try:
+                process.kill()
+            except (psutil.Error, ProcessLookupError):
+                continue
+        leader.process.wait()
+        self.replicas.remove(leader)
+        self._start()  # not waited for: the standby leads meanwhile
+        return leader.name
+
+    def await_standby(self) -> None:
+        """Until every replica serves (the one started last, in its place, included)."""
+        for replica in self.replicas:
+            self._await(replica, "healthz")
+
+    def _start(self) -> _Replica:
+        name, port = f"optimist-{next(self._names)}", free_port()
+        process = start_optimist(
+            self.kubeconfig, self.documents, self.shards, self.folder, port, LEASE, name
+        )
+        replica = _Replica(name, port, process)
+        self.replicas.append(replica)
+        return replica
+
+    def _await(self, replica: _Replica, probe: str) -> None:
+        """Until the replica answers `probe` (readyz: it leads; healthz: it serves)."""
+        wait_ready(
+            replica.process,
+            lambda: answers(f"http://127.0.0.1:{replica.port}/{probe}"),
+            self.folder / f"{replica.name}.log",
+        )
+        replica.started = _tree(replica.process.pid)
+
+    def __enter__(self) -> OptimistReplicas:
+        """Two replicas: the first once it leads, then the standby once it serves."""
+        try:
+            self._await(self._start(), "readyz")
+            self._await(self._start(), "healthz")
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        """Each replica stopped, and what it started, by PID."""
+        for replica in self.replicas:
+            seen = [*replica.started, *_tree(replica.process.pid)]
+            stop_tree(replica.process, STOP_GRACE_S, seen)
+        self.replicas = []
+
+
+def _tree(pid: int) -> list[psutil.Process]:
+    try:
+        return list(psutil.Process(pid).children(recursive=True))
+    except psutil.Error:
+        return []
