@@ -32,9 +32,7 @@ from benchmarks.apiserver.api_runner import (
     ApiCaseRunner,
     ApiOutcome,
     SchedulerExited,
-    cluster_of,
     remove_namespaces,
-    volumes_of,
 )
 from benchmarks.apiserver.plane_faults import PLANE_ONLY, PlaneTargets
 from benchmarks.apiserver.replicas import OptimistReplicas
@@ -45,6 +43,7 @@ from benchmarks.apiserver.scheduler_processes import (
     scheduler_documents,
     scheduler_names,
 )
+from benchmarks.apiserver.server_state import cluster_of, volumes_of
 from benchmarks.cases.case_file import CaseWorkload
 from benchmarks.chaos import KILL_LEADER, PLANE_FAULTS, ChaosPlan
 from benchmarks.controlplane.control_plane import (
@@ -233,7 +232,8 @@ def run_stretch(
 
 class UnderTest(NamedTuple):
     """The scheduler a stretch runs: the PIDs of its processes (optimist's replicas,
-    where a leader is to be killed), the one whose tree schedules now, and the replicas."""
+    where a leader is to be killed), the one whose tree schedules now (during a
+    takeover, once it is done), and the replicas."""
 
     pids: Callable[[], list[int]]
     leader_pid: Callable[[], int]
@@ -252,7 +252,7 @@ def _under_test(
     where `--chaos kill-leader` is to kill its leader."""
     if name == SCHEDULERS[0] and bench.chaos is not None and KILL_LEADER in bench.chaos.faults:
         with OptimistReplicas(server.kubeconfig, documents, bench.shards, server.folder) as r:
-            yield UnderTest(r.pids, r.leader_pid, r)
+            yield UnderTest(r.pids, r.await_leader, r)
         return
     with scheduler(name, server, documents, names, bench.shards) as pid:
         yield UnderTest(lambda: [pid], lambda: pid)

@@ -13,13 +13,20 @@ from __future__ import annotations
 
 import itertools
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from benchmarks.apiserver.scheduler_processes import STOP_GRACE_S, start_optimist, wait_ready
+from benchmarks.apiserver.scheduler_processes import (
+    READY_TIMEOUT_S,
+    STOP_GRACE_S,
+    ApiBenchError,
+    start_optimist,
+    wait_ready,
+)
 from benchmarks.controlplane.control_plane import answers, free_port, stop_tree
 
 LEASE = {
@@ -61,17 +68,24 @@ class OptimistReplicas:
         """The running replicas' PIDs (their trees hold their Ray and Redis)."""
         return [r.process.pid for r in self.replicas if r.process.poll() is None]
 
-    def leader_pid(self) -> int:
-        """The leader's PID; the first replica's while none leads (a takeover)."""
-        leader = next((r for r in self.replicas if r.leading()), self.replicas[0])
-        return int(leader.process.pid)
+    def _leader(self) -> _Replica | None:
+        return next((r for r in self.replicas if r.leading()), None)
+
+    def await_leader(self) -> int:
+        """Until a replica leads (a takeover, done); its PID."""
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while (leader := self._leader()) is None:
+            if time.monotonic() > deadline:
+                raise ApiBenchError(f"no optimist replica led within {READY_TIMEOUT_S:.0f} s")
+            time.sleep(0.1)
+        return leader.process.pid
 
     def kill_leader(self) -> str:
-        """Kill the leader and all it started, by PID, and start a replica in its place;
-        which replica was killed."""
-        leader = next((r for r in self.replicas if r.leading()), None)
-        if leader is None:
-            return "none leading (a takeover under way)"
+        """Kill the leader (once one leads) and all it started, by PID, and start a
+        replica in its place; which replica was killed."""
+        self.await_leader()
+        leader = self._leader()
+        assert leader is not None  # it led a moment ago, and only this kills it
         tree = [leader.process, *_tree(leader.process.pid)]
         for process in tree:
             try:

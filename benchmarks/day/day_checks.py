@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from benchmarks.apiserver.api_runner import cluster_of
 from benchmarks.apiserver.pod_watch import PodWatch
+from benchmarks.apiserver.server_state import cluster_of
 from benchmarks.day.day_plan import NAMESPACE, NEVER_FITS_LABEL
 from benchmarks.report.bench_report import Figures
 from cluster.manifests import condition, terminated

@@ -18,7 +18,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, TypeVar
 
-from benchmarks.apiserver.api_runner import build_cluster
+from benchmarks.apiserver.server_state import build_cluster
 from benchmarks.controlplane.control_plane import ControlPlane
 from cluster.cluster_adapter import Binding
 from optimist.kube.client import ApiError, KubeClient
