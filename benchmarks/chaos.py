@@ -209,7 +209,9 @@ class Chaos:
         for kind in self.plan.faults:
             times = [f.recovered_s for f in self.faults if f.kind == kind]
             done = [t for t in times if t is not None]
-            stalled = [s for f in self.faults if f.kind == kind and (s := stalls[id(f)])]
+            stalled = [
+                s for f in self.faults if f.kind == kind and (s := stalls[id(f)]) is not None
+            ]
             recovery[kind] = {
                 "count": len(times),
                 "recovered": len(done),
