@@ -94,6 +94,7 @@ class ApiBench:
     kube_version: str = NEWEST  # the release of the server started and of kube-scheduler
     ceiling_pods: int = CEILING_PODS  # pods the server's ceiling is measured on
     chaos: ChaosPlan | None = None  # faults injected into each run (a server started here)
+    ray_address: str | None = None  # a Ray cluster optimist joins, else one of its own
 
 
 # --- the schedulers under test -------------------------------------------------------
@@ -107,12 +108,15 @@ def scheduler(
     names: frozenset[str],
     shards: int,
     port: int | None = None,
+    ray_address: str | None = None,
 ) -> Iterator[int]:
     """The scheduler `name` in a process of its own for the profiles `names` of
-    `documents`, serving on `port` (its metrics: `metrics_url`); yields its PID once it
-    is ready."""
+    `documents`, serving on `port` (its metrics: `metrics_url`), optimist joining the Ray
+    cluster at `ray_address` if one is given; yields its PID once it is ready."""
     if name == "optimist":
-        with optimist_process(server.kubeconfig, documents, shards, server.folder, port) as pid:
+        with optimist_process(
+            server.kubeconfig, documents, shards, server.folder, port, ray_address
+        ) as pid:
             yield pid
     elif name == "kube-scheduler":  # its connection and election are set by kube_scheduler
         with kube_scheduler(
@@ -254,7 +258,7 @@ def _under_test(
         with OptimistReplicas(server.kubeconfig, documents, bench.shards, server.folder) as r:
             yield UnderTest(r.pids, r.await_leader, r)
         return
-    with scheduler(name, server, documents, names, bench.shards) as pid:
+    with scheduler(name, server, documents, names, bench.shards, None, bench.ray_address) as pid:
         yield UnderTest(lambda: [pid], lambda: pid)
 
 

@@ -100,7 +100,7 @@ class OptimistReplicas:
     def await_standby(self) -> None:
         """Until every replica serves (the one started last, in its place, included)."""
         for replica in self.replicas:
-            self._await(replica, "healthz")
+            self._await(replica)
 
     def _start(self) -> _Replica:
         name, port = f"optimist-{next(self._names)}", free_port()
@@ -111,30 +111,36 @@ class OptimistReplicas:
         self.replicas.append(replica)
         return replica
 
-    def _await(self, replica: _Replica, probe: str) -> None:
-        """Until the replica answers `probe` (readyz: it leads; healthz: it serves)."""
+    def _await(self, replica: _Replica) -> None:
+        """Until the replica serves (its health: it may lead or wait), its tree seen."""
         wait_ready(
             replica.process,
-            lambda: answers(f"http://127.0.0.1:{replica.port}/{probe}"),
+            lambda: answers(f"http://127.0.0.1:{replica.port}/healthz"),
             self.folder / f"{replica.name}.log",
         )
         replica.started = _tree(replica.process.pid)
 
     def __enter__(self) -> OptimistReplicas:
-        """Two replicas: the first once it leads, then the standby once it serves."""
+        """Two replicas, started together: once one leads and the other serves."""
         try:
-            self._await(self._start(), "readyz")
-            self._await(self._start(), "healthz")
+            first, second = self._start(), self._start()
+            self._await(first)
+            self._await(second)
+            self.await_leader()
         except BaseException:
             self.__exit__()
             raise
         return self
 
     def __exit__(self, *_: object) -> None:
-        """Each replica stopped, and what it started, by PID."""
+        """Each replica stopped (all asked at once: each takes a few seconds to stop its
+        Ray), and what it started, by PID."""
+        seen = {r.name: [*r.started, *_tree(r.process.pid)] for r in self.replicas}
         for replica in self.replicas:
-            seen = [*replica.started, *_tree(replica.process.pid)]
-            stop_tree(replica.process, STOP_GRACE_S, seen)
+            if replica.process.poll() is None:
+                replica.process.terminate()
+        for replica in self.replicas:
+            stop_tree(replica.process, STOP_GRACE_S, seen[replica.name])
         self.replicas = []
 
 

@@ -58,10 +58,12 @@ def start_optimist(
     port: int,
     election: Mapping[str, Any] = NO_ELECTION,
     name: str = "optimist-run",
+    ray_address: str | None = None,
 ) -> subprocess.Popen[bytes]:
     """`optimist run` in a process of its own, with the configuration's profiles, the
     leader election given (none by default) and scheduler_perf's client limits,
-    serving metrics on `port`; its configuration and log are `name`'s in the folder."""
+    serving metrics on `port`, joining the Ray cluster at `ray_address` (else one of
+    its own); its configuration and log are `name`'s in the folder."""
     first, *rest = documents
     first = {
         **first,
@@ -74,6 +76,7 @@ def start_optimist(
         sys.executable, "-c", "from optimist.cli.main import entry; entry()",
         "run", "--config", str(config), "--kubeconfig", str(kubeconfig),
         "--metrics-address", f"127.0.0.1:{port}", "--shards", str(shards), "--identity", name,
+        *(["--ray-address", ray_address] if ray_address else []),
     ]  # fmt: skip
     with (folder / f"{name}.log").open("wb") as out:
         return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
@@ -86,12 +89,13 @@ def optimist_process(
     shards: int,
     folder: Path,
     port: int | None = None,
+    ray_address: str | None = None,
 ) -> Iterator[int]:
     """`optimist run` alone (`start_optimist`), serving metrics on `port` (one free by
     default); yields its PID once it is ready (scheduling). Stopped by SIGTERM, then
     whatever of its tree is left by PID."""
     port = port or free_port()
-    process = start_optimist(kubeconfig, documents, shards, folder, port)
+    process = start_optimist(kubeconfig, documents, shards, folder, port, ray_address=ray_address)
     started: list[psutil.Process] = []  # its Redis and Ray's daemons, once it is ready
     try:
         ready = f"http://127.0.0.1:{port}/readyz"

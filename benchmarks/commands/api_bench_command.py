@@ -12,7 +12,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchmarks.apiserver.api_bench import BENCHED, ApiBench, run_apiserver_bench
-from benchmarks.chaos import PLANE_FAULTS
+from benchmarks.apiserver.plane_faults import OPTIMIST_ONLY
+from benchmarks.chaos import PLANE_FAULTS, ChaosPlan
 from benchmarks.commands.bench_options import ApiServerFlags
 from benchmarks.commands.bench_tables import chaos_rows
 from benchmarks.controlplane.control_plane import ControlPlaneMissing, binaries
@@ -56,9 +57,7 @@ def bench_apiserver(f: ApiServerFlags, *, living: bool) -> NoReturn:
         binaries(f.kube_version)  # kube-scheduler, and the control plane unless one is given
     except (ControlPlaneMissing, UnknownRelease) as e:
         refuse(str(e))
-    chaos = f.chaos_plan(PLANE_FAULTS)
-    if chaos and f.kubeconfig:
-        refuse("--chaos: not with --kubeconfig (its faults go into a server started here)")
+    chaos = _chaos(f)
     plan = f.plan()
     bench = ApiBench(
         schedulers,
@@ -72,6 +71,7 @@ def bench_apiserver(f: ApiServerFlags, *, living: bool) -> NoReturn:
         f.kube_version,
         f.ceiling_pods,
         chaos,
+        f.ray_address,
     )
     with progress_bar(f.progress) as bar:
 
@@ -94,6 +94,19 @@ def bench_apiserver(f: ApiServerFlags, *, living: bool) -> NoReturn:
         write_state(f.save_state, kept.last)
     ok = not result.errors and not result.invariant_violations
     raise typer.Exit(0 if ok else 1)
+
+
+def _chaos(f: ApiServerFlags) -> ChaosPlan | None:
+    """--chaos through an API server; exit 2 where its faults have nothing to go into."""
+    chaos = f.chaos_plan(PLANE_FAULTS)
+    if chaos and f.kubeconfig:
+        refuse("--chaos: not with --kubeconfig (its faults go into a server started here)")
+    if chaos and f.ray_address and (own := [k for k in chaos.faults if k in OPTIMIST_ONLY]):
+        refuse(
+            f"--chaos {','.join(own)}: not with --ray-address (its targets are the processes "
+            "of optimist's own Ray)"
+        )
+    return chaos
 
 
 def _show(f: ApiServerFlags, result: ApiBenchReport) -> None:

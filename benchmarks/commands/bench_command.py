@@ -20,7 +20,7 @@ from optimist.cli.shared_options import ShardResources, refuse
 CLUSTERS = ("sim", "apiserver", "kwok")
 # what only the simulated bench does, refused through an API server
 SIMULATED_ONLY = (
-    "sweep", "metrics_address", "redis_url", "ray_address", "profile",
+    "sweep", "metrics_address", "redis_url", "profile",
 )  # fmt: skip
 
 

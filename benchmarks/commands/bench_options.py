@@ -308,6 +308,7 @@ class WorkloadFlags:
     chaos_interval: float | None
     chaos_faults: int | None
     chaos_duration: float
+    ray_address: str | None
 
     @classmethod
     def picked(cls: type[T], flags: dict[str, Any]) -> T:
@@ -348,7 +349,6 @@ class SimulatedFlags(WorkloadFlags):
     """`--cluster sim`: the platform's own settings, and what to do while it runs."""
 
     redis_url: str | None
-    ray_address: str | None
     shard_resource: list[str] | None
     redis_partitions: int | None
     batch_pods: int | None

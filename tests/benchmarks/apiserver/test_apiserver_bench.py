@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+import ray
 from typer.testing import CliRunner
 
 from benchmarks.chaos import PLANE_FAULTS
@@ -37,6 +38,12 @@ from tests.kube.api import wait_for
 NO_CEILING = ["--ceiling-pods", "0"]
 
 
+def joined() -> list[str]:
+    """optimist run joins the session's Ray, not starting one of its own (seconds each)."""
+    return ["--ray-address", ray.get_runtime_context().gcs_address]
+
+
+@pytest.mark.usefixtures("ray_session")
 def test_both_schedulers_place_an_upstream_case_through_the_api_server(
     tmp_path, control_plane, kube_api
 ):
@@ -74,6 +81,7 @@ def test_both_schedulers_place_an_upstream_case_through_the_api_server(
             str(state),
             "--ceiling-pods",
             "200",
+            *joined(),
         ],
     )
     assert result.exit_code == 0, result.output
@@ -116,6 +124,7 @@ def test_both_schedulers_place_an_upstream_case_through_the_api_server(
     assert Counter(p["metadata"]["namespace"] for p in pods) == Counter()
 
 
+@pytest.mark.usefixtures("ray_session")
 def test_the_null_scheduler_binds_every_pod_round_robin_deciding_nothing(tmp_path, control_plane):
     """The limit of the path beside optimist: it binds the measured pods in turn over
     the nodes, each once, with optimist's writes (a Scheduled event each), and both
@@ -139,6 +148,7 @@ def test_the_null_scheduler_binds_every_pod_round_robin_deciding_nothing(tmp_pat
             "bench", str(path), "--cluster", "apiserver", "--compare", "null-scheduler",
             "--kubeconfig", kubeconfig, "--shards", "1", "--timeout", "120", "--no-progress",
             "--report", str(report), "--placements", str(placements), *NO_CEILING,
+            *joined(),
         ],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -307,6 +317,7 @@ def workloads_case(folder: Path) -> Path:
     )
 
 
+@pytest.mark.usefixtures("ray_session")
 def test_a_living_cluster_s_workloads_are_made_by_controllers_and_each_stage_timed(tmp_path):
     """`--cluster kwok`: KWOK's nodes beside kube-controller-manager. createAny of a
     Deployment and a Job: the controllers make the pods, the bench measures each from
@@ -317,6 +328,7 @@ def test_a_living_cluster_s_workloads_are_made_by_controllers_and_each_stage_tim
     report = tmp_path / "report.json"
     command = ["bench", str(workloads_case(tmp_path)), "--cluster", "kwok", "--shards", "1"]
     command += ["--timeout", "120", "--no-progress", "--report", str(report), *NO_CEILING]
+    command += joined()
     result = CliRunner().invoke(app, command)
     assert result.exit_code == 0, result.output
     [run] = json.loads(report.read_text())["runs"]
@@ -351,16 +363,16 @@ def test_every_fault_of_the_control_plane_and_of_optimist_loses_and_doubles_noth
     """`--chaos all` through an API server started for the run: kube-apiserver and etcd
     killed and started again, etcd compacted under the watches, a shard and optimist's
     private Redis killed, and optimist's leader killed with a standby running, once
-    each while 2,400 pods are scheduled. Every pod ends bound, once, on a node with
+    each while 1,800 pods are scheduled. Every pod ends bound, once, on a node with
     room, as the server holds them at the end; each fault is recovered from (a pod
     bound after it) and its pause in bindings measured."""
     path = write_case(
         tmp_path,
         [
-            {"opcode": "createNodes", "count": 60},
+            {"opcode": "createNodes", "count": 40},
             {
                 "opcode": "createPods",
-                "count": 2400,
+                "count": 1800,
                 "podTemplatePath": "config/pod.yaml",
                 "collectMetrics": True,
             },
@@ -374,7 +386,7 @@ def test_every_fault_of_the_control_plane_and_of_optimist_loses_and_doubles_noth
     assert result.exit_code == 0, result.output
     [run] = json.loads(report.read_text())["runs"]
     assert run["error"] is None and run["invariant_violations"] == [], run
-    assert run["pods_scheduled"] == run["all_pods"]["bound"] == 2400, run["all_pods"]
+    assert run["pods_scheduled"] == run["all_pods"]["bound"] == 1800, run["all_pods"]
     chaos = run["chaos"]
     assert chaos["faults_injected"] == {kind: 1 for kind in PLANE_FAULTS}, chaos
     for fault in chaos["faults"]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import ray
 
 from benchmarks.apiserver.api_bench import ApiBench, run_apiserver_bench
 from benchmarks.cases import case_file, template
@@ -116,6 +117,7 @@ def test_the_newest_release_s_integration_workloads_run_through_the_api_server(
         kubeconfig=perf_control_plane.admin_kubeconfig,
         timeout_s=60,
         ceiling_pods=0,  # not measured: the figures are not what this test reads
+        ray_address=ray.get_runtime_context().gcs_address,  # not a Ray of its own
     )
     r = run_apiserver_bench(bench, Plan(runs), lambda label: lambda done, total: None)
     failed = {c.name: c.error for c in r.runs if c.error}

@@ -3,6 +3,9 @@ every kind of happening comes to pass, and the day's own checks find nothing wro
 
 from pathlib import Path
 
+import pytest
+import ray
+
 from benchmarks.apiserver.scheduler_processes import (
     metrics_url,
     optimist_process,
@@ -21,6 +24,7 @@ DURATION_S = 30.0
 NAMES = frozenset({"default-scheduler"})
 
 
+@pytest.mark.usefixtures("ray_session")
 def test_a_short_day_keeps_every_invariant_and_explains_what_it_leaves_pending(
     living_api: Api, tmp_path: Path
 ):
@@ -38,7 +42,9 @@ def test_a_short_day_keeps_every_invariant_and_explains_what_it_leaves_pending(
     plan = plan_day(day, 12, DURATION_S, seed=3, scheduler_name="default-scheduler")
     port = free_port()
     kubeconfig = api.plane.admin_kubeconfig
-    with optimist_process(kubeconfig, scheduler_documents(None), 1, tmp_path, port) as pid:
+    address = ray.get_runtime_context().gcs_address  # the session's: not a Ray of its own
+    documents = scheduler_documents(None)
+    with optimist_process(kubeconfig, documents, 1, tmp_path, port, address) as pid:
         runner = DayRunner(
             plan, api.plane, api.admin, "optimist", {"scheduler": ProcessTree(pid)},
             metrics_url("optimist", port), NAMES, check_every_s=8, settle_s=60,
