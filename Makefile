@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: bench test test-kube-1.30 lint docs fuzz parity redis-server prometheus chromium kube oracle clean
+.PHONY: bench test test-faults test-kube-1.30 lint docs fuzz parity redis-server prometheus chromium kube oracle clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -64,7 +64,13 @@ bench: $(STAMP) redis-server
 	$(BIN)/optimist bench $(ARGS)
 
 test: lint docs redis-server prometheus chromium kube oracle
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not faults" $(PYTEST_ARGS)
+
+# Every fault of the control plane and of optimist injected under load through a real
+# API server (tests marked `faults`): half a minute kept out of `make test`'s fifteen.
+# CI runs it after `make test`.
+test-faults: $(STAMP) redis-server prometheus kube oracle
+	$(BIN)/python -m pytest -m faults $(PYTEST_ARGS)
 
 # The tests that meet a control plane, against v1.30.4 rather than the newest release
 # (`make test` runs the newest, and the two that matter most on both releases).

@@ -359,6 +359,7 @@ def test_a_workload_where_no_controller_runs_fails_its_case_naming_why(tmp_path)
     assert "made by controllers, which run only on --cluster kwok" in case["failed"]["reason"]
 
 
+@pytest.mark.faults
 def test_every_fault_of_the_control_plane_and_of_optimist_loses_and_doubles_nothing(tmp_path):
     """`--chaos all` through an API server started for the run: kube-apiserver and etcd
     killed and started again, etcd compacted under the watches, a shard and optimist's
