@@ -73,19 +73,20 @@ class OptimistReplicas:
 
     def await_leader(self) -> int:
         """Until a replica leads (a takeover, done); its PID."""
+        return self._await_leader().process.pid
+
+    def _await_leader(self) -> _Replica:
         deadline = time.monotonic() + READY_TIMEOUT_S
         while (leader := self._leader()) is None:
             if time.monotonic() > deadline:
                 raise ApiBenchError(f"no optimist replica led within {READY_TIMEOUT_S:.0f} s")
             time.sleep(0.1)
-        return leader.process.pid
+        return leader
 
     def kill_leader(self) -> str:
         """Kill the leader (once one leads) and all it started, by PID, and start a
         replica in its place; which replica was killed."""
-        self.await_leader()
-        leader = self._leader()
-        assert leader is not None  # it led a moment ago, and only this kills it
+        leader = self._await_leader()
         tree = [leader.process, *_tree(leader.process.pid)]
         for process in tree:
             try:

@@ -253,15 +253,20 @@ class ProcessTree:
     ) -> None:
         self._pids = pid if callable(pid) else lambda: (pid,)
         self.descendants = descendants
-        self._roots: dict[int, psutil.Process] = {}
+        # by PID; the first roots read here, so that one not there fails now
+        self._roots = {p: psutil.Process(p) for p in self._pids()}
         self._cpu: dict[tuple[int, float], float] = {}  # (pid, start time) -> busy s
-        self._members()  # a root not there fails here, as psutil.Process does
+
+    def _root(self, pid: int) -> psutil.Process:
+        if (root := self._roots.get(pid)) is None:
+            root = self._roots[pid] = psutil.Process(pid)
+        return root
 
     def _members(self) -> list[psutil.Process]:
         members = []
         for pid in self._pids():
             try:
-                root = self._roots.get(pid) or self._roots.setdefault(pid, psutil.Process(pid))
+                root = self._root(pid)
                 below = root.children(recursive=True) if self.descendants else []
             except psutil.Error:
                 continue
@@ -281,8 +286,7 @@ class ProcessTree:
         no more)."""
         for pid in self._pids():
             try:
-                root = self._roots.get(pid) or psutil.Process(pid)
-                if root.status() != psutil.STATUS_ZOMBIE:
+                if self._root(pid).status() != psutil.STATUS_ZOMBIE:
                     return True
             except psutil.Error:
                 continue
