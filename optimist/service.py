@@ -60,6 +60,7 @@ def api_sample(adapter: KubernetesAdapter, lost: threading.Event) -> ApiSample:
         retries=adapter.retries,
         reports_dropped=adapter.reports_dropped,
         relists={n: max(i.lists - 1, 0) for n, i in adapter.informers.items()},
+        kubelet_rejections=adapter.kubelet_rejections(),
         leading=not lost.is_set(),
     )
 

@@ -226,12 +226,15 @@ def test_beside_the_real_kube_scheduler_each_binds_its_own_and_counts_the_other(
     commit the same room: the window, from the API server's watch delivering the
     binding to optimist's store counting it, is measured, printed and documented in
     docs/kubernetes.md. The invariants other than over-commit must hold,
-    and the store must end agreeing with the cluster."""
+    and the store must end agreeing with the cluster. A pod of optimist's that a
+    kubelet then turns away (its status as a kubelet writes it) is counted in
+    `optimist_kubelet_rejections_total` and told on the pod."""
     control_plane, api = each_release
     for i in range(8):
         api.put("nodes", node_doc(f"n{i}", cpu="4"))
     settings = settings_for(redis_url, key_prefix, shards=2)
-    service = Service(settings, api.client(), identity="test")
+    metrics = SchedulerMetrics()
+    service = Service(settings, api.client(), identity="test", metrics=metrics)
     delivered: dict[str, float] = {}  # kube-scheduler's pod -> when a watch showed it bound
     seen: dict[str, float] = {}  # pod -> when optimist's store first held it
     with control_plane.kube_scheduler(), Running(service):
@@ -264,6 +267,15 @@ def test_beside_the_real_kube_scheduler_each_binds_its_own_and_counts_the_other(
         cluster = api.as_cluster(settings.scheduler_names)
         unschedulable = service.loop.dispatcher.unschedulable()
         violations = check_invariants(cluster, unschedulable, store)
+        rejected = min(key for key in api.pods_bound() if key in ours)
+        _rejected_by_its_kubelet(api, rejected)
+        counted = 'optimist_kubelet_rejections_total{profile="optimist-a",reason="OutOfcpu"} 1.0'
+        wait_for(lambda: counted in generate_latest(metrics.registry).decode(), 10, counted)
+        wait_for(
+            lambda: any(e["reason"] == "KubeletRejected" for e in api.events_for(rejected)),
+            10,
+            f"a KubeletRejected event on {rejected}",
+        )
     bound = api.pods_bound()
     assert {binding_pod(r.path) for r in api.bindings()} <= ours  # optimist bound only its own
     for i in range(40):  # and kube-scheduler only its: each Scheduled event by its binder
@@ -279,6 +291,14 @@ def test_beside_the_real_kube_scheduler_each_binds_its_own_and_counts_the_other(
     )
     assert windows and windows[-1] < 10.0
     assert [v for v in violations if "over-committed" not in v and "promises more" not in v] == []
+
+
+def _rejected_by_its_kubelet(api: Api, key: str) -> None:
+    """The status a kubelet writes for a pod its admission turns away."""
+    namespace, name = key.split("/", 1)
+    message = "Pod was rejected: Node didn't have enough resource: cpu"
+    status = {"phase": "Failed", "reason": "OutOfcpu", "message": message}
+    api.put("pods", {"metadata": {"name": name, "namespace": namespace}, "status": status})
 
 
 def test_a_preemptor_evicts_through_the_api_is_nominated_and_takes_the_room(

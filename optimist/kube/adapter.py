@@ -119,6 +119,7 @@ class KubernetesAdapter:
         self._new_pods: dict[str, dict[str, Any]] = {}  # key -> manifest, in arrival order
         # key -> bindings of the pod in a row that failed after their commit (PreBind)
         self._late_failures: dict[str, int] = {}
+        self._rejections: dict[tuple[str, str], int] = {}  # `kubelet_rejections`
         self._deleted_pods: list[str] = []
         self._running: dict[str, Pod] = {}  # bound by others, not yet taken
         self._nodes: dict[str, Node] = {}
@@ -325,6 +326,8 @@ class KubernetesAdapter:
         gone = kind == "DELETED" or phase in TERMINAL_PHASES
         with self._lock:
             if gone:
+                if kind != "DELETED" and key in self._bound:
+                    self._kubelet_rejected(key, spec, obj.get("status") or {})
                 self.prebind.forget(key)
                 self._late_failures.pop(key, None)
                 self._pending.pop(key, None)
@@ -359,6 +362,26 @@ class KubernetesAdapter:
                 return
             self._pending[key] = seen
             self._new_pods[key] = obj
+
+    def _kubelet_rejected(self, key: str, spec: dict[str, Any], status: dict[str, Any]) -> None:
+        """A pod of ours that ended Failed on its node for a reason of the kubelet's
+        admission (`OutOf<resource>`, `UnexpectedAdmissionError`): counted by profile
+        and reason, and told on the pod. Two schedulers on one pool leave these (the
+        lock is held)."""
+        reason, profile = str(status.get("reason") or ""), spec.get("schedulerName")
+        rejection = reason.startswith("OutOf") or reason == "UnexpectedAdmissionError"
+        mine = (profile or "default-scheduler") in self.scheduler_names
+        if status.get("phase") != "Failed" or not rejection or not mine:
+            return
+        counted = (profile or "default-scheduler", reason)
+        self._rejections[counted] = self._rejections.get(counted, 0) + 1
+        uid, message = self._uids.get(key, ""), str(status.get("message") or "")
+        self.reports.rejected(key, uid, str(spec.get("nodeName")), reason, message)
+
+    def kubelet_rejections(self) -> dict[tuple[str, str], int]:
+        """(profile, reason) -> pods of ours kubelets turned away after their binding."""
+        with self._lock:
+            return dict(self._rejections)
 
     def _parse_bound(self, obj: dict[str, Any]) -> Pod | None:
         try:

@@ -129,6 +129,16 @@ class Reporter:
             event = "FailedScheduling" if reason != "SchedulingGated" else ""
             self._report(pod, "Warning", event, message, {"conditions": [condition]})
 
+    def rejected(self, pod: str, uid: str, node: str, reason: str, message: str) -> None:
+        """A pod of ours that the kubelet of `node` turned away after its binding
+        (`reason`: OutOfcpu...): another scheduler promised the node's room too."""
+        said = (
+            f"The kubelet on {node} rejected the pod after it was bound there ({reason}: "
+            f"{message}): another scheduler placed a pod in the same room. Its controller, "
+            "if it has one, makes a new pod."
+        )
+        self._report(pod, "Warning", "KubeletRejected", said, uid=uid)
+
     def nominate(self, nominations: dict[str, str]) -> None:
         """status.nominatedNodeName of pods that preempted room on a node."""
         for pod, node in nominations.items():
@@ -141,8 +151,9 @@ class Reporter:
         reason: str,
         message: str,
         status: dict[str, Any] | None = None,
+        uid: str | None = None,  # where the pod is no longer in `uid_of`'s books
     ) -> None:
-        uid = self._uid_of(pod) or ""
+        uid = uid if uid is not None else self._uid_of(pod) or ""
         try:
             shard = self._reports[zlib.crc32(pod.encode()) % REPORTERS]
             shard.put_nowait(_Report(pod, uid, event_type, reason, message, status))

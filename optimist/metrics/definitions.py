@@ -68,6 +68,8 @@ class ApiSample:
     retries: int = 0  # requests retried after a 429, a 5xx or a broken connection
     reports_dropped: int = 0  # events and status writes dropped: the API could not keep up
     relists: dict[str, int] = field(default_factory=dict)  # resource -> lists after a 410
+    # (profile, reason) -> pods of ours a kubelet turned away after their binding
+    kubelet_rejections: dict[tuple[str, str], int] = field(default_factory=dict)
     leading: bool = False
 
 
@@ -104,6 +106,14 @@ class _Api:
             "Fresh lists after 410 Gone (a watch resumed too late), by resource.",
             ["resource"],
             {(resource,): count for resource, count in sample.relists.items()},
+        )
+        yield _family(
+            CounterMetricFamily,
+            "optimist_kubelet_rejections",
+            "Pods of optimist's that a kubelet turned away after their binding (OutOfcpu...): "
+            "another scheduler promised the same room.",
+            ["profile", "reason"],
+            sample.kubelet_rejections,
         )
         yield GaugeMetricFamily(
             "optimist_leader", "1 while this replica holds the lease.", value=int(sample.leading)
