@@ -20,9 +20,10 @@ import os
 import statistics
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -44,6 +45,7 @@ from benchmarks.apiserver.scheduler_processes import (
     scheduler_names,
 )
 from benchmarks.apiserver.server_state import cluster_of, volumes_of
+from benchmarks.apiserver.shared_pool import SHARED_POOL, split_profiles
 from benchmarks.cases.case_file import CaseWorkload
 from benchmarks.chaos import KILL_LEADER, PLANE_FAULTS, ChaosPlan
 from benchmarks.controlplane.control_plane import (
@@ -65,18 +67,20 @@ from benchmarks.report.api_report import (
     ApiRunNotRun,
     ApiRunReport,
     Ceiling,
+    OverCommitted,
     SchedulerFigures,
 )
 from benchmarks.report.bench_report import ChaosFigures, Latency, Machine, Throughput
 from benchmarks.simulated.sim_bench import Plan, case_warnings, ending
 from optimist.kube.client import ApiError, KubeClient
 from optimist.offline import provenance
-from optimist.offline.invariants import check_invariants
+from optimist.offline.invariants import check_invariants, kubelet_rejections
 from optimist.offline.simulator import SimulatedCluster
 
 SCHEDULERS = ("optimist", "kube-scheduler")
-# and what the API bench can run besides them: the null scheduler, the limit of the path
-BENCHED = (*SCHEDULERS, NULL_SCHEDULER)
+# and what the API bench can run besides them: the null scheduler, the limit of the path;
+# two schedulers sharing the nodes (`shared_pool`)
+BENCHED = (*SCHEDULERS, NULL_SCHEDULER, *SHARED_POOL)
 CEILING_PODS = 2000  # pods the ceiling is measured on
 CEILING_THREADS = 16
 
@@ -128,6 +132,27 @@ def scheduler(
             yield pid
     else:
         raise ApiBenchError(f"--scheduler {name!r}: not one of {', '.join(BENCHED)}")
+
+
+@contextmanager
+def neighbours(
+    name: str, server: Server, documents: list[dict[str, Any]], shards: int
+) -> Iterator[list[int]]:
+    """The two schedulers of the setup `name` (`shared_pool`) on the server's one pool,
+    each in a process of its own for its profiles; yields their PIDs once both are
+    ready."""
+    with ExitStack() as stack:
+        pids = []
+        for i, (part, docs) in enumerate(split_profiles(name, documents)):
+            if part == "optimist":
+                process = optimist_process(server.kubeconfig, docs, shards, server.folder)
+            else:
+                process = kube_scheduler(
+                    server.kubeconfig, server.folder, docs[0], server.bin_dir,
+                    name=f"kube-scheduler-{i + 1}",
+                )  # fmt: skip
+            pids.append(stack.enter_context(process))
+        yield pids
 
 
 # --- one workload, one scheduler -----------------------------------------------------
@@ -224,14 +249,16 @@ def run_stretch(
                     if server.plane is None:
                         runner.remove_made()
             # the null scheduler decides nothing: where it puts pods is not a placement
+            shared = name in SHARED_POOL
             violations = (
-                check_invariants(cluster, outcome.watch.unschedulable, volumes=volumes)
+                check_invariants(cluster, outcome.watch.unschedulable, None, volumes, shared)
                 if name != NULL_SCHEDULER
                 else []
             )
             if keep is not None:
                 keep((run.name, name, str(round_ + 1)), cluster)
-            yield workload_report(outcome, name, round_, len(cluster.nodes), violations)
+            report = workload_report(outcome, name, round_, len(cluster.nodes), violations)
+            yield report.model_copy(update={"over_committed": over_committed(cluster)})
 
 
 class UnderTest(NamedTuple):
@@ -254,6 +281,10 @@ def _under_test(
 ) -> Iterator[UnderTest]:
     """The scheduler `name`, once it is ready; optimist as two replicas sharing a Lease
     where `--chaos kill-leader` is to kill its leader."""
+    if name in SHARED_POOL:
+        with neighbours(name, server, documents, bench.shards) as pids:
+            yield UnderTest(lambda: pids, lambda: pids[-1])
+        return
     if name == SCHEDULERS[0] and bench.chaos is not None and KILL_LEADER in bench.chaos.faults:
         with OptimistReplicas(server.kubeconfig, documents, bench.shards, server.folder) as r:
             yield UnderTest(r.pids, r.await_leader, r)
@@ -287,6 +318,18 @@ def stretches(
         for name in order
         for _, group in itertools.groupby(plan.runs, key=lambda r: r.scheduler_config)
     ]
+
+
+def over_committed(cluster: SimulatedCluster) -> OverCommitted:
+    """The nodes of the cluster over-committed at the end, and the pods their kubelets
+    would turn away, by profile."""
+    rejected = kubelet_rejections(cluster)
+    profiles = Counter(
+        cluster.pod_manifests[pod]["spec"].get("schedulerName") or "default-scheduler"
+        for pods in rejected.values()
+        for pod in pods
+    )
+    return OverCommitted(nodes=len(rejected), rejected=dict(sorted(profiles.items())))
 
 
 def workload_report(
@@ -487,8 +530,21 @@ def scheduler_figures(good: list[ApiRunReport], errors: list[str]) -> SchedulerF
         latency_p99_s=latency[1],
         ready_p50_s=ready[0],
         ready_p99_s=ready[1],
+        **_over_committed(good),
         errors=errors,
     )
+
+
+def _over_committed(runs: list[ApiRunReport]) -> dict[str, float]:
+    """The medians over `runs` of the nodes over-committed and the pods kubelets would
+    reject, where every run counted them."""
+    counted = [r.over_committed for r in runs if r.over_committed is not None]
+    if len(counted) < len(runs):
+        return {}
+    return {
+        "over_committed_nodes": _median(c.nodes for c in counted),
+        "kubelet_rejections": _median(sum(c.rejected.values()) for c in counted),
+    }
 
 
 def _stage_medians(runs: list[ApiRunReport], stage: str) -> tuple[float, float] | None:

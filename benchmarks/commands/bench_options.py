@@ -239,7 +239,9 @@ Compare = Annotated[
     typer.Option(
         help="with --cluster apiserver or kwok: kube-scheduler, or null-scheduler (the "
         "limit of the path: binds round-robin, deciding nothing), to run it too on every "
-        "workload and print them side by side; repeatable"
+        "workload and print them side by side; or two schedulers sharing the nodes, "
+        "kube-scheduler+optimist or kube-scheduler+kube-scheduler (the configuration's "
+        "first profile kube-scheduler's, the rest the other's); repeatable"
     ),
 ]
 

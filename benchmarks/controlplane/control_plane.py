@@ -438,14 +438,16 @@ def kube_scheduler(
     bin_dir: Path | None = None,
     ready_timeout_s: float = 120.0,
     port: int | None = None,
+    name: str = "kube-scheduler",
 ) -> Iterator[int]:
     """The real kube-scheduler (of `bin_dir`'s release) against the server `kubeconfig`
     names, for as long as the context lasts; yields the PID, once it answers /healthz.
     `configuration` is a KubeSchedulerConfiguration document (its profiles; the one
     default-scheduler profile without it); the connection and the election are set as
     scheduler_perf runs it: its client unthrottled (qps and burst 5000), no leader
-    election. Its configuration and log go to `folder`. It serves on `port` (one
-    free by default), /metrics to anyone on loopback as /healthz is."""
+    election. Its configuration, log and certificates go to `folder`, named `name`
+    (two beside each other: two names). It serves on `port` (one free by default),
+    /metrics to anyone on loopback as /healthz is."""
     doc = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
@@ -453,10 +455,10 @@ def kube_scheduler(
         "clientConnection": {"kubeconfig": str(kubeconfig), **SCHEDULER_PERF_CLIENT},
         "leaderElection": {"leaderElect": False},
     }
-    config = folder / "kube-scheduler.yaml"
+    config = folder / f"{name}.yaml"
     config.write_text(yaml.safe_dump(doc))
     port = port or free_port()
-    log_path = folder / "kube-scheduler.log"
+    log_path = folder / f"{name}.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             [
@@ -464,7 +466,7 @@ def kube_scheduler(
                 f"--config={config}",
                 "--bind-address=127.0.0.1",
                 f"--secure-port={port}",
-                f"--cert-dir={folder / 'scheduler-certs'}",
+                f"--cert-dir={folder / f'{name}-certs'}",
                 "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
                 "--v=1",
             ],

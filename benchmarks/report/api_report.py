@@ -34,11 +34,19 @@ class ApiAllPods(Figures):
     deleted: int
 
 
+class OverCommitted(Figures):
+    """The room promised twice at a run's end, as kubelets would find it
+    (`invariants.kubelet_rejections`): what two schedulers sharing nodes cost."""
+
+    nodes: int  # nodes over-committed
+    rejected: dict[str, int]  # pods a kubelet would turn away, by profile (schedulerName)
+
+
 class ApiRunReport(Figures):
     """One workload run by one scheduler in one round: scheduler_perf's figures for its
     measured phase, read from the server, and each process tree's CPU and memory."""
 
-    ABSENT_WHEN_NONE = frozenset({"chaos"})
+    ABSENT_WHEN_NONE = frozenset({"chaos", "over_committed"})
     name: str
     case: str
     workload: str
@@ -67,6 +75,8 @@ class ApiRunReport(Figures):
     invariant_violations: list[str]
     warnings: list[str]
     chaos: ChaosFigures | None = None  # the faults injected (--chaos), and the recoveries
+    # the whole cluster's at the end (None: a file from before it was counted)
+    over_committed: OverCommitted | None = None
 
 
 class ApiRunNotRun(Figures):
@@ -89,7 +99,9 @@ class SchedulerFigures(Figures):
     """One scheduler on one workload: the medians over the rounds it measured (peak
     memory: the largest)."""
 
-    ABSENT_WHEN_NONE = frozenset({"ready_p50_s", "ready_p99_s"})
+    ABSENT_WHEN_NONE = frozenset(
+        {"ready_p50_s", "ready_p99_s", "over_committed_nodes", "kubelet_rejections"}
+    )
     pods_per_s: float
     pods_per_s_runs: list[float]
     cpu_s_per_1000_pods: dict[str, float]  # by process tree
@@ -98,6 +110,9 @@ class SchedulerFigures(Figures):
     latency_p99_s: float
     ready_p50_s: float | None = None  # created -> Ready: only where every round's pods were
     ready_p99_s: float | None = None
+    # nodes over-committed at the end, the median over the rounds (None: not counted)
+    over_committed_nodes: float | None = None
+    kubelet_rejections: float | None = None  # the pods kubelets would turn away, likewise
     errors: list[str]
 
 

@@ -370,6 +370,9 @@ def comparison_rows(entry: ApiCaseComparison, ceiling: float | None) -> list[tup
         stages += [("Ready p50", lambda f: f.ready_p50_s), ("Ready p99", lambda f: f.ready_p99_s)]
     for stage, seconds in stages:
         rows.append((f"created -> {stage}, ms", each(partial(_ms, seconds))))
+    if all(f.over_committed_nodes is not None for f in per):
+        rows.append(("nodes over-committed", each(lambda f: f"{f.over_committed_nodes:g}")))
+        rows.append(("pods a kubelet would reject", each(lambda f: f"{f.kubelet_rejections:g}")))
     return rows
 
 

@@ -30,14 +30,17 @@ def check_invariants(
     reported_unschedulable: Iterable[str],
     store: Store | None = None,
     volumes: VolumeIndex | None = None,
+    neighbours: bool = False,
 ) -> list[str]:
     """Every violation found, as a sentence; an empty list means all invariants hold.
     `volumes`: the claims and volumes the API server holds, where their binding is
-    the scheduler's to finish (`volumes_hold`)."""
+    the scheduler's to finish (`volumes_hold`). `neighbours`: another scheduler places
+    pods on the same nodes without seeing optimist's room, so a node promised twice is
+    their race, measured by `kubelet_rejections`, not a violation."""
     counted = recount(cluster)
     violations = [
         *bound_once(cluster),
-        *no_over_commit(cluster, counted),
+        *(counted.problems if neighbours else no_over_commit(cluster, counted)),
         *gangs_whole(cluster, counted),
         *nothing_lost(cluster, reported_unschedulable),
     ]
@@ -219,6 +222,27 @@ def no_over_commit(cluster: SimulatedCluster, counted: Recount) -> list[str]:
                 f"{amount} requested > {allocatable} allocatable"
             )
     return violations
+
+
+def kubelet_rejections(cluster: SimulatedCluster) -> dict[str, list[str]]:
+    """Node -> the pods its kubelet would turn away (`OutOf<resource>`), as a kubelet
+    admits them: in the order they were bound (those bound before the watch began
+    first), each beside the pods admitted before it. What two schedulers that promise
+    one node's room twice leave behind; none where one scheduler places every pod."""
+    order = {b.pod: i for i, b in enumerate(cluster.bind_log)}
+    admitted: dict[str, dict[str, int]] = {name: {} for name in cluster.nodes}
+    rejected: dict[str, list[str]] = {}
+    for key in sorted(cluster.bindings, key=lambda k: order.get(k, -1)):
+        node, manifest = cluster.bindings[key], cluster.pod_manifests[key]
+        if node not in cluster.nodes or terminated(manifest):
+            continue
+        usage = dict(admitted[node])
+        res.add(usage, dict(pod_from_manifest(manifest).spec.requests))
+        if any(_beyond(cluster.nodes[node].allocatable, usage)):
+            rejected.setdefault(node, []).append(key)
+        else:
+            admitted[node] = usage
+    return rejected
 
 
 def gangs_whole(cluster: SimulatedCluster, counted: Recount) -> list[str]:

@@ -12,6 +12,7 @@ from optimist.offline.invariants import (
     check_invariants,
     exclusive_claims_hold,
     gangs_whole,
+    kubelet_rejections,
     no_over_commit,
     nothing_lost,
     recount,
@@ -204,4 +205,19 @@ def test_exclusive_claims_hold_names_a_read_write_once_pod_claim_two_pods_use():
     index.apply(CLAIMS, claim)
     assert exclusive_claims_hold(cluster, recount(cluster), index) == [
         "ReadWriteOncePod claim default/solo is used by default/a, default/b"  # c has ended
+    ]
+
+
+def test_a_kubelet_turns_away_the_pods_bound_after_the_room_ran_out_and_no_sooner():
+    """Three 2-CPU pods on a 4-CPU node: the one bound last is rejected, whatever its
+    name; a pod that ended holds nothing, so one fewer is; the over-commit is measured,
+    not a violation, where another scheduler shares the nodes."""
+    cluster = cluster_with({"c": "Running", "a": "Running", "b": "Running"})
+    assert kubelet_rejections(cluster) == {"n": ["default/b"]}
+    cluster.bind_log.reverse()  # bound b, a, c: c last
+    assert kubelet_rejections(cluster) == {"n": ["default/c"]}
+    assert kubelet_rejections(cluster_with({"a": "Running", "b": "Failed", "c": "Running"})) == {}
+    assert check_invariants(cluster, [], neighbours=True) == []
+    assert check_invariants(cluster, []) == [
+        "node n is over-committed on cpu: 6000 requested > 4000 allocatable"
     ]
