@@ -20,7 +20,7 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -369,19 +369,25 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
     ) -> None:
         self._create_namespace(namespace)
         window = self._open((namespace,), None) if collect else self.collecting
-        for manifest, n in batches:
-            ours = (manifest.get("spec") or {}).get("schedulerName") or "default-scheduler"
-            for start in range(0, n, CREATORS * 8):  # the loop ticks between chunks
-                bodies = self._named(manifest, min(CREATORS * 8, n - start), "pod-")
-                made = self._post("Pod", namespace, bodies)
-                self.pods_made += [object_key(obj) for obj, _ in made]
-                if ours in self.scheduler_names:
-                    self._made(made, index, namespace, window)
-                self._tick()
+        # a chunk may span batches: a template rendered per pod makes batches of one,
+        # which are posted in parallel all the same
+        bodies = self._pod_bodies(batches)
+        while chunk := list(itertools.islice(bodies, CREATORS * 8)):  # the loop ticks between
+            made = self._post("Pod", namespace, chunk)
+            self.pods_made += [object_key(obj) for obj, _ in made]
+            ours = [(obj, at) for obj, at in made if _scheduler(obj) in self.scheduler_names]
+            self._made(ours, index, namespace, window)
+            self._tick()
         if not skip_wait:
             self._wait_scheduled(index)
         if collect and window is not None:
             self._close(window)
+
+    def _pod_bodies(self, batches: list[workload_objects.Batch]) -> Iterator[dict[str, Any]]:
+        """The pods of the batches, named (`_named`), made as they are taken."""
+        for manifest, n in batches:
+            for start in range(0, n, CREATORS * 8):
+                yield from self._named(manifest, min(CREATORS * 8, n - start), "pod-")
 
     def _made(
         self, made: list[Created], index: int | None, namespace: str, window: ApiWindow | None
@@ -501,8 +507,7 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
             self.pods_made += [object_key(obj) for obj, _ in made]
         else:
             self.made_here += [(kind, object_key(obj)) for obj, _ in made]
-        ours = (manifest.get("spec") or {}).get("schedulerName") or "default-scheduler"
-        if kind == "Pod" and ours in self.scheduler_names:
+        if kind == "Pod" and _scheduler(manifest) in self.scheduler_names:
             self.created_at.update((object_key(pod), at) for pod, at in made)
         return [(kind, object_key(obj)) for obj, _ in made]
 
@@ -596,8 +601,7 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
             namespace = pod["metadata"]["namespace"]
             self.arrivals[namespace] += 1
             self.pods_made.append(key)
-            scheduler = (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
-            if key not in self.created_at and scheduler in self.scheduler_names:
+            if key not in self.created_at and _scheduler(pod) in self.scheduler_names:
                 self._made([(pod, at)], None, namespace, self.collecting)
 
     def _await_ready(self) -> bool:
@@ -660,3 +664,8 @@ def remove_namespaces(client: KubeClient, names: list[str]) -> None:
         except ApiError as err:
             if err.status not in (404, 409):
                 raise
+
+
+def _scheduler(pod: Mapping[str, Any]) -> str:
+    """The profile a pod asks for."""
+    return str((pod.get("spec") or {}).get("schedulerName") or "default-scheduler")
