@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from benchmarks.apiserver.shared_pool import SHARED_POOL
 from benchmarks.controlplane.releases import PINNED
 from benchmarks.day.day_report import ROWS, DayReport
 from benchmarks.report.instruments import report_cases
@@ -32,7 +33,11 @@ def figures(path: Path, link: str) -> str:
     if "happenings" in report:
         rows = _day(report)
     else:
-        rows = [*_beside(report), *_faults(report)] if "cluster" in report else _simulated(report)
+        rows = (
+            [*_beside(report), *_faults(report), *_shared(report)]
+            if "cluster" in report
+            else _simulated(report)
+        )
     return "\n".join([*rows, "", _made_by(report, path.name, link)])
 
 
@@ -112,6 +117,33 @@ def _faults(report: dict[str, Any]) -> list[str]:
                 f"{_seconds(r['median_s'])} / {_seconds(r['max_s'])} | "
                 f"{_seconds(r.get('stall_median_s'))} / {_seconds(r.get('stall_max_s'))} |"
             )
+    return out
+
+
+def _shared(report: dict[str, Any]) -> list[str]:
+    """Where two schedulers shared the nodes (`shared_pool`), one row per workload and
+    setup: the nodes over-committed at the end and the pods kubelets would turn away,
+    by profile, each round."""
+    if not any(name in SHARED_POOL for name in report["schedulers"]):
+        return []
+    out = [
+        "",
+        "| workload | schedulers | nodes over-committed, each round | pods a kubelet would "
+        "reject, each round, by profile |",
+        "|---|---|---|---|",
+    ]
+    for case in report["cases"]:
+        for name in case["schedulers"]:
+            runs = [
+                r["over_committed"]
+                for r in report["runs"]
+                if r["name"] == case["name"] and r["scheduler"] == name and "over_committed" in r
+            ]
+            rejected = " / ".join(
+                ", ".join(f"{n} {p}" for p, n in r["rejected"].items()) or "0" for r in runs
+            )
+            nodes = " / ".join(str(r["nodes"]) for r in runs)
+            out.append(f"| {case['name']} | {name} | {nodes} | {rejected} |")
     return out
 
 
