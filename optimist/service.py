@@ -2,7 +2,10 @@
 
 The dispatcher and the binder run in this one control process, so one
 leader at a time (a Lease) keeps two from committing the same pods; standbys
-wait in `LeaderElector.acquire`. Shards are stateless Ray actors and may be
+wait in `LeaderElector.acquire`, warm where all they run is their own (their
+informers, Ray, shards and store follow the cluster, nothing is placed or said
+about pods), so that taking the Lease costs no list and no start. Shards are
+stateless Ray actors and may be
 restarted at will. What the store holds may be older than the cluster (a
 previous leader died between commit and bind, nodes went while nobody
 watched): `reconcile` makes it agree before the first batch goes out.
@@ -10,8 +13,10 @@ watched): `reconcile` makes it agree before the first batch goes out.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
+import time
 from dataclasses import dataclass, field
 
 from cluster.store import Store
@@ -55,6 +60,18 @@ def reconcile(store: Store, adapter: KubernetesAdapter) -> Reconciled:
     return Reconciled(stale, gone)
 
 
+def _keep_warm(
+    loop: SchedulingLoop, adapter: KubernetesAdapter, stop: threading.Event, seconds: float
+) -> None:
+    """A standby's wait between tries for the Lease: what the cluster reports is taken
+    in as it comes (into the replica's own store and queue), nothing is placed, and
+    nothing is said about pods."""
+    deadline = time.monotonic() + seconds
+    while not stop.is_set() and (left := deadline - time.monotonic()) > 0:
+        loop.ingest()
+        adapter.wait_for_events(min(left, IDLE_WAIT_S))
+
+
 def api_sample(adapter: KubernetesAdapter, lost: threading.Event) -> ApiSample:
     return ApiSample(
         retries=adapter.retries,
@@ -78,54 +95,43 @@ class Service:
     loop: SchedulingLoop | None = None
     reconciled: Reconciled | None = None
 
+    @property
+    def warm_standby(self) -> bool:
+        """Whether a standby keeps warm: its informers, Ray, shards and a store of its own
+        follow the cluster while it waits for the Lease, so that taking it costs no list
+        and no start. Only where all of that is this replica's alone: a given Redis is
+        the leader's to write, and shards on a given Ray cluster take the leader's room."""
+        return self.settings.private_redis and self.settings.ray_address is None
+
     def run(self, stop: threading.Event) -> None:
-        """Until `stop` is set, or leadership is lost."""
+        """Until `stop` is set, or leadership is lost. A warm standby (`warm_standby`)
+        follows the cluster while it waits for the Lease; a cold one starts on taking it."""
         elector = None
         if self.lease is not None:
             # a rate limit of its own: a flood of bindings must not make a renewal late
             own = self.client.sibling(ELECTION_QPS, ELECTION_BURST)
             elector = LeaderElector(own, self.identity, self.lease)
-        if elector is not None and not elector.acquire(stop):
+        warm = elector is not None and self.warm_standby
+        if elector is not None and not warm and not elector.acquire(stop):
             return
-        lost = elector.lost if elector is not None else threading.Event()
         adapter = KubernetesAdapter(
             self.client,
             self.settings.scheduler_names,
             explain_hint=self.settings.explain_hint,
             volume_bind_timeouts=self.settings.volume_bind_timeouts(),
-        ).start()
-        if self.metrics is not None:
-            self.metrics.watch_api(lambda: api_sample(adapter, lost))
+        )
+        adapter.reports.quiet = warm
+        adapter.start()
         try:
             with Platform(self.settings) as platform:
-                self.reconciled = reconcile(platform.store, adapter)
-                if self.reconciled.released_pods or self.reconciled.removed_nodes:
-                    log.info(
-                        "reconciled: %d pods released, %d nodes removed",
-                        len(self.reconciled.released_pods),
-                        len(self.reconciled.removed_nodes),
-                    )
-                metrics = (
-                    LoopMetrics(self.metrics, node_partitions=self.settings.node_partition_count)
-                    if self.metrics
-                    else None
-                )
-                self.loop = SchedulingLoop(
-                    platform,
-                    adapter,
-                    metrics=metrics,
-                    profiler=self.profiler,
-                    explainer=self.explainer,
-                )
-                self.ready.set()
-                while not stop.is_set() and not lost.is_set():
-                    self.loop.step(timeout_s=0.05)
-                    if not self.loop.busy() and self.loop.dispatcher.idle():
-                        adapter.wait_for_events(IDLE_WAIT_S)
-                # pods whose claims were still being bound were never bound: their room
-                # goes back now (a crash leaves it to the next start's reconciling)
-                if abandoned := adapter.abandon_prebinds():
-                    platform.store.release(pods=abandoned)
+                loop = self._loop(platform, adapter)
+                if elector is not None and warm:
+                    keep_warm = functools.partial(_keep_warm, loop, adapter, stop)
+                    if not elector.acquire(stop, keep_warm):
+                        return
+                    adapter.reports.quiet = False
+                lost = elector.lost if elector is not None else threading.Event()
+                self._schedule(platform, adapter, loop, stop, lost)
         finally:
             self.ready.clear()
             if self.metrics is not None:
@@ -137,3 +143,43 @@ class Service:
             adapter.stop()
             if elector is not None:
                 elector.release()
+
+    def _loop(self, platform: Platform, adapter: KubernetesAdapter) -> SchedulingLoop:
+        metrics = (
+            LoopMetrics(self.metrics, node_partitions=self.settings.node_partition_count)
+            if self.metrics
+            else None
+        )
+        return SchedulingLoop(
+            platform, adapter, metrics=metrics, profiler=self.profiler, explainer=self.explainer
+        )
+
+    def _schedule(
+        self,
+        platform: Platform,
+        adapter: KubernetesAdapter,
+        loop: SchedulingLoop,
+        stop: threading.Event,
+        lost: threading.Event,
+    ) -> None:
+        """As the leader: make the store agree with the cluster, then schedule until
+        stopped or the Lease is lost."""
+        if self.metrics is not None:
+            self.metrics.watch_api(lambda: api_sample(adapter, lost))
+        self.reconciled = reconcile(platform.store, adapter)
+        if self.reconciled.released_pods or self.reconciled.removed_nodes:
+            log.info(
+                "reconciled: %d pods released, %d nodes removed",
+                len(self.reconciled.released_pods),
+                len(self.reconciled.removed_nodes),
+            )
+        self.loop = loop
+        self.ready.set()
+        while not stop.is_set() and not lost.is_set():
+            loop.step(timeout_s=0.05)
+            if not loop.busy() and loop.dispatcher.idle():
+                adapter.wait_for_events(IDLE_WAIT_S)
+        # pods whose claims were still being bound were never bound: their room goes
+        # back now (a crash leaves it to the next start's reconciling)
+        if abandoned := adapter.abandon_prebinds():
+            platform.store.release(pods=abandoned)

@@ -368,6 +368,8 @@ class KubernetesAdapter:
         admission (`OutOf<resource>`, `UnexpectedAdmissionError`): counted by profile
         and reason, and told on the pod. Two schedulers on one pool leave these (the
         lock is held)."""
+        if self.reports.quiet:
+            return  # a standby's: the leader counts it
         reason, profile = str(status.get("reason") or ""), spec.get("schedulerName")
         rejection = reason.startswith("OutOf") or reason == "UnexpectedAdmissionError"
         mine = (profile or "default-scheduler") in self.scheduler_names

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -55,16 +56,19 @@ class LeaderElector:
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
 
-    def acquire(self, stop: threading.Event) -> bool:
+    def acquire(
+        self, stop: threading.Event, between: Callable[[float], object] | None = None
+    ) -> bool:
         """Wait until this process holds the lease (True), or `stop` is set (False); then
-        keep renewing it in a thread of its own."""
+        keep renewing it in a thread of its own. Between tries, `between(seconds)` (a
+        standby keeping warm), else a sleep."""
         while not stop.is_set():
             if self._try():
                 log.info("%s leads (lease %s/%s)", self.identity, *self._where())
                 self._renewer = threading.Thread(target=self._renew_forever, daemon=True)
                 self._renewer.start()
                 return True
-            stop.wait(self.config.retry_period_s)
+            (between or stop.wait)(self.config.retry_period_s)
         return False
 
     def release(self) -> None:

@@ -79,6 +79,7 @@ class Reporter:
         self._is_bound = is_bound  # a pod bound since: no nominatedNodeName for it
         self._uid_of = uid_of
         self.dropped = 0
+        self.quiet = False  # a standby's: the leader says what is said about pods
         # reports go out from several threads, a pod's always from the same one (its
         # writes stay in order, and each thread aggregates its own pods' events): one
         # thread, a request at a time, fell minutes behind a few hundred pods a second,
@@ -153,6 +154,8 @@ class Reporter:
         status: dict[str, Any] | None = None,
         uid: str | None = None,  # where the pod is no longer in `uid_of`'s books
     ) -> None:
+        if self.quiet:
+            return
         uid = uid if uid is not None else self._uid_of(pod) or ""
         try:
             shard = self._reports[zlib.crc32(pod.encode()) % REPORTERS]
