@@ -39,6 +39,8 @@ FAULTS = (KILL_SHARD, KILL_BINDER, RESTART_REDIS)  # the simulated cluster's
 KILL_APISERVER, RESTART_ETCD, COMPACT_ETCD = "kill-apiserver", "restart-etcd", "compact-etcd"
 KILL_REDIS, KILL_LEADER = "kill-redis", "kill-leader"
 PLANE_FAULTS = (KILL_APISERVER, RESTART_ETCD, COMPACT_ETCD, KILL_SHARD, KILL_REDIS, KILL_LEADER)
+STOP_KWOK = "stop-kwok"  # a living cluster's (--cluster kwok): its nodes' heartbeats stop
+LIVING_FAULTS = (*PLANE_FAULTS, STOP_KWOK)
 ALL = "all"  # --chaos all: every kind the cluster kind has
 FAULTS_PER_KIND = 2  # the default bound: each kind asked for, twice
 DURATION_S = 60.0  # the default bound: no fault after this long into a workload
@@ -131,6 +133,12 @@ class Injector(Protocol):
         """Pods tried again because of the faults, where the run can tell."""
         ...
 
+    def tend(self, finishing: bool) -> bool:
+        """Bring back what a fault took down for a while, once its time has come, or
+        whatever is still down when the run is `finishing`; whether something stays
+        down."""
+        ...
+
 
 @dataclass(slots=True)
 class _Fault:
@@ -163,11 +171,13 @@ class Chaos:
         self.started = time.perf_counter()
         self._next = self.started + self._gap() if plan.interval_s else 0.0
         self.stopped: str | None = None  # why no more faults come: "limit" or "duration"
+        self.down = False  # a fault keeps part of the cluster down for a while (`tend`)
 
     def _gap(self) -> float:
         return self.rng.expovariate(1.0 / self.plan.interval_s) if self.plan.interval_s else 0.0
 
     def tick(self) -> None:
+        self.down = self.injector.tend(finishing=False)
         now = time.perf_counter()
         self._note_recoveries()
         if self.stopped is None:
@@ -179,6 +189,10 @@ class Chaos:
                 self._inject(self.plan.faults[self._turn % len(self.plan.faults)])
                 self._turn += 1
                 self._next = time.perf_counter() + self._gap()
+
+    def finish(self) -> None:
+        """The run is ending: what a fault took down for a while comes back now."""
+        self.down = self.injector.tend(finishing=True)
 
     def _due(self, now: float) -> bool:
         if self.plan.interval_s:

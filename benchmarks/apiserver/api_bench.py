@@ -47,7 +47,7 @@ from benchmarks.apiserver.scheduler_processes import (
 from benchmarks.apiserver.server_state import cluster_of, volumes_of
 from benchmarks.apiserver.shared_pool import SHARED_POOL, split_profiles
 from benchmarks.cases.case_file import CaseWorkload
-from benchmarks.chaos import KILL_LEADER, PLANE_FAULTS, ChaosPlan
+from benchmarks.chaos import KILL_LEADER, LIVING_FAULTS, ChaosPlan
 from benchmarks.controlplane.control_plane import (
     ControlPlane,
     ControlPlaneError,
@@ -180,9 +180,10 @@ class Server:
         }
 
 
-def _one(plane: ControlPlane, name: str) -> tuple[int]:
-    """The PID of a process of the plane, whichever runs under that name now."""
-    return (plane.pid(name),)
+def _one(plane: ControlPlane, name: str) -> tuple[int, ...]:
+    """The PID of a process of the plane, whichever runs under that name now; none while
+    a fault keeps it stopped (KWOK)."""
+    return (plane.pid(name),) if name in plane.running else ()
 
 
 @contextmanager
@@ -300,7 +301,7 @@ def _chaos(
     are killed in its runs alone."""
     if bench.chaos is None or server.plane is None:
         return None
-    plan = bench.chaos.only(PLANE_FAULTS if name == SCHEDULERS[0] else PLANE_ONLY)
+    plan = bench.chaos.only(LIVING_FAULTS if name == SCHEDULERS[0] else PLANE_ONLY)
     targets = PlaneTargets(server.plane, under_test.leader_pid, under_test.replicas)
     return (plan, targets) if plan else None
 

@@ -219,6 +219,8 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
                 error = error or f"case {self.run.name}: {e}"
             if not self._drive(list(self.created_at)) and error is None:
                 error = f"case {self.run.name}: did not settle within {self.timeout_s:.0f}s"
+            if self.chaos:  # a fault's nodes back before their pods are waited on
+                self.chaos.finish()
             if self.kwok_pool is not None and not self._await_ready() and error is None:
                 error = f"case {self.run.name}: pods bound but not Ready within the timeout"
             self._collect_orphans(self.nodes_deleted)
@@ -574,6 +576,8 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
 
         def waiting() -> str:
             left, settled = self.watch.left(keys)
+            if left and self.chaos is not None and self.chaos.down:
+                return f"while {len(left)} pods waited for a fault's nodes to come back"
             return (
                 ""
                 if not left or (settled and not self.deleting)

@@ -17,6 +17,11 @@ they fail in production, and optimist's own, inside `optimist run`.
 - kill-leader: optimist runs as two replicas sharing a Lease (`replicas`); the leader
   is killed with all it started, and the standby takes over once the lease lapses; a
   new replica takes the killed one's place, as a Deployment's would.
+- stop-kwok (a living cluster's): the KWOK that keeps the nodes stopped for
+  `KWOK_DOWN_S`, past the node lifecycle controller's grace: every node stops
+  heartbeating, turns NotReady and is tainted unreachable, as when the kubelets die
+  (their pods stay: they tolerate that for 300 s). It is then started again; the
+  nodes turn Ready and lose the taint.
 
 The last three are optimist's own parts: another scheduler's runs get the others.
 Each fault is recovered from at the next pod bound after it, as the bench's own watch
@@ -43,13 +48,16 @@ from benchmarks.chaos import (
     KILL_SHARD,
     PLANE_FAULTS,
     RESTART_ETCD,
+    STOP_KWOK,
     ChaosError,
     Injected,
 )
 from benchmarks.controlplane.control_plane import ControlPlane
+from benchmarks.controlplane.living_plane import KWOK_POOL, NODE_GRACE_S, LivingPlane
 
 OPTIMIST_ONLY = (KILL_SHARD, KILL_REDIS, KILL_LEADER)
-PLANE_ONLY = tuple(kind for kind in PLANE_FAULTS if kind not in OPTIMIST_ONLY)
+PLANE_ONLY = (*(kind for kind in PLANE_FAULTS if kind not in OPTIMIST_ONLY), STOP_KWOK)
+KWOK_DOWN_S = NODE_GRACE_S + 5.0  # past the grace: the nodes turn NotReady and are tainted
 # how a process of `optimist run`'s tree is known: a shard's Ray worker names itself
 # after its actor class; the private Redis is redis-server
 _PARTS: dict[str, Callable[[psutil.Process], bool]] = {
@@ -76,12 +84,13 @@ class PlaneFaults:
     targets: PlaneTargets
     watch: PodWatch
     _restarted: bool = False  # kube-apiserver started again, not waited for
+    _kwok_back_at: float | None = None  # when the KWOK stopped is to start again
 
     def inject(self, kind: str, rng: random.Random) -> Injected:
         plane = self.targets.plane
-        if self._restarted:
-            plane.wait_answering()
-            self._restarted = False
+        self._answering()
+        if kind == STOP_KWOK:
+            self.tend(finishing=True)  # one stop at a time
         if kind == KILL_LEADER and self.targets.replicas is not None:
             self.targets.replicas.await_standby()
         at = time.perf_counter()
@@ -93,6 +102,12 @@ class PlaneFaults:
             target = "etcd"
         elif kind == COMPACT_ETCD:
             target = f"etcd, up to revision {plane.compact()}"
+        elif kind == STOP_KWOK:
+            if not isinstance(plane, LivingPlane):
+                raise ChaosError(f"--chaos {kind}: no KWOK here (--cluster kwok has one)")
+            plane.stop(plane.kwok_name(KWOK_POOL))
+            self._kwok_back_at = at + KWOK_DOWN_S
+            target = f"KWOK, its nodes' heartbeats, for {KWOK_DOWN_S:g} s"
         elif kind == KILL_LEADER:
             if self.targets.replicas is None:
                 raise ChaosError(f"--chaos {kind}: optimist runs as one replica here")
@@ -104,6 +119,29 @@ class PlaneFaults:
     def retries(self) -> None:
         """Not known here: optimist counts its retries in its own process."""
         return None
+
+    def tend(self, finishing: bool) -> bool:
+        """KWOK started again once its time is up, or now if the run is finishing; its
+        return is a change of the cluster to the watch (verdicts given while the nodes
+        were down hold no more). Whether KWOK stays down."""
+        back_at = self._kwok_back_at
+        if back_at is None:
+            return False
+        if not (finishing or time.perf_counter() >= back_at):
+            return True
+        plane = self.targets.plane
+        assert isinstance(plane, LivingPlane)  # only a living plane's KWOK is stopped
+        self._answering()  # KWOK's start makes a node through the server
+        plane.start_kwok(KWOK_POOL)
+        self.watch.made()
+        self._kwok_back_at = None
+        return False
+
+    def _answering(self) -> None:
+        """A server killed by the last fault answering again (not waited for then)."""
+        if self._restarted:
+            self.targets.plane.wait_answering()
+            self._restarted = False
 
     def _kill(self, kind: str, rng: random.Random) -> str:
         """SIGKILL one process of the scheduler's tree that is the fault's target, by its

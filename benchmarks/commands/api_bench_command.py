@@ -13,7 +13,7 @@ from rich.table import Table
 
 from benchmarks.apiserver.api_bench import BENCHED, ApiBench, run_apiserver_bench
 from benchmarks.apiserver.plane_faults import OPTIMIST_ONLY
-from benchmarks.chaos import PLANE_FAULTS, ChaosPlan
+from benchmarks.chaos import LIVING_FAULTS, PLANE_FAULTS, ChaosPlan
 from benchmarks.commands.bench_options import ApiServerFlags
 from benchmarks.commands.bench_tables import chaos_rows
 from benchmarks.controlplane.control_plane import ControlPlaneMissing, binaries
@@ -57,7 +57,7 @@ def bench_apiserver(f: ApiServerFlags, *, living: bool) -> NoReturn:
         binaries(f.kube_version)  # kube-scheduler, and the control plane unless one is given
     except (ControlPlaneMissing, UnknownRelease) as e:
         refuse(str(e))
-    chaos = _chaos(f)
+    chaos = _chaos(f, living)
     plan = f.plan()
     bench = ApiBench(
         schedulers,
@@ -96,9 +96,10 @@ def bench_apiserver(f: ApiServerFlags, *, living: bool) -> NoReturn:
     raise typer.Exit(0 if ok else 1)
 
 
-def _chaos(f: ApiServerFlags) -> ChaosPlan | None:
-    """--chaos through an API server; exit 2 where its faults have nothing to go into."""
-    chaos = f.chaos_plan(PLANE_FAULTS)
+def _chaos(f: ApiServerFlags, living: bool) -> ChaosPlan | None:
+    """--chaos through an API server (`living`: with KWOK's nodes); exit 2 where its faults
+    have nothing to go into."""
+    chaos = f.chaos_plan(LIVING_FAULTS if living else PLANE_FAULTS)
     if chaos and f.kubeconfig:
         refuse("--chaos: not with --kubeconfig (its faults go into a server started here)")
     if chaos and f.ray_address and (own := [k for k in chaos.faults if k in OPTIMIST_ONLY]):

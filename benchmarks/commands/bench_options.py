@@ -12,7 +12,15 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from benchmarks.cases.case_fields import PerfConfigError
-from benchmarks.chaos import ALL, FAULTS, FAULTS_PER_KIND, PLANE_FAULTS, ChaosError, ChaosPlan
+from benchmarks.chaos import (
+    ALL,
+    FAULTS,
+    FAULTS_PER_KIND,
+    PLANE_FAULTS,
+    STOP_KWOK,
+    ChaosError,
+    ChaosPlan,
+)
 from benchmarks.controlplane.releases import RELEASES
 from benchmarks.simulated.sim_bench import Plan, load_plan
 from optimist.cli.shared_options import usage_error
@@ -188,8 +196,8 @@ Chaos = Annotated[
     typer.Option(
         help="inject these faults at random while the run runs, comma-separated, or "
         f"{ALL}: on the simulated cluster {', '.join(FAULTS)}; through an API server "
-        f"(one started for the run) {', '.join(PLANE_FAULTS)}. The report counts them "
-        "and times each recovery"
+        f"(one started for the run) {', '.join(PLANE_FAULTS)}, and on a living cluster "
+        f"(--cluster kwok) {STOP_KWOK} too. The report counts them and times each recovery"
     ),
 ]
 

@@ -61,6 +61,10 @@ class PlatformFaults:
     def retries(self) -> int:
         return self.loop.faults.fault_retries
 
+    def tend(self, finishing: bool) -> bool:
+        """Nothing of the platform stays down: Ray and Redis come back by themselves."""
+        return False
+
     def _rebuilds(self) -> int:
         return len(self.loop.faults.store_rebuilds)
 

@@ -11,6 +11,7 @@ from benchmarks.chaos import (
     FAULTS,
     FAULTS_PER_KIND,
     KILL_SHARD,
+    LIVING_FAULTS,
     PLANE_FAULTS,
     ChaosError,
     ChaosPlan,
@@ -55,6 +56,7 @@ def test_faults_the_platform_has_nothing_to_inject_into_are_refused():
 def test_all_is_every_kind_of_the_cluster_kind_and_no_other():
     assert ChaosPlan.parse("all").faults == FAULTS
     assert ChaosPlan.parse("all", kinds=PLANE_FAULTS).faults == PLANE_FAULTS
+    assert ChaosPlan.parse("all", kinds=LIVING_FAULTS).faults == (*PLANE_FAULTS, "stop-kwok")
     with pytest.raises(ChaosError, match="stop-kwok is not one of"):
         ChaosPlan.parse("kill-apiserver,stop-kwok", kinds=PLANE_FAULTS)
     with pytest.raises(ChaosError, match="kill-binder is not one of"):

@@ -18,7 +18,7 @@ import pytest
 import ray
 from typer.testing import CliRunner
 
-from benchmarks.chaos import PLANE_FAULTS
+from benchmarks.chaos import LIVING_FAULTS, PLANE_FAULTS
 from benchmarks.controlplane.control_plane import stop_tree
 from benchmarks.controlplane.living_plane import JOB_RUNS_FOR
 from benchmarks.report.api_report import ApiCaseComparison
@@ -360,13 +360,20 @@ def test_a_workload_where_no_controller_runs_fails_its_case_naming_why(tmp_path)
 
 
 @pytest.mark.faults
-def test_every_fault_of_the_control_plane_and_of_optimist_loses_and_doubles_nothing(tmp_path):
+@pytest.mark.parametrize(
+    ("cluster", "kinds"), [("apiserver", PLANE_FAULTS), ("kwok", LIVING_FAULTS)]
+)
+def test_every_fault_of_the_control_plane_and_of_optimist_loses_and_doubles_nothing(
+    tmp_path, cluster, kinds
+):
     """`--chaos all` through an API server started for the run: kube-apiserver and etcd
     killed and started again, etcd compacted under the watches, a shard and optimist's
-    private Redis killed, and optimist's leader killed with a standby running, once
-    each while 1,800 pods are scheduled. Every pod ends bound, once, on a node with
-    room, as the server holds them at the end; each fault is recovered from (a pod
-    bound after it) and its pause in bindings measured."""
+    private Redis killed, and optimist's leader killed with a warm standby running;
+    on a living cluster, KWOK stopped past the nodes' grace too (they turn NotReady and
+    are tainted). Once each while 1,800 pods are scheduled. Every pod ends bound, once,
+    on a node with room, as the server holds them at the end (on a living cluster,
+    Running and Ready); each fault is recovered from (a pod bound after it) and its
+    pause in bindings measured."""
     path = write_case(
         tmp_path,
         [
@@ -381,15 +388,15 @@ def test_every_fault_of_the_control_plane_and_of_optimist_loses_and_doubles_noth
         {"pod.yaml": POD},
     )
     report = tmp_path / "report.json"
-    command = ["bench", str(path), "--cluster", "apiserver", "--shards", "2", "--chaos", "all"]
-    command += ["--chaos-faults", str(len(PLANE_FAULTS)), "--timeout", "300", "--no-progress"]
+    command = ["bench", str(path), "--cluster", cluster, "--shards", "2", "--chaos", "all"]
+    command += ["--chaos-faults", str(len(kinds)), "--timeout", "300", "--no-progress"]
     result = CliRunner().invoke(app, [*command, "--report", str(report), *NO_CEILING])
     assert result.exit_code == 0, result.output
     [run] = json.loads(report.read_text())["runs"]
     assert run["error"] is None and run["invariant_violations"] == [], run
     assert run["pods_scheduled"] == run["all_pods"]["bound"] == 1800, run["all_pods"]
     chaos = run["chaos"]
-    assert chaos["faults_injected"] == {kind: 1 for kind in PLANE_FAULTS}, chaos
+    assert chaos["faults_injected"] == {kind: 1 for kind in kinds}, chaos
     for fault in chaos["faults"]:
         assert fault["recovered_s"] is not None and fault["stalled_s"] is not None, fault
     assert "longest pause in bindings" in result.output
