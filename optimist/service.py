@@ -5,10 +5,10 @@ leader at a time (a Lease) keeps two from committing the same pods; standbys
 wait in `LeaderElector.acquire`, warm where all they run is their own (their
 informers, Ray, shards and store follow the cluster, nothing is placed or said
 about pods), so that taking the Lease costs no list and no start. Shards are
-stateless Ray actors and may be
-restarted at will. What the store holds may be older than the cluster (a
-previous leader died between commit and bind, nodes went while nobody
-watched): `reconcile` makes it agree before the first batch goes out.
+stateless Ray actors and may be restarted at will. What the store holds may be
+older than the cluster (a previous leader died between commit and bind, nodes
+went while nobody watched): `reconcile` makes it agree before the first batch
+goes out.
 """
 
 from __future__ import annotations
