@@ -8,7 +8,7 @@ the states of `cluster.lifecycle` as decisions and outcomes come back.
 from __future__ import annotations
 
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable
 
 from cluster.events import (
@@ -87,7 +87,7 @@ class Dispatcher:
         self.stats = DispatchStats()
         self._resolved: dict[int, list[int]] = defaultdict(list)
         self._next_batch = 0
-        self._arrivals = 0
+        self._arrivals = time.time_ns()  # from now: gang unit keys a successor never reuses
         # Cluster events seen, and the count when each kind was last seen: a unit
         # found unschedulable after an event it waits for happened while it was
         # being tried was judged on a view from before it (upstream's in-flight events).
@@ -167,16 +167,21 @@ class Dispatcher:
             return ANY_SHARD
         return node_partition(nodes.pop(), self.node_partitions)
 
+    def running(self, pods: list[Pod]) -> None:
+        """Pods bound by others (a leader before this one too): not the queue's to place;
+        a gang's count toward its minMember, as its own bindings do."""
+        self.forget([p.key for p in pods])
+        for group, count in Counter(p.group for p in pods if p.group).items():
+            self._regather(group, self.gangs.note_running(group, count))
+
     def reject(self, pod_key: str, reason: str) -> None:
         """A pod whose manifest cannot be scheduled: reported, never retried."""
         self.rejected[pod_key] = reason
 
     def forget(self, pod_keys: list[str]) -> None:
-        """Pods deleted in the cluster: they leave their units, and empty units leave the queue.
-
-        A unit out with a shard or the binder keeps its place there; the
-        binding of a deleted pod fails, and nothing is retried for it.
-        """
+        """Pods deleted in the cluster: they leave their units, and empty units the queue.
+        A unit out with a shard or the binder keeps its place there; the binding of a
+        deleted pod fails, and nothing is retried for it."""
         self.quota.forget(pod_keys)
         for key in pod_keys:
             self._victim_gone(key)
@@ -297,7 +302,7 @@ class Dispatcher:
         self.queue.remove(unit)
         self._retire(unit, PodState.DELETED)
         if unit.group:
-            self._regather(unit.group, unit.pods)
+            self._regather(unit.group, self.gangs.wait_again(unit.group, unit.pods))
 
     def _retire(self, unit: QueuedUnit, state: PodState) -> None:
         """The unit's last state: the dispatcher forgets it and its pods."""
@@ -306,10 +311,10 @@ class Dispatcher:
         for pod in unit.pods:
             del self._unit_of[pod.key]
 
-    def _regather(self, group: str, pods: list[Pod]) -> None:
-        """Pods of a gang whose unit is gone: they wait for minMember again, or go one
-        by one if the gang already runs."""
-        for unit_pods in self.gangs.wait_again(group, pods):
+    def _regather(self, group: str, units: list[list[Pod]]) -> None:
+        """A gang's units as `gangs` gives them back: one gang unit while it waits for
+        minMember, its pods one by one once the gang runs."""
+        for unit_pods in units:
             self._enqueue(unit_pods, "" if group in self.gangs.bound else group)
 
     # --- to shards ---------------------------------------------------------------
@@ -537,7 +542,7 @@ class Dispatcher:
             for pods in [[p] for p in rest] + waited:
                 self._enqueue(pods)
         else:
-            self._regather(unit.group, rest)
+            self._regather(unit.group, self.gangs.wait_again(unit.group, rest))
 
     def _unschedulable(self, unit: QueuedUnit, decision: Decision) -> None:
         """No node fits: the unit waits for an event its filters named (none named: any

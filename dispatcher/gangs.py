@@ -58,6 +58,15 @@ class Gangs:
         self.bound.add(group)
         return [[pod] for pod in self.waiting.pop(group, [])]
 
+    def note_running(self, group: str, count: int) -> list[list[Pod]]:
+        """Pods of the group found bound by others (a leader before this one): they count
+        toward its minMember as its own bindings do, its PodGroup known yet or not;
+        returns the units that completes."""
+        if group not in self.groups and group not in self.bound:
+            self.members_bound[group] = self.members_bound.get(group, 0) + count
+            return []
+        return self.note_bound(group, count) or self._complete(group)
+
     def wait_again(self, group: str, pods: list[Pod]) -> list[list[Pod]]:
         """A gang's unit lost members: its other pods wait for minMember again."""
         if group in self.bound:

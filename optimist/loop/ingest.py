@@ -137,7 +137,7 @@ class Ingest:
             elif outcome.status != Status.DUPLICATE:
                 log.warning("running pod %s not counted: %s", pod.key, outcome.detail)
         self.add_running(counted)
-        self.dispatcher.forget([p.key for p in pods])
+        self.dispatcher.running(pods)
 
     def _deleted(self) -> None:
         deleted = self.cluster.take_deleted_pods()

@@ -147,6 +147,24 @@ def test_gang_with_min_member_bound_runs_despite_a_failed_binding():
     ]
 
 
+def test_members_found_bound_by_a_leader_before_count_towards_the_gang_in_either_order():
+    """A leader killed mid-gang bound three of four members: the next counts them, from
+    the cluster, whether they, the PodGroup or the last member come first."""
+    bound_first = Dispatcher()
+    bound_first.running([replace(member(n), node_name="n") for n in "abc"])
+    bound_first.add_group(PodGroup("default", "train", min_member=4))
+    bound_first.add(member("d"))
+    pending_first = Dispatcher()
+    pending_first.add_group(PodGroup("default", "train", min_member=4))
+    pending_first.add(member("d"))
+    assert pending_first.next_batch(0, 10) is None  # one of four, so far as it knows
+    pending_first.running([replace(member(n), node_name="n") for n in "abc"])
+    for d in (bound_first, pending_first):
+        [unit] = d.next_batch(0, 10).units
+        assert unit.pods == [("default/d", 0)] and unit.min_member == 1
+    assert bound_first.unschedulable() == pending_first.unschedulable() == {}
+
+
 def test_deleted_members_no_longer_count_towards_a_gang():
     d = Dispatcher()
     d.add_group(PodGroup("default", "train", min_member=2))
