@@ -3,6 +3,9 @@ server cannot be made to produce on demand: a storm of 429s, and watches cut (at
 the end of a chunk, as a restarted server ends them, or mid-stream, as a crash or
 a cut cable does). Everything else is the real server's answer, passed through.
 
+It also holds requests in flight (`hold`): a client killed meanwhile never had them
+reach the server, as a binding lost with the process that sent it.
+
 It serves TLS with a certificate of the control plane's CA, and passes each
 request's Authorization header on, so a client sees the same server, with the
 same users, as without it. It records every request, and each answer's status,
@@ -60,6 +63,9 @@ class FaultProxy:
         self._throttled = 0
         self._retry_after = 1
         self._watches: set[_Watch] = set()
+        self._hold: str | None = None  # requests whose path ends so wait, then are dropped
+        self._released = threading.Event()
+        self.held: list[str] = []  # the paths of the requests held so far
 
     def __enter__(self) -> FaultProxy:
         handler = type("Handler", (_Handler,), {"proxy": self})
@@ -72,6 +78,7 @@ class FaultProxy:
         return self
 
     def __exit__(self, *_: object) -> None:
+        self.drop()
         self.drop_watches()
         self._server.shutdown()
         self._server.server_close()
@@ -92,12 +99,34 @@ class FaultProxy:
         for watch in watches:
             watch.cut(abruptly)
 
+    def hold(self, path_end: str) -> None:
+        """Requests whose path ends with `path_end` wait here, unanswered, until `drop`."""
+        with self._lock:
+            self._hold = path_end
+            self._released.clear()
+
+    def drop(self) -> None:
+        """The requests held are dropped (their connections closed, nothing passed on),
+        and no more are held."""
+        with self._lock:
+            self._hold = None
+        self._released.set()
+
     @property
     def open_watches(self) -> int:
         with self._lock:
             return len(self._watches)
 
     # --- for the handler ------------------------------------------------------------
+
+    def _held(self, path: str) -> bool:
+        """Whether the request for `path` is to be dropped, after waiting for `drop`."""
+        with self._lock:
+            if self._hold is None or not path.endswith(self._hold):
+                return False
+            self.held.append(path)
+        self._released.wait()
+        return True
 
     def _take_throttle(self) -> int | None:
         with self._lock:
@@ -138,6 +167,10 @@ class _Handler(BaseHTTPRequestHandler):
         watch = parse_qs(url.query).get("watch", ["false"])[0] in ("true", "1")
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
+        if self.proxy._held(url.path):
+            self.proxy._record(Request(self.command, url.path, watch, 0))
+            self.close_connection = True
+            return
         retry_after = self.proxy._take_throttle()
         if retry_after is not None:
             self.proxy._record(Request(self.command, url.path, watch, 429))
