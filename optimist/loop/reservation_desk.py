@@ -26,13 +26,22 @@ class ReservationDesk:
         self.dispatcher = dispatcher
         self.recovery = recovery
         self.book = Reservations()
+        # pod -> node where a leader before this one held room for it (a preemptor whose
+        # victims it evicted), read from the store at the first new pods
+        self._inherited: dict[str, str] | None = None
 
     def add(self, reservation: Reservation) -> None:
         self.book.add(reservation)
         self.dispatcher.add(reservation.pod)
 
     def claim(self, pods: list[Pod]) -> None:
-        """New pods that a placed reservation is for: each is tried on its node first."""
+        """New pods that a placed reservation is for, or that a leader before this one
+        held room for: each is tried on its node first (not left until the hold lapses)."""
+        if self._inherited is None:
+            self._inherited = {key: hold.node for key, hold in self.store.holds().items()}
+        for pod in pods:
+            if (node := self._inherited.pop(pod.key, None)) is not None:
+                self.dispatcher.nominate_waiting(pod.key, node)
         if not self.book.has_placed:
             return
         for pod in pods:
