@@ -237,6 +237,62 @@ def test_a_leader_killed_in_the_middle_of_a_gang_s_bindings_leaves_the_gang_whol
     assert sorted(binding_pod(r.path) for r in api.bindings()) == sorted(members)
 
 
+@pytest.mark.faults
+def test_a_leader_killed_in_the_middle_of_a_preemption_evicts_no_second_victim(
+    tmp_path, kube_api, redis_url, key_prefix
+):
+    """optimist killed (SIGKILL) once its preemptor's victim is evicted (Terminating: no
+    kubelet has confirmed it stopped) and before the preemptor is bound. The next
+    leader waits for that victim to go rather than evicting the low-priority pod on the
+    other node, then binds the preemptor where the room was made."""
+    api = kube_api
+    for i in range(2):
+        api.put("nodes", node_doc(f"n{i}", cpu="2"))
+    api.put("priorityclasses", {"metadata": {"name": "low"}, "value": 1})
+    api.put("priorityclasses", {"metadata": {"name": "high"}, "value": 1000})
+    first = control_process(tmp_path, "first", api, redis_url, key_prefix)
+    second = None
+    try:
+        wait_for(lambda: api.get("leases", "default", "optimist"), 60, "a leader")
+        for i in range(2):
+            api.put("pods", pod_doc(f"low{i}", cpu="2", priorityClassName="low"))
+        wait_for(lambda: len(api.pods_bound()) == 2, 30, "the low-priority pods bound")
+        api.put("pods", pod_doc("urgent", cpu="2", priorityClassName="high"))
+
+        def evicted() -> list[str]:
+            return [
+                p["metadata"]["name"]
+                for p in api.items("pods", "default")
+                if p["metadata"].get("deletionTimestamp")
+            ]
+
+        wait_for(evicted, 30, "a victim evicted")
+        [victim] = evicted()
+        made_room_on = api.pods_bound()[f"default/{victim}"]
+        first.kill()  # the victim still Terminating, the preemptor not bound
+        first.wait()
+        second = control_process(tmp_path, "second", api, redis_url, key_prefix)
+        wait_for(
+            lambda: api.get("leases", "default", "optimist")["spec"]["holderIdentity"] == "second",
+            60,
+            "the second leading",
+        )
+        with api.kubelets():  # the victim's kubelet confirms it stopped
+            wait_for(lambda: "default/urgent" in api.pods_bound(), 60, "the preemptor bound")
+    finally:
+        for process in (first, second):
+            if process is not None and process.poll() is None:
+                process.terminate()
+                process.wait(30)
+    assert api.pods_bound()["default/urgent"] == made_room_on
+    spared = {"low0", "low1"} - {victim}
+    assert [p["metadata"]["name"] for p in api.items("pods", "default")] == sorted(
+        [*spared, "urgent"]
+    )
+    cluster = api.as_cluster(frozenset({"optimist-a", "optimist-b"}))
+    assert check_invariants(cluster, []) == []
+
+
 def _watch_bindings(api: Api, delivered: dict[str, float], done: threading.Event) -> None:
     """When a watch first showed each of kube-scheduler's pods bound."""
     listed = api.admin.request("GET", "/api/v1/pods")["metadata"]["resourceVersion"]
