@@ -23,7 +23,8 @@ they fail in production, and optimist's own, inside `optimist run`.
   (their pods stay: they tolerate that for 300 s). It is then started again; the
   nodes turn Ready and lose the taint.
 
-The last three are optimist's own parts: another scheduler's runs get the others.
+kill-shard, kill-redis and kill-leader are optimist's own parts: another scheduler's
+runs get the others.
 Each fault is recovered from at the next pod bound after it, as the bench's own watch
 of pods sees the binding (a watch that was itself cut by the fault sees the bindings
 made meanwhile once it has listed again).
