@@ -62,6 +62,12 @@ PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER = "PreemptLowerPriority", "Never"  # spec.
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
+def scheduler_name(manifest: Mapping[str, Any]) -> str:
+    """The profile the pod of this manifest asks for: `spec.schedulerName`, else
+    kube-scheduler's default."""
+    return str((manifest.get("spec") or {}).get("schedulerName") or "default-scheduler")
+
+
 def terminated(manifest: Mapping[str, Any]) -> bool:
     """Whether the pod of this manifest has ended (`TERMINAL_PHASES`)."""
     status = manifest.get("status")
@@ -338,7 +344,7 @@ def pod_from_manifest(raw: Mapping[str, Any]) -> Pod:
         spec=SchedulingSpec(
             requests=tuple(sorted((k, v) for k, v in requests.items() if v or k == res.PODS)),
             weighed=tuple(sorted((k, v) for k, v in weighed.items() if v != requests[k])),
-            profile=str(spec.get("schedulerName") or "default-scheduler"),
+            profile=scheduler_name(raw),
             namespace=namespace,
             labels=tuple(sorted(labels.items())),
             node_name=node_name,

@@ -179,7 +179,7 @@ class Dispatcher:
         self.rejected[pod_key] = reason
 
     def forget(self, pod_keys: list[str]) -> None:
-        """Pods deleted in the cluster: they leave their units, and empty units the queue.
+        """Pods deleted in the cluster leave their units, and empty units leave the queue.
         A unit out with a shard or the binder keeps its place there; the binding of a
         deleted pod fails, and nothing is retried for it."""
         self.quota.forget(pod_keys)

@@ -72,6 +72,7 @@ from benchmarks.report.api_report import (
 )
 from benchmarks.report.bench_report import ChaosFigures, Latency, Machine, Throughput
 from benchmarks.simulated.sim_bench import Plan, case_warnings, ending
+from cluster.manifests import scheduler_name
 from optimist.kube.client import ApiError, KubeClient
 from optimist.offline import provenance
 from optimist.offline.invariants import check_invariants, kubelet_rejections
@@ -258,8 +259,7 @@ def run_stretch(
             )
             if keep is not None:
                 keep((run.name, name, str(round_ + 1)), cluster)
-            report = workload_report(outcome, name, round_, len(cluster.nodes), violations)
-            yield report.model_copy(update={"over_committed": over_committed(cluster)})
+            yield workload_report(outcome, name, round_, cluster, violations)
 
 
 class UnderTest(NamedTuple):
@@ -326,19 +326,22 @@ def over_committed(cluster: SimulatedCluster) -> OverCommitted:
     would turn away, by profile."""
     rejected = kubelet_rejections(cluster)
     profiles = Counter(
-        cluster.pod_manifests[pod]["spec"].get("schedulerName") or "default-scheduler"
-        for pods in rejected.values()
-        for pod in pods
+        scheduler_name(cluster.pod_manifests[pod]) for pods in rejected.values() for pod in pods
     )
     return OverCommitted(nodes=len(rejected), rejected=dict(sorted(profiles.items())))
 
 
 def workload_report(
-    outcome: ApiOutcome, name: str, round_: int, nodes: int, violations: list[str]
+    outcome: ApiOutcome,
+    name: str,
+    round_: int,
+    cluster: SimulatedCluster,
+    violations: list[str],
 ) -> ApiRunReport:
     """scheduler_perf's figures for the measured phase, read from the server: pods/s in
     one-second samples and on average; created -> scheduled; and each process's CPU
-    and peak memory."""
+    and peak memory; with the nodes over-committed in `cluster`, the server's state at
+    the end."""
     run, watch = outcome.run, outcome.watch
     measured = list(dict.fromkeys(k for w in outcome.windows for k in w.pods))
     samples, rates, scheduled = instruments.phase_samples(outcome.windows, watch.bound_at)
@@ -363,7 +366,7 @@ def workload_report(
         params=run.params,
         overrides=run.overrides,
         **ending(run, outcome.error, outcome.failure, throughput.average),
-        nodes=nodes,
+        nodes=len(cluster.nodes),
         pods_created=len(measured),
         pods_scheduled=scheduled,
         pods_unschedulable=len(unschedulable),
@@ -390,6 +393,7 @@ def workload_report(
         invariant_violations=violations[:100],
         warnings=case_warnings(duration, None, outcome.chaos, failed=outcome.failure is not None),
         chaos=ChaosFigures.model_validate(outcome.chaos) if outcome.chaos else None,
+        over_committed=over_committed(cluster),
     )
 
 

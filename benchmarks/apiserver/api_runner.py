@@ -45,6 +45,7 @@ from benchmarks.controlplane.living_plane import run_by
 from benchmarks.report.instruments import ProcessTree
 from cluster.manifests import (
     copy_manifest,
+    scheduler_name,
 )
 from cluster.objects import HOSTNAME_LABEL
 from optimist.kube.client import MERGE_PATCH, ApiError, KubeClient
@@ -377,7 +378,7 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
         while chunk := list(itertools.islice(bodies, CREATORS * 8)):  # the loop ticks between
             made = self._post("Pod", namespace, chunk)
             self.pods_made += [object_key(obj) for obj, _ in made]
-            ours = [(obj, at) for obj, at in made if _scheduler(obj) in self.scheduler_names]
+            ours = [(obj, at) for obj, at in made if scheduler_name(obj) in self.scheduler_names]
             self._made(ours, index, namespace, window)
             self._tick()
         if not skip_wait:
@@ -509,7 +510,7 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
             self.pods_made += [object_key(obj) for obj, _ in made]
         else:
             self.made_here += [(kind, object_key(obj)) for obj, _ in made]
-        if kind == "Pod" and _scheduler(manifest) in self.scheduler_names:
+        if kind == "Pod" and scheduler_name(manifest) in self.scheduler_names:
             self.created_at.update((object_key(pod), at) for pod, at in made)
         return [(kind, object_key(obj)) for obj, _ in made]
 
@@ -605,7 +606,7 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
             namespace = pod["metadata"]["namespace"]
             self.arrivals[namespace] += 1
             self.pods_made.append(key)
-            if key not in self.created_at and _scheduler(pod) in self.scheduler_names:
+            if key not in self.created_at and scheduler_name(pod) in self.scheduler_names:
                 self._made([(pod, at)], None, namespace, self.collecting)
 
     def _await_ready(self) -> bool:
@@ -668,8 +669,3 @@ def remove_namespaces(client: KubeClient, names: list[str]) -> None:
         except ApiError as err:
             if err.status not in (404, 409):
                 raise
-
-
-def _scheduler(pod: Mapping[str, Any]) -> str:
-    """The profile a pod asks for."""
-    return str((pod.get("spec") or {}).get("schedulerName") or "default-scheduler")

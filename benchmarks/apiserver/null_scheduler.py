@@ -27,6 +27,7 @@ from typing import Any
 
 from benchmarks.controlplane.control_plane import SCHEDULER_PERF_CLIENT
 from benchmarks.report.api_report import NULL_SCHEDULER
+from cluster.manifests import scheduler_name
 from optimist.kube.client import ApiError, KubeClient
 from optimist.kube.informer import Informer, object_key
 
@@ -100,7 +101,7 @@ class NullScheduler:
         if (
             spec.get("nodeName")
             or meta.get("deletionTimestamp")
-            or (spec.get("schedulerName") or "default-scheduler") not in self.names
+            or scheduler_name(obj) not in self.names
         ):
             return
         with self._lock:

@@ -13,7 +13,7 @@ from benchmarks.apiserver.pod_watch import PodWatch
 from benchmarks.apiserver.server_state import cluster_of
 from benchmarks.day.day_plan import NAMESPACE, NEVER_FITS_LABEL
 from benchmarks.report.bench_report import Figures
-from cluster.manifests import condition, terminated
+from cluster.manifests import condition, scheduler_name, terminated
 from optimist.kube.client import KubeClient
 from optimist.kube.informer import list_all, object_key
 from optimist.offline.invariants import (
@@ -192,7 +192,7 @@ def _job_state(job: Mapping[str, Any]) -> str:
 def _ours_pending(pod: Mapping[str, Any], names: frozenset[str]) -> bool:
     spec = pod.get("spec") or {}
     return bool(
-        (spec.get("schedulerName") or "default-scheduler") in names
+        scheduler_name(pod) in names
         and not spec.get("nodeName")
         and not terminated(pod)
         and not pod["metadata"].get("deletionTimestamp")

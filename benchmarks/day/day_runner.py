@@ -41,7 +41,7 @@ from benchmarks.day.day_checks import (
 )
 from benchmarks.day.day_plan import NAMESPACE, NEVER_FITS_LABEL, POOL_LABEL, DayPlan, Happening
 from benchmarks.report.instruments import ProcessTree
-from cluster.manifests import condition, condition_true
+from cluster.manifests import condition, condition_true, scheduler_name
 from optimist.explain import ExplainError, ask_endpoint
 from optimist.kube.client import MERGE_PATCH, ApiError, Backoff, KubeClient
 from optimist.kube.informer import list_all
@@ -377,8 +377,8 @@ class DayRunner:
         for key, when, pod in self.watch.take_arrived():
             if daemon_pod(pod):
                 self.daemon_pods.add(key)
-            spec, labels = pod.get("spec") or {}, pod["metadata"].get("labels") or {}
-            if (spec.get("schedulerName") or "default-scheduler") not in self.names:
+            labels = pod["metadata"].get("labels") or {}
+            if scheduler_name(pod) not in self.names:
                 continue
             self.created_at[key] = when
             if labels.get(NEVER_FITS_LABEL) != "true":

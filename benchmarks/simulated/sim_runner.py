@@ -43,6 +43,7 @@ from benchmarks.cases.op_walker import (
 from benchmarks.chaos import Chaos, ChaosPlan
 from benchmarks.report.instruments import CpuClock, PeakMemory, RedisServers
 from benchmarks.simulated.platform_faults import PlatformFaults
+from cluster.manifests import scheduler_name
 from cluster.volumes.index import CLAIMS, CSI_NODES, VOLUMES
 from optimist.explain import Explainer
 from optimist.loop import SchedulingLoop
@@ -418,8 +419,7 @@ class CaseRunner(OpWalker[Window]):
         """Whether these pods (made from one manifest) go to our profiles: others are left alone."""
         if not keys:
             return False
-        spec = self.cluster.pod_manifests[keys[0]].get("spec") or {}
-        return (spec.get("schedulerName") or "default-scheduler") in self.cluster.scheduler_names
+        return scheduler_name(self.cluster.pod_manifests[keys[0]]) in self.cluster.scheduler_names
 
     # --- deleting ----------------------------------------------------------------------
 

@@ -47,6 +47,7 @@ from cluster.manifests import (
     pod_from_manifest,
     podgroup_from_manifest,
     reservation_from_manifest,
+    scheduler_name,
     terminated,
 )
 from cluster.objects import Node, Pod, PodGroup
@@ -327,7 +328,7 @@ class KubernetesAdapter:
         with self._lock:
             if gone:
                 if kind != "DELETED" and key in self._bound:
-                    self._kubelet_rejected(key, spec, obj.get("status") or {})
+                    self._kubelet_rejected(key, obj)
                 self.prebind.forget(key)
                 self._late_failures.pop(key, None)
                 self._pending.pop(key, None)
@@ -352,7 +353,7 @@ class KubernetesAdapter:
                 if pod is not None:
                     self._running[key] = pod
                 return
-            if (spec.get("schedulerName") or "default-scheduler") not in self.scheduler_names:
+            if scheduler_name(obj) not in self.scheduler_names:
                 return
             if meta.get("deletionTimestamp"):
                 return  # on its way out: not to be placed
@@ -363,22 +364,22 @@ class KubernetesAdapter:
             self._pending[key] = seen
             self._new_pods[key] = obj
 
-    def _kubelet_rejected(self, key: str, spec: dict[str, Any], status: dict[str, Any]) -> None:
+    def _kubelet_rejected(self, key: str, obj: dict[str, Any]) -> None:
         """A pod of ours that ended Failed on its node for a reason of the kubelet's
         admission (`OutOf<resource>`, `UnexpectedAdmissionError`): counted by profile
         and reason, and told on the pod. Two schedulers on one pool leave these (the
         lock is held)."""
         if self.reports.quiet:
             return  # a standby's: the leader counts it
-        reason, profile = str(status.get("reason") or ""), spec.get("schedulerName")
+        status, profile = obj.get("status") or {}, scheduler_name(obj)
+        reason = str(status.get("reason") or "")
         rejection = reason.startswith("OutOf") or reason == "UnexpectedAdmissionError"
-        mine = (profile or "default-scheduler") in self.scheduler_names
-        if status.get("phase") != "Failed" or not rejection or not mine:
+        if status.get("phase") != "Failed" or not rejection or profile not in self.scheduler_names:
             return
-        counted = (profile or "default-scheduler", reason)
-        self._rejections[counted] = self._rejections.get(counted, 0) + 1
+        self._rejections[profile, reason] = self._rejections.get((profile, reason), 0) + 1
         uid, message = self._uids.get(key, ""), str(status.get("message") or "")
-        self.reports.rejected(key, uid, str(spec.get("nodeName")), reason, message)
+        node = str((obj.get("spec") or {}).get("nodeName"))
+        self.reports.rejected(key, uid, node, reason, message)
 
     def kubelet_rejections(self) -> dict[tuple[str, str], int]:
         """(profile, reason) -> pods of ours kubelets turned away after their binding."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from cluster import resources as res
 from cluster.errors import InvalidObject
 from cluster.gpus import GPU, GPU_INDICES_ANNOTATION, MILLI_PER_GPU, GpuDemand, parse_indices
-from cluster.manifests import pod_from_manifest, terminated
+from cluster.manifests import pod_from_manifest, scheduler_name, terminated
 from cluster.objects import ANY_IP, HostPort, Node
 from cluster.reservations import is_reservation
 from cluster.store import Store
@@ -262,8 +262,7 @@ def nothing_lost(cluster: SimulatedCluster, reported_unschedulable: Iterable[str
     unschedulable = set(reported_unschedulable)
     violations = []
     for key, manifest in cluster.pod_manifests.items():
-        scheduler = (manifest.get("spec") or {}).get("schedulerName") or "default-scheduler"
-        if scheduler not in cluster.scheduler_names:
+        if scheduler_name(manifest) not in cluster.scheduler_names:
             continue
         deleting = bool((manifest.get("metadata") or {}).get("deletionTimestamp"))
         if deleting and key not in cluster.bindings:

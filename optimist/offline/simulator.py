@@ -29,6 +29,7 @@ from cluster.manifests import (
     pod_group,
     podgroup_from_manifest,
     reservation_from_manifest,
+    scheduler_name,
 )
 from cluster.objects import HOSTNAME_LABEL, Node, Pod, PodGroup
 from cluster.quota import Quota, quota_from_manifest
@@ -198,8 +199,7 @@ class SimulatedCluster:
 
     def _watch(self, key: str) -> bool:
         """Deliver the pod to the scheduler's watch if one of its profiles owns it; whether so."""
-        spec = self.pod_manifests[key].get("spec") or {}
-        owned = (spec.get("schedulerName") or "default-scheduler") in self.scheduler_names
+        owned = scheduler_name(self.pod_manifests[key]) in self.scheduler_names
         if owned:
             self._new.append(key)
         return owned
