@@ -127,10 +127,17 @@ class KubeClient:
         content_type: str = "application/json",
         timeout_s: float = 30.0,
         answer: bool = True,
+        deadline: float | None = None,
     ) -> dict[str, Any]:
         """One request, retried on 429, 5xx and broken connections; the answer's JSON
-        (without `answer`, {}: a write whose answer nobody reads is not decoded)."""
+        (without `answer`, {}: a write whose answer nobody reads is not decoded). With a
+        `deadline` (time.monotonic()), no try outlasts it, and none starts after it: a
+        lease renewal must fail in time, even on a connection that answers nothing."""
         for attempt in range(self.backoff.tries):
+            if deadline is not None:
+                timeout_s = deadline - time.monotonic()
+                if timeout_s <= 0:
+                    raise ApiError(0, "Timeout", f"{method} {path}: no answer by its deadline")
             self.bucket.take()
             try:
                 response = self._send(method, path, query, body, content_type, timeout_s)

@@ -63,7 +63,7 @@ class LeaderElector:
         keep renewing it in a thread of its own. Between tries, `between(seconds)` (a
         standby keeping warm), else a sleep."""
         while not stop.is_set():
-            if self._try():
+            if self._try(time.monotonic() + self.config.renew_deadline_s):
                 log.info("%s leads (lease %s/%s)", self.identity, *self._where())
                 self._renewer = threading.Thread(target=self._renew_forever, daemon=True)
                 self._renewer.start()
@@ -83,14 +83,16 @@ class LeaderElector:
         if self.lost.is_set():
             return
         url = f"{self.path}/{self.config.name}"
+        # a server that answers nothing: the lease runs out instead
+        deadline = time.monotonic() + self.config.renew_deadline_s
         try:
             for _ in range(GIVE_UP_TRIES):
-                lease = self.client.request("GET", url)
+                lease = self.client.request("GET", url, deadline=deadline)
                 if lease.get("spec", {}).get("holderIdentity") != self.identity:
                     break
                 lease["spec"].update(holderIdentity="", leaseDurationSeconds=1)
                 try:
-                    self.client.request("PUT", url, body=lease)
+                    self.client.request("PUT", url, body=lease, deadline=deadline)
                     break
                 except ApiError as err:
                     if err.status != 409:
@@ -105,24 +107,25 @@ class LeaderElector:
     def _renew_forever(self) -> None:
         last = time.monotonic()
         while not self._stop.wait(self.config.retry_period_s):
-            if self._try():
+            if self._try(last + self.config.renew_deadline_s):
                 last = time.monotonic()
             elif time.monotonic() - last > self.config.renew_deadline_s:
                 log.error("%s could not renew its lease: no longer the leader", self.identity)
                 self.lost.set()
                 return
 
-    def _try(self) -> bool:
-        """One attempt to take or renew the lease; True if this process holds it now."""
+    def _try(self, deadline: float) -> bool:
+        """One attempt to take or renew the lease, over by `deadline` (time.monotonic())
+        whatever the connection does; True if this process holds it now."""
         url = f"{self.path}/{self.config.name}"
         now = _now()
         try:
-            lease = self.client.request("GET", url)
+            lease = self.client.request("GET", url, deadline=deadline)
         except ApiError as err:
             if err.status != 404:
                 log.warning("reading the lease failed: %s", err)
                 return False
-            return self._create(now)
+            return self._create(now, deadline)
         spec: dict[str, Any] = lease.get("spec") or {}
         holder = str(spec.get("holderIdentity") or "")
         record = (holder, str(spec.get("renewTime") or ""))
@@ -142,7 +145,8 @@ class LeaderElector:
         )
         lease["spec"] = spec
         try:
-            self.client.request("PUT", url, body=lease)  # carries the version read: 409 if stale
+            # carries the version read: 409 if stale
+            self.client.request("PUT", url, body=lease, deadline=deadline)
         except ApiError as err:
             if err.status != 409:
                 log.warning("renewing the lease failed: %s", err)
@@ -150,7 +154,7 @@ class LeaderElector:
         self._observed, self._observed_at = (self.identity, now), time.monotonic()
         return True
 
-    def _create(self, now: str) -> bool:
+    def _create(self, now: str, deadline: float) -> bool:
         body = {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
@@ -164,7 +168,7 @@ class LeaderElector:
             },
         }
         try:
-            self.client.request("POST", self.path, body=body)
+            self.client.request("POST", self.path, body=body, deadline=deadline)
         except ApiError as err:
             if err.status != 409:  # 409: another standby created it first
                 log.warning("creating the lease failed: %s", err)

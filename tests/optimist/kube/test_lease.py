@@ -4,8 +4,10 @@ takes over when the leader stops renewing or gives the lease up."""
 import threading
 import time
 from dataclasses import replace
+from urllib.parse import urlsplit
 
-from optimist.kube.client import Backoff
+from benchmarks.apiserver.link import Link
+from optimist.kube.client import Backoff, KubeClient
 from optimist.kube.lease import LeaderElector, LeaseConfig
 
 FAST = LeaseConfig(
@@ -135,3 +137,25 @@ def test_a_leader_gives_its_lease_up_even_with_a_renewal_in_flight(kube_api):
     assert client.renewing.wait(10)
     a.release()
     assert holder(kube_api) == ""
+
+
+def test_a_leader_whose_server_answers_nothing_stops_leading_before_its_lease_runs_out(kube_api):
+    """A connection that stalls (no reset, no answer: a partition) must not hold the
+    renewal past its deadline, or the leader goes on scheduling after a standby that
+    can reach the server has taken the lease over."""
+    plane = kube_api.plane
+    config = replace(FAST, lease_duration_s=10.0, renew_deadline_s=1.0)
+    parts = urlsplit(plane.url)
+    with Link((parts.hostname, parts.port)) as link:
+        client = KubeClient.for_kubeconfig(str(link.kubeconfig(plane.admin_kubeconfig)))
+        a = LeaderElector(client, "a", config)
+        assert a.acquire(threading.Event())
+        link.stall()
+        stalled = time.monotonic()
+        try:
+            assert a.lost.wait(config.lease_duration_s)
+            # before anybody else may take the lease: renewed at most a retry before
+            assert time.monotonic() - stalled < config.lease_duration_s - config.retry_period_s
+        finally:
+            link.resume()
+            a.release()
