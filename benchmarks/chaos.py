@@ -37,8 +37,13 @@ KILL_SHARD, KILL_BINDER, RESTART_REDIS = "kill-shard", "kill-binder", "restart-r
 FAULTS = (KILL_SHARD, KILL_BINDER, RESTART_REDIS)  # the simulated cluster's
 # through an API server: the control plane's parts, and optimist's own (its runs only)
 KILL_APISERVER, RESTART_ETCD, COMPACT_ETCD = "kill-apiserver", "restart-etcd", "compact-etcd"
+STALL_CONNECTIONS, CUT_CONNECTIONS = "stall-connections", "cut-connections"
 KILL_REDIS, KILL_LEADER = "kill-redis", "kill-leader"
-PLANE_FAULTS = (KILL_APISERVER, RESTART_ETCD, COMPACT_ETCD, KILL_SHARD, KILL_REDIS, KILL_LEADER)
+CONNECTION_FAULTS = (STALL_CONNECTIONS, CUT_CONNECTIONS)  # through the bench's link
+PLANE_FAULTS = (
+    KILL_APISERVER, RESTART_ETCD, COMPACT_ETCD, *CONNECTION_FAULTS,
+    KILL_SHARD, KILL_REDIS, KILL_LEADER,
+)  # fmt: skip
 STOP_KWOK = "stop-kwok"  # a living cluster's (--cluster kwok): its nodes' heartbeats stop
 LIVING_FAULTS = (*PLANE_FAULTS, STOP_KWOK)
 ALL = "all"  # --chaos all: every kind the cluster kind has

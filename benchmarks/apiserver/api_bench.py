@@ -14,6 +14,7 @@ kube-scheduler; the API server; etcd; this process, which makes the objects.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import os
@@ -27,6 +28,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
+from urllib.parse import urlsplit
 
 from benchmarks.apiserver import null_scheduler
 from benchmarks.apiserver.api_runner import (
@@ -35,6 +37,7 @@ from benchmarks.apiserver.api_runner import (
     SchedulerExited,
     remove_namespaces,
 )
+from benchmarks.apiserver.link import Link
 from benchmarks.apiserver.plane_faults import PLANE_ONLY, PlaneTargets
 from benchmarks.apiserver.replicas import OptimistReplicas
 from benchmarks.apiserver.scheduler_processes import (
@@ -47,7 +50,7 @@ from benchmarks.apiserver.scheduler_processes import (
 from benchmarks.apiserver.server_state import cluster_of, volumes_of
 from benchmarks.apiserver.shared_pool import SHARED_POOL, split_profiles
 from benchmarks.cases.case_file import CaseWorkload
-from benchmarks.chaos import KILL_LEADER, LIVING_FAULTS, ChaosPlan
+from benchmarks.chaos import CONNECTION_FAULTS, KILL_LEADER, LIVING_FAULTS, ChaosPlan
 from benchmarks.controlplane.control_plane import (
     ControlPlane,
     ControlPlaneError,
@@ -164,7 +167,7 @@ class Server:
     """The API server a run goes through: one started for it, or one given."""
 
     client: KubeClient  # the admin's, unthrottled: the server is what is measured
-    kubeconfig: Path
+    kubeconfig: Path  # the schedulers': the server's own, or a link's to it
     folder: Path  # the schedulers' configurations and logs
     plane: ControlPlane | None  # None: a server given by --kubeconfig
     bin_dir: Path  # the binaries of the release: its kube-scheduler
@@ -227,7 +230,8 @@ def run_stretch(
     path = runs[0].scheduler_config or bench.configuration
     names = scheduler_names(path)
     with (
-        api_server(bench.kubeconfig, bench.living, bench.kube_version) as server,
+        api_server(bench.kubeconfig, bench.living, bench.kube_version) as plain,
+        _linked(bench, plain) as (server, link),
         _under_test(bench, name, server, scheduler_documents(path), names) as under_test,
     ):
         meters = {
@@ -235,7 +239,7 @@ def run_stretch(
             **server.meters(),
             "client": instruments.ProcessTree(os.getpid(), descendants=False),
         }
-        chaos = _chaos(bench, name, server, under_test)
+        chaos = _chaos(bench, name, server, under_test, link)
         for run in runs:
             label = progress(f"{run.name} [{name}, round {round_ + 1}]")
             runner = ApiCaseRunner(
@@ -294,15 +298,28 @@ def _under_test(
         yield UnderTest(lambda: [pid], lambda: pid)
 
 
+@contextmanager
+def _linked(bench: ApiBench, server: Server) -> Iterator[tuple[Server, Link | None]]:
+    """The server as the scheduler reaches it: through a `Link` of the bench's where
+    `--chaos` is to stall or cut its connections, else directly."""
+    plane = server.plane
+    if bench.chaos is None or plane is None or not set(CONNECTION_FAULTS) & {*bench.chaos.faults}:
+        yield server, None
+        return
+    where = urlsplit(plane.url)
+    with Link((where.hostname or "127.0.0.1", where.port or 443)) as link:
+        yield dataclasses.replace(server, kubeconfig=link.kubeconfig(server.kubeconfig)), link
+
+
 def _chaos(
-    bench: ApiBench, name: str, server: Server, under_test: UnderTest
+    bench: ApiBench, name: str, server: Server, under_test: UnderTest, link: Link | None
 ) -> tuple[ChaosPlan, PlaneTargets] | None:
     """The faults of a scheduler's runs, and what they go into: optimist's own parts
     are killed in its runs alone."""
     if bench.chaos is None or server.plane is None:
         return None
     plan = bench.chaos.only(LIVING_FAULTS if name == SCHEDULERS[0] else PLANE_ONLY)
-    targets = PlaneTargets(server.plane, under_test.leader_pid, under_test.replicas)
+    targets = PlaneTargets(server.plane, under_test.leader_pid, under_test.replicas, link)
     return (plan, targets) if plan else None
 
 

@@ -2,7 +2,8 @@
 `optimist run` processes sharing a Lease, one leading and one waiting to take over.
 The leader killed (SIGKILL, its whole process tree, as a node's kubelet ends a pod's
 container) is replaced by a new replica, as the Deployment's ReplicaSet would start a
-new pod: there is always a standby for the next fault.
+new pod, and one that exits by itself (it lost its lease) is started again, as its
+container would be: there is always a standby for the next fault.
 
 The bench's lease is short (`LEASE`), so that a run meets several takeovers: a
 standby takes over once the killed leader's lease has lapsed, then starts its Redis
@@ -100,8 +101,18 @@ class OptimistReplicas:
 
     def await_standby(self) -> None:
         """Until every replica serves (the one started last, in its place, included)."""
+        self.restart_exited()
         for replica in self.replicas:
             self._await(replica)
+
+    def restart_exited(self) -> None:
+        """A replica that exited by itself (a leader that could not renew its lease steps
+        down by exiting) started again, as its pod's container would be; what it left
+        running stopped."""
+        for replica in [r for r in self.replicas if r.process.poll() is not None]:
+            stop_tree(replica.process, STOP_GRACE_S, replica.started)
+            self.replicas.remove(replica)
+            self._start()
 
     def _start(self) -> _Replica:
         name, port = f"optimist-{next(self._names)}", free_port()

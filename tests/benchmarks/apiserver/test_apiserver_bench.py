@@ -367,8 +367,9 @@ def test_every_fault_of_the_control_plane_and_of_optimist_loses_and_doubles_noth
     tmp_path, cluster, kinds
 ):
     """`--chaos all` through an API server started for the run: kube-apiserver and etcd
-    killed and started again, etcd compacted under the watches, a shard and optimist's
-    private Redis killed, and optimist's leader killed with a warm standby running;
+    killed and started again, etcd compacted under the watches, the scheduler's
+    connections stalled and cut, a shard and optimist's private Redis killed, and
+    optimist's leader killed with a warm standby running;
     on a living cluster, KWOK stopped past the nodes' grace too (they turn NotReady and
     are tainted). Once each while 1,800 pods are scheduled. Every pod ends bound, once,
     on a node with room, as the server holds them at the end (on a living cluster,
