@@ -82,15 +82,20 @@ def service(
 
 
 def invariants(
-    api: Api, redis_url: str, key_prefix: str, unschedulable: Iterable[str] = ()
+    api: Api,
+    redis_url: str,
+    key_prefix: str,
+    unschedulable: Iterable[str] = (),
+    names: frozenset[str] = frozenset({SCHEDULER}),
 ) -> list[str]:
-    """`unschedulable`: the pods the test expects optimist to have left unbound, saying why."""
+    """`unschedulable`: the pods the test expects optimist to have left unbound, saying why;
+    `names`, the profiles whose pods are checked."""
     store = NodeStore(connect(redis_url), Keys(key_prefix))
     volumes = VolumeIndex()
     for resource in (CLAIMS, VOLUMES):
         for item in api.items(resource):
             volumes.apply(resource, item)
-    cluster = api.as_cluster(frozenset({SCHEDULER}))
+    cluster = api.as_cluster(names)
     return check_invariants(cluster, unschedulable, store, volumes)
 
 
@@ -246,4 +251,37 @@ def test_a_deployment_s_replicas_spread_over_zones_and_nodes_by_default(
         wait_for(lambda: len(running(api, "web")) == 9, 60, "9 replicas Running")
     per_node = Counter(p["spec"]["nodeName"] for p in running(api, "web"))
     assert per_node == {"big": 3, "b1": 3, "c1": 3}
+    assert invariants(api, redis_url, key_prefix) == []
+
+
+@pytest.mark.faults
+def test_pods_whose_owner_is_deleted_mid_flight_leave_nothing_behind(
+    living_api, redis_url, key_prefix
+):
+    """Bad input at the API's pace: a Deployment deleted while its 300 replicas are being
+    scheduled. The garbage collector deletes its pods, some bound, some queued, some
+    with a binding in flight. optimist's queue and store end holding none of them, and
+    another Deployment's replicas are all scheduled meanwhile."""
+    api = living_api
+    nodes(api, 6)
+    store = NodeStore(connect(redis_url), Keys(key_prefix))
+
+    def doomed(bound: bool = False) -> list[str]:
+        pods = api.items("pods", "default", labelSelector="app=doomed")
+        return [p["metadata"]["name"] for p in pods if not bound or p["spec"].get("nodeName")]
+
+    def held() -> set[str]:
+        return {pod for pod in store.committed_pods() if pod.startswith("default/doomed-")}
+
+    scheduler = service(api, redis_url, key_prefix)
+    with Running(scheduler):
+        api.put("deployments", deployment("doomed", 300))
+        wait_for(lambda: len(doomed(bound=True)) >= 20, 60, "the first replicas bound")
+        api.put("deployments", deployment("kept", 30))
+        api.delete("deployments", "default", "doomed")  # its pods go in the background
+        wait_for(lambda: not doomed(), 180, "every replica of the deleted Deployment gone")
+        wait_for(lambda: len(running(api, "kept")) == 30, 120, "the other's 30 Running")
+        wait_for(lambda: not held(), 30, "the deleted pods out of optimist's store")
+    queued = [p.key for unit in scheduler.loop.dispatcher.held_units() for p in unit.pods]
+    assert not [key for key in queued if key.startswith("default/doomed-")]
     assert invariants(api, redis_url, key_prefix) == []
