@@ -15,6 +15,8 @@ from cluster.objects import HOSTNAME_LABEL, ZONE_LABEL
 from optimist.kube.adapter import NOMINATES_BEFORE_PREBIND, minor_release
 from tests.kube.api import Api, wait_for
 from tests.kube.service import Running
+from tests.optimist.kube.test_adapter import pod_doc
+from tests.test_kubernetes_end_to_end import control_process
 from tests.test_living_cluster import (
     SCHEDULER,
     invariants,
@@ -175,3 +177,55 @@ def test_claims_are_bound_where_their_pods_go_and_a_claim_never_bound_holds_noth
     newer = minor_release(api.admin.request("GET", "/version")) >= NOMINATES_BEFORE_PREBIND
     assert stuck["status"].get("nominatedNodeName") == (chosen if newer else None)
     assert invariants(api, redis_url, key_prefix, ["default/stuck-0"]) == []
+
+
+@pytest.mark.faults
+def test_a_leader_killed_between_a_claim_s_binding_and_its_pod_s_binds_the_pod_by_its_volume(
+    tmp_path, living_api, redis_url, key_prefix
+):
+    """optimist killed (SIGKILL) once PreBind has given the pod's claim a local volume and
+    the PV controller has bound it, the pod's own binding held in flight and lost with
+    it. The next leader binds the pod on the volume's node (a bound claim allows no
+    other) and gives the claim nothing more: the other node's volume stays free."""
+    api = living_api
+    zoned_nodes(api, {"n0": "a", "n1": "a"})
+    api.put("storageclasses", storage_class("local", "kubernetes.io/no-provisioner"))
+    for i in range(2):
+        api.put("persistentvolumes", local_volume(f"pv{i}", f"n{i}", "a"))
+    claim = {
+        "metadata": {"name": "data", "namespace": "default"},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "local",
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }
+    api.put("persistentvolumeclaims", claim)
+    volume = {"name": "data", "persistentVolumeClaim": {"claimName": "data"}}
+    first = control_process(tmp_path, "first", api, redis_url, key_prefix)
+    second = None
+    try:
+        wait_for(lambda: api.get("leases", "default", "optimist"), 60, "a leader")
+        api.proxy.hold("/pods/p/binding")
+        api.put("pods", pod_doc("p", cpu="100m", volumes=[volume]))
+        wait_for(lambda: api.proxy.held, 60, "the pod's binding, held")
+        wait_for(lambda: claims(api)["data"]["spec"].get("volumeName"), 60, "the claim bound")
+        first.kill()  # the held binding dies with it
+        first.wait()
+        api.proxy.drop()
+        second = control_process(tmp_path, "second", api, redis_url, key_prefix)
+        wait_for(lambda: "default/p" in api.pods_bound(), 60, "the pod bound")
+    finally:
+        api.proxy.drop()
+        for process in (first, second):
+            if process is not None and process.poll() is None:
+                process.terminate()
+                process.wait(30)
+    given = claims(api)["data"]["spec"]["volumeName"]
+    assert api.pods_bound()["default/p"] == f"n{given.removeprefix('pv')}"
+    taken = [
+        v["metadata"]["name"] for v in api.items("persistentvolumes") if v["spec"].get("claimRef")
+    ]
+    assert taken == [given]
+    profiles = frozenset({"optimist-a", "optimist-b"})
+    assert invariants(api, redis_url, key_prefix, names=profiles) == []
