@@ -78,6 +78,7 @@ def api_sample(adapter: KubernetesAdapter, lost: threading.Event) -> ApiSample:
         reports_dropped=adapter.reports_dropped,
         relists={n: max(i.lists - 1, 0) for n, i in adapter.informers.items()},
         kubelet_rejections=adapter.kubelet_rejections(),
+        left_out=adapter.left_out.by_kind(),
         leading=not lost.is_set(),
     )
 

@@ -502,3 +502,85 @@ def test_pods_the_server_accepts_and_none_can_place_are_told_why_and_nothing_is_
         unschedulable = service.loop.dispatcher.unschedulable()
         assert check_invariants(cluster, unschedulable, service.loop.store) == []
     assert not bad.keys() & api.pods_bound().keys()
+
+
+LONG_KEY = f"{'a' * 63}.{'b' * 63}.{'c' * 63}.{'d' * 61}/{'e' * 63}"  # 316: a label key's most
+
+
+@pytest.mark.faults
+def test_objects_the_server_accepts_that_could_hurt_a_scheduler_are_told_why_and_others_go_on(
+    kube_api, redis_url, key_prefix
+):
+    """Bad input through the real API, beside pods that schedule as usual:
+    - a node whose allocatable no scheduler can count, and ElasticQuotas with min above
+      max and with a negative max: each left out, told on the object in an event that
+      names the field and the value, and counted on /metrics by kind;
+    - pods the server accepts at its limits: 5,000 tolerations, 1,000 node-affinity
+      terms, an anti-affinity selector with a 316-character key and 5,000 values: they
+      are valid, and placed (the terms' one match decides the node).
+    Every other pod is bound meanwhile, and the objects left out hold nothing."""
+    api = kube_api
+    for i in range(3):
+        api.put("nodes", node_doc(f"n{i}", cpu="8", zone=f"z{i}"))
+    api.put("nodes", node_doc("absurd", cpu="100P"))
+    quotas = {
+        "upside-down": ({"cpu": "8"}, {"cpu": "4"}, "spec.min.cpu='8': exceeds max"),
+        "negative": ({"cpu": "1"}, {"cpu": "-4"}, "spec.max.cpu='-4'"),
+    }
+    for name, (low, high, _) in quotas.items():
+        api.put("namespaces", {"metadata": {"name": name}})
+        quota = {"metadata": {"name": name, "namespace": name}, "spec": {"min": low, "max": high}}
+        api.put("elasticquotas", quota)
+    tolerations = [
+        {"key": f"example.com/t{i}", "operator": "Exists", "effect": "NoSchedule"}
+        for i in range(5000)
+    ]
+    terms = [
+        {"matchExpressions": [{"key": "zone", "operator": "In", "values": [f"z{i + 2}"]}]}
+        for i in range(1000)
+    ]  # z2 alone names a node
+    selector = {
+        "matchExpressions": [
+            {"key": LONG_KEY, "operator": "In", "values": [f"{i:063d}" for i in range(5000)]}
+        ]
+    }
+    anti = {"labelSelector": selector, "topologyKey": "kubernetes.io/hostname"}
+    required = "requiredDuringSchedulingIgnoredDuringExecution"
+    affinity = {"nodeAffinity": {required: {"nodeSelectorTerms": terms}}}
+    anti_affinity = {"podAntiAffinity": {required: [anti]}}
+    large = {
+        "default/tolerant": pod_doc("tolerant", cpu="100m", tolerations=tolerations),
+        "default/many-terms": pod_doc("many-terms", cpu="100m", affinity=affinity),
+        "default/long-selector": pod_doc("long-selector", cpu="100m", affinity=anti_affinity),
+    }
+    good = [f"{ns}/good{i}" for i in range(10) for ns in ("default", *quotas)]
+    settings = settings_for(redis_url, key_prefix, shards=1)
+    metrics = SchedulerMetrics()
+    service = Service(settings, api.client(), identity="first", metrics=metrics)
+    with Running(service):
+        for doc in large.values():
+            api.put("pods", doc)
+        for key in good:
+            namespace, name = key.split("/")
+            doc = pod_doc(name, cpu="500m")
+            doc["metadata"]["namespace"] = namespace
+            api.put("pods", doc)
+        wait_for(lambda: set(good) <= api.pods_bound().keys(), 60, "every good pod bound")
+        wait_for(lambda: large.keys() <= api.pods_bound().keys(), 60, "the large pods bound")
+
+        def told(key: str, kind: str, words: str) -> bool:
+            events = [e for e in api.events_for(key, kind) if e["reason"] == "InvalidObject"]
+            return any(words in e["message"] for e in events)
+
+        wait_for(lambda: told("absurd", "Node", "status.allocatable.cpu='100P'"), 30)
+        for name, (_, _, words) in quotas.items():
+            wait_for(lambda n=name, w=words: told(f"{n}/{n}", "ElasticQuota", w), 30, words)
+        served = generate_latest(metrics.registry).decode()
+        unschedulable = service.loop.dispatcher.unschedulable()
+        cluster = api.as_cluster(settings.scheduler_names)
+        assert check_invariants(cluster, unschedulable, service.loop.store) == []
+    assert 'optimist_objects_left_out{kind="Node"} 1.0' in served
+    assert 'optimist_objects_left_out{kind="ElasticQuota"} 2.0' in served
+    bound = api.pods_bound()
+    assert "absurd" not in bound.values()
+    assert bound["default/many-terms"] == "n2"

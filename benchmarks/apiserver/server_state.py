@@ -10,6 +10,7 @@ from typing import Any
 
 from benchmarks.apiserver.pod_watch import PodWatch
 from cluster.cluster_adapter import Binding
+from cluster.errors import InvalidObject
 from cluster.manifests import node_from_manifest, podgroup_from_manifest
 from cluster.volumes.index import CLAIMS, CSI_NODES, VOLUMES, VolumeIndex
 from optimist.kube.adapter import PATHS as WATCHED
@@ -60,9 +61,15 @@ def build_cluster(
     bind_log: list[Binding],
     departed_members: Counter[str],
 ) -> SimulatedCluster:
+    """The cluster as the server holds it, for the checker. A node or PodGroup no scheduler
+    can read is left out, as optimist leaves it: a pod bound to such a node is then
+    bound to no node the checker knows, a violation."""
     cluster = SimulatedCluster(scheduler_names, departed_members=departed_members)
     for obj in nodes:
-        node = node_from_manifest(obj)
+        try:
+            node = node_from_manifest(obj)
+        except InvalidObject:
+            continue
         cluster.nodes[node.name] = node
         cluster.node_manifests[node.name] = obj
     for obj in pods:
@@ -72,6 +79,9 @@ def build_cluster(
             cluster.bindings[key] = obj["spec"]["nodeName"]
     cluster.bind_log = list(bind_log)
     for obj in groups:
-        group = podgroup_from_manifest(obj)
+        try:
+            group = podgroup_from_manifest(obj)
+        except InvalidObject:
+            continue
         cluster.pod_groups[group.key] = group
     return cluster

@@ -57,6 +57,7 @@ from cluster.volumes.index import CLAIMS, CLASSES, CSI_NODES, VOLUMES, VolumeCha
 from cluster.workload_selectors import WorkloadSelectors, workload_selector_from_manifest
 from optimist.kube.client import MERGE_PATCH, ApiError, KubeClient
 from optimist.kube.informer import Informer, list_all, object_key
+from optimist.kube.left_out import Involved, LeftOut
 from optimist.kube.reporter import Reporter
 from optimist.kube.volume_prebind import PreBindError, VolumePreBind
 
@@ -144,10 +145,10 @@ class KubernetesAdapter:
         self._pending: dict[str, tuple[Any, ...]] = {}
         self._bound: dict[str, str] = {}  # key -> node, of every pod bound we know of
         self._uids: dict[str, str] = {}  # pod key -> uid, for events
-        self.invalid: list[tuple[str, str]] = []  # (object, error) of objects left out
         self.reports = Reporter(
             client, component, explain_hint, report_queue, self._is_bound, self._uids.get
         )
+        self.left_out = LeftOut(self.reports.invalid)
         self._binders = ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
         self.prebind = VolumePreBind(
             client, self._bind_later, self._prebind_failed, timeouts=volume_bind_timeouts or {}
@@ -161,8 +162,8 @@ class KubernetesAdapter:
             "elasticquotas": self._on_quota,
             "reservations": self._on_reservation,
             **{
-                path: functools.partial(self._on_selector, kind)
-                for path, kind in _SELECTOR_KINDS.items()
+                resource: functools.partial(self._on_selector, resource, kind)
+                for resource, kind in _SELECTOR_KINDS.items()
             },
             **{
                 resource: functools.partial(self._on_volume_object, resource)
@@ -217,8 +218,10 @@ class KubernetesAdapter:
                 return
             value = obj.get("value")
             if not isinstance(value, int):
-                self._left_out(f"PriorityClass {name}", f"value: {value!r} is not an integer")
+                why = f"PriorityClass {name}: value={value!r}: must be an integer"
+                self._refuse("priorityclasses", "PriorityClass", obj, why)
                 return
+            self._readable("PriorityClass", obj)
             self._priorities[name] = value
             if obj.get("globalDefault"):
                 self._default_priority = (name, value)
@@ -236,17 +239,21 @@ class KubernetesAdapter:
 
     def _on_node(self, kind: str, obj: dict[str, Any]) -> None:
         name = str(obj["metadata"]["name"])
-        if kind == "DELETED":
+        node = None
+        if kind != "DELETED":
+            try:
+                node = node_from_manifest(obj)
+            except InvalidObject as err:
+                self._refuse("nodes", "Node", obj, str(err))
+        if node is None:  # deleted, or no longer readable: nothing is placed on it
             with self._lock:
                 if self._nodes.pop(name, None) is not None:
                     self._changed_nodes.pop(name, None)
                     self._deleted_nodes.append(name)
+            if kind == "DELETED":
+                self._readable("Node", obj)
             return
-        try:
-            node = node_from_manifest(obj)
-        except InvalidObject as err:
-            self._left_out(f"Node {name}", str(err))
-            return
+        self._readable("Node", obj)
         with self._lock:
             if self._nodes.get(name) != node:  # a heartbeat changes nothing a shard reads
                 self._nodes[name] = node
@@ -254,23 +261,27 @@ class KubernetesAdapter:
 
     def _on_group(self, kind: str, obj: dict[str, Any]) -> None:
         if kind == "DELETED":
+            self._readable("PodGroup", obj)
             return  # its pods go on as single pods once they are gone; nothing is held
         try:
             group = podgroup_from_manifest(obj)
         except InvalidObject as err:
-            self._left_out(f"PodGroup {object_key(obj)}", str(err))
+            self._refuse("podgroups", "PodGroup", obj, str(err))
             return
+        self._readable("PodGroup", obj)
         with self._lock:
             self._groups.append(group)
 
     def _on_budget(self, kind: str, obj: dict[str, Any]) -> None:
         if kind == "DELETED":
+            self._readable("PodDisruptionBudget", obj)
             return
         try:
             budget = budget_from_manifest(obj)
         except InvalidObject as err:
-            self._left_out(f"PodDisruptionBudget {object_key(obj)}", str(err))
+            self._refuse("poddisruptionbudgets", "PodDisruptionBudget", obj, str(err))
             return
+        self._readable("PodDisruptionBudget", obj)
         with self._lock:
             self._budgets.append(budget)
 
@@ -284,8 +295,9 @@ class KubernetesAdapter:
         try:
             quota = quota_from_manifest(obj)
         except InvalidObject as err:
-            self._left_out(f"ElasticQuota {object_key(obj)}", str(err))
+            self._refuse("elasticquotas", "ElasticQuota", obj, str(err))
             return
+        self._readable("ElasticQuota", obj)
         with self._lock:
             self._quotas.append(quota)
 
@@ -295,8 +307,9 @@ class KubernetesAdapter:
         try:
             reservation = reservation_from_manifest(obj, time.time())
         except InvalidObject as err:
-            self._left_out(f"Reservation {object_key(obj)}", str(err))
+            self._refuse("reservations", "Reservation", obj, str(err))
             return
+        self._readable("Reservation", obj)
         if reservation.pod.scheduler_name in self.scheduler_names:
             with self._lock:
                 self._reservations.append(reservation)
@@ -308,17 +321,20 @@ class KubernetesAdapter:
         if resource != CSI_NODES:  # PreBind reads claims, volumes and classes alone
             self.prebind.observe(change)
 
-    def _on_selector(self, kind: str, event: str, obj: dict[str, Any]) -> None:
+    def _on_selector(self, resource: str, kind: str, event: str, obj: dict[str, Any]) -> None:
         """A Service's or controller's selector (its status changes change nothing here)."""
         if event == "DELETED":
             meta = obj.get("metadata") or {}
             namespace = str(meta.get("namespace") or "default")
             self.selectors.remove(kind, namespace, str(meta.get("name")))
+            self._readable(kind, obj)
             return
         try:
             self.selectors.put(workload_selector_from_manifest({**obj, "kind": kind}))
         except InvalidObject as err:
-            self._left_out(f"{kind} {object_key(obj)}", str(err))
+            self._refuse(resource, kind, obj, str(err))
+            return
+        self._readable(kind, obj)
 
     def _on_pod(self, kind: str, obj: dict[str, Any]) -> None:
         key = object_key(obj)
@@ -391,7 +407,7 @@ class KubernetesAdapter:
             return pod_from_manifest(self._with_priority(obj))
         except InvalidObject as err:
             # its room is used all the same; shards cannot know how much
-            self._left_out(f"Pod {object_key(obj)}", f"bound, but not counted: {err}")
+            self._refuse("pods", "Pod", obj, f"bound, but its room not counted: {err}")
             return None
 
     def _with_priority(self, obj: dict[str, Any]) -> dict[str, Any]:
@@ -408,9 +424,12 @@ class KubernetesAdapter:
             return obj
         return {**obj, "spec": {**spec, "priority": value}}
 
-    def _left_out(self, what: str, why: str) -> None:
-        log.warning("%s left out: %s", what, why)
-        self.invalid.append((what, why))
+    def _refuse(self, resource: str, kind: str, obj: dict[str, Any], why: str) -> None:
+        self.left_out.refuse(Involved.of(kind, PATHS[resource], obj), why)
+
+    def _readable(self, kind: str, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        self.left_out.readable(kind, str(meta.get("namespace") or ""), str(meta.get("name")))
 
     @property
     def retries(self) -> int:

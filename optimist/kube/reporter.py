@@ -1,5 +1,6 @@
 """Reports about pods, as kube-scheduler writes them: events (Scheduled,
-FailedScheduling), the PodScheduled condition and nominatedNodeName.
+FailedScheduling), the PodScheduled condition and nominatedNodeName; and events about
+the other objects optimist reads and cannot (`optimist.kube.left_out`).
 
 They go out from threads of their own through bounded queues, on a rate limit of their
 own, as client-go's event broadcaster does: a burst of FailedScheduling events never
@@ -20,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from optimist.kube.client import MERGE_PATCH, ApiError, KubeClient
+from optimist.kube.left_out import INVALID_OBJECT, Involved
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +53,9 @@ def _sameness(status: dict[str, Any] | None) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class _Report:
-    """One write about a pod: an event, and optionally a status patch."""
+    """One write about an object: an event, and (a pod's) optionally a status patch."""
 
-    pod: str  # namespace/name
-    uid: str
+    about: Involved
     event_type: str  # Normal, Warning
     reason: str  # Scheduled, FailedScheduling, Preempted...
     message: str
@@ -140,6 +141,11 @@ class Reporter:
         )
         self._report(pod, "Warning", "KubeletRejected", said, uid=uid)
 
+    def invalid(self, about: Involved, message: str) -> None:
+        """An object optimist leaves out, told on the object (`left_out`)."""
+        if not self.quiet:
+            self._put(_Report(about, "Warning", INVALID_OBJECT, message))
+
     def nominate(self, nominations: dict[str, str]) -> None:
         """status.nominatedNodeName of pods that preempted room on a node."""
         for pod, node in nominations.items():
@@ -157,9 +163,14 @@ class Reporter:
         if self.quiet:
             return
         uid = uid if uid is not None else self._uid_of(pod) or ""
+        namespace, name = pod.split("/", 1)
+        about = Involved("Pod", "v1", namespace, name, uid)
+        self._put(_Report(about, event_type, reason, message, status))
+
+    def _put(self, report: _Report) -> None:
         try:
-            shard = self._reports[zlib.crc32(pod.encode()) % REPORTERS]
-            shard.put_nowait(_Report(pod, uid, event_type, reason, message, status))
+            shard = self._reports[zlib.crc32(report.about.key.encode()) % REPORTERS]
+            shard.put_nowait(report)
         except queue.Full:
             self.dropped += 1
 
@@ -176,20 +187,21 @@ class Reporter:
         already has is not written again, and an event that repeats the last one about
         the pod counts up on it instead of making another (an unschedulable pod retried
         for an hour is one event, not thousands)."""
-        namespace, name = report.pod.split("/", 1)
-        last = written.pop((report.pod, report.uid), None) or _Written()
-        written[report.pod, report.uid] = last  # the most recent last, for the cap below
+        about = report.about
+        pod = f"{about.namespace}/{about.name}"
+        last = written.pop((about.key, about.uid), None) or _Written()
+        written[about.key, about.uid] = last  # the most recent last, for the cap below
         if len(written) > _WRITTEN_KEPT // REPORTERS:
             written.popitem(last=False)
         nominates = bool(report.status) and "nominatedNodeName" in (report.status or {})
-        if nominates and self._is_bound(report.pod):  # bound meanwhile: from v1.35 the
+        if nominates and self._is_bound(pod):  # bound meanwhile: from v1.35 the
             report = replace(report, status=None)  # binding clears it, and it is refused
         try:
             status = _sameness(report.status)
             if report.status is not None and status != last.status:
                 self.client.request(
                     "PATCH",
-                    f"/api/v1/namespaces/{namespace}/pods/{name}/status",
+                    f"/api/v1/namespaces/{about.namespace}/pods/{about.name}/status",
                     body={"status": report.status},
                     content_type="application/strategic-merge-patch+json",
                     answer=False,  # the whole pod: not read
@@ -198,12 +210,11 @@ class Reporter:
             if report.reason:
                 self._write_event(report, last)
         except ApiError as err:
-            if err.status != 404:  # a pod gone meanwhile needs no report
-                log.warning("reporting %s on %s failed: %s", report.reason, report.pod, err)
+            if err.status != 404:  # an object gone meanwhile needs no report
+                log.warning("reporting %s on %s failed: %s", report.reason, about.key, err)
 
     def _write_event(self, report: _Report, last: _Written) -> None:
-        namespace = report.pod.split("/", 1)[0]
-        events = f"/api/v1/namespaces/{namespace}/events"
+        events = f"/api/v1/namespaces/{report.about.namespace or 'default'}/events"
         if last.event and (last.reason, last.message) == (report.reason, report.message):
             now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             try:
@@ -226,7 +237,8 @@ class Reporter:
         last.reason, last.message, last.count = report.reason, report.message, 1
 
     def _event(self, report: _Report) -> dict[str, Any]:
-        namespace, name = report.pod.split("/", 1)
+        about = report.about
+        namespace, name = about.namespace or "default", about.name
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         # named as client-go's recorder names them, so that the answer need not be read;
         # where that would pass 253 characters, by the server
@@ -238,11 +250,11 @@ class Reporter:
             "kind": "Event",
             "metadata": {**meta, "namespace": namespace},
             "involvedObject": {
-                "apiVersion": "v1",
-                "kind": "Pod",
+                "apiVersion": about.api_version,
+                "kind": about.kind,
                 "name": name,
-                "namespace": namespace,
-                "uid": report.uid,
+                **({"namespace": about.namespace} if about.namespace else {}),
+                "uid": about.uid,
             },
             "type": report.event_type,
             "reason": report.reason,

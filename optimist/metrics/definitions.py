@@ -70,6 +70,7 @@ class ApiSample:
     relists: dict[str, int] = field(default_factory=dict)  # resource -> lists after a 410
     # (profile, reason) -> pods of ours a kubelet turned away after their binding
     kubelet_rejections: dict[tuple[str, str], int] = field(default_factory=dict)
+    left_out: dict[str, int] = field(default_factory=dict)  # kind -> objects left out now
     leading: bool = False
 
 
@@ -114,6 +115,14 @@ class _Api:
             "another scheduler promised the same room.",
             ["profile", "reason"],
             sample.kubelet_rejections,
+        )
+        yield _family(
+            GaugeMetricFamily,
+            "optimist_objects_left_out",
+            "Objects the API server holds that optimist cannot read and leaves out of "
+            "scheduling (an InvalidObject event on each says why), by kind.",
+            ["kind"],
+            {(kind,): count for kind, count in sample.left_out.items()},
         )
         yield GaugeMetricFamily(
             "optimist_leader", "1 while this replica holds the lease.", value=int(sample.leading)

@@ -168,9 +168,11 @@ class Api:
             if p["spec"].get("nodeName")
         }
 
-    def events_for(self, pod_key: str) -> list[dict[str, Any]]:
-        namespace, name = pod_key.split("/", 1)
-        selector = f"involvedObject.kind=Pod,involvedObject.name={name}"
+    def events_for(self, key: str, kind: str = "Pod") -> list[dict[str, Any]]:
+        """The events about an object (namespace/name; a cluster's object by its name,
+        its events in default, as a kubelet's about its node are)."""
+        namespace, name = key.split("/", 1) if "/" in key else ("default", key)
+        selector = f"involvedObject.kind={kind},involvedObject.name={name}"
         return self.items("events", namespace, fieldSelector=selector)
 
     def bindings(self) -> list[Request]:
