@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -155,36 +156,58 @@ def control_process(tmp_path, name, api, redis_url, key_prefix):
     return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
 
 
+@contextmanager
+def control_processes(tmp_path, api, redis_url, key_prefix):
+    """Starts `control_process`es by name; each still running is terminated at the end,
+    and requests the proxy holds are dropped, even when the test fails."""
+    started = []
+
+    def start(name):
+        started.append(control_process(tmp_path, name, api, redis_url, key_prefix))
+        return started[-1]
+
+    try:
+        yield start
+    finally:
+        api.proxy.drop()
+        for process in started:
+            if process.poll() is None:
+                process.terminate()
+                process.wait(30)
+
+
+def kill(process, api):
+    """SIGKILL, mid-run: no goodbye, its lease just lapses; what the proxy held for it
+    dies with it."""
+    process.kill()
+    process.wait()
+    api.proxy.drop()
+
+
+@pytest.mark.faults
 def test_a_standby_takes_over_from_a_killed_leader_and_nothing_is_lost_or_doubled(
     tmp_path, kube_api, redis_url, key_prefix
 ):
     api = kube_api
     for i in range(20):
         api.put("nodes", node_doc(f"n{i}", cpu="32"))
-    first = control_process(tmp_path, "first", api, redis_url, key_prefix)
-    second = None
-    try:
+    with control_processes(tmp_path, api, redis_url, key_prefix) as start:
+        first = start("first")
 
         def leading():
             assert first.poll() is None, (tmp_path / "first.log").read_text()
             return api.get("leases", "default", "optimist")
 
         wait_for(leading, 60, "a leader")
-        second = control_process(tmp_path, "second", api, redis_url, key_prefix)
+        start("second")
         for i in range(300):
             api.put("pods", pod_doc(f"p{i}", scheduler="optimist-a", cpu="100m"))
         wait_for(lambda: len(api.bindings()) >= 100, 60, "the first hundred bindings")
-        first.kill()  # in the middle of the run: no goodbye, the lease just lapses
-        first.wait()
+        kill(first, api)  # in the middle of the run
         killed_at = len(api.bindings())
         for i in range(300, 600):
             api.put("pods", pod_doc(f"p{i}", scheduler="optimist-a", cpu="100m"))
         wait_for(lambda: len(api.pods_bound()) == 600, 120, "every pod bound")
-    finally:
-        for process in (first, second):
-            if process is not None and process.poll() is None:
-                process.terminate()
-                process.wait(30)
     assert 100 <= killed_at < 300, killed_at  # the second finished what the first began
     lease = api.get("leases", "default", "optimist")["spec"]
     assert lease["holderIdentity"] == ""  # given up when the second was stopped
@@ -208,10 +231,9 @@ def test_a_leader_killed_in_the_middle_of_a_gang_s_bindings_leaves_the_gang_whol
         api.put("nodes", node_doc(f"n{i}", cpu="4"))
     group = {"metadata": {"name": "g", "namespace": "default"}, "spec": {"minMember": 4}}
     api.put("podgroups", group)
-    first = control_process(tmp_path, "first", api, redis_url, key_prefix)
-    second = None
     members = {f"default/g{i}" for i in range(4)}
-    try:
+    with control_processes(tmp_path, api, redis_url, key_prefix) as start:
+        first = start("first")
         wait_for(lambda: api.get("leases", "default", "optimist"), 60, "a leader")
         api.proxy.hold("/pods/g3/binding")
         for i in range(4):
@@ -220,17 +242,9 @@ def test_a_leader_killed_in_the_middle_of_a_gang_s_bindings_leaves_the_gang_whol
             api.put("pods", pod)
         wait_for(lambda: api.proxy.held, 60, "the last member's binding, held")
         wait_for(lambda: len(members & api.pods_bound().keys()) == 3, 30, "the others bound")
-        first.kill()  # the held binding dies with it
-        first.wait()
-        api.proxy.drop()
-        second = control_process(tmp_path, "second", api, redis_url, key_prefix)
+        kill(first, api)  # the held binding dies with it
+        start("second")
         wait_for(lambda: members <= api.pods_bound().keys(), 60, "the gang whole")
-    finally:
-        api.proxy.drop()
-        for process in (first, second):
-            if process is not None and process.poll() is None:
-                process.terminate()
-                process.wait(30)
     store = NodeStore(connect(redis_url), Keys(key_prefix))
     cluster = api.as_cluster(frozenset({"optimist-a", "optimist-b"}))
     assert check_invariants(cluster, [], store) == []
@@ -250,9 +264,8 @@ def test_a_leader_killed_in_the_middle_of_a_preemption_evicts_no_second_victim(
         api.put("nodes", node_doc(f"n{i}", cpu="2"))
     api.put("priorityclasses", {"metadata": {"name": "low"}, "value": 1})
     api.put("priorityclasses", {"metadata": {"name": "high"}, "value": 1000})
-    first = control_process(tmp_path, "first", api, redis_url, key_prefix)
-    second = None
-    try:
+    with control_processes(tmp_path, api, redis_url, key_prefix) as start:
+        first = start("first")
         wait_for(lambda: api.get("leases", "default", "optimist"), 60, "a leader")
         for i in range(2):
             api.put("pods", pod_doc(f"low{i}", cpu="2", priorityClassName="low"))
@@ -269,9 +282,8 @@ def test_a_leader_killed_in_the_middle_of_a_preemption_evicts_no_second_victim(
         wait_for(evicted, 30, "a victim evicted")
         [victim] = evicted()
         made_room_on = api.pods_bound()[f"default/{victim}"]
-        first.kill()  # the victim still Terminating, the preemptor not bound
-        first.wait()
-        second = control_process(tmp_path, "second", api, redis_url, key_prefix)
+        kill(first, api)  # the victim still Terminating, the preemptor not bound
+        start("second")
         wait_for(
             lambda: api.get("leases", "default", "optimist")["spec"]["holderIdentity"] == "second",
             60,
@@ -279,11 +291,6 @@ def test_a_leader_killed_in_the_middle_of_a_preemption_evicts_no_second_victim(
         )
         with api.kubelets():  # the victim's kubelet confirms it stopped
             wait_for(lambda: "default/urgent" in api.pods_bound(), 60, "the preemptor bound")
-    finally:
-        for process in (first, second):
-            if process is not None and process.poll() is None:
-                process.terminate()
-                process.wait(30)
     assert api.pods_bound()["default/urgent"] == made_room_on
     spared = {"low0", "low1"} - {victim}
     assert [p["metadata"]["name"] for p in api.items("pods", "default")] == sorted(

@@ -16,7 +16,7 @@ from optimist.kube.adapter import NOMINATES_BEFORE_PREBIND, minor_release
 from tests.kube.api import Api, wait_for
 from tests.kube.service import Running
 from tests.optimist.kube.test_adapter import pod_doc
-from tests.test_kubernetes_end_to_end import control_process
+from tests.test_kubernetes_end_to_end import control_processes, kill
 from tests.test_living_cluster import (
     SCHEDULER,
     invariants,
@@ -202,25 +202,16 @@ def test_a_leader_killed_between_a_claim_s_binding_and_its_pod_s_binds_the_pod_b
     }
     api.put("persistentvolumeclaims", claim)
     volume = {"name": "data", "persistentVolumeClaim": {"claimName": "data"}}
-    first = control_process(tmp_path, "first", api, redis_url, key_prefix)
-    second = None
-    try:
+    with control_processes(tmp_path, api, redis_url, key_prefix) as start:
+        first = start("first")
         wait_for(lambda: api.get("leases", "default", "optimist"), 60, "a leader")
         api.proxy.hold("/pods/p/binding")
         api.put("pods", pod_doc("p", cpu="100m", volumes=[volume]))
         wait_for(lambda: api.proxy.held, 60, "the pod's binding, held")
         wait_for(lambda: claims(api)["data"]["spec"].get("volumeName"), 60, "the claim bound")
-        first.kill()  # the held binding dies with it
-        first.wait()
-        api.proxy.drop()
-        second = control_process(tmp_path, "second", api, redis_url, key_prefix)
+        kill(first, api)  # the held binding dies with it
+        start("second")
         wait_for(lambda: "default/p" in api.pods_bound(), 60, "the pod bound")
-    finally:
-        api.proxy.drop()
-        for process in (first, second):
-            if process is not None and process.poll() is None:
-                process.terminate()
-                process.wait(30)
     given = claims(api)["data"]["spec"]["volumeName"]
     assert api.pods_bound()["default/p"] == f"n{given.removeprefix('pv')}"
     taken = [
