@@ -291,6 +291,8 @@ class KubernetesAdapter:
                 log.warning(
                     "ElasticQuota %s changed: optimist sees it at its next start", object_key(obj)
                 )
+            else:
+                self._readable("ElasticQuota", obj)  # deleted: left out no more
             return
         try:
             quota = quota_from_manifest(obj)
@@ -302,6 +304,8 @@ class KubernetesAdapter:
             self._quotas.append(quota)
 
     def _on_reservation(self, kind: str, obj: dict[str, Any]) -> None:
+        if kind == "DELETED":
+            self._readable("Reservation", obj)
         if kind != "ADDED":
             return  # used once, then gone: what it holds expires with it (hold_ttl_s)
         try:
