@@ -396,9 +396,10 @@ def workload_report(
         pod_events_per_pod=watch.events / outcome.made if outcome.made else 0.0,
         all_pods=ApiAllPods(
             created=outcome.made,
-            bound=len(watch.bound_at),
+            bound=len(watch.bound_at) - outcome.bound_at_creation,
             unschedulable=len(watch.unschedulable),
             deleted=outcome.deleted,
+            bound_at_creation=outcome.bound_at_creation,
         ),
         duration_s=duration,
         throughput_pods_per_s=throughput,

@@ -102,6 +102,7 @@ class ApiOutcome:
     created_at: dict[str, float]
     watch: PodWatch
     made: int  # pods of the scheduler's profiles made, churn's included
+    bound_at_creation: int  # pods made bound, no scheduler's (createPods' boundAtCreation)
     deleted: int
     peak_rss: dict[str, int]
     error: str | None = None
@@ -177,8 +178,11 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
         self.made_here: list[tuple[str, str]] = []  # (kind, key) of what was made, but pods
         self.namespaces_made: list[str] = []  # by this run, not there before it
         self.pods_made: list[str] = []  # every pod, whichever scheduler's
+        self.created_bound: list[str] = []  # of those, made bound (boundAtCreation)
         self.deleting: list[DeleteTask] = []
         self.churn: list[ChurnTask] = []
+        self.nodes_made: list[str] = []
+        self.bound_next = 0
         self.deleted = 0
         self.expected: Counter[str] = Counter()  # namespace -> pods its workloads make
         self.arrivals: Counter[str] = Counter()  # namespace -> pods controllers made
@@ -231,6 +235,7 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
             self.created_at,
             self.watch,
             len(self.created_at),
+            len(self.created_bound),
             self.deleted,
             dict(memory.peak),
             error,
@@ -385,6 +390,19 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
             self._wait_scheduled(index)
         if collect and window is not None:
             self._close(window)
+
+    def _create_bound_pods(self, namespace: str, batches: list[workload_objects.Batch]) -> None:
+        """Posted as the others are, each with the next node in spec.nodeName; not
+        measured, not waited for (the server made them bound)."""
+        self._create_namespace(namespace)
+        bodies = self._pod_bodies(batches)
+        while chunk := list(itertools.islice(bodies, CREATORS * 8)):
+            for body, node in zip(chunk, self._next_nodes(len(chunk)), strict=True):
+                body.setdefault("spec", {})["nodeName"] = node
+            made = [object_key(obj) for obj, _ in self._post("Pod", namespace, chunk)]
+            self.pods_made += made
+            self.created_bound += made
+            self._tick()
 
     def _pod_bodies(self, batches: list[workload_objects.Batch]) -> Iterator[dict[str, Any]]:
         """The pods of the batches, named (`_named`), made as they are taken."""

@@ -138,6 +138,11 @@ class CreatePods:
     Upstream labels every pod made from a template file so (b defaulting to 1: each
     its own); optimist does only where the file sets b, the label's one use, so that
     pods alike are still made and read as one batch.
+
+    `boundAtCreation` (ours): each pod is made with spec.nodeName, on the nodes made so
+    far in turn, bound without a scheduler, as a large cluster's running pods are: its
+    bound pods made at the rate the server creates objects, never waited for or
+    measured (the case sizes them to fit; the checker says where they do not).
     """
 
     opcode: ClassVar[str] = "createPods"
@@ -149,6 +154,7 @@ class CreatePods:
     per_index: PerIndex | None = None
     signature_batch: int | None = None
     claims: ClaimTemplates | None = None
+    bound_at_creation: bool = False
 
     @classmethod
     def parse(cls, f: Fields, case: CaseDefaults) -> CreatePods:
@@ -169,10 +175,21 @@ class CreatePods:
         if steady and lasting <= 0:
             raise f.error("duration", lasting, "must be > 0 when creating pods in a steady state")
         per_index = f.take("perIndexStrategy", PerIndex.read, None)
+        bound_at_creation = f.take("boundAtCreation", flag, False)
+        if bound_at_creation and (fields[2] or claims is not None):
+            problem = "pods bound at creation are not scheduled: nothing to measure or to claim"
+            raise f.error("boundAtCreation", True, problem)
         if steady:
             f.done()
             raise Unsupported("steadyState: steady-state pod creation is not implemented")
-        return cls(pods, *fields, per_index=per_index, signature_batch=batch or None, claims=claims)
+        return cls(
+            pods,
+            *fields,
+            per_index=per_index,
+            signature_batch=batch or None,
+            claims=claims,
+            bound_at_creation=bound_at_creation,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -130,6 +130,8 @@ class OpWalker(ABC, Generic[W]):
     unique: itertools.count[int]
     churn: list[ChurnTask]
     collecting: W | None
+    nodes_made: list[str]  # in order: where pods bound at creation go, in turn
+    bound_next: int  # the index in nodes_made of the next such pod's node
 
     def _walk(self) -> CaseError | None:
         """Every op in order, up to the first that fails (returned). The phase being
@@ -186,12 +188,15 @@ class OpWalker(ABC, Generic[W]):
             case CreateNodes():
                 for manifest, n in workload_objects.node_batches(op, self.rng, self.unique):
                     names = self._create_nodes(manifest, n)
+                    self.nodes_made += names
                     made = [op.allocatable.csi_node(name) for name in names if op.allocatable]
                     if csi_nodes := [m for m in made if m is not None]:
                         self._create_csi_nodes(csi_nodes)
             case CreateNamespaces():
                 for i in range(op.count):
                     self._create_namespace(f"{op.prefix}-{i}", op.labels)
+            case CreatePods() if op.bound_at_creation:
+                self._create_bound_pods(op.namespace, workload_objects.pod_batches(op))
             case CreatePods():
                 batches = workload_objects.pod_batches(op)
                 if op.claims is not None:
@@ -206,6 +211,13 @@ class OpWalker(ABC, Generic[W]):
                     self._create_pods(
                         index, namespace, batches, pods.collect_metrics, pods.skip_wait
                     )
+
+    def _next_nodes(self, count: int) -> list[str]:
+        """The nodes made so far, in turn, for `count` pods bound at creation."""
+        if not self.nodes_made:
+            raise ValueError("boundAtCreation: no node is made before it")
+        start, self.bound_next = self.bound_next, self.bound_next + count
+        return [self.nodes_made[i % len(self.nodes_made)] for i in range(start, start + count)]
 
     def _claimed(
         self, templates: ClaimTemplates, namespace: str, batches: list[workload_objects.Batch]
@@ -251,6 +263,10 @@ class OpWalker(ABC, Generic[W]):
         collect: bool,
         skip_wait: bool,
     ) -> None: ...
+
+    @abstractmethod
+    def _create_bound_pods(self, namespace: str, batches: list[workload_objects.Batch]) -> None:
+        """Pods each bound at creation to the next node made so far (`boundAtCreation`)."""
 
     @abstractmethod
     def _create_groups(self, index: int, op: CreatePodGroups) -> None: ...

@@ -29,9 +29,10 @@ class ApiAllPods(Figures):
     """Pods over the whole workload, not only the measured phase."""
 
     created: int
-    bound: int
+    bound: int  # by a scheduler (the pods bound at creation left out)
     unschedulable: int
     deleted: int
+    bound_at_creation: int = 0  # createPods' boundAtCreation: a large cluster's running pods
 
 
 class OverCommitted(Figures):

@@ -43,11 +43,12 @@ from benchmarks.cases.op_walker import (
 from benchmarks.chaos import Chaos, ChaosPlan
 from benchmarks.report.instruments import CpuClock, PeakMemory, RedisServers
 from benchmarks.simulated.platform_faults import PlatformFaults
-from cluster.manifests import scheduler_name
+from cluster.manifests import copy_manifest, pod_from_manifest, scheduler_name
 from cluster.volumes.index import CLAIMS, CSI_NODES, VOLUMES
 from optimist.explain import Explainer
 from optimist.loop import SchedulingLoop
 from optimist.metrics.recorder import LoopMetrics
+from optimist.offline.replay import run_in_place
 from optimist.offline.simulator import SimulatedCluster
 from optimist.profiling import Profiler
 from optimist.runtime import Platform
@@ -204,6 +205,8 @@ class CaseRunner(OpWalker[Window]):
         self.namespaces: set[str] = set()
         self.priorities = workload_objects.PriorityClasses()
         self.churn: list[ChurnTask] = []
+        self.nodes_made: list[str] = []
+        self.bound_next = 0
         self.deleting: list[DeleteTask] = []
         self.deleted = 0
         self.notes: list[str] = []
@@ -345,6 +348,26 @@ class CaseRunner(OpWalker[Window]):
         for volume, claim in pairs:
             self.cluster.put_volume_object(VOLUMES, volume)
             self.cluster.put_volume_object(CLAIMS, claim)
+
+    def _create_bound_pods(self, namespace: str, batches: list[workload_objects.Batch]) -> None:
+        """Committed on their nodes in the store and recorded bound, as a snapshot's
+        running pods are (`run_in_place`): none is handed to the scheduler."""
+        self.namespaces.add(namespace)
+        pods = []
+        for template, n in batches:
+            manifest = self.priorities.admit(template)
+            for node in self._next_nodes(n):
+                made = copy_manifest(dict(manifest))
+                meta = made.setdefault("metadata", {})
+                meta["name"] = f"{meta.pop('generateName', None) or 'pod-'}{next(self.unique)}"
+                meta["namespace"] = namespace
+                made.setdefault("spec", {})["nodeName"] = node
+                pods.append(pod_from_manifest(made))
+        errors: list[str] = []
+        self.loop.step(0)  # the store built, its nodes those made so far
+        run_in_place(self.platform.store, self.cluster, pods, errors)
+        if errors:
+            raise ValueError(f"boundAtCreation: {errors[0]} ({len(errors)} pods in all)")
 
     def _create_namespace(self, name: str, labels: Mapping[str, str]) -> None:
         """A namespace with its labels, which namespaceSelector matches."""

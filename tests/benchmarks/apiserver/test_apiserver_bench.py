@@ -161,6 +161,35 @@ def test_the_null_scheduler_binds_every_pod_round_robin_deciding_nothing(tmp_pat
     assert "of the null scheduler's pods/s" in result.output and "100%" in result.output
 
 
+@pytest.mark.usefixtures("ray_session")
+def test_pods_bound_at_creation_are_made_bound_and_counted_apart(tmp_path, control_plane):
+    """boundAtCreation through a server given: 40 pods made with spec.nodeName, ten to
+    each node in turn, none bound by optimist; the 8 measured pods after them are, and
+    the report counts the two apart. Removed after the run, as everything it made."""
+    pod = {**POD, "spec": {**POD["spec"], "schedulerName": "elsewhere"}}
+    path = write_case(
+        tmp_path,
+        [
+            {"opcode": "createNodes", "count": 4},
+            {"opcode": "createPods", "count": 40, "podTemplatePath": "config/pod.yaml"}
+            | {"boundAtCreation": True},
+            {"opcode": "createPods", "count": 8, "collectMetrics": True},
+        ],
+        {"pod.yaml": pod},
+    )
+    report = tmp_path / "report.json"
+    args = ["bench", str(path), "--cluster", "apiserver", "--shards", "1", "--no-progress"]
+    args += ["--kubeconfig", str(control_plane.admin_kubeconfig), "--report", str(report)]
+    result = CliRunner().invoke(app, [*args, "--timeout", "120", *NO_CEILING, *joined()])
+    assert result.exit_code == 0, result.output
+    [run] = json.loads(report.read_text())["runs"]
+    assert run["error"] is None and run["invariant_violations"] == [], run
+    assert run["all_pods"] | {"deleted": 0} == {
+        "created": 8, "bound": 8, "unschedulable": 0, "deleted": 0, "bound_at_creation": 40,
+    }  # fmt: skip
+    assert not control_plane.client.request("GET", "/api/v1/pods")["items"]  # removed
+
+
 def test_a_failed_case_keeps_what_it_measured_through_the_api_server(tmp_path, control_plane):
     """As in the simulated bench: a createPods that waits for 10 pods that keep apart by
     hostname over 5 nodes fails the case (exit 1) naming the op, and the run keeps what

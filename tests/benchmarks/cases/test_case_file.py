@@ -116,6 +116,11 @@ def test_ops_optimist_cannot_run_load_and_name_themselves():
             "op 0 (createPods): skipWaitToCompletion=True: collectMetrics measures until",
         ),
         (
+            [{"opcode": "createPods", "count": 1, "collectMetrics": True, "boundAtCreation": True}],
+            {},
+            "op 0 (createPods): boundAtCreation=True: pods bound at creation are not scheduled",
+        ),
+        (
             [{"opcode": "churn", "mode": "sometimes", "templatePaths": ["templates/pod.yaml"]}],
             {},
             "op 0 (churn): mode='sometimes': must be one of recreate, create",

@@ -279,3 +279,40 @@ def test_create_any_makes_volume_objects_that_pods_then_follow(redis_url, key_pr
     bench = run_bench(settings(redis_url, key_prefix), Plan(tuple(runs), timeout_s=30))
     assert bench.ok, bench.report.errors
     assert list(bench.cluster.bindings.values()) == ["n-1"]
+
+
+def test_pods_bound_at_creation_take_their_room_and_are_never_scheduled(
+    redis_url, key_prefix, tmp_path
+):
+    """boundAtCreation: 12 one-CPU pods made bound, three to each 4-CPU node in turn; the
+    four measured pods after them find one CPU left per node, one each."""
+    node = {"kind": "Node", "metadata": {"generateName": "n-"}}
+    node["status"] = {"capacity": {"pods": "10", "cpu": "4", "memory": "8Gi"}}
+    one_cpu = {"resources": {"requests": {"cpu": "1"}}}
+    pod = {
+        "kind": "Pod",
+        "metadata": {"generateName": "p-"},
+        "spec": {"containers": [{"name": "c", "image": "x", **one_cpu}]},
+    }
+    path = write_case(
+        tmp_path,
+        [
+            {"opcode": "createNodes", "count": 4, "nodeTemplatePath": "config/node.yaml"},
+            {"opcode": "createPods", "count": 12, "podTemplatePath": "config/pod.yaml"}
+            | {"boundAtCreation": True, "namespace": "running"},
+            {"opcode": "createPods", "count": 4, "podTemplatePath": "config/pod.yaml"}
+            | {"collectMetrics": True, "namespace": "new"},
+        ],
+        {"node.yaml": node, "pod.yaml": pod},
+    )
+    runs = pc.load(path, template("node-default.yaml"))
+    bench = run_bench(settings(redis_url, key_prefix), Plan(tuple(runs), timeout_s=30))
+    assert bench.ok, bench.report.errors
+    bindings = bench.cluster.bindings
+    running = Counter(n for key, n in bindings.items() if key.startswith("running/"))
+    assert sorted(running.values()) == [3, 3, 3, 3]
+    new = [n for key, n in bindings.items() if key.startswith("new/")]
+    assert sorted(new) == sorted(running)  # one on each node: the room left
+    assert not [b for b in bench.cluster.bind_log if b.pod.startswith("running/")]
+    [case] = bench.report.cases
+    assert case.pods_scheduled == 4
