@@ -32,6 +32,8 @@ def figures(path: Path, link: str) -> str:
     report = json.loads(path.read_text())
     if "happenings" in report:
         rows = _day(report)
+    elif report.get("sweep", {}).get("variable") == "shards":
+        rows = _conflicts(report)
     else:
         rows = (
             [*_beside(report), *_faults(report), *_shared(report)]
@@ -74,6 +76,33 @@ def _simulated(report: dict[str, Any]) -> list[str]:
         return ["No workload of this file ran: each failed, its result file says why."]
     first = ran[0]["first_decision_s"]  # later runs count from the same start
     return [*out, "", f"The first decision came {first:.1f} s after the command started."]
+
+
+def _conflicts(report: dict[str, Any]) -> list[str]:
+    """A sweep of shards: per workload and number of shards, the pods/s, the attempts
+    each pod took and the conflicts per committed unit (what optimism costs as the
+    cluster fills), and whether every pod was placed (no livelock)."""
+    out = [
+        "| workload | shards | pods/s | attempts per pod | conflicts per committed unit | placed |",
+        "|---|---|---|---|---|---|",
+    ]
+    cases = report_cases(report)
+    names = list(dict.fromkeys(f"{c['case']}/{c['workload']}" for c in cases))  # file order
+    for case in sorted(
+        cases, key=lambda c: (names.index(f"{c['case']}/{c['workload']}"), len(c["shards"]))
+    ):
+        if case.get("error"):
+            out.append(f"| {case['case']}/{case['workload']} | {len(case['shards'])} | "
+                       f"failed: {case['error']} | | | |")  # fmt: skip
+            continue
+        attempts = case["attempts"] / case["pods_scheduled"] if case["pods_scheduled"] else 0.0
+        out.append(
+            f"| {case['case']}/{case['workload']} | {len(case['shards'])} | "
+            f"{case['throughput_pods_per_s']['average']:,.0f} | {attempts:.3f} | "
+            f"{case['conflicts_per_committed_unit']:.3f} | "
+            f"{case['pods_scheduled']:,} of {case['pods_created']:,} |"
+        )
+    return out
 
 
 def _beside(report: dict[str, Any]) -> list[str]:
