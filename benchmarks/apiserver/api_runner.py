@@ -642,10 +642,11 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
             time.sleep(POLL_S)
 
     def _settled(self) -> tuple[int, int]:
-        """The pods bound or reported unschedulable, and the pods made so far."""
+        """The pods bound or reported unschedulable, and the pods made so far, those made
+        bound left out of both."""
         with self.watch.lock:
             done = len(self.watch.bound_at) + len(self.watch.unschedulable)
-        return done, len(self.created_at)
+        return max(done - len(self.created_bound), 0), len(self.created_at)
 
     def _settled_share(self) -> float:
         done, made = self._settled()
