@@ -596,7 +596,7 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
         def waiting() -> str:
             left, settled = self.watch.left(keys)
             if left and self.chaos is not None and self.chaos.down:
-                return f"while {len(left)} pods waited for a fault's nodes to come back"
+                return f"while {len(left)} pods waited for what a fault took down to come back"
             return (
                 ""
                 if not left or (settled and not self.deleting)
