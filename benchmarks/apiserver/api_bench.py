@@ -399,7 +399,7 @@ def workload_report(
             bound=len(watch.bound_at) - outcome.bound_at_creation,
             unschedulable=len(watch.unschedulable),
             deleted=outcome.deleted,
-            bound_at_creation=outcome.bound_at_creation,
+            bound_at_creation=outcome.bound_at_creation or None,
         ),
         duration_s=duration,
         throughput_pods_per_s=throughput,

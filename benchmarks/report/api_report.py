@@ -28,11 +28,14 @@ from benchmarks.report.bench_report import (
 class ApiAllPods(Figures):
     """Pods over the whole workload, not only the measured phase."""
 
+    ABSENT_WHEN_NONE = frozenset({"bound_at_creation"})
+
     created: int
     bound: int  # by a scheduler (the pods bound at creation left out)
     unschedulable: int
     deleted: int
-    bound_at_creation: int = 0  # createPods' boundAtCreation: a large cluster's running pods
+    # createPods' boundAtCreation: a large cluster's running pods (absent: none made)
+    bound_at_creation: int | None = None
 
 
 class OverCommitted(Figures):
