@@ -34,7 +34,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from cluster.cluster_adapter import Binding, ClusterState
 from cluster.disruption import DisruptionBudget
@@ -62,6 +62,7 @@ from optimist.kube.reporter import Reporter
 from optimist.kube.volume_prebind import PreBindError, VolumePreBind
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 PATHS = {
     "nodes": "/api/v1/nodes",
@@ -239,12 +240,7 @@ class KubernetesAdapter:
 
     def _on_node(self, kind: str, obj: dict[str, Any]) -> None:
         name = str(obj["metadata"]["name"])
-        node = None
-        if kind != "DELETED":
-            try:
-                node = node_from_manifest(obj)
-            except InvalidObject as err:
-                self._refuse("nodes", "Node", obj, str(err))
+        node = self._read("nodes", "Node", obj, node_from_manifest) if kind != "DELETED" else None
         if node is None:  # deleted, or no longer readable: nothing is placed on it
             with self._lock:
                 if self._nodes.pop(name, None) is not None:
@@ -253,7 +249,6 @@ class KubernetesAdapter:
             if kind == "DELETED":
                 self._readable("Node", obj)
             return
-        self._readable("Node", obj)
         with self._lock:
             if self._nodes.get(name) != node:  # a heartbeat changes nothing a shard reads
                 self._nodes[name] = node
@@ -263,12 +258,9 @@ class KubernetesAdapter:
         if kind == "DELETED":
             self._readable("PodGroup", obj)
             return  # its pods go on as single pods once they are gone; nothing is held
-        try:
-            group = podgroup_from_manifest(obj)
-        except InvalidObject as err:
-            self._refuse("podgroups", "PodGroup", obj, str(err))
+        group = self._read("podgroups", "PodGroup", obj, podgroup_from_manifest)
+        if group is None:
             return
-        self._readable("PodGroup", obj)
         with self._lock:
             self._groups.append(group)
 
@@ -276,12 +268,11 @@ class KubernetesAdapter:
         if kind == "DELETED":
             self._readable("PodDisruptionBudget", obj)
             return
-        try:
-            budget = budget_from_manifest(obj)
-        except InvalidObject as err:
-            self._refuse("poddisruptionbudgets", "PodDisruptionBudget", obj, str(err))
+        budget = self._read(
+            "poddisruptionbudgets", "PodDisruptionBudget", obj, budget_from_manifest
+        )
+        if budget is None:
             return
-        self._readable("PodDisruptionBudget", obj)
         with self._lock:
             self._budgets.append(budget)
 
@@ -294,12 +285,9 @@ class KubernetesAdapter:
             else:
                 self._readable("ElasticQuota", obj)  # deleted: left out no more
             return
-        try:
-            quota = quota_from_manifest(obj)
-        except InvalidObject as err:
-            self._refuse("elasticquotas", "ElasticQuota", obj, str(err))
+        quota = self._read("elasticquotas", "ElasticQuota", obj, quota_from_manifest)
+        if quota is None:
             return
-        self._readable("ElasticQuota", obj)
         with self._lock:
             self._quotas.append(quota)
 
@@ -308,12 +296,10 @@ class KubernetesAdapter:
             self._readable("Reservation", obj)
         if kind != "ADDED":
             return  # used once, then gone: what it holds expires with it (hold_ttl_s)
-        try:
-            reservation = reservation_from_manifest(obj, time.time())
-        except InvalidObject as err:
-            self._refuse("reservations", "Reservation", obj, str(err))
+        read = functools.partial(reservation_from_manifest, now=time.time())
+        reservation = self._read("reservations", "Reservation", obj, read)
+        if reservation is None:
             return
-        self._readable("Reservation", obj)
         if reservation.pod.scheduler_name in self.scheduler_names:
             with self._lock:
                 self._reservations.append(reservation)
@@ -333,12 +319,11 @@ class KubernetesAdapter:
             self.selectors.remove(kind, namespace, str(meta.get("name")))
             self._readable(kind, obj)
             return
-        try:
-            self.selectors.put(workload_selector_from_manifest({**obj, "kind": kind}))
-        except InvalidObject as err:
-            self._refuse(resource, kind, obj, str(err))
-            return
-        self._readable(kind, obj)
+        selector = self._read(
+            resource, kind, obj, lambda o: workload_selector_from_manifest({**o, "kind": kind})
+        )
+        if selector is not None:
+            self.selectors.put(selector)
 
     def _on_pod(self, kind: str, obj: dict[str, Any]) -> None:
         key = object_key(obj)
@@ -427,6 +412,20 @@ class KubernetesAdapter:
         if value is None:
             return obj
         return {**obj, "spec": {**spec, "priority": value}}
+
+    def _read(
+        self, resource: str, kind: str, obj: dict[str, Any], parse: Callable[[dict[str, Any]], T]
+    ) -> T | None:
+        """`parse(obj)`; None where optimist cannot read the object of `kind` watched at
+        `resource`, which is then left out and told so (`left_out`). Read without fault,
+        it is left out no more."""
+        try:
+            made = parse(obj)
+        except InvalidObject as err:
+            self._refuse(resource, kind, obj, str(err))
+            return None
+        self._readable(kind, obj)
+        return made
 
     def _refuse(self, resource: str, kind: str, obj: dict[str, Any], why: str) -> None:
         self.left_out.refuse(Involved.of(kind, PATHS[resource], obj), why)
