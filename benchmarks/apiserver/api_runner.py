@@ -178,7 +178,7 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
         self.made_here: list[tuple[str, str]] = []  # (kind, key) of what was made, but pods
         self.namespaces_made: list[str] = []  # by this run, not there before it
         self.pods_made: list[str] = []  # every pod, whichever scheduler's
-        self.created_bound: list[str] = []  # of those, made bound (boundAtCreation)
+        self.bound_at_creation = 0  # of those, made bound (boundAtCreation)
         self.deleting: list[DeleteTask] = []
         self.churn: list[ChurnTask] = []
         self.nodes_made: list[str] = []
@@ -235,7 +235,7 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
             self.created_at,
             self.watch,
             len(self.created_at),
-            len(self.created_bound),
+            self.bound_at_creation,
             self.deleted,
             dict(memory.peak),
             error,
@@ -401,7 +401,7 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
                 body.setdefault("spec", {})["nodeName"] = node
             made = [object_key(obj) for obj, _ in self._post("Pod", namespace, chunk)]
             self.pods_made += made
-            self.created_bound += made
+            self.bound_at_creation += len(made)
             self._tick()
 
     def _pod_bodies(self, batches: list[workload_objects.Batch]) -> Iterator[dict[str, Any]]:
@@ -646,7 +646,7 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
         bound left out of both."""
         with self.watch.lock:
             done = len(self.watch.bound_at) + len(self.watch.unschedulable)
-        return max(done - len(self.created_bound), 0), len(self.created_at)
+        return max(done - self.bound_at_creation, 0), len(self.created_at)
 
     def _settled_share(self) -> float:
         done, made = self._settled()
