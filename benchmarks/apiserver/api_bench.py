@@ -39,7 +39,12 @@ from benchmarks.apiserver.api_runner import (
 )
 from benchmarks.apiserver.link import Link
 from benchmarks.apiserver.plane_faults import PLANE_ONLY, PlaneTargets
-from benchmarks.apiserver.replicas import OptimistReplicas
+from benchmarks.apiserver.replicas import (
+    KubeSchedulerLauncher,
+    Launcher,
+    OptimistLauncher,
+    Replicas,
+)
 from benchmarks.apiserver.scheduler_processes import (
     ApiBenchError,
     null_scheduler_process,
@@ -50,6 +55,7 @@ from benchmarks.apiserver.scheduler_processes import (
 from benchmarks.apiserver.server_state import cluster_of, volumes_of
 from benchmarks.apiserver.shared_pool import SHARED_POOL, split_profiles
 from benchmarks.cases.case_file import CaseWorkload
+from benchmarks.cases.case_ops import RestartScheduler
 from benchmarks.chaos import CONNECTION_FAULTS, KILL_LEADER, LIVING_FAULTS, ChaosPlan
 from benchmarks.controlplane.control_plane import (
     ControlPlane,
@@ -71,6 +77,7 @@ from benchmarks.report.api_report import (
     ApiRunReport,
     Ceiling,
     OverCommitted,
+    Restarted,
     SchedulerFigures,
 )
 from benchmarks.report.bench_report import ChaosFigures, Latency, Machine, Throughput
@@ -232,7 +239,7 @@ def run_stretch(
     with (
         api_server(bench.kubeconfig, bench.living, bench.kube_version) as plain,
         _linked(bench, plain) as (server, link),
-        _under_test(bench, name, server, scheduler_documents(path), names) as under_test,
+        _under_test(bench, name, server, scheduler_documents(path), names, runs) as under_test,
     ):
         meters = {
             "scheduler": instruments.ProcessTree(under_test.pids),
@@ -245,6 +252,7 @@ def run_stretch(
             runner = ApiCaseRunner(
                 run, server.client, names, meters, seed=bench.seed, timeout_s=bench.timeout_s,
                 progress=label, kwok_pool=KWOK_POOL if bench.living else None, chaos=chaos,
+                replicas=under_test.replicas,
             )  # fmt: skip
             with runner:
                 try:
@@ -267,13 +275,13 @@ def run_stretch(
 
 
 class UnderTest(NamedTuple):
-    """The scheduler a stretch runs: the PIDs of its processes (optimist's replicas,
-    where a leader is to be killed), the one whose tree schedules now (during a
-    takeover, once it is done), and the replicas."""
+    """The scheduler a stretch runs: the PIDs of its processes, the one whose tree
+    schedules now (during a takeover, once it is done), and its replicas where
+    something is to kill or restart them."""
 
     pids: Callable[[], list[int]]
     leader_pid: Callable[[], int]
-    replicas: OptimistReplicas | None = None
+    replicas: Replicas | None = None
 
 
 @contextmanager
@@ -283,19 +291,32 @@ def _under_test(
     server: Server,
     documents: list[dict[str, Any]],
     names: frozenset[str],
+    runs: list[CaseWorkload],
 ) -> Iterator[UnderTest]:
-    """The scheduler `name`, once it is ready; optimist as two replicas sharing a Lease
-    where `--chaos kill-leader` is to kill its leader."""
+    """The scheduler `name`, once it is ready; as replicas (`Replicas`) where
+    `--chaos kill-leader` is to kill optimist's leader or a case restarts it: two
+    sharing a Lease where a leader is to be killed, else one alone."""
     if name in SHARED_POOL:
         with neighbours(name, server, documents, bench.shards) as pids:
             yield UnderTest(lambda: pids, lambda: pids[-1])
         return
-    if name == SCHEDULERS[0] and bench.chaos is not None and KILL_LEADER in bench.chaos.faults:
-        with OptimistReplicas(server.kubeconfig, documents, bench.shards, server.folder) as r:
+    kills = name == SCHEDULERS[0] and bench.chaos is not None and KILL_LEADER in bench.chaos.faults
+    restarts = {op.failover for run in runs for op in run.ops if isinstance(op, RestartScheduler)}
+    if name in SCHEDULERS and (kills or restarts):
+        count = 2 if kills or True in restarts else 1
+        with Replicas(_launcher(name, bench, server, documents), count, server.folder) as r:
             yield UnderTest(r.pids, r.await_leader, r)
         return
     with scheduler(name, server, documents, names, bench.shards, None, bench.ray_address) as pid:
         yield UnderTest(lambda: [pid], lambda: pid)
+
+
+def _launcher(
+    name: str, bench: ApiBench, server: Server, documents: list[dict[str, Any]]
+) -> Launcher:
+    if name == "optimist":
+        return OptimistLauncher(server.kubeconfig, documents, bench.shards, server.folder)
+    return KubeSchedulerLauncher(server.kubeconfig, server.folder, documents[0], server.bin_dir)
 
 
 @contextmanager
@@ -412,6 +433,7 @@ def workload_report(
         warnings=case_warnings(duration, None, outcome.chaos, failed=outcome.failure is not None),
         chaos=ChaosFigures.model_validate(outcome.chaos) if outcome.chaos else None,
         over_committed=over_committed(cluster),
+        restarts=outcome.restarts or None,
     )
 
 
@@ -555,7 +577,22 @@ def scheduler_figures(good: list[ApiRunReport], errors: list[str]) -> SchedulerF
         ready_p99_s=ready[1],
         **_over_committed(good),
         errors=errors,
+        restarts=_restart_medians(good),
     )
+
+
+def _restart_medians(runs: list[ApiRunReport]) -> list[Restarted] | None:
+    """Each restart of the case in order, from the kill to the first binding the median
+    over `runs` (None where a run bound nothing after it)."""
+    if not runs[0].restarts:
+        return None
+    medians = []
+    for i, first in enumerate(runs[0].restarts):
+        times = [r.restarts[i].first_binding_s if r.restarts else None for r in runs]
+        known = [t for t in times if t is not None]
+        median = _median(known) if len(known) == len(runs) else None
+        medians.append(Restarted(failover=first.failover, first_binding_s=median))
+    return medians
 
 
 def _over_committed(runs: list[ApiRunReport]) -> dict[str, float]:

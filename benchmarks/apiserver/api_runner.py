@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import itertools
 import random
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
@@ -27,6 +26,7 @@ from typing import Any
 
 from benchmarks.apiserver.plane_faults import PlaneFaults, PlaneTargets
 from benchmarks.apiserver.pod_watch import PodWatch
+from benchmarks.apiserver.replicas import Replicas
 from benchmarks.cases import workload_objects
 from benchmarks.cases.case_fields import Manifest
 from benchmarks.cases.case_file import CaseWorkload
@@ -42,7 +42,8 @@ from benchmarks.cases.op_walker import (
 )
 from benchmarks.chaos import Chaos, ChaosPlan
 from benchmarks.controlplane.living_plane import run_by
-from benchmarks.report.instruments import ProcessTree
+from benchmarks.report.api_report import Restarted
+from benchmarks.report.instruments import MemorySampler, ProcessTree
 from cluster.manifests import (
     copy_manifest,
     scheduler_name,
@@ -54,7 +55,6 @@ from optimist.kube.informer import list_all, object_key
 CREATORS = 16  # client threads making objects, as upstream's harness makes them in parallel
 POLL_S = 0.02
 Created = tuple[dict[str, Any], float]  # the server's object, and when its answer came
-SAMPLE_S = 1.0  # memory is sampled once a second
 # where each kind the ops may make is created; a namespaced path holds {ns}
 PATHS = {
     "Namespace": "/api/v1/namespaces",
@@ -108,31 +108,7 @@ class ApiOutcome:
     error: str | None = None
     failure: CaseError | None = None  # the op that stopped the case, if one did
     chaos: dict[str, Any] | None = None  # the faults injected, and the recoveries
-
-
-class MemorySampler:
-    """Each process tree's resident memory once a second, in a thread; keeps the peaks."""
-
-    def __init__(self, meters: Mapping[str, ProcessTree]) -> None:
-        self.meters = meters
-        self.peak = {name: 0 for name in meters}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="memory", daemon=True)
-
-    def __enter__(self) -> MemorySampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join(5)
-
-    def _run(self) -> None:
-        while True:
-            for name, meter in self.meters.items():
-                self.peak[name] = max(self.peak[name], meter.rss())
-            if self._stop.wait(SAMPLE_S):
-                return
+    restarts: list[Restarted] = field(default_factory=list)  # by restartScheduler
 
 
 class ApiCaseRunner(OpWalker[ApiWindow]):
@@ -150,6 +126,7 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
         progress: Callable[[int, int], None] = lambda done, total: None,
         kwok_pool: str | None = None,
         chaos: tuple[ChaosPlan, PlaneTargets] | None = None,
+        replicas: Replicas | None = None,
     ) -> None:
         self.run = run
         self.client = client
@@ -157,6 +134,8 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
         # KWOK's, whose pods turn Running and Ready, and a deleted pod goes when KWOK
         # confirms it
         self.kwok_pool = kwok_pool
+        self.replicas = replicas  # the scheduler's, where a case restarts it
+        self.restarted: list[tuple[bool, float]] = []  # (failover, when) of each restart
         self.scheduler_names = scheduler_names
         self.meters = meters
         self.timeout_s = timeout_s
@@ -241,6 +220,7 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
             error,
             failure,
             self.chaos.report(self.started) if self.chaos else None,
+            [self._restart_figures(failover, at) for failover, at in self.restarted],
         )
 
     def _create_groups(self, index: int, op: CreatePodGroups) -> None:
@@ -293,6 +273,28 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
         only delay saying so."""
         if not self.meters["scheduler"].alive():
             raise SchedulerExited(f"the scheduler exited {when}")
+
+    def _restart_scheduler(self, failover: bool) -> None:
+        """Its leader killed once a standby serves, or every replica killed and started
+        afresh; its next binding is timed from the kill."""
+        if self.replicas is None:
+            raise ValueError("only optimist and kube-scheduler, each alone on its pool, restart")
+        if failover:
+            self.replicas.await_standby()
+            self.replicas.await_leader()
+        at = time.perf_counter()
+        if failover:
+            self.replicas.kill_leader()
+        else:
+            self.replicas.restart()
+        self.restarted.append((failover, at))
+
+    def _restart_figures(self, failover: bool, at: float) -> Restarted:
+        """From the kill to the first pod the scheduler bound after it: pods made bound
+        (boundAtCreation) may reach the watch after the kill, and are no one's binding."""
+        with self.watch.lock:
+            bound = [t for k in self.created_at if (t := self.watch.bound_at.get(k, at)) > at]
+        return Restarted(failover=failover, first_binding_s=min(bound) - at if bound else None)
 
     # --- creating ----------------------------------------------------------------------
 

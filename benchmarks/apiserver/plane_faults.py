@@ -47,7 +47,7 @@ import psutil
 
 from benchmarks.apiserver.link import Link
 from benchmarks.apiserver.pod_watch import PodWatch
-from benchmarks.apiserver.replicas import OptimistReplicas
+from benchmarks.apiserver.replicas import Replicas
 from benchmarks.chaos import (
     COMPACT_ETCD,
     CUT_CONNECTIONS,
@@ -88,7 +88,7 @@ class PlaneTargets:
 
     plane: ControlPlane
     scheduler_pid: Callable[[], int]
-    replicas: OptimistReplicas | None = None
+    replicas: Replicas | None = None
     link: Link | None = None
 
 

@@ -439,6 +439,21 @@ class StopCollectingMetrics:
 
 
 @dataclass(frozen=True, slots=True)
+class RestartScheduler:
+    """Ours: the scheduler under test restarted here, so that the report says how soon it
+    binds again on the cluster made so far. Cold (the default): every replica killed and
+    started afresh, to list and build all it holds; `failover: true`: the leader killed
+    while a standby that waits on the Lease takes over."""
+
+    opcode: ClassVar[str] = "restartScheduler"
+    failover: bool = False
+
+    @classmethod
+    def parse(cls, f: Fields, case: CaseDefaults) -> RestartScheduler:
+        return cls(f.take("failover", flag, False))
+
+
+@dataclass(frozen=True, slots=True)
 class UnsupportedOp:
     """An op optimist knows and cannot run; running its case stops with this reason."""
 
@@ -460,6 +475,7 @@ Op = (
     | Sleep
     | StartCollectingMetrics
     | StopCollectingMetrics
+    | RestartScheduler
 )
 
 
@@ -482,6 +498,7 @@ OPS: dict[str, Any] = {
         Sleep,
         StartCollectingMetrics,
         StopCollectingMetrics,
+        RestartScheduler,
         *_READ_ONLY,
     )
 }

@@ -30,6 +30,7 @@ from benchmarks.cases.case_ops import (
     CreatePodSets,
     DeletePods,
     Op,
+    RestartScheduler,
     Sleep,
     StartCollectingMetrics,
     StopCollectingMetrics,
@@ -179,6 +180,8 @@ class OpWalker(ABC, Generic[W]):
                 self._sleep(op.seconds)
             case StartCollectingMetrics() | StopCollectingMetrics():
                 self._collect(op)
+            case RestartScheduler():
+                self._restart_scheduler(op.failover)
 
     def _make(
         self, index: int, op: CreateNodes | CreateNamespaces | CreatePods | CreatePodSets
@@ -288,6 +291,10 @@ class OpWalker(ABC, Generic[W]):
     @abstractmethod
     def _sleep(self, seconds: float) -> None:
         """Let `seconds` pass, the scheduler and the churn going on meanwhile."""
+
+    @abstractmethod
+    def _restart_scheduler(self, failover: bool) -> None:
+        """The scheduler under test restarted cold, or its leader killed (`failover`)."""
 
     @abstractmethod
     def _open(self, namespaces: tuple[str, ...], selector: dict[str, str] | None) -> W: ...

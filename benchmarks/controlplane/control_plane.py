@@ -430,36 +430,35 @@ class ControlPlane:
 KubeScheduler = AbstractContextManager[int]
 
 
-@contextmanager
-def kube_scheduler(
+def start_kube_scheduler(
     kubeconfig: Path,
     folder: Path,
     configuration: Mapping[str, Any] | None = None,
     bin_dir: Path | None = None,
-    ready_timeout_s: float = 120.0,
     port: int | None = None,
     name: str = "kube-scheduler",
-) -> Iterator[int]:
-    """The real kube-scheduler (of `bin_dir`'s release) against the server `kubeconfig`
-    names, for as long as the context lasts; yields the PID, once it answers /healthz.
-    `configuration` is a KubeSchedulerConfiguration document (its profiles; the one
-    default-scheduler profile without it); the connection and the election are set as
-    scheduler_perf runs it: its client unthrottled (qps and burst 5000), no leader
-    election. Its configuration, log and certificates go to `folder`, named `name`
-    (two beside each other: two names). It serves on `port` (one free by default),
-    /metrics to anyone on loopback as /healthz is."""
+    election: Mapping[str, Any] | None = None,
+) -> tuple[subprocess.Popen[bytes], int]:
+    """The real kube-scheduler (of `bin_dir`'s release) started against the server
+    `kubeconfig` names, not waited for; the process and its port. `configuration` is a
+    KubeSchedulerConfiguration document (its profiles; the one default-scheduler
+    profile without it); the connection is set as scheduler_perf sets it, its client
+    unthrottled (qps and burst 5000), and the election is `election` (a
+    LeaderElectionConfiguration), none as scheduler_perf runs it by default. Its
+    configuration, log and certificates go to `folder`, named `name` (two beside each
+    other: two names). It serves on `port` (one free by default), /metrics to anyone
+    on loopback as /healthz is."""
     doc = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
         **(configuration or {}),
         "clientConnection": {"kubeconfig": str(kubeconfig), **SCHEDULER_PERF_CLIENT},
-        "leaderElection": {"leaderElect": False},
+        "leaderElection": dict(election or {"leaderElect": False}),
     }
     config = folder / f"{name}.yaml"
     config.write_text(yaml.safe_dump(doc))
     port = port or free_port()
-    log_path = folder / f"{name}.log"
-    with log_path.open("wb") as log:
+    with (folder / f"{name}.log").open("wb") as log:
         process = subprocess.Popen(
             [
                 str((bin_dir or binaries()) / "kube-scheduler"),
@@ -475,15 +474,34 @@ def kube_scheduler(
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+    return process, port
+
+
+# kube-scheduler serves on its own certificate
+OWN_CERTIFICATE = ssl.create_default_context()
+OWN_CERTIFICATE.check_hostname, OWN_CERTIFICATE.verify_mode = False, ssl.CERT_NONE
+
+
+@contextmanager
+def kube_scheduler(
+    kubeconfig: Path,
+    folder: Path,
+    configuration: Mapping[str, Any] | None = None,
+    bin_dir: Path | None = None,
+    ready_timeout_s: float = 120.0,
+    port: int | None = None,
+    name: str = "kube-scheduler",
+) -> Iterator[int]:
+    """kube-scheduler (`start_kube_scheduler`, without an election), for as long as the
+    context lasts; yields the PID, once it answers /healthz."""
+    process, port = start_kube_scheduler(kubeconfig, folder, configuration, bin_dir, port, name)
     try:
-        context = ssl.create_default_context()
-        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # its own cert
         deadline = time.monotonic() + ready_timeout_s
-        while not answers(f"https://127.0.0.1:{port}/healthz", context):
+        while not answers(f"https://127.0.0.1:{port}/healthz", OWN_CERTIFICATE):
             if process.poll() is not None or time.monotonic() > deadline:
+                log = (folder / f"{name}.log").read_text(errors="replace")
                 raise ControlPlaneError(
-                    f"kube-scheduler not healthy (exit {process.poll()}):\n"
-                    f"{log_path.read_text(errors='replace')[-4000:]}"
+                    f"kube-scheduler not healthy (exit {process.poll()}):\n{log[-4000:]}"
                 )
             time.sleep(0.2)
         yield process.pid

@@ -46,11 +46,21 @@ class OverCommitted(Figures):
     rejected: dict[str, int]  # pods a kubelet would turn away, by profile (schedulerName)
 
 
+class Restarted(Figures):
+    """The scheduler under test restarted by its case (`restartScheduler`): cold, every
+    replica killed and started afresh, or a failover, the leader killed with a standby
+    waiting on the Lease; and the seconds from the kill to the first binding the
+    bench's watch saw after it (None: none in the run)."""
+
+    failover: bool
+    first_binding_s: float | None
+
+
 class ApiRunReport(Figures):
     """One workload run by one scheduler in one round: scheduler_perf's figures for its
     measured phase, read from the server, and each process tree's CPU and memory."""
 
-    ABSENT_WHEN_NONE = frozenset({"chaos", "over_committed"})
+    ABSENT_WHEN_NONE = frozenset({"chaos", "over_committed", "restarts"})
     name: str
     case: str
     workload: str
@@ -81,6 +91,7 @@ class ApiRunReport(Figures):
     chaos: ChaosFigures | None = None  # the faults injected (--chaos), and the recoveries
     # the whole cluster's at the end (None: a file from before it was counted)
     over_committed: OverCommitted | None = None
+    restarts: list[Restarted] | None = None  # by the case (absent: it restarted nothing)
 
 
 class ApiRunNotRun(Figures):
@@ -104,7 +115,7 @@ class SchedulerFigures(Figures):
     memory: the largest)."""
 
     ABSENT_WHEN_NONE = frozenset(
-        {"ready_p50_s", "ready_p99_s", "over_committed_nodes", "kubelet_rejections"}
+        {"ready_p50_s", "ready_p99_s", "over_committed_nodes", "kubelet_rejections", "restarts"}
     )
     pods_per_s: float
     pods_per_s_runs: list[float]
@@ -118,6 +129,8 @@ class SchedulerFigures(Figures):
     over_committed_nodes: float | None = None
     kubelet_rejections: float | None = None  # the pods kubelets would turn away, likewise
     errors: list[str]
+    # each restart of the case, in order; to the first binding the median over the rounds
+    restarts: list[Restarted] | None = None
 
 
 # the bench's limit of the path (`benchmarks.apiserver.null_scheduler`), run as a scheduler

@@ -9,6 +9,7 @@ of resident set sizes sampled once a second.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from functools import partial
@@ -302,6 +303,34 @@ class ProcessTree:
         return total
 
 
+SAMPLE_S = 1.0  # memory is sampled once a second
+
+
+class MemorySampler:
+    """Each process tree's resident memory once a second, in a thread; keeps the peaks."""
+
+    def __init__(self, meters: Mapping[str, ProcessTree]) -> None:
+        self.meters = meters
+        self.peak = {name: 0 for name in meters}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="memory", daemon=True)
+
+    def __enter__(self) -> MemorySampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        while True:
+            for name, meter in self.meters.items():
+                self.peak[name] = max(self.peak[name], meter.rss())
+            if self._stop.wait(SAMPLE_S):
+                return
+
+
 def since_process_start(perf_counter: float) -> float:
     """Seconds from this process's start to a `time.perf_counter()` reading."""
     wall = time.time() - (time.perf_counter() - perf_counter)
@@ -373,7 +402,17 @@ def comparison_rows(entry: ApiCaseComparison, ceiling: float | None) -> list[tup
     if all(f.over_committed_nodes is not None for f in per):
         rows.append(("nodes over-committed", each(lambda f: f"{f.over_committed_nodes:g}")))
         rows.append(("pods a kubelet would reject", each(lambda f: f"{f.kubelet_rejections:g}")))
+    restarts = per[0].restarts or []
+    for i, restart in enumerate(restarts):
+        how = "leader killed" if restart.failover else "cold restart"
+        rows.append((f"{how} -> first binding, s", each(partial(_restart_cell, i))))
     return rows
+
+
+def _restart_cell(i: int, figures: SchedulerFigures) -> str:
+    restarts = figures.restarts or []
+    seconds = restarts[i].first_binding_s if i < len(restarts) else None
+    return "" if seconds is None else f"{seconds:.2f}"
 
 
 def _ms(seconds: Callable[[SchedulerFigures], float | None], figures: SchedulerFigures) -> str:

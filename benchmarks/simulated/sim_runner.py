@@ -284,6 +284,12 @@ class CaseRunner(OpWalker[Window]):
         until = time.perf_counter() + seconds
         self._drive(lambda: time.perf_counter() >= until, settle=False)
 
+    def _restart_scheduler(self, failover: bool) -> None:
+        raise ValueError(
+            "optimist cannot run it here: the simulated cluster's scheduler runs in the "
+            "bench's own process; --cluster apiserver or kwok restarts it"
+        )
+
     # --- creating ----------------------------------------------------------------------
 
     def _create_pods(

@@ -36,7 +36,7 @@ def figures(path: Path, link: str) -> str:
         rows = _conflicts(report)
     else:
         rows = (
-            [*_beside(report), *_faults(report), *_shared(report)]
+            [*_beside(report), *_faults(report), *_shared(report), *_restarts(report)]
             if "cluster" in report
             else _simulated(report)
         )
@@ -173,6 +173,30 @@ def _shared(report: dict[str, Any]) -> list[str]:
             )
             nodes = " / ".join(str(r["nodes"]) for r in runs)
             out.append(f"| {case['name']} | {name} | {nodes} | {rejected} |")
+    return out
+
+
+def _restarts(report: dict[str, Any]) -> list[str]:
+    """Where a case restarted the scheduler (`restartScheduler`), one row per workload,
+    scheduler and restart: the seconds from the kill to the first binding, each round,
+    and the peak RSS of the scheduler's processes over the run."""
+    runs = [r for r in report["runs"] if r.get("restarts")]
+    if not runs:
+        return []
+    out = [
+        "",
+        "| workload | scheduler | restart | kill to the first binding, each round | "
+        "scheduler peak RSS, largest round |",
+        "|---|---|---|---|---|",
+    ]
+    keys = list(dict.fromkeys((r["name"], r["scheduler"]) for r in runs))
+    for name, scheduler in keys:
+        rounds = [r for r in runs if (r["name"], r["scheduler"]) == (name, scheduler)]
+        peak = max(r["memory_peak_bytes"]["scheduler"] for r in rounds) / 2**20
+        for i, first in enumerate(rounds[0]["restarts"]):
+            how = "leader killed, standby waiting" if first["failover"] else "cold"
+            each = " / ".join(_seconds(r["restarts"][i]["first_binding_s"]) for r in rounds)
+            out.append(f"| {name} | {scheduler} | {how} | {each} | {peak:,.0f} MiB |")
     return out
 
 

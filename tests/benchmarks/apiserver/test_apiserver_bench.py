@@ -432,6 +432,44 @@ def test_every_fault_of_the_control_plane_and_of_optimist_loses_and_doubles_noth
     assert "longest pause in bindings" in result.output
 
 
+@pytest.mark.faults
+def test_a_scheduler_restarted_cold_and_failed_over_binds_again_and_says_how_soon(
+    tmp_path, control_plane
+):
+    """restartScheduler, beside kube-scheduler: each as two replicas sharing a Lease
+    (the case fails over too), on 4 nodes running 20 pods made bound. Cold, both
+    replicas killed and two started afresh; then the leader killed while the standby
+    waits. After each, 4 pods are measured, all bound once by the replicas left, and
+    the report times each restart from the kill to the next binding."""
+    path = write_case(
+        tmp_path,
+        [
+            {"opcode": "createNodes", "count": 4},
+            {"opcode": "createPods", "count": 20, "podTemplatePath": "config/pod.yaml"}
+            | {"boundAtCreation": True, "namespace": "running"},
+            {"opcode": "restartScheduler"},
+            {"opcode": "createPods", "count": 4, "collectMetrics": True},
+            {"opcode": "restartScheduler", "failover": True},
+            {"opcode": "createPods", "count": 4, "collectMetrics": True},
+        ],
+        {"pod.yaml": {**POD, "spec": {**POD["spec"], "schedulerName": "elsewhere"}}},
+    )
+    report = tmp_path / "report.json"
+    args = ["bench", str(path), "--cluster", "apiserver", "--shards", "1", "--no-progress"]
+    args += ["--compare", "kube-scheduler", "--timeout", "120", *NO_CEILING]
+    args += ["--kubeconfig", str(control_plane.admin_kubeconfig), "--report", str(report)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    runs = json.loads(report.read_text())["runs"]
+    assert sorted(run["scheduler"] for run in runs) == ["kube-scheduler", "optimist"]
+    for run in runs:
+        assert run["error"] is None and run["invariant_violations"] == [], run
+        assert run["pods_scheduled"] == run["all_pods"]["bound"] == 8, run["all_pods"]
+        assert [r["failover"] for r in run["restarts"]] == [False, True], run["restarts"]
+        assert all(r["first_binding_s"] > 0 for r in run["restarts"]), run["restarts"]
+    assert not control_plane.client.request("GET", "/api/v1/pods")["items"]  # removed
+
+
 @pytest.mark.parametrize(
     ("more", "told"),
     [

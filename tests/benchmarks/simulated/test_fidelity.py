@@ -354,3 +354,24 @@ def test_a_go_template_where_optimist_does_not_render_one_stops_its_case_alone(
         "createAny, createPodGroups and updateAny only"
     )
     assert plain["error"] is None and plain["pods_scheduled"] == 2
+
+
+def test_restarting_the_scheduler_fails_its_case_alone_on_the_simulated_cluster(
+    tmp_path, redis_url, key_prefix
+):
+    """restartScheduler runs through a server only: here the scheduler is the bench's
+    own process. The case fails at that op, saying so, after what it made before."""
+    path = write_case(
+        tmp_path,
+        [
+            {"opcode": "createNodes", "count": 2},
+            {"opcode": "createPods", "count": 2, "podTemplatePath": "config/pod.yaml"},
+            {"opcode": "restartScheduler", "failover": True},
+        ],
+        {"pod.yaml": _pod("p", {})},
+    )
+    settings = Settings(shards=1, redis_url=redis_url, key_prefix=key_prefix, seed=1)
+    [case] = run_bench(settings, load_plan(path, timeout_s=60)).report.model_dump()["cases"]
+    assert case["failed"]["opcode"] == "restartScheduler" and case["failed"]["op"] == 2
+    assert "--cluster apiserver or kwok restarts it" in case["error"], case["error"]
+    assert case["invariant_violations"] == []
