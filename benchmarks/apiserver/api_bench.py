@@ -434,6 +434,7 @@ def workload_report(
         chaos=ChaosFigures.model_validate(outcome.chaos) if outcome.chaos else None,
         over_committed=over_committed(cluster),
         restarts=outcome.restarts or None,
+        scheduler_memory=outcome.scheduler_memory,
     )
 
 

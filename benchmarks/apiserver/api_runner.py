@@ -42,7 +42,7 @@ from benchmarks.cases.op_walker import (
 )
 from benchmarks.chaos import Chaos, ChaosPlan
 from benchmarks.controlplane.living_plane import run_by
-from benchmarks.report.api_report import Restarted
+from benchmarks.report.api_report import MemoryParts, Restarted
 from benchmarks.report.instruments import MemorySampler, ProcessTree
 from cluster.manifests import (
     copy_manifest,
@@ -105,6 +105,7 @@ class ApiOutcome:
     bound_at_creation: int  # pods made bound, no scheduler's (createPods' boundAtCreation)
     deleted: int
     peak_rss: dict[str, int]
+    scheduler_memory: MemoryParts
     error: str | None = None
     failure: CaseError | None = None  # the op that stopped the case, if one did
     chaos: dict[str, Any] | None = None  # the faults injected, and the recoveries
@@ -217,6 +218,10 @@ class ApiCaseRunner(OpWalker[ApiWindow]):
             self.bound_at_creation,
             self.deleted,
             dict(memory.peak),
+            MemoryParts(
+                peak_bytes=memory.peak_parts["scheduler"],
+                end_bytes=memory.end_parts["scheduler"],
+            ),
             error,
             failure,
             self.chaos.report(self.started) if self.chaos else None,

@@ -46,6 +46,15 @@ class OverCommitted(Figures):
     rejected: dict[str, int]  # pods a kubelet would turn away, by profile (schedulerName)
 
 
+class MemoryParts(Figures):
+    """The scheduler's resident memory by part (`instruments.part_of`: "main", and
+    optimist's "shards", "redis" and "ray"): each part's peak over the run, and what it
+    held at the end, every pod settled (steady)."""
+
+    peak_bytes: dict[str, int]
+    end_bytes: dict[str, int]
+
+
 class Restarted(Figures):
     """The scheduler under test restarted by its case (`restartScheduler`): cold, every
     replica killed and started afresh, or a failover, the leader killed with a standby
@@ -60,7 +69,7 @@ class ApiRunReport(Figures):
     """One workload run by one scheduler in one round: scheduler_perf's figures for its
     measured phase, read from the server, and each process tree's CPU and memory."""
 
-    ABSENT_WHEN_NONE = frozenset({"chaos", "over_committed", "restarts"})
+    ABSENT_WHEN_NONE = frozenset({"chaos", "over_committed", "restarts", "scheduler_memory"})
     name: str
     case: str
     workload: str
@@ -92,6 +101,7 @@ class ApiRunReport(Figures):
     # the whole cluster's at the end (None: a file from before it was counted)
     over_committed: OverCommitted | None = None
     restarts: list[Restarted] | None = None  # by the case (absent: it restarted nothing)
+    scheduler_memory: MemoryParts | None = None  # absent: a file from before it was kept
 
 
 class ApiRunNotRun(Figures):

@@ -294,24 +294,46 @@ class ProcessTree:
         return False
 
     def rss(self) -> int:
-        total = 0
+        return sum(self.rss_by_part().values())
+
+    def rss_by_part(self) -> dict[str, int]:
+        """Resident memory now, by part (`part_of`)."""
+        parts: dict[str, int] = {}
+        roots = set(self._pids())
         for process in self._members():
             try:
-                total += process.memory_info().rss
+                part = part_of(process, roots)
+                parts[part] = parts.get(part, 0) + process.memory_info().rss
             except psutil.Error:
                 continue
-        return total
+        return parts
+
+
+def part_of(process: psutil.Process, roots: Collection[int]) -> str:
+    """What a process of a scheduler's tree is: "main" (a root: optimist's control
+    process, or kube-scheduler), optimist's "shards" and its "redis", or "ray" (Ray's
+    own daemons and idle workers)."""
+    if process.pid in roots:
+        return "main"
+    command = " ".join(process.cmdline())
+    if "ShardActor" in command:
+        return "shards"
+    return "redis" if "redis-server" in command else "ray"
 
 
 SAMPLE_S = 1.0  # memory is sampled once a second
 
 
 class MemorySampler:
-    """Each process tree's resident memory once a second, in a thread; keeps the peaks."""
+    """Each process tree's resident memory once a second, in a thread: the peak of the
+    whole tree and of each of its parts (`part_of`), and the parts once more at the end,
+    when what the run made is all held and nothing is under way (the steady state)."""
 
     def __init__(self, meters: Mapping[str, ProcessTree]) -> None:
         self.meters = meters
         self.peak = {name: 0 for name in meters}
+        self.peak_parts: dict[str, dict[str, int]] = {name: {} for name in meters}
+        self.end_parts: dict[str, dict[str, int]] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="memory", daemon=True)
 
@@ -322,13 +344,22 @@ class MemorySampler:
     def __exit__(self, *_: object) -> None:
         self._stop.set()
         self._thread.join(5)
+        self.end_parts = self._sample()
 
     def _run(self) -> None:
-        while True:
-            for name, meter in self.meters.items():
-                self.peak[name] = max(self.peak[name], meter.rss())
-            if self._stop.wait(SAMPLE_S):
-                return
+        while not self._stop.wait(SAMPLE_S):
+            self._sample()
+
+    def _sample(self) -> dict[str, dict[str, int]]:
+        """Each tree by part now, taken into the peaks."""
+        sampled = {}
+        for name, meter in self.meters.items():
+            parts = sampled[name] = meter.rss_by_part()
+            self.peak[name] = max(self.peak[name], sum(parts.values()))
+            peaks = self.peak_parts[name]
+            for part, rss in parts.items():
+                peaks[part] = max(peaks.get(part, 0), rss)
+        return sampled
 
 
 def since_process_start(perf_counter: float) -> float:
@@ -402,7 +433,7 @@ def comparison_rows(entry: ApiCaseComparison, ceiling: float | None) -> list[tup
     if all(f.over_committed_nodes is not None for f in per):
         rows.append(("nodes over-committed", each(lambda f: f"{f.over_committed_nodes:g}")))
         rows.append(("pods a kubelet would reject", each(lambda f: f"{f.kubelet_rejections:g}")))
-    restarts = per[0].restarts or []
+    restarts = next((f.restarts for f in per if f.restarts), [])
     for i, restart in enumerate(restarts):
         how = "leader killed" if restart.failover else "cold restart"
         rows.append((f"{how} -> first binding, s", each(partial(_restart_cell, i))))

@@ -36,7 +36,13 @@ def figures(path: Path, link: str) -> str:
         rows = _conflicts(report)
     else:
         rows = (
-            [*_beside(report), *_faults(report), *_shared(report), *_restarts(report)]
+            [
+                *_beside(report),
+                *_faults(report),
+                *_shared(report),
+                *_restarts(report),
+                *_memory(report),
+            ]
             if "cluster" in report
             else _simulated(report)
         )
@@ -197,6 +203,39 @@ def _restarts(report: dict[str, Any]) -> list[str]:
             how = "leader killed, standby waiting" if first["failover"] else "cold"
             each = " / ".join(_seconds(r["restarts"][i]["first_binding_s"]) for r in rounds)
             out.append(f"| {name} | {scheduler} | {how} | {each} | {peak:,.0f} MiB |")
+    return out
+
+
+def _memory(report: dict[str, Any]) -> list[str]:
+    """Where a case made a large cluster's running pods (boundAtCreation), one row per
+    run: the scheduler's resident memory by part, at its peak and at the end (steady),
+    with the pods it held then."""
+    runs = [
+        r
+        for r in report["runs"]
+        if r.get("scheduler_memory") and r.get("all_pods", {}).get("bound_at_creation")
+    ]
+    if not runs:
+        return []
+    out = [
+        "",
+        "| workload | scheduler | round | nodes | pods bound | main | shards | redis | ray | "
+        "whole tree |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in runs:
+        peak, end = r["scheduler_memory"]["peak_bytes"], r["scheduler_memory"]["end_bytes"]
+        cells = [
+            f"{end.get(part, 0) / 2**20:,.0f} ({peak.get(part, 0) / 2**20:,.0f})" if part in peak
+            else "-"
+            for part in ("main", "shards", "redis", "ray")
+        ]  # fmt: skip
+        pods = r["all_pods"]["bound"] + r["all_pods"]["bound_at_creation"]
+        out.append(
+            f"| {r['name']} | {r['scheduler']} | {r['round'] + 1} | {r['nodes']:,} | {pods:,} | "
+            f"{' | '.join(cells)} | {sum(end.values()) / 2**20:,.0f} MiB |"
+        )
+    out += ["", "MiB at the end, every pod settled (the peak over the run in brackets)."]
     return out
 
 

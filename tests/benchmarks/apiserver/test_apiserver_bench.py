@@ -440,7 +440,8 @@ def test_a_scheduler_restarted_cold_and_failed_over_binds_again_and_says_how_soo
     (the case fails over too), on 4 nodes running 20 pods made bound. Cold, both
     replicas killed and two started afresh; then the leader killed while the standby
     waits. After each, 4 pods are measured, all bound once by the replicas left, and
-    the report times each restart from the kill to the next binding."""
+    the report times each restart from the kill to the next binding, and gives each
+    part of the scheduler's memory."""
     path = write_case(
         tmp_path,
         [
@@ -467,6 +468,10 @@ def test_a_scheduler_restarted_cold_and_failed_over_binds_again_and_says_how_soo
         assert run["pods_scheduled"] == run["all_pods"]["bound"] == 8, run["all_pods"]
         assert [r["failover"] for r in run["restarts"]] == [False, True], run["restarts"]
         assert all(r["first_binding_s"] > 0 for r in run["restarts"]), run["restarts"]
+        memory = run["scheduler_memory"]  # by part: optimist's own Ray, shards and Redis
+        parts = {"main", "shards", "redis", "ray"} if run["scheduler"] == "optimist" else {"main"}
+        assert set(memory["peak_bytes"]) == set(memory["end_bytes"]) == parts, memory
+        assert all(memory["peak_bytes"][p] >= memory["end_bytes"][p] > 0 for p in parts)
     assert not control_plane.client.request("GET", "/api/v1/pods")["items"]  # removed
 
 
