@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from optimist.kube.client import ApiError, Backoff, KubeClient
@@ -34,21 +34,36 @@ def object_key(obj: dict[str, Any]) -> str:
     return f"{namespace}/{meta.get('name')}" if namespace else str(meta.get("name"))
 
 
-def list_all(client: KubeClient, path: str, page_size: int = 500) -> tuple[list[Any], str]:
-    """Every object at `path` and the list's resourceVersion, a page at a time as
-    client-go's pager reads them; all pages are one snapshot, at the first page's
-    version (an expired continue token is 410 Gone: the caller lists again)."""
-    items: list[dict[str, Any]] = []
+def list_pages(
+    client: KubeClient, path: str, page_size: int = 500
+) -> tuple[str, Iterator[list[dict[str, Any]]]]:
+    """The list's resourceVersion and every object at `path`, a page at a time as
+    client-go's pager reads them: all pages are one snapshot, at the first page's
+    version (an expired continue token is 410 Gone: the caller lists again). A page is
+    the caller's to handle and drop before the next is read, so that a large cluster
+    is never held whole as the server's JSON."""
     query = {"limit": str(page_size)}
     first = client.request("GET", path, query)
-    listed = first
+    return str((first.get("metadata") or {}).get("resourceVersion", "")), _pages(
+        client, path, query, first
+    )
+
+
+def _pages(
+    client: KubeClient, path: str, query: dict[str, str], listed: dict[str, Any]
+) -> Iterator[list[dict[str, Any]]]:
     while True:
-        items += listed.get("items") or []
+        yield listed.get("items") or []
         token = (listed.get("metadata") or {}).get("continue")
         if not token:
-            break
+            return
         listed = client.request("GET", path, {**query, "continue": token})
-    return items, str(first.get("metadata", {}).get("resourceVersion", ""))
+
+
+def list_all(client: KubeClient, path: str, page_size: int = 500) -> tuple[list[Any], str]:
+    """Every object at `path` (`list_pages`, held together) and the list's version."""
+    version, pages = list_pages(client, path, page_size)
+    return [obj for page in pages for obj in page], version
 
 
 class Informer:
@@ -127,16 +142,18 @@ class Informer:
         """Every object, a page of `page_size` at a time as client-go's pager reads them;
         all pages are one snapshot, at the first page's version (an expired continue
         token is 410 Gone: the list starts again)."""
-        items, version = list_all(self.client, self.path, self.page_size)
         seen: dict[str, str] = {}
-        for obj in items:
-            key, known = object_key(obj), obj["metadata"].get("resourceVersion", "")
-            seen[key] = known
-            before = self._known.get(key)
-            if before is None:
-                self._handle("ADDED", obj)
-            elif before != known:
-                self._handle("MODIFIED", obj)
+        version, pages = list_pages(self.client, self.path, self.page_size)
+        for page in pages:
+            for obj in page:
+                key, known = object_key(obj), obj["metadata"].get("resourceVersion", "")
+                seen[key] = known
+                before = self._known.get(key)
+                if before is None:
+                    self._handle("ADDED", obj)
+                elif before != known:
+                    self._handle("MODIFIED", obj)
+                self._known[key] = known  # told: a list started again does not tell it twice
         for key in self._known.keys() - seen.keys():  # deleted while nobody watched
             namespace, _, name = key.rpartition("/")
             self._handle("DELETED", {"metadata": {"name": name, "namespace": namespace}})

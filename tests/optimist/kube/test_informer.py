@@ -96,6 +96,28 @@ def test_after_a_real_410_gone_a_fresh_list_tells_what_changed_deletions_include
     assert ("DELETED", "a") in seen.events and seen.events.count(("ADDED", "c")) == 1
 
 
+def test_a_list_cut_by_compaction_between_its_pages_tells_nothing_twice(kube_api):
+    """A list's pages are told as they come (a large cluster is never held whole). One
+    whose continue token expires between two pages (etcd compacted: 410 Gone) starts
+    again, and what its first page told is not told again."""
+    for name in "abc":
+        kube_api.put("configmaps", {"metadata": {"name": name, "labels": {"v": "1"}}})
+    seen = Seen()
+    compacted = threading.Event()
+
+    def handle(kind, obj):
+        seen(kind, obj)
+        if not compacted.is_set():  # after the first page: a write, then compaction
+            compacted.set()
+            kube_api.put("configmaps", {"metadata": {"name": "d", "labels": {"v": "1"}}})
+            kube_api.compact()
+
+    informer = Informer(kube_api.client(), CONFIGMAPS, handle, page_size=1).start()
+    assert informer.synced.wait(20)
+    informer.stop()
+    assert sorted(seen.events) == [("ADDED", name) for name in "abcd"], seen.events
+
+
 def test_bookmarks_keep_the_version_fresh_while_nothing_changes(kube_api):
     """The real server sends a watch its bookmark 2 s before the watch's timeout."""
     kube_api.put("nodes", node("a"))
