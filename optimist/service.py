@@ -17,6 +17,7 @@ import functools
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from cluster.store import Store
@@ -122,9 +123,16 @@ class Service:
             volume_bind_timeouts=self.settings.volume_bind_timeouts(),
         )
         adapter.reports.quiet = warm
-        adapter.start()
+        started = time.monotonic()
+        # the cluster listed while Redis, Ray and the shards start: each waits on others
+        lister = ThreadPoolExecutor(1, thread_name_prefix="list")
+        listed = lister.submit(adapter.start)
+        lister.shutdown(wait=False)
         try:
             with Platform(self.settings) as platform:
+                log.info("Redis, Ray and the shards up in %.1f s", time.monotonic() - started)
+                listed.result()
+                log.info("the cluster listed in %.1f s", time.monotonic() - started)
                 loop = self._loop(platform, adapter)
                 if elector is not None and warm:
                     keep_warm = functools.partial(_keep_warm, loop, adapter, stop)

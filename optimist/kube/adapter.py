@@ -119,6 +119,7 @@ class KubernetesAdapter:
         self.scheduler_names = scheduler_names
         self._lock = threading.Lock()
         self._arrived = threading.Event()  # set by every watch event: wakes an idle loop
+        self._stopped = threading.Event()
         self._new_pods: dict[str, dict[str, Any]] = {}  # key -> manifest, in arrival order
         # key -> bindings of the pod in a row that failed after their commit (PreBind)
         self._late_failures: dict[str, int] = {}
@@ -181,19 +182,27 @@ class KubernetesAdapter:
 
     def start(self, sync_timeout_s: float = 60.0) -> KubernetesAdapter:
         """Start the informers, each once the one before has listed (priority classes
-        before pods, nodes before pods), and return when all have."""
+        before pods, nodes before pods), and return when all have; a list that tells
+        nothing for `sync_timeout_s` fails the start (one that goes on telling, a large
+        cluster's, takes what it takes). Stopped meanwhile, it starts no more."""
         self.reports.start()
         if minor_release(self.client.request("GET", "/version")) >= NOMINATES_BEFORE_PREBIND:
             self.prebind.nominate = self._nominate
         self.prebind.start()
         for name, informer in self.informers.items():
+            if self._stopped.is_set():
+                break
             informer.start()
-            if not informer.synced.wait(sync_timeout_s):
-                raise TimeoutError(f"{PATHS[name]}: not listed within {sync_timeout_s:g} s")
+            told = -1
+            while not informer.synced.wait(sync_timeout_s):
+                if informer.told == told:
+                    raise TimeoutError(f"{PATHS[name]}: nothing listed for {sync_timeout_s:g} s")
+                told = informer.told
         return self
 
     def stop(self, drain_s: float = 2.0) -> None:
         """Stop watching; bindings under way finish, reports queued get `drain_s` to go."""
+        self._stopped.set()
         for informer in self.informers.values():
             informer.stop()
         self.abandon_prebinds()

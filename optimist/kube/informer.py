@@ -89,6 +89,7 @@ class Informer:
         self.lists = 0  # lists made: 1, plus one per 410 Gone
         self.served = True  # False while the server answers 404 for the resource
         self.watches = 0  # watches opened
+        self.told = 0  # events told the handler, the lists' included: a list's progress
         self._known: dict[str, str] = {}  # object key -> resourceVersion
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"informer {path}", daemon=True)
@@ -136,6 +137,7 @@ class Informer:
 
     def _handle(self, kind: str, obj: dict[str, Any]) -> None:
         self.handle(kind, obj)
+        self.told += 1
         self.arrived.set()
 
     def _list(self) -> None:

@@ -412,3 +412,17 @@ def _set_made_of(api, name):
         },
     }
     api.put("statefulsets", {"metadata": {"name": name}, "spec": set_spec})
+
+
+def test_a_start_whose_list_tells_nothing_fails_naming_the_resource(kube_api):
+    """The nodes' list held unanswered: the start fails once it has told nothing for
+    the sync timeout, naming the resource (a list that goes on telling, a large
+    cluster's, is waited for however long it takes)."""
+    kube_api.proxy.hold("/api/v1/nodes")
+    adapter = KubernetesAdapter(kube_api.client(), OURS)
+    try:
+        with pytest.raises(TimeoutError, match="/api/v1/nodes: nothing listed for 1 s"):
+            adapter.start(sync_timeout_s=1)
+    finally:
+        kube_api.proxy.drop()
+        adapter.stop()
