@@ -17,7 +17,6 @@ import functools
 import logging
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from cluster.store import Store
@@ -124,15 +123,11 @@ class Service:
         )
         adapter.reports.quiet = warm
         started = time.monotonic()
-        # the cluster listed while Redis, Ray and the shards start: each waits on others
-        lister = ThreadPoolExecutor(1, thread_name_prefix="list")
-        listed = lister.submit(adapter.start)
-        lister.shutdown(wait=False)
+        adapter.start()
+        log.info("the cluster listed in %.1f s", time.monotonic() - started)
         try:
             with Platform(self.settings) as platform:
                 log.info("Redis, Ray and the shards up in %.1f s", time.monotonic() - started)
-                listed.result()
-                log.info("the cluster listed in %.1f s", time.monotonic() - started)
                 loop = self._loop(platform, adapter)
                 if elector is not None and warm:
                     keep_warm = functools.partial(_keep_warm, loop, adapter, stop)

@@ -119,7 +119,6 @@ class KubernetesAdapter:
         self.scheduler_names = scheduler_names
         self._lock = threading.Lock()
         self._arrived = threading.Event()  # set by every watch event: wakes an idle loop
-        self._stopped = threading.Event()
         self._new_pods: dict[str, dict[str, Any]] = {}  # key -> manifest, in arrival order
         # key -> bindings of the pod in a row that failed after their commit (PreBind)
         self._late_failures: dict[str, int] = {}
@@ -184,14 +183,12 @@ class KubernetesAdapter:
         """Start the informers, each once the one before has listed (priority classes
         before pods, nodes before pods), and return when all have; a list that tells
         nothing for `sync_timeout_s` fails the start (one that goes on telling, a large
-        cluster's, takes what it takes). Stopped meanwhile, it starts no more."""
+        cluster's, takes what it takes)."""
         self.reports.start()
         if minor_release(self.client.request("GET", "/version")) >= NOMINATES_BEFORE_PREBIND:
             self.prebind.nominate = self._nominate
         self.prebind.start()
         for name, informer in self.informers.items():
-            if self._stopped.is_set():
-                break
             informer.start()
             told = -1
             while not informer.synced.wait(sync_timeout_s):
@@ -202,7 +199,6 @@ class KubernetesAdapter:
 
     def stop(self, drain_s: float = 2.0) -> None:
         """Stop watching; bindings under way finish, reports queued get `drain_s` to go."""
-        self._stopped.set()
         for informer in self.informers.values():
             informer.stop()
         self.abandon_prebinds()
