@@ -1,8 +1,11 @@
 """The capacity model of docs/capacity.md: how many shards, binders and Redis servers a
-cluster size and a rate need, from the per-part costs measured on the 2-core machine.
+cluster size and a rate need, from the per-part costs measured on the 2-core machine;
+and how much memory each part holds for a cluster's nodes and pods, fitted to what the
+API bench measured.
 
     .venv/bin/python -m benchmarks.capacity                     # the plans, as a table
     .venv/bin/python -m benchmarks.capacity --simulate-cores 2  # check one by simulation
+    .venv/bin/python -m benchmarks.capacity --memory RESULT.json...  # memory, fitted
 
 `plan` is the arithmetic: each part sized to be at most 80% busy. `simulate`
 checks it independently: pods flow through the driver, a shard, a binder and a
@@ -17,10 +20,15 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import math
 from collections import deque
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 BUSY = 0.8  # each part planned to be at most this busy
 
@@ -172,6 +180,69 @@ def simulate(
     return counted / (seconds / 2)
 
 
+@dataclass(frozen=True, slots=True)
+class MemoryFit:
+    """Resident bytes of one part of a scheduler (`instruments.part_of`; optimist's
+    shards per shard): fixed, per node and per pod held, fitted by least squares to
+    the steady RSS of API bench runs (each run's `scheduler_memory.end_bytes`, every
+    pod settled), with the runs it was fitted to."""
+
+    scheduler: str
+    part: str
+    fixed: float
+    per_node: float
+    per_pod: float
+    runs: int
+
+    def at(self, nodes: int, pods: int) -> float:
+        return self.fixed + self.per_node * nodes + self.per_pod * pods
+
+
+def fit_memory(reports: Iterable[Mapping[str, Any]]) -> list[MemoryFit]:
+    """Each scheduler's parts, fitted over the runs of `reports` that kept their memory
+    by part (three sizes at least, not all of one shape, for three unknowns)."""
+    samples: dict[tuple[str, str], list[tuple[int, int, float]]] = {}
+    for report in reports:
+        for run in report["runs"]:
+            if "scheduler_memory" not in run:
+                continue
+            pods = run["all_pods"]["bound"] + (run["all_pods"].get("bound_at_creation") or 0)
+            for part, rss in run["scheduler_memory"]["end_bytes"].items():
+                each = rss / report["shards"] if part == "shards" else rss
+                key = (run["scheduler"], part)
+                samples.setdefault(key, []).append((run["nodes"], pods, each))
+    fits = []
+    for (scheduler, part), points in sorted(samples.items()):
+        a = np.array([[1.0, n, p] for n, p, _ in points])
+        if np.linalg.matrix_rank(a) < 3:
+            raise ValueError(
+                f"{scheduler} {part}: {len(points)} runs of too few shapes to fit "
+                "fixed, per-node and per-pod bytes (three sizes, not all in proportion)"
+            )
+        (fixed, per_node, per_pod), *_ = np.linalg.lstsq(
+            a, np.array([rss for *_, rss in points]), rcond=None
+        )
+        fits.append(MemoryFit(scheduler, part, fixed, per_node, per_pod, len(points)))
+    return fits
+
+
+MEMORY_SIZES = ((20_000, 200_000), (100_000, 1_000_000))  # what the plans are read at
+
+
+def _print_memory(paths: list[str]) -> None:
+    fits = fit_memory(json.loads(Path(p).read_text()) for p in paths)
+    sizes = " | ".join(f"at {n:,} nodes, {p:,} pods" for n, p in MEMORY_SIZES)
+    header = f"scheduler | part | fixed | per node | per pod | {sizes}"
+    print(f"| {header} |")
+    print("|---" * (header.count("|") + 1) + "|")
+    for f in fits:
+        at = " | ".join(f"{f.at(n, p) / 2**30:.2f} GiB" for n, p in MEMORY_SIZES)
+        print(
+            f"| {f.scheduler} | {f.part} | {f.fixed / 2**20:,.0f} MiB | {f.per_node:,.0f} B "
+            f"| {f.per_pod:,.0f} B | {at} |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--simulate-cores", type=float, help="check a plan by simulation")
@@ -180,7 +251,11 @@ def main() -> None:
     parser.add_argument("--redis", type=int, default=1)
     parser.add_argument("--nodes", type=int, default=5_000)
     parser.add_argument("--kube", action="store_true", help="a real API server's watch")
+    parser.add_argument("--memory", nargs="+", metavar="RESULT", help="fit memory to results")
     args = parser.parse_args()
+    if args.memory:
+        _print_memory(args.memory)
+        return
     if args.simulate_cores:
         rate = simulate(
             args.shards,

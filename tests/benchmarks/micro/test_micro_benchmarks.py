@@ -150,6 +150,41 @@ def test_capacity_prints_its_table(monkeypatch, capsys):
     assert out.count("\n| 100,000 |") == 3 and "gives way first" in out
 
 
+def _memory_report(sizes, shards=2):
+    """An API bench result file's fields the memory fit reads: optimist's parts at
+    100 MiB + 1,000 B a node + 500 B a pod (its shards each), kube-scheduler's at
+    50 MiB + 2,000 B a pod."""
+    runs = []
+    for nodes, pods in sizes:
+        ours = 100 * 2**20 + 1000 * nodes + 500 * pods
+        for scheduler, end in (
+            ("optimist", {"main": ours, "shards": shards * ours}),
+            ("kube-scheduler", {"main": 50 * 2**20 + 2000 * pods}),
+        ):
+            memory = {"peak_bytes": end, "end_bytes": end}
+            held = {"bound": 1000, "bound_at_creation": pods - 1000}
+            runs.append({"scheduler": scheduler, "nodes": nodes, "all_pods": held} | {
+                "scheduler_memory": memory})  # fmt: skip
+    return {"shards": shards, "runs": [*runs, {"scheduler": "optimist", "nodes": 1}]}
+
+
+def test_the_memory_fit_finds_each_part_s_bytes_per_node_and_per_pod(monkeypatch, capsys):
+    from benchmarks import capacity
+
+    report = _memory_report([(5_000, 11_000), (5_000, 51_000), (20_000, 201_000)])
+    fits = {(f.scheduler, f.part): f for f in capacity.fit_memory([report])}
+    assert set(fits) == {("optimist", "main"), ("optimist", "shards"), ("kube-scheduler", "main")}
+    for part in ("main", "shards"):  # shards: each shard's
+        f = fits["optimist", part]
+        assert (f.fixed, f.per_node, f.per_pod) == pytest.approx((100 * 2**20, 1000, 500))
+        assert f.runs == 3
+    f = fits["kube-scheduler", "main"]
+    assert (f.per_node, f.per_pod) == pytest.approx((0, 2000), abs=1e-3)
+    assert f.at(100_000, 1_000_000) == pytest.approx(50 * 2**20 + 2000 * 1_000_000)
+    with pytest.raises(ValueError, match="kube-scheduler main: 2 runs of too few shapes"):
+        capacity.fit_memory([_memory_report([(5_000, 11_000), (10_000, 22_000)])])
+
+
 @pytest.mark.usefixtures("ray_session")
 def test_ray_micro_times_round_trips_and_calls_in_flight(monkeypatch, capsys):
     from benchmarks.micro import ray_micro
