@@ -311,8 +311,9 @@ class ProcessTree:
 
 def part_of(process: psutil.Process, roots: Collection[int]) -> str:
     """What a process of a scheduler's tree is: "main" (a root: optimist's control
-    process, or kube-scheduler), optimist's "shards" and its "redis", or "ray" (Ray's
-    own daemons and idle workers)."""
+    process, or kube-scheduler), optimist's "shards" and its "redis", or "ray": Ray's
+    own daemons and agents, and with them optimist's watcher that stops them should the
+    control process die (`optimist.lifetime`, about 16 MB)."""
     if process.pid in roots:
         return "main"
     command = " ".join(process.cmdline())
