@@ -200,11 +200,14 @@ class MemoryFit:
 
 def fit_memory(reports: Iterable[Mapping[str, Any]]) -> list[MemoryFit]:
     """Each scheduler's parts, fitted over the runs of `reports` that kept their memory
-    by part (three sizes at least, not all of one shape, for three unknowns)."""
+    by part (three sizes at least, not all of one shape, for three unknowns), one
+    replica each: a run that failed over ends with two, the standby and the one
+    started in the killed leader's place."""
     samples: dict[tuple[str, str], list[tuple[int, int, float]]] = {}
     for report in reports:
         for run in report["runs"]:
-            if "scheduler_memory" not in run:
+            failed_over = any(r["failover"] for r in run.get("restarts") or [])
+            if "scheduler_memory" not in run or failed_over:
                 continue
             pods = run["all_pods"]["bound"] + (run["all_pods"].get("bound_at_creation") or 0)
             for part, rss in run["scheduler_memory"]["end_bytes"].items():

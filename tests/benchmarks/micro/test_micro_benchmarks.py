@@ -151,7 +151,8 @@ def test_capacity_prints_its_table(monkeypatch, capsys):
 
 
 def _memory_report(sizes, shards=2):
-    """An API bench result file's fields the memory fit reads: optimist's parts at
+    """An API bench result file's fields the memory fit reads (and two runs it leaves
+    out: one without memory, one that failed over): optimist's parts at
     100 MiB + 1,000 B a node + 500 B a pod (its shards each), kube-scheduler's at
     50 MiB + 2,000 B a pod."""
     runs = []
@@ -165,7 +166,10 @@ def _memory_report(sizes, shards=2):
             held = {"bound": 1000, "bound_at_creation": pods - 1000}
             runs.append({"scheduler": scheduler, "nodes": nodes, "all_pods": held} | {
                 "scheduler_memory": memory})  # fmt: skip
-    return {"shards": shards, "runs": [*runs, {"scheduler": "optimist", "nodes": 1}]}
+    doubled = {part: 2 * rss for part, rss in runs[0]["scheduler_memory"]["end_bytes"].items()}
+    two = {**runs[0], "restarts": [{"failover": True, "first_binding_s": 1.0}]} | {
+        "scheduler_memory": {"peak_bytes": doubled, "end_bytes": doubled}}  # fmt: skip
+    return {"shards": shards, "runs": [*runs, {"scheduler": "optimist", "nodes": 1}, two]}
 
 
 def test_the_memory_fit_finds_each_part_s_bytes_per_node_and_per_pod(monkeypatch, capsys):
