@@ -31,6 +31,7 @@ from cluster.store.scripts import Scripts
 _PUT_CHUNK = 1000
 CONFLICT_MODES = ("fine", "coarse")
 OBSERVED = "observed"  # commit's mode for pods the cluster runs already (`observe`)
+OBSERVED_PER_CALL = 2000  # running pods one script records: a few tens of ms of Redis
 _BUILDING = "building:"  # the epoch while `rebuild` loads the store: nobody may use it yet
 
 
@@ -430,8 +431,14 @@ class NodeStore:
         """Record pods the cluster runs already on their node (bound by another scheduler,
         or before optimist started), fit or not: their room is taken all the same. A pod
         recorded before comes back as `duplicate`; one on a node not in the store, as
-        `conflict`."""
-        return self.commit(*pinned(pods), OBSERVED).outcomes if pods else []
+        `conflict`. `OBSERVED_PER_CALL` at a time: a start's 200,000 running pods in one
+        script held Redis past its clients' read timeout, and the loop took Redis for
+        dead."""
+        outcomes: list[UnitOutcome] = []
+        for start in range(0, len(pods), OBSERVED_PER_CALL):
+            chunk = pods[start : start + OBSERVED_PER_CALL]
+            outcomes += self.commit(*pinned(chunk), OBSERVED).outcomes
+        return outcomes
 
     def committed_placements(
         self, units: Sequence[str]
