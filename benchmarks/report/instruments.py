@@ -293,9 +293,6 @@ class ProcessTree:
                 continue
         return False
 
-    def rss(self) -> int:
-        return sum(self.rss_by_part().values())
-
     def rss_by_part(self) -> dict[str, int]:
         """Resident memory now, by part (`part_of`)."""
         parts: dict[str, int] = {}
