@@ -124,10 +124,11 @@ class Service:
         adapter.reports.quiet = warm
         started = time.monotonic()
         adapter.start()
-        log.info("the cluster listed in %.1f s", time.monotonic() - started)
+        listed = time.monotonic()
+        log.info("the cluster listed in %.1f s", listed - started)
         try:
             with Platform(self.settings) as platform:
-                log.info("Redis, Ray and the shards up in %.1f s", time.monotonic() - started)
+                log.info("Redis, Ray and the shards up in %.1f s", time.monotonic() - listed)
                 loop = self._loop(platform, adapter)
                 if elector is not None and warm:
                     keep_warm = functools.partial(_keep_warm, loop, adapter, stop)
